@@ -1,0 +1,116 @@
+"""The cell protocol: hyper-parameters in a frozen dataclass, everything else pure functions.
+
+A cell is a recurrence ``carry_t, h_t = step(params, carry_{t-1}, x_t)``. Shapes follow the row-vector
+convention with any number of leading batch dimensions: ``x`` is ``(*batch, input_size)``, every carry leaf is
+``(*batch, k)`` and ``h`` is ``(*batch, hidden_size)``. Parameters are a flat dict of arrays with no batch
+dimension, so one ``step`` serves a single example, a batch, ``vmap``, ``grad`` and ``jit`` alike.
+
+Optional, for the trace methods:
+
+* ``trace_init / trace_update / trace_contract``: hand-derived ("closed-form") eligibility traces, used by the
+  ``closed_form`` method; see ``rtrl.methods.closed_form`` for their contract.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+Params = dict[str, jax.Array]
+Carry = Any  # a pytree whose leaves are (*batch, k) arrays
+
+
+def check_positive_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def glorot(key: jax.Array, shape: tuple[int, int], dtype) -> jax.Array:
+    """Uniform Glorot initialisation, the default of most RNN libraries."""
+    limit = math.sqrt(6.0 / (shape[0] + shape[1]))
+    return jax.random.uniform(key, shape, dtype, -limit, limit)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """Base class of every cell: sizes, input validation and zero carries."""
+
+    input_size: int
+    hidden_size: int
+
+    def __post_init__(self) -> None:
+        check_positive_int("input_size", self.input_size)
+        check_positive_int("hidden_size", self.hidden_size)
+
+    # -- to be provided by subclasses -------------------------------------------------------------------
+    def init(self, key: jax.Array, dtype=None) -> Params:
+        raise NotImplementedError
+
+    def carry_sizes(self) -> dict[str, int] | None:
+        """Trailing sizes of the carry's leaves, ``{name: k}``; ``None`` means a bare ``(*batch, N)`` array."""
+        return None
+
+    def step(self, params: Params, carry: Carry, x: jax.Array) -> tuple[Carry, jax.Array]:
+        raise NotImplementedError
+
+    # -- shared -----------------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def initial_carry(self, batch_shape: tuple[int, ...] = (), dtype=None) -> Carry:
+        """Zeros, the state before the first input."""
+        batch_shape = tuple(batch_shape)
+        for size in batch_shape:
+            if not isinstance(size, int) or size < 0:
+                raise ValueError(f"batch_shape must be a tuple of non-negative ints, got {batch_shape!r}")
+        dtype = dtype or jnp.zeros(()).dtype
+        sizes = self.carry_sizes()
+        if sizes is None:
+            return jnp.zeros(batch_shape + (self.hidden_size,), dtype)
+        return {name: jnp.zeros(batch_shape + (k,), dtype) for name, k in sizes.items()}
+
+    def check_input(self, x: jax.Array) -> None:
+        """Shapes are static under jit, so this costs nothing at run time."""
+        if jnp.ndim(x) < 1 or jnp.shape(x)[-1] != self.input_size:
+            raise ValueError(
+                f"x must have shape (*batch, input_size={self.input_size}) for {self.name}, "
+                f"got shape {jnp.shape(x)}"
+            )
+
+    def check_params(self, params: Params, shapes: dict[str, tuple[int, ...]]) -> None:
+        missing = set(shapes) - set(params)
+        if missing:
+            raise ValueError(f"params for {self.name} lack {sorted(missing)}; expected keys {sorted(shapes)}")
+        for name, shape in shapes.items():
+            if jnp.shape(params[name]) != shape:
+                raise ValueError(
+                    f"params[{name!r}] of {self.name} must have shape {shape}, got {jnp.shape(params[name])}"
+                )
+
+
+class Activation(NamedTuple):
+    """An element-wise function with its derivative written out, for hand-derived traces."""
+
+    fn: Callable[[jax.Array], jax.Array]
+    derivative: Callable[[jax.Array], jax.Array]
+
+
+ACTIVATIONS = {
+    "tanh": Activation(jnp.tanh, lambda s: 1.0 - jnp.tanh(s) ** 2),
+    "sigmoid": Activation(jax.nn.sigmoid, lambda s: jax.nn.sigmoid(s) * (1.0 - jax.nn.sigmoid(s))),
+    "relu": Activation(jax.nn.relu, lambda s: (s > 0).astype(s.dtype)),
+    "identity": Activation(lambda s: s, jnp.ones_like),
+}
+
+
+def activation(name: str) -> Activation:
+    """Element-wise activations by name (a constructor option of the cells)."""
+    if name not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {name!r}")
+    return ACTIVATIONS[name]

@@ -1,0 +1,32 @@
+"""Hand-derived traces that a cell writes beside its forward equations.
+
+A cell opts in by defining, for one example, ``trace_init(params, carry)``,
+``trace_update(params, carry, traces, x)`` and ``trace_contract(params, traces, g_carry)`` with the meaning of
+``TraceMethod.init / update / contract``. Derivations live in docs/derivations.md; the tests hold each one to
+BPTT.
+"""
+
+from __future__ import annotations
+
+from rtrl.methods.base import TraceMethod
+
+
+class ClosedForm(TraceMethod):
+    name = "closed_form"
+    exact = True
+
+    def check(self, cell) -> None:
+        if not all(hasattr(cell, f) for f in ("trace_init", "trace_update", "trace_contract")):
+            raise ValueError(
+                f"method 'closed_form' needs hand-derived traces, and {cell.name} provides none; "
+                "use 'diagonal' for an element-wise cell or 'rtrl' for any cell"
+            )
+
+    def init(self, cell, params, carry):
+        return cell.trace_init(params, carry)
+
+    def update(self, cell, params, carry, traces, x):
+        return cell.trace_update(params, carry, traces, x)
+
+    def contract(self, cell, params, traces, g_carry):
+        return cell.trace_contract(params, traces, g_carry)
