@@ -1,0 +1,26 @@
+# The README's two commands: `make run` (the main job) and `make test` (the whole suite).
+# Both create or reuse a local virtual environment and install the package into it.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m rtrl.demo
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(PY) -m ruff check src tests
+
+bench: $(STAMP)
+	$(PY) -m rtrl.bench
