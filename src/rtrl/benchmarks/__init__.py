@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that print medians and ratios measured in one run (never timed unit tests)."""

@@ -1,0 +1,59 @@
+"""Median wall time of a jitted function, and the per-step costs the benchmarks compare."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+import rtrl
+from rtrl.methods.bptt import scan_loss
+
+
+def median_seconds(fn: Callable, *args, repeats: int = 7, min_seconds: float = 0.05) -> float:
+    """Median over ``repeats`` of the time per call of ``fn(*args)`` (compiled first, results awaited).
+
+    Each repeat calls ``fn`` enough times to last ``min_seconds``, so short calls are not timer noise."""
+    jax.block_until_ready(fn(*args))
+    start = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    calls = max(1, int(min_seconds / max(time.perf_counter() - start, 1e-9)))
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            out = fn(*args)
+        jax.block_until_ready(out)
+        samples.append((time.perf_counter() - start) / calls)
+    return statistics.median(samples)
+
+
+def squared_error(h, y):
+    return jnp.sum((h - y) ** 2)
+
+
+def forward_per_step(cell, params, xs) -> float:
+    """Seconds per step of the cell's forward pass alone (scanned over ``xs``), the baseline of every ratio."""
+
+    @jax.jit
+    def run(params, xs):
+        carry = cell.initial_carry(xs.shape[1:-1], xs.dtype)
+        return lax.scan(lambda c, x: cell.step(params, c, x), carry, xs)[0]
+
+    return median_seconds(run, params, xs) / xs.shape[0]
+
+
+def method_per_step(cell, params, xs, ys, method) -> float:
+    """Seconds per step of ``sequence_grad`` under ``method`` (forward, traces and gradient), loss on every step."""
+    run = jax.jit(lambda p, xs, ys: rtrl.sequence_grad(cell, p, xs, ys, squared_error, method=method))
+    return median_seconds(run, params, xs, ys) / xs.shape[0]
+
+
+def bptt_per_step(cell, params, xs, ys) -> float:
+    run = jax.jit(jax.grad(lambda p, xs, ys: scan_loss(
+        cell, p, xs, ys, squared_error, cell.initial_carry(xs.shape[1:-1], xs.dtype))[0]))
+    return median_seconds(run, params, xs, ys) / xs.shape[0]
