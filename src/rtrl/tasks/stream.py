@@ -1,0 +1,38 @@
+"""Streams: each of B independent streams is an endless sequence of episodes laid back to back.
+
+Episode ``e`` of stream ``b`` is ``task.episode(fold_in(fold_in(key, b), e))``, so any window of the stream is a
+pure function of ``(key, position)``: a run resumed from a checkpoint sees exactly the data it would have seen.
+Stream ``b`` may start ``offsets[b]`` steps into its episodes (staggered streams reach their answer phases at
+different times). ``done[t, b]`` marks the first step of an episode, where the learner resets before stepping.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from rtrl.tasks.base import Episodes, Task
+
+
+def stream_chunk(task: Task, key: jax.Array, start, length: int, offsets: jax.Array) -> tuple[Episodes, jax.Array]:
+    """Steps ``start .. start + length - 1`` of every stream: episodes with leaves ``(length, B, ...)`` and
+    ``done`` ``(length, B)``. ``length`` is static; ``start`` may be traced."""
+    T = task.length
+    n_episodes = -(-length // T) + 1  # enough whole episodes to cover any window of `length` steps
+
+    def one_stream(b, offset):
+        position = start + offset
+        first = position // T
+        stream_key = jax.random.fold_in(key, b)
+        keys = jax.vmap(lambda e: jax.random.fold_in(stream_key, e))(first + jnp.arange(n_episodes))
+        episodes = jax.vmap(task.episode)(keys)
+        window = jax.tree.map(
+            lambda a: jax.lax.dynamic_slice_in_dim(a.reshape((n_episodes * T,) + a.shape[2:]), position % T, length),
+            episodes,
+        )
+        done = (position + jnp.arange(length)) % T == 0
+        return window, done
+
+    streams = jnp.arange(offsets.shape[0])
+    window, done = jax.vmap(one_stream)(streams, offsets)
+    return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), window), done.T
