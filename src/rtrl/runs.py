@@ -17,6 +17,7 @@ data is a pure function of the data key and the step, and everything else is in 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import os
@@ -111,7 +112,15 @@ def complete(config: dict) -> dict:
 
 
 def build(config: dict) -> Trainer:
-    """The trainer a complete config describes; raises ``ValueError`` on bad options."""
+    """The trainer a complete config describes; raises ``ValueError`` on bad options. A trainer is immutable,
+    so runs that differ only in budget share one (and its compiled functions)."""
+    key = json.dumps({k: v for k, v in config.items() if k not in ("steps", "eval_every")}, sort_keys=True)
+    return cached_trainer(key)
+
+
+@functools.lru_cache(maxsize=8)
+def cached_trainer(key: str) -> Trainer:
+    config = json.loads(key)
     task = make("task", TASKS, config["task"], config["task_args"])(**config["task_args"])
     cell_cls = make("cell", CELLS, config["cell"], config["cell_args"], exclude=("input_size", "hidden_size"))
     cell = cell_cls(task.input_size, config["hidden"], **config["cell_args"])

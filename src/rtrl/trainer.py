@@ -15,6 +15,9 @@ streams::
   episodes) is full BPTT, a shorter ``k`` is truncated BPTT. The model they differentiate is
   ``rtrl.model.ReadoutModel`` (resets inside a window cut the gradient as the learner's reset does).
 
+With ``k > 1`` the two differ by design: traces keep the credit of steps before the window (as RTRL does), BPTT
+windows drop it; where every window starts with an episode they agree exactly (tested).
+
 The inner loop is one jitted ``lax.scan`` per chunk of updates; data comes from ``rtrl.tasks.stream_chunk``, a
 pure function of the data key and the step, so the whole run is a pure function of its ``TrainState``.
 ``fit`` drives chunks, evaluates every ``eval_every`` steps and stops with ``Diverged`` on a non-finite loss.
@@ -22,6 +25,7 @@ pure function of the data key and the step, so the whole run is a pure function 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -109,10 +113,15 @@ class Trainer:
         self.model = ReadoutModel.of(cell, task.output_size)
         self.learner = online(cell, self.method) if self.method.online else None
         self.offsets = (jnp.arange(batch) * task.length) // batch if stagger else jnp.zeros((batch,), jnp.int32)
-        root = jax.random.PRNGKey(seed)
-        self.eval_set = task.eval_episodes(jax.random.fold_in(root, 2), eval_size)
+        self.eval_size = eval_size
         self._train = jax.jit(self._train_chunk, static_argnums=1)
         self._evaluate = jax.jit(self._evaluate_impl)
+
+    @functools.cached_property
+    def eval_set(self):
+        """The held-out episodes, drawn once from the seed (made on first use: it costs a compilation)."""
+        key = jax.random.fold_in(jax.random.PRNGKey(self.seed), 2)
+        return jax.jit(self.task.eval_episodes, static_argnums=1)(key, self.eval_size)
 
     # -- state ------------------------------------------------------------------------------------------
     def init(self) -> TrainState:

@@ -19,20 +19,21 @@ def stream_chunk(task: Task, key: jax.Array, start, length: int, offsets: jax.Ar
     ``done`` ``(length, B)``. ``length`` is static; ``start`` may be traced."""
     T = task.length
     n_episodes = -(-length // T) + 1  # enough whole episodes to cover any window of `length` steps
+    B = offsets.shape[0]
+    positions = start + offsets  # (B,)
 
-    def one_stream(b, offset):
-        position = start + offset
-        first = position // T
+    def episode_keys(b, first):
         stream_key = jax.random.fold_in(key, b)
-        keys = jax.vmap(lambda e: jax.random.fold_in(stream_key, e))(first + jnp.arange(n_episodes))
-        episodes = jax.vmap(task.episode)(keys)
-        window = jax.tree.map(
-            lambda a: jax.lax.dynamic_slice_in_dim(a.reshape((n_episodes * T,) + a.shape[2:]), position % T, length),
-            episodes,
-        )
-        done = (position + jnp.arange(length)) % T == 0
-        return window, done
+        return jax.vmap(lambda e: jax.random.fold_in(stream_key, e))(first + jnp.arange(n_episodes))
 
-    streams = jnp.arange(offsets.shape[0])
-    window, done = jax.vmap(one_stream)(streams, offsets)
-    return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), window), done.T
+    keys = jax.vmap(episode_keys)(jnp.arange(B), positions // T)  # (B, n_episodes, 2)
+    # one flat vmap over all (stream, episode) pairs: nested vmaps of the episode compile far slower
+    episodes = jax.vmap(task.episode)(keys.reshape((B * n_episodes,) + keys.shape[2:]))
+
+    def window(a):
+        streams = a.reshape((B, n_episodes * T) + a.shape[2:])
+        cut = jax.vmap(lambda s, p: jax.lax.dynamic_slice_in_dim(s, p % T, length))(streams, positions)
+        return jnp.swapaxes(cut, 0, 1)
+
+    done = (positions[None, :] + jnp.arange(length)[:, None]) % T == 0
+    return jax.tree.map(window, episodes), done
