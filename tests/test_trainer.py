@@ -8,6 +8,7 @@ import optax
 import pytest
 
 import rtrl
+from poison import poisoned_adam
 from rtrl.cells import Elman
 from rtrl.compare import relative_error
 from rtrl.model import readout
@@ -140,21 +141,6 @@ def test_chunk_size_divides_the_evaluation_interval():
     for every, k in [(1000, 1), (600, 3), (1234, 2)]:
         c = chunk_size(every, k)
         assert every % c == 0 and c % k == 0
-
-
-def poisoned_adam(at_update: int):
-    """Adam whose ``at_update``-th update is NaN: a divergence at a known step."""
-    adam = optax.adam(0.01)
-
-    def init(params):
-        return (adam.init(params), jnp.zeros((), jnp.int32))
-
-    def update(grads, state, params=None):
-        updates, inner = adam.update(grads, state[0], params)
-        poison = jnp.where(state[1] + 1 == at_update, jnp.nan, 0.0)
-        return jax.tree.map(lambda u: u + poison, updates), (inner, state[1] + 1)
-
-    return optax.GradientTransformation(init, update)
 
 
 def test_fit_stops_at_the_first_non_finite_loss_and_reports_evaluations_before_it():

@@ -81,7 +81,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method-arg", action="append", metavar="KEY=VALUE", help="method option")
     p.add_argument("--hidden", type=positive_int, default=d["hidden"], help="hidden size (default %(default)s)")
     p.add_argument("--batch", type=positive_int, default=d["batch"], help="independent streams (default %(default)s)")
-    p.add_argument("--steps", type=positive_int, default=d["steps"], help="steps per stream (default %(default)s)")
+    p.add_argument(
+        "--steps", type=positive_int, default=d["steps"], help="steps per stream, whole updates (default %(default)s)"
+    )
     p.add_argument(
         "--update-every",
         type=positive_int,

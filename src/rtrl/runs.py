@@ -105,9 +105,10 @@ def complete(config: dict) -> dict:
         raise ValueError(f"update_every must be a positive integer, got {k!r}")
     if full["eval_every"] is None:
         full["eval_every"] = k * max(1, round(full["steps"] / 25 / k))
-    for name in ("steps", "eval_every"):
-        if full[name] % k:
-            raise ValueError(f"{name} must be a multiple of update_every={k}, got {full[name]}")
+    if isinstance(full["eval_every"], bool) or not isinstance(full["eval_every"], int) or full["eval_every"] < 1:
+        raise ValueError(f"eval_every must be a positive integer, got {full['eval_every']!r}")
+    for name in ("steps", "eval_every"):  # whole updates only
+        full[name] = -(-full[name] // k) * k
     return full
 
 
