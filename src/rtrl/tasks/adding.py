@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import check_positive_int
-from rtrl.tasks.base import Episodes, Task, default_dtype, squared_error, weighted_mean
+from rtrl.tasks.base import Episodes, Task, below, default_dtype, squared_error, weighted_mean
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,11 +44,9 @@ class Adding(Task):
 
     def episode(self, key: jax.Array) -> Episodes:
         T, dtype = self.length, default_dtype()
-        k_v, k_first, k_second = jax.random.split(key, 3)
-        values = jax.random.uniform(k_v, (T,), dtype)
-        half = T // 2
-        first = jax.random.randint(k_first, (), 0, half)
-        second = jax.random.randint(k_second, (), half, T)
+        u = jax.random.uniform(key, (T + 2,), dtype)
+        values, half = u[:T], T // 2
+        first, second = below(u[T], half), half + below(u[T + 1], T - half)
         t = jnp.arange(T)
         marks = ((t == first) | (t == second)).astype(dtype)
         total = values[first] + values[second]

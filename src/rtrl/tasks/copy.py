@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import check_positive_int
-from rtrl.tasks.base import Episodes, Task, binary_cross_entropy, bits_correct, default_dtype, weighted_mean
+from rtrl.tasks.base import Episodes, Task, below, binary_cross_entropy, bits_correct, default_dtype, weighted_mean
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,9 +48,9 @@ class Copy(Task):
 
     def episode(self, key: jax.Array) -> Episodes:
         L, dtype = self.max_length, default_dtype()
-        k_len, k_bits = jax.random.split(key)
-        l = jax.random.randint(k_len, (), 1, L + 1)
-        bits = jax.random.bernoulli(k_bits, 0.5, (L,)).astype(dtype)
+        u = jax.random.uniform(key, (L + 1,), dtype)
+        l = 1 + below(u[0], L)
+        bits = (u[1:] < 0.5).astype(dtype)
         t = jnp.arange(self.length)
         showing = t < l
         shown = jnp.where(showing, bits[jnp.minimum(t, L - 1)], 0.0)

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rtrl.cells.base import check_positive_int
-from rtrl.tasks.base import Episodes, Task, default_dtype, softmax_cross_entropy, weighted_mean
+from rtrl.tasks.base import Episodes, Task, below, default_dtype, softmax_cross_entropy, weighted_mean
 
 TEMPLATES = np.array(
     [
@@ -111,7 +111,7 @@ class MNIST1D(Task):
 
     def episode(self, key: jax.Array) -> Episodes:
         signals, labels = self.data
-        i = jax.random.randint(key, (), 0, self.train_size)
+        i = below(jax.random.uniform(key, ()), self.train_size)
         return self.as_episodes(jnp.asarray(signals[: self.train_size])[i], jnp.asarray(labels)[i])
 
     def eval_episodes(self, key: jax.Array, n: int) -> Episodes:

@@ -46,7 +46,7 @@ class Recall(Task):
 
     def episode(self, key: jax.Array) -> Episodes:
         dtype = default_dtype()
-        bits = jax.random.bernoulli(key, 0.5, (self.length,)).astype(dtype)
+        bits = (jax.random.uniform(key, (self.length,), dtype) < 0.5).astype(dtype)
         targets = jnp.concatenate([jnp.zeros((self.delay,), dtype), bits[: -self.delay]])[:, None]
         weights = (jnp.arange(self.length) >= self.delay).astype(dtype)
         return Episodes((2.0 * bits - 1.0)[:, None], targets, weights)

@@ -17,9 +17,10 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rtrl.cells.base import check_positive_int
-from rtrl.tasks.base import Episodes, Task, default_dtype, squared_error, weighted_mean
+from rtrl.tasks.base import Episodes, Task, below, default_dtype, squared_error, weighted_mean
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,27 +51,26 @@ class Sines(Task):
 
     @property
     def chance(self) -> float:
-        s = jnp.arange(1, self.length, dtype=jnp.float32)
-        waves = 0.5 * jnp.sin(s[None, :, None] * self.frequencies()[:, None, :]).sum(-1)  # (patterns, T - 1)
+        s = np.arange(1, self.length)
+        waves = 0.5 * np.sin(s[None, :, None] * self.frequencies()[:, None, :]).sum(-1)  # (patterns, T - 1)
         mean_a2 = 1.0 + 1.0 / 12.0  # E[a^2] for a ~ U[0.5, 1.5]; E[a] = 1
-        power = mean_a2 * jnp.mean(waves**2, axis=0)
-        error = power - jnp.mean(waves, axis=0) ** 2
+        power = mean_a2 * np.mean(waves**2, axis=0)
+        error = power - np.mean(waves, axis=0) ** 2
         return float(error.sum() / power.sum())
 
-    def frequencies(self) -> jax.Array:
+    def frequencies(self) -> np.ndarray:
         """``(patterns, waves)`` angular frequencies, periods spread over 6..30 steps, distinct per pattern."""
         n = self.patterns * self.waves
-        periods = 6.0 * (5.0 ** (jnp.arange(n) / max(n - 1, 1)))
-        order = jnp.arange(n).reshape(self.waves, self.patterns).T  # interleave: each pattern fast and slow
+        periods = 6.0 * (5.0 ** (np.arange(n) / max(n - 1, 1)))
+        order = np.arange(n).reshape(self.waves, self.patterns).T  # interleave: each pattern fast and slow
         return (2 * math.pi / periods)[order]
 
     def episode(self, key: jax.Array) -> Episodes:
         T, dtype = self.length, default_dtype()
-        k_c, k_a = jax.random.split(key)
-        c = jax.random.randint(k_c, (), 0, self.patterns)
-        a = jax.random.uniform(k_a, (), dtype, 0.5, 1.5)
+        u = jax.random.uniform(key, (2,), dtype)
+        c, a = below(u[0], self.patterns), 0.5 + u[1]
         s = jnp.arange(T, dtype=dtype)
-        wave = 0.5 * jnp.sin(s[:, None] * self.frequencies()[c].astype(dtype)).sum(-1)
+        wave = 0.5 * jnp.sin(s[:, None] * jnp.asarray(self.frequencies(), dtype)[c]).sum(-1)
         xs = jnp.zeros((T, self.patterns), dtype).at[0, c].set(a)
         weights = (s > 0).astype(dtype)
         return Episodes(xs, (a * wave * weights)[:, None], weights)
