@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(PY) -m rtrl.demo
+	$(PY) -m rtrl.cli demo
 
 test: $(STAMP)
 	$(PY) -m pytest
