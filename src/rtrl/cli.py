@@ -245,9 +245,10 @@ def cmd_list(args) -> int:
     for name, cls in CELLS.items():
         print(f"  {name:14s} {first_line(cls)}")
     print("methods:")
-    for name, cls in _REGISTRY.items():
-        kind = ("online" if cls.online else "whole windows") + (", exact" if cls.exact else ", approximate")
-        print(f"  {name:14s} [{kind}] {first_line(cls)}")
+    for name, make in _REGISTRY.items():
+        method = make()
+        kind = ("online" if method.online else "whole windows") + (", exact" if method.exact else ", approximate")
+        print(f"  {name:14s} [{kind}] {first_line(type(method))}")
     return 0
 
 

@@ -78,11 +78,13 @@ def make(kind: str, registry: dict, name: str, args: dict, exclude=()):
     return cls
 
 
+def method_object(name: str, args: dict):
+    """The method ``name`` with options ``args`` (registry entries may be classes or ``functools.partial``)."""
+    return make("method", methods._REGISTRY, name, args)(**args)
+
+
 def make_method(name: str, args: dict, cell):
-    if not args:
-        return methods.resolve(name, cell)
-    cls = make("method", methods._REGISTRY, name, args)
-    return methods.resolve(cls(**args), cell)
+    return methods.resolve(method_object(name, args), cell)
 
 
 def complete(config: dict) -> dict:
@@ -97,7 +99,7 @@ def complete(config: dict) -> dict:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     task = make("task", TASKS, full["task"], full["task_args"])(**full["task_args"])
-    online = make("method", methods._REGISTRY, full["method"], full["method_args"]).online
+    online = method_object(full["method"], full["method_args"]).online
     if full["update_every"] is None:
         full["update_every"] = 1 if online else task.length
     k = full["update_every"]
