@@ -12,7 +12,7 @@ from poison import poisoned_adam
 from rtrl import checkpoint, runs
 from rtrl.cells import CELLS
 from rtrl.cells.base import Cell
-from rtrl.cli import COMMANDS, main
+from rtrl.cli import COMMANDS, demo_config, main
 from rtrl.methods import METHODS
 from rtrl.runs import read_metrics
 from rtrl.tasks import TASKS
@@ -135,6 +135,14 @@ def test_budgets_round_up_to_whole_updates():
     assert (config["steps"], config["eval_every"]) == (12, 6)
     config = runs.complete({"method": "bptt", "task": "copy", "task_args": {"max_length": 2}, "steps": 11})
     assert config["update_every"] == 5 and config["steps"] == 15  # bptt: windows of whole episodes
+
+
+def test_the_demo_is_exact_online_rtrl_of_an_element_wise_cell_when_there_is_one():
+    config = runs.complete(demo_config())
+    trainer = runs.build(config)
+    assert trainer.method.online and trainer.method.exact and config["update_every"] == 1
+    if "elstm" in CELLS:
+        assert config["cell"] == "elstm"
 
 
 def test_subcommands_are_a_table():

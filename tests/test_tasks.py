@@ -183,3 +183,19 @@ def test_streams_are_a_pure_function_of_key_and_position():
     # the episode that starts at step 5 of stream 0 is episode 1, drawn from fold_in(fold_in(key, 0), 1)
     first_episode = compiled(task)[0](jax.random.fold_in(jax.random.fold_in(key, 0), 1))
     assert np.array_equal(np.asarray(whole.xs[5:12, 0]), np.asarray(first_episode.xs))
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: Copy(max_length=0), "max_length must be a positive integer"),
+        (lambda: Recall(delay=-1), "delay must be a positive integer"),
+        (lambda: Recall(delay=5, episode_length=5), "episode_length must exceed delay=5"),
+        (lambda: Adding(sequence_length=1), "sequence_length must be at least 2"),
+        (lambda: Sines(waves=True), "waves must be a positive integer"),
+        (lambda: MNIST1D(data_seed=-1), "data_seed must be a non-negative integer"),
+    ],
+)
+def test_bad_task_options_are_named(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()

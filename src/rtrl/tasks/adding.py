@@ -14,7 +14,6 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from rtrl.cells.base import check_positive_int
 from rtrl.tasks.base import Episodes, Task, below, default_dtype, squared_error, weighted_mean
 
 
@@ -30,7 +29,7 @@ class Adding(Task):
     output_size = 1
 
     def __post_init__(self) -> None:
-        check_positive_int("sequence_length", self.sequence_length)
+        super().__post_init__()
         if self.sequence_length < 2:
             raise ValueError(f"sequence_length must be at least 2 (one mark per half), got {self.sequence_length}")
 

@@ -20,6 +20,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from rtrl.cells.base import check_positive_int
+
 
 class Episodes(NamedTuple):
     xs: jax.Array
@@ -74,6 +76,16 @@ class Task:
     higher_is_better = True
     input_size = 1
     output_size = 1
+
+    def __post_init__(self) -> None:
+        """Every integer option is a size, so a positive integer, except seeds (any non-negative integer)."""
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name.endswith("seed"):
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise ValueError(f"{field.name} must be a non-negative integer, got {value!r}")
+            elif isinstance(field.default, int):
+                check_positive_int(field.name, value)
 
     @property
     def length(self) -> int:

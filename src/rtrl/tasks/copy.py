@@ -21,7 +21,6 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from rtrl.cells.base import check_positive_int
 from rtrl.tasks.base import Episodes, Task, below, binary_cross_entropy, bits_correct, default_dtype, weighted_mean
 
 
@@ -34,9 +33,6 @@ class Copy(Task):
     metric_name = "token_accuracy"
     input_size = 3
     output_size = 1
-
-    def __post_init__(self) -> None:
-        check_positive_int("max_length", self.max_length)
 
     @property
     def length(self) -> int:

@@ -19,7 +19,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rtrl.cells.base import check_positive_int
 from rtrl.tasks.base import Episodes, Task, below, default_dtype, softmax_cross_entropy, weighted_mean
 
 TEMPLATES = np.array(
@@ -83,10 +82,6 @@ class MNIST1D(Task):
     metric_name = "accuracy"
     input_size = 1
     output_size = 10
-
-    def __post_init__(self) -> None:
-        check_positive_int("train_size", self.train_size)
-        check_positive_int("test_size", self.test_size)
 
     @property
     def length(self) -> int:

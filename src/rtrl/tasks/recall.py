@@ -12,7 +12,6 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from rtrl.cells.base import check_positive_int
 from rtrl.tasks.base import Episodes, Task, binary_cross_entropy, bits_correct, default_dtype, weighted_mean
 
 
@@ -28,8 +27,7 @@ class Recall(Task):
     output_size = 1
 
     def __post_init__(self) -> None:
-        check_positive_int("delay", self.delay)
-        check_positive_int("episode_length", self.episode_length)
+        super().__post_init__()
         if self.episode_length <= self.delay:
             raise ValueError(
                 f"episode_length must exceed delay={self.delay} so that something is asked, "

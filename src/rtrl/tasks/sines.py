@@ -19,7 +19,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rtrl.cells.base import check_positive_int
 from rtrl.tasks.base import Episodes, Task, below, default_dtype, squared_error, weighted_mean
 
 
@@ -36,8 +35,7 @@ class Sines(Task):
     output_size = 1
 
     def __post_init__(self) -> None:
-        for name in ("patterns", "waves", "episode_length"):
-            check_positive_int(name, getattr(self, name))
+        super().__post_init__()
         if self.episode_length < 2:
             raise ValueError(f"episode_length must be at least 2 (a cue and an answer), got {self.episode_length}")
 
