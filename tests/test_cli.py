@@ -67,6 +67,12 @@ def test_train_writes_the_run_folder_and_resume_continues_it(tmp_path, capsys):
     assert main(rtrl("plot", out, out, "--out", tmp_path / "cmp.png")) == 0
     assert (tmp_path / "cmp.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
+    # a config edited by hand no longer fits the checkpoint: one line, not a traceback
+    capsys.readouterr()
+    config["hidden"] = 4
+    (out / "config.json").write_text(json.dumps(config))
+    one_line_error(capsys, main(rtrl("resume", out, "--quiet")), "expects")
+
 
 @dataclasses.dataclass(frozen=True)
 class Untraced(Cell):

@@ -16,6 +16,10 @@ import numpy as np
 from rtrl.atomic import atomic_write
 
 
+class CheckpointError(ValueError):
+    """A checkpoint that does not fit the model it is loaded into."""
+
+
 def is_key(leaf) -> bool:
     return jax.dtypes.issubdtype(jnp.asarray(leaf).dtype, jax.dtypes.prng_key)
 
@@ -40,7 +44,7 @@ def load(path: str | os.PathLike, template):
         meta = json.loads(data["meta"].tobytes().decode())
         saved = [data[f"leaf_{i:05d}"] for i in range(len(data.files) - 1)]
     if len(saved) != len(leaves):
-        raise ValueError(f"checkpoint {path} holds {len(saved)} arrays, the model expects {len(leaves)}")
+        raise CheckpointError(f"checkpoint {path} holds {len(saved)} arrays, the model expects {len(leaves)}")
     restored = []
     for i, (array, like) in enumerate(zip(saved, leaves, strict=True)):
         if is_key(like):
@@ -48,7 +52,7 @@ def load(path: str | os.PathLike, template):
             continue
         like = np.asarray(like)
         if array.shape != like.shape or array.dtype != like.dtype:
-            raise ValueError(
+            raise CheckpointError(
                 f"checkpoint {path}: array {i} is {array.dtype}{list(array.shape)}, "
                 f"the model expects {like.dtype}{list(like.shape)}"
             )

@@ -132,6 +132,7 @@ def train_run(run: Run, quiet: bool = False) -> int:
     """Train with a progress bar; the exit status (1 when the loss diverged)."""
     from tqdm import tqdm
 
+    from rtrl.checkpoint import CheckpointError
     from rtrl.trainer import Diverged
 
     config, task = run.config, run.trainer.task
@@ -158,6 +159,9 @@ def train_run(run: Run, quiet: bool = False) -> int:
             file=sys.stderr,
         )
         return 1
+    except CheckpointError as e:
+        bar.close()
+        raise UsageError(f"{e} (was {run.path / 'config.json'} edited?)") from None
     except KeyboardInterrupt:
         bar.close()
         print(f"interrupted; continue from step {run.last_checkpoint_step()} with: rtrl resume {run.path}")
