@@ -151,6 +151,18 @@ def test_the_demo_is_exact_online_rtrl_of_an_element_wise_cell_when_there_is_one
         assert config["cell"] == "elstm"
 
 
+def test_the_results_table_rows_are_valid_runs():
+    from rtrl.results import EXPERIMENTS
+
+    for experiment in EXPERIMENTS:
+        for row in experiment.rows:
+            method = "rtrl" if row.method == "auto" else row.method
+            config = {**experiment.config, "cell": "elman", "method": method, "update_every": row.update_every,
+                      "method_args": dict(row.method_args)}
+            if method in METHODS:
+                runs.complete(config)
+
+
 def test_subcommands_are_a_table():
     assert {"train", "resume", "plot", "list", "demo"} <= set(COMMANDS)
 
