@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 
 import rtrl
-from rtrl.compare import relative_error
+from rtrl.compare import relative_error  # noqa: F401 (re-exported for tests)
 
 EXACT_TOL = 1e-9
 
@@ -27,7 +27,8 @@ def random_carry(cell, batch_shape, seed, dtype=jnp.float64):
     zero = cell.initial_carry(batch_shape, dtype)
     leaves, tree = jax.tree.flatten(zero)
     keys = jax.random.split(jax.random.PRNGKey(seed), len(leaves))
-    return jax.tree.unflatten(tree, [0.5 * jax.random.normal(k, a.shape, dtype) for k, a in zip(keys, leaves)])
+    noise = [0.5 * jax.random.normal(k, a.shape, dtype) for k, a in zip(keys, leaves, strict=True)]
+    return jax.tree.unflatten(tree, noise)
 
 
 def gradient_error(cell, method, params, xs, ys, carry=None, loss_fn=squared_error):

@@ -11,7 +11,6 @@ import jax.numpy as jnp
 from jax import lax
 
 import rtrl
-from rtrl.methods.bptt import scan_loss
 
 
 def median_seconds(fn: Callable, *args, repeats: int = 7, min_seconds: float = 0.05) -> float:
@@ -48,12 +47,8 @@ def forward_per_step(cell, params, xs) -> float:
 
 
 def method_per_step(cell, params, xs, ys, method) -> float:
-    """Seconds per step of ``sequence_grad`` under ``method`` (forward, traces and gradient), loss on every step."""
+    """Seconds per step of ``sequence_grad`` under ``method`` (forward, traces and gradient; or BPTT over the
+    whole of ``xs``), with a loss on every step."""
     run = jax.jit(lambda p, xs, ys: rtrl.sequence_grad(cell, p, xs, ys, squared_error, method=method))
     return median_seconds(run, params, xs, ys) / xs.shape[0]
 
-
-def bptt_per_step(cell, params, xs, ys) -> float:
-    run = jax.jit(jax.grad(lambda p, xs, ys: scan_loss(
-        cell, p, xs, ys, squared_error, cell.initial_carry(xs.shape[1:-1], xs.dtype))[0]))
-    return median_seconds(run, params, xs, ys) / xs.shape[0]
