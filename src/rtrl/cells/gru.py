@@ -40,7 +40,7 @@ class GRU(Cell):
         dtype = dtype or jnp.zeros(()).dtype
         D, N = self.input_size, self.hidden_size
         params = {}
-        for g, k in zip(GATES, jax.random.split(key, len(GATES))):
+        for g, k in zip(GATES, jax.random.split(key, len(GATES)), strict=True):
             k_w, k_u = jax.random.split(k)
             params[f"W_{g}"] = glorot(k_w, (D, N), dtype)
             params[f"U_{g}"] = jax.random.orthogonal(k_u, N).astype(dtype)

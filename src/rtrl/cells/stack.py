@@ -15,6 +15,7 @@ element-wise, because a lower layer's parameters reach the upper layers' carries
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import jax
 
@@ -37,7 +38,7 @@ class Stack(Cell):
         layers = tuple(self.layers) if isinstance(self.layers, list | tuple) else None
         if not layers or not all(isinstance(c, Cell) for c in layers):
             raise ValueError(f"layers must be a non-empty sequence of cells, got {self.layers!r}")
-        for i, (lower, upper) in enumerate(zip(layers, layers[1:])):
+        for i, (lower, upper) in enumerate(itertools.pairwise(layers)):
             if upper.input_size != lower.hidden_size:
                 raise ValueError(
                     f"layers[{i + 1}].input_size must equal layers[{i}].hidden_size = {lower.hidden_size} "
@@ -49,7 +50,7 @@ class Stack(Cell):
 
     def init(self, key: jax.Array, dtype=None) -> Params:
         keys = jax.random.split(key, len(self.layers))
-        return {layer_name(i): cell.init(k, dtype) for i, (cell, k) in enumerate(zip(self.layers, keys))}
+        return {layer_name(i): cell.init(k, dtype) for i, (cell, k) in enumerate(zip(self.layers, keys, strict=True))}
 
     def initial_carry(self, batch_shape: tuple[int, ...] = (), dtype=None) -> Carry:
         return tuple(cell.initial_carry(batch_shape, dtype) for cell in self.layers)
@@ -63,7 +64,7 @@ class Stack(Cell):
         if not isinstance(carry, tuple) or len(carry) != len(self.layers):
             raise ValueError(f"carry of a {len(self.layers)}-layer Stack must be a tuple of the layers' carries")
         carries = []
-        for name, cell, c in zip(names, self.layers, carry):
+        for name, cell, c in zip(names, self.layers, carry, strict=True):
             c, x = cell.step(params[name], c, x)
             carries.append(c)
         return tuple(carries), x

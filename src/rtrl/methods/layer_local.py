@@ -49,12 +49,12 @@ class LayerLocal(TraceMethod):
     def init(self, cell, params, carry):
         inner = self.inner_method()
         return tuple(inner.init(layer, params[layer_name(i)], c)
-                     for i, (layer, c) in enumerate(zip(cell.layers, carry)))
+                     for i, (layer, c) in enumerate(zip(cell.layers, carry, strict=True)))
 
     def update(self, cell, params, carry, traces, x):
         inner = self.inner_method()
         new = []
-        for i, (layer, c, tr) in enumerate(zip(cell.layers, carry, traces)):
+        for i, (layer, c, tr) in enumerate(zip(cell.layers, carry, traces, strict=True)):
             p = params[layer_name(i)]
             new.append(inner.update(layer, p, c, tr, x))
             x = layer.step(p, c, x)[1]  # the next layer's input, a constant for its traces
@@ -63,4 +63,4 @@ class LayerLocal(TraceMethod):
     def contract(self, cell, params, traces, g_carry):
         inner = self.inner_method()
         return {layer_name(i): inner.contract(layer, params[layer_name(i)], tr, g)
-                for i, (layer, tr, g) in enumerate(zip(cell.layers, traces, g_carry))}
+                for i, (layer, tr, g) in enumerate(zip(cell.layers, traces, g_carry, strict=True))}

@@ -53,7 +53,7 @@ def jacobian_supports(cell, params_spec, carry_spec) -> tuple[np.ndarray, np.nda
     # Pre-activations are sums of up to max(size) products of two probe values: keep their variance ~1.
     scale = max(int(np.prod(s)) for s in shapes) ** -0.25
     rng = np.random.default_rng(0)
-    probes = [jnp.asarray(scale * rng.standard_normal((PROBES, *s)), dtype) for s in shapes]
+    probes = [(scale * rng.standard_normal((PROBES, *s))).astype(dtype) for s in shapes]
 
     def abs_jacobians(leaves):
         flat_p, unravel_p = ravel_pytree(jax.tree.unflatten(p_def, leaves[: len(p_shapes)]))
