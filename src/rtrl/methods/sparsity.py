@@ -39,9 +39,9 @@ class Pattern(NamedTuple):
 
 
 def spec(tree):
-    """A hashable description of a pytree's structure, shapes and dtypes (static under jit)."""
+    """A hashable description of a pytree's structure and shapes (static under jit); supports ignore dtypes."""
     leaves, treedef = jax.tree.flatten(tree)
-    return treedef, tuple((tuple(jnp.shape(a)), jnp.result_type(a).name) for a in leaves)
+    return treedef, tuple(tuple(jnp.shape(a)) for a in leaves)
 
 
 @functools.lru_cache(maxsize=32)
@@ -49,7 +49,7 @@ def jacobian_supports(cell, params_spec, carry_spec) -> tuple[np.ndarray, np.nda
     """Supports of the immediate (C, P) and recurrence (C, C) Jacobians of ``cell.step`` for one example."""
     dtype = jax.dtypes.canonicalize_dtype(np.float64)
     (p_def, p_shapes), (c_def, c_shapes) = params_spec, carry_spec
-    shapes = [s for s, _ in p_shapes + c_shapes] + [(cell.input_size,)]
+    shapes = [*p_shapes, *c_shapes, (cell.input_size,)]
     # Pre-activations are sums of up to max(size) products of two probe values: keep their variance ~1.
     scale = max(int(np.prod(s)) for s in shapes) ** -0.25
     rng = np.random.default_rng(0)
