@@ -12,24 +12,24 @@ EXACT = ["rtrl", "closed_form"]
 batch_shapes = st.sampled_from([(), (1,), (3,), (2, 2)])
 
 
-@pytest.mark.parametrize("method", EXACT)
 @pytest.mark.parametrize("T", [1, 2, 3, 50])
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=3, deadline=None)
 @given(D=st.integers(1, 4), N=st.integers(1, 6), batch_shape=batch_shapes, seed=st.integers(0, 2**16))
-def test_equals_bptt_from_zero_carry(method, T, D, N, batch_shape, seed):
+def test_equals_bptt_from_zero_carry(T, D, N, batch_shape, seed):
     cell = rtrl.cells.Elman(D, N)
     params, xs, ys = random_problem(cell, T, batch_shape, seed)
-    assert gradient_error(cell, method, params, xs, ys) <= EXACT_TOL
+    for method in EXACT:
+        assert gradient_error(cell, method, params, xs, ys) <= EXACT_TOL
 
 
-@pytest.mark.parametrize("method", EXACT)
 @settings(max_examples=4, deadline=None)
 @given(T=st.sampled_from([1, 2, 3, 50]), batch_shape=batch_shapes, seed=st.integers(0, 2**16))
-def test_equals_bptt_from_given_carry(method, T, batch_shape, seed):
+def test_equals_bptt_from_given_carry(T, batch_shape, seed):
     cell = rtrl.cells.Elman(3, 5)
     params, xs, ys = random_problem(cell, T, batch_shape, seed)
     carry = random_carry(cell, batch_shape, seed + 1)
-    assert gradient_error(cell, method, params, xs, ys, carry=carry) <= EXACT_TOL
+    for method in EXACT:
+        assert gradient_error(cell, method, params, xs, ys, carry=carry) <= EXACT_TOL
 
 
 @pytest.mark.parametrize("method", EXACT)
