@@ -138,11 +138,12 @@ def plot(rows: list[dict]) -> bytes:
     fig, axes = plt.subplots(2, len(cells), figsize=(4 * len(cells), 6.5), squeeze=False, sharex=True)
     for col, cell in enumerate(cells):
         mine = [r for r in rows if r["cell"] == cell]
-        for method in dict.fromkeys(r["method"] for r in mine):
+        for i, method in enumerate(dict.fromkeys(r["method"] for r in mine)):
             line = sorted((r for r in mine if r["method"] == method), key=lambda r: r["T"])
             Ts = [r["T"] for r in line]
-            axes[0, col].plot(Ts, [r["cosine"] for r in line], marker="o", label=method)
-            axes[1, col].plot(Ts, [max(r["relative_error"], 1e-17) for r in line], marker="o", label=method)
+            style = {"marker": "os^vDx+*"[i % 8], "linestyle": "-" if i < 8 else "--", "label": method}
+            axes[0, col].plot(Ts, [r["cosine"] for r in line], **style)
+            axes[1, col].plot(Ts, [max(r["relative_error"], 1e-17) for r in line], **style)  # 0 on a log axis
         axes[0, col].set_title(cell)
         axes[1, col].set_xlabel("sequence length T")
         axes[1, col].set_yscale("log")

@@ -31,7 +31,7 @@ from rtrl.methods.snap import SnAp
 class EProp(SnAp):
     """SnAp-1's sparse traces, carried by the diagonal of the recurrence Jacobian only."""
 
-    n: int = dataclasses.field(default=1, init=False)
+    n: int = dataclasses.field(default=1, init=False, repr=False)
 
     @property
     def name(self) -> str:
