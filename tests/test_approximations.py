@@ -244,6 +244,12 @@ def test_bad_options(bad):
         SnAp(n=bad)
 
 
+@pytest.mark.parametrize("bad", [2.5, True, "4", (1, 2), jnp.ones(2, int)])
+def test_bad_seed(bad):
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        UORO(seed=bad)
+
+
 def test_methods_that_do_not_apply():
     cell = Elman(2, 3)
     with pytest.raises(ValueError, match="needs the whole sequence"):

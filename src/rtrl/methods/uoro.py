@@ -14,10 +14,11 @@ mean (``rho1`` is even in ``nu``) and ``rho0 / rho0``, ``rho1 / rho1`` cancel, s
 every step; its variance, not its mean, is what the ``rho`` scalings keep small.
 
 Randomness keeps the online step pure: the traces hold a step counter (uint32, wrapping after 2**32 steps),
-and step ``t`` draws its signs from ``fold_in(PRNGKey(seed), t)``. ``seed`` is a constructor argument (an int,
-or a traced integer to ``vmap`` over seeds). Every example of a batch starts from the same seed (the library
-maps ``init`` over the batch with no example index), so their signs coincide; each example's estimate is
-unbiased all the same. A reset zeroes the counter like every trace, restarting that example's stream.
+and step ``t`` draws its signs from ``fold_in(PRNGKey(seed), t)``. ``seed`` is a constructor argument: an int
+(hashable, as ``sequence_grad`` needs: it compiles once per method), or a traced integer scalar to ``vmap`` the
+online step over seeds. Every example of a batch starts from the same seed (the library maps ``init`` over the
+batch with no example index), so their signs coincide; each example's estimate is unbiased all the same. A
+reset zeroes the counter like every trace, restarting that example's stream.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ class UORO(TraceMethod):
 
     seed: Any = 0
     name = "uoro"
+
+    def __post_init__(self) -> None:
+        integer = isinstance(self.seed, int) or jnp.issubdtype(getattr(self.seed, "dtype", float), jnp.integer)
+        if isinstance(self.seed, bool) or not integer or jnp.ndim(self.seed) != 0:
+            raise ValueError(f"seed must be an integer (a Python int, or a scalar integer array), got {self.seed!r}")
 
     def init(self, cell, params, carry):
         flat_p, _ = ravel_pytree(params)
