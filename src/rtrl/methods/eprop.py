@@ -14,8 +14,9 @@ What this generic form keeps and the papers' forms do not: the self-recurrent pa
 cell's own recurrent weight (``d_k R_kk`` for ``Elman``), because a generic cell does not tell its hidden
 state from its fed-back output. RFLO on a leaky RNN keeps only the leak; e-prop on an LSNN keeps the
 membrane's own dynamics; both drop the recurrent-weight path. On cells where each parameter touches one carry
-entry within a step (``Elman``, ``GRU``) this method equals SnAp-1; it differs where a parameter touches
-several (the layers above it in a ``Stack``, several state components of one neuron). Cost: as SnAp-1.
+entry within a step (``Elman``) this method equals SnAp-1; it differs where a parameter touches several
+(``GRU``'s reset gate, the layers above it in a ``Stack``, several state components of one neuron).
+Cost: as SnAp-1.
 """
 
 from __future__ import annotations

@@ -8,15 +8,17 @@ the entries that ``n`` steps of the connectivity reach from a parameter's immedi
     M' = pattern_n * (J M + I),
 
 and drops the rest at every step. SnAp-1 keeps, for each parameter, only the carry entries it touches within
-one step (for ``Elman`` or ``GRU``: ``W_ij``, ``U_ij``, ``b_j`` -> ``h_j``), so it is exact when the recurrence
-never moves a sensitivity to another carry entry (element-wise cells whose neurons hold one state each).
+one step (for ``Elman``: ``W_ij``, ``B_j``, ``R_ij`` -> ``h_j``; for ``GRU`` likewise, except that a reset-gate
+parameter touches every ``h_k`` through ``(r * h) @ U_n``), so it is exact when the recurrence never moves a
+sensitivity to another carry entry (element-wise cells whose neurons hold one state each).
 SnAp-2 on a dense recurrence reaches every entry: the pattern is full and it is exact RTRL.
 
 The supports come from the cell's own one-step Jacobians (``rtrl.methods.sparsity``), once per cell and
 shapes; nothing is special-cased. Cost per example and step: the two Jacobians by reverse mode, O(C) VJPs of
 a step (O(C P) time, an O(C P) transient), plus O(r^2 P) for the masked update, where ``r`` is the largest
-number of kept carry entries per parameter (1 for SnAp-1 on Elman/GRU); the traces hold ``r P`` numbers
-(``C P`` for exact RTRL). A full pattern is stored densely and costs what ``rtrl`` costs, O(C^2 P).
+number of kept carry entries per parameter (1 for SnAp-1 on Elman); the traces hold ``r P`` numbers (``C P``
+for exact RTRL). A wide pattern (``4 r > C``, e.g. SnAp-1 on GRU) is stored densely and masked, and a full one
+is plain RTRL: both cost what ``rtrl`` costs, O(C^2 P).
 """
 
 from __future__ import annotations
