@@ -141,8 +141,12 @@ class Trainer:
         return state._replace(loss_sum=jnp.zeros_like(state.loss_sum), weight_sum=jnp.zeros_like(state.weight_sum))
 
     # -- one window of k steps -> (memory, gradient, per-step loss sums, per-step weights) ---------------
+    def scored(self, outputs, targets, weights):
+        """Each stream's loss times the task's weight for it (zero where nothing is asked)."""
+        return self.task.loss(outputs, targets) * weights
+
     def trace_window(self, params, memory, episodes, done):
-        learner, task, B = self.learner, self.task, self.batch
+        learner, B = self.learner, self.batch
 
         def one_step(carry, data):
             memory, grads = carry
@@ -151,7 +155,7 @@ class Trainer:
 
             def loss(p):
                 h, next_memory = learner.step(p["cell"], memory, ep.xs)
-                weighted = task.loss(readout(p["readout"], h), ep.targets) * ep.weights
+                weighted = self.scored(readout(p["readout"], h), ep.targets, ep.weights)
                 return jnp.sum(weighted) / B, (next_memory, jnp.sum(weighted))
 
             (_, (memory, total)), g = jax.value_and_grad(loss, has_aux=True)(params)
@@ -162,18 +166,18 @@ class Trainer:
         return memory, grads, losses, weights
 
     def sequence_window(self, params, carry, episodes, done):
-        task, B = self.task, self.batch
+        B = self.batch
         xs = with_reset_flag(episodes.xs, done)
 
         def loss_fn(y, target_weight):
-            target, weight = target_weight
-            return jnp.sum(task.loss(y, target) * weight) / B
+            return jnp.sum(self.scored(y, *target_weight)) / B
 
         _, grads = self.method.sequence_grad(
             self.model, params, xs, (episodes.targets, episodes.weights), loss_fn, carry
         )
-        carry, outputs = self.forward(params, carry, xs)  # the next window's carry, and the losses to report
-        losses = task.loss(outputs, episodes.targets) * episodes.weights
+        # sequence_grad returns no carry: one more forward pass gives the next window's carry and the losses
+        carry, outputs = self.forward(params, carry, xs)
+        losses = self.scored(outputs, episodes.targets, episodes.weights)
         return carry, grads, losses.sum(axis=1), episodes.weights.sum(axis=1)
 
     def forward(self, params, carry, xs):
