@@ -1,6 +1,6 @@
 """The README's results table: every task, cells x methods on the same budget, final metric and wall time.
 
-    python -m rtrl.results [--only TASK ...] [--out results.md] [--runs runs/results]
+    python -m rtrl.results [--only TASK ...] [--out docs/results.md] [--runs runs/results]
 
 Each row is an ordinary run folder under ``--runs`` (so ``rtrl plot`` can overlay any of them), trained from a
 fresh start with the budget of its task; the table (Markdown) goes to ``--out`` and to stdout, with one
@@ -186,7 +186,7 @@ def table(experiment: Experiment, results: list[dict]) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rtrl.results", description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="experiments to run (default: all)")
-    parser.add_argument("--out", default="results.md", help="the Markdown table (default %(default)s)")
+    parser.add_argument("--out", default="docs/results.md", help="the Markdown tables (default %(default)s)")
     parser.add_argument("--runs", default="runs/results", help="where the run folders go (default %(default)s)")
     args = parser.parse_args(argv)
     root = Path(args.runs)
