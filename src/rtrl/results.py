@@ -47,12 +47,15 @@ def exact_online(cells=("elman", "elstm", "iir2", "adaptive_iir2")) -> tuple[Row
     return tuple(Row(cell, "auto") for cell in cells)
 
 
+FULL_BPTT = "full BPTT: an update per episode"
+EPISODE_UPDATES = "exact RTRL updating once per episode: full BPTT's gradient, computed online"
+
 EXPERIMENTS = (
     Experiment(
         "copy",
         "copy a bit pattern of length 1..5 after a go signal (memory up to 6 steps), fully online (k = 1)",
         {"task": "copy", "task_args": {"max_length": 5}, "hidden": 32, "batch": 16, "lr": 3e-3, "steps": 6000},
-        exact_online(("elman", "elstm", "iir2", "adaptive_iir2", "gru")) + (Row("elman", "bptt"),),
+        exact_online(("elman", "elstm", "iir2", "adaptive_iir2", "gru")) + (Row("elman", "bptt", None, FULL_BPTT),),
     ),
     Experiment(
         "recall",
@@ -71,10 +74,10 @@ EXPERIMENTS = (
             Row("elman", "bptt", 6, "truncated BPTT: an update per window of 6 steps < delay"),
             Row("elman", "tbptt", None, "TBPTT(6): chunks of 6 within each episode, an update per episode",
                 (("truncation", 6),)),
-            Row("elman", "bptt", None, "full BPTT: an update per episode"),
+            Row("elman", "bptt", None, FULL_BPTT),
             Row("elstm", "auto", 1, "exact RTRL"),
             Row("elstm", "bptt", 6, "truncated BPTT: an update per window of 6 steps < delay"),
-            Row("elstm", "bptt", None, "full BPTT: an update per episode"),
+            Row("elstm", "bptt", None, FULL_BPTT),
             Row("elman", "snap1", 1, "approximate"),
             Row("elman", "eprop", 1, "approximate"),
             Row("elman", "uoro", 1, "approximate"),
@@ -85,20 +88,20 @@ EXPERIMENTS = (
         "add the two marked numbers of 20 (memory of ~10 steps; chance 0.167)",
         {"task": "adding", "task_args": {"sequence_length": 20}, "hidden": 32, "batch": 16, "lr": 3e-3,
          "steps": 6000},
-        exact_online() + (Row("elman", "bptt"),),
+        exact_online() + (Row("elman", "bptt", None, FULL_BPTT),),
     ),
     Experiment(
         "sines",
         "generate one of two sums of sines after a one-step cue, for 40 steps",
         {"task": "sines", "hidden": 32, "batch": 16, "lr": 1e-3, "steps": 6000},
-        exact_online() + (Row("elman", "bptt"),),
+        exact_online() + (Row("elman", "bptt", None, FULL_BPTT), Row("elman", "closed_form", 40, EPISODE_UPDATES)),
     ),
     Experiment(
         "mnist1d",
         "classify MNIST-1D digits read one value per step (40 steps; answer at the end); 6000 steps x 32 "
         "streams is 4800 examples, 1.2 passes over the training split",
         {"task": "mnist1d", "hidden": 32, "batch": 32, "lr": 3e-3, "steps": 6000},
-        exact_online() + (Row("elman", "bptt"),),
+        exact_online() + (Row("elman", "bptt", None, FULL_BPTT), Row("elman", "closed_form", 40, EPISODE_UPDATES)),
     ),
 )
 
