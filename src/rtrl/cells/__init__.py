@@ -1,8 +1,13 @@
 """Recurrent cells: hyper-parameters plus pure ``init / initial_carry / step`` functions."""
 
+from rtrl.cells.adaptive_iir2 import AdaptiveIIR2
 from rtrl.cells.base import Cell
+from rtrl.cells.elementwise import ElementwiseCell
 from rtrl.cells.elman import Elman
+from rtrl.cells.elstm import ELSTM
+from rtrl.cells.iir2 import IIR2, stability, stability_margin
 
-CELLS: dict[str, type[Cell]] = {"elman": Elman}
+CELLS: dict[str, type[Cell]] = {"elman": Elman, "iir2": IIR2, "adaptive_iir2": AdaptiveIIR2, "elstm": ELSTM}
 
-__all__ = ["CELLS", "Cell", "Elman"]
+__all__ = ["CELLS", "ELSTM", "IIR2", "AdaptiveIIR2", "Cell", "ElementwiseCell", "Elman", "stability",
+           "stability_margin"]
