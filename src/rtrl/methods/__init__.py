@@ -6,8 +6,9 @@ from rtrl.methods.base import Method, SequenceMethod, TraceMethod
 from rtrl.methods.bptt import BPTT
 from rtrl.methods.closed_form import ClosedForm
 from rtrl.methods.dense import DenseRTRL
+from rtrl.methods.diagonal import Diagonal
 
-_REGISTRY: dict[str, type[Method]] = {m.name: m for m in (BPTT, DenseRTRL, ClosedForm)}
+_REGISTRY: dict[str, type[Method]] = {m.name: m for m in (BPTT, DenseRTRL, ClosedForm, Diagonal)}
 METHODS: tuple[str, ...] = tuple(_REGISTRY)
 
 
