@@ -30,6 +30,7 @@ import operator
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.extend.core import Literal
 
 from rtrl.cells.elementwise import ElementwiseCell
@@ -96,45 +97,56 @@ def structure(cell: ElementwiseCell, dtype) -> tuple[list[str], list[frozenset[i
     return leaf_names(carry), deps, reach
 
 
-def coupled_neurons(fn, inputs, key) -> bool:
-    """Whether ``fn`` (``(N,)`` arrays to ``(N,)`` arrays) lets neuron 0 of its inputs reach another neuron: one
-    ``jvp`` whose tangent is random at neuron 0 of every input and zero elsewhere."""
-    keys = jax.random.split(key, len(inputs))
-    tangents = [jnp.zeros_like(a).at[0].set(jax.random.normal(k, (), a.dtype)) for k, a in zip(keys, inputs,
-                                                                                                  strict=True)]
-    out = jax.jvp(fn, tuple(inputs), tuple(tangents))[1]
-    return any(bool(jnp.any(t[1:] != 0)) for t in jax.tree.leaves(out))
+def probe_point(*shapes: tuple[int, ...]) -> list[np.ndarray]:
+    """A fixed random point (uniform in (-1, 1)) of the given shapes, drawn with NumPy: no compilation."""
+    rng = np.random.default_rng(0)
+    dtype = jnp.zeros(()).dtype
+    return [rng.uniform(-1, 1, shape).astype(dtype) for shape in shapes]
+
+
+def couples_neurons(fn, inputs) -> bool:
+    """Whether ``fn`` (``(N,)`` arrays to ``(N,)`` arrays) lets neuron 0 of its inputs reach another neuron, at
+    the point ``inputs``: one ``jvp`` whose tangent is random at neuron 0 of every input and zero elsewhere
+    (evaluated at once, also when called under ``jit``; a non-finite tangent counts as no evidence)."""
+    tangents = [np.zeros_like(a) for a in inputs]
+    for t, value in zip(tangents, probe_point(*[()] * len(inputs)), strict=True):
+        t[0] = value
+
+    def reaches_other_neurons(inputs, tangents):
+        out = jax.jvp(fn, tuple(inputs), tuple(tangents))[1]
+        return jnp.any(jnp.stack([jnp.any(jnp.where(jnp.isfinite(t), t, 0)[1:] != 0) for t in out]))
+
+    with jax.ensure_compile_time_eval():
+        return bool(jax.jit(reaches_other_neurons)(inputs, tangents))
 
 
 @functools.lru_cache(maxsize=64)
 def check_elementwise(cell) -> None:
-    """``ValueError`` unless ``cell`` declares an element-wise structure that its recurrence respects
-    (checked on random parameters, carry and input)."""
-    if not isinstance(cell, ElementwiseCell):
-        key = jax.random.PRNGKey(0)
-        params = cell.init(key)
-        x = jax.random.normal(key, (cell.input_size,))
-        carry = cell.initial_carry(())
-        leaves, tree = jax.tree.flatten(carry)
-        mixes = cell.hidden_size > 1 and all(a.shape == (cell.hidden_size,) for a in leaves) and coupled_neurons(
-            lambda *c: jax.tree.leaves(cell.step(params, jax.tree.unflatten(tree, c), x)[0]), leaves, key)
-        why = ("its recurrence couples neurons (neuron k's next carry depends on other neurons' carry), so its "
-               "exact traces are dense" if mixes else
-               "it does not declare its element-wise structure (subclass rtrl.cells.ElementwiseCell)")
-        raise ValueError(f"method 'diagonal' needs an element-wise recurrence and {cell.name} has none: {why}; "
-                         "use 'rtrl' (exact for any cell)")
-    cell.check_structure()
-    if cell.hidden_size == 1:
-        return
-    key = jax.random.PRNGKey(0)
-    params = cell.init(key)
+    """``ValueError`` unless ``cell`` declares an element-wise structure that its recurrence respects (probed at
+    a random point)."""
+    N = cell.hidden_size
     leaves, tree = jax.tree.flatten(cell.initial_carry(()))
-    vectors, projections = cell.split_params(params)
-    u = cell.project(projections, jax.random.normal(key, (cell.input_size,)))
-    inputs = [jax.random.normal(k, a.shape, a.dtype) for k, a in zip(jax.random.split(key, len(leaves)), leaves,
-                                                                     strict=True)]
-    inputs += list(vectors.values()) + list(u.values())
-    if coupled_neurons(flat_recur(cell, tree, len(leaves)), inputs, key):
+    if not isinstance(cell, ElementwiseCell):
+        params = jax.eval_shape(cell.init, jax.random.PRNGKey(0))
+        p_leaves, p_tree = jax.tree.flatten(params)
+        values = probe_point(*(a.shape for a in p_leaves), (cell.input_size,), *(a.shape for a in leaves))
+        params, x = jax.tree.unflatten(p_tree, values[:len(p_leaves)]), values[len(p_leaves)]
+
+        def carry_update(*c):
+            return jax.tree.leaves(cell.step(params, jax.tree.unflatten(tree, c), x)[0])
+
+        if not all(a.shape == (N,) for a in leaves):
+            why = f"its carry leaves are not per-neuron (each of size hidden_size = {N})"
+        elif N > 1 and couples_neurons(carry_update, values[len(p_leaves) + 1:]):
+            why = ("its recurrence couples neurons (neuron k's next carry depends on other neurons' carry), so "
+                   "its exact traces are dense")
+        else:
+            why = "it does not declare its element-wise structure (subclass rtrl.cells.ElementwiseCell)"
+        raise ValueError(f"method 'diagonal' needs a cell whose recurrence is element-wise, and {cell.name} is not "
+                         f"one: {why}; use 'rtrl' (exact for any cell)")
+    cell.check_structure()
+    n_inputs = len(leaves) + len(cell.vector_names()) + len(cell.projections())
+    if N > 1 and couples_neurons(flat_recur(cell, tree, len(leaves)), probe_point(*[(N,)] * n_inputs)):
         raise ValueError(f"{cell.name}.recur couples neurons (neuron k of the new carry depends on other neurons), "
                          "so it is not element-wise as ElementwiseCell requires; use 'rtrl' (exact for any cell)")
 
