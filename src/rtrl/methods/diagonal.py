@@ -172,19 +172,19 @@ class Diagonal(TraceMethod):
         inputs = (*leaves, *vectors.values(), *cell.project(projections, x).values())
         index = {name: j for j, name in enumerate(list(vectors) + list(projections), start=S)}
         _, linear = jax.linearize(flat_recur(cell, tree, S), *inputs)
-
-        @functools.cache
-        def column(j):  # d new_leaf / d input_j at every neuron, for every new leaf
-            return linear(*(jnp.ones_like(a) if i == j else jnp.zeros_like(a) for i, a in enumerate(inputs)))
+        # All columns in one batched evaluation: tangent j is all-ones on input j, zero elsewhere, and
+        # jac[t][j] = d new_leaf_t / d input_j at every neuron.
+        ones = jnp.eye(len(inputs), dtype=jnp.result_type(*inputs))[:, :, None] * jnp.ones_like(inputs[0])
+        jac = jax.vmap(linear)(*(ones[j] for j in range(len(inputs))))
 
         new = {}
         for p, trace in traces.items():
             new[p] = {}
             for target in trace:
                 t = names.index(target)
-                terms = [column(names.index(s))[t] * e for s, e in trace.items() if names.index(s) in deps[t]]
+                terms = [jac[t][names.index(s)] * e for s, e in trace.items() if names.index(s) in deps[t]]
                 if index[p] in deps[t]:
-                    immediate = column(index[p])[t]
+                    immediate = jac[t][index[p]]
                     terms.append(x[:, None] * immediate if p in projections else immediate)
                 new[p][target] = functools.reduce(operator.add, terms)
         return new
