@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 
 import rtrl
-from rtrl.compare import relative_error
+from rtrl.compare import relative_error  # noqa: F401 (re-exported for tests)
 
 EXACT_TOL = 1e-9
 

@@ -4,11 +4,11 @@ Exact online gradients for recurrent cells (dense RTRL for any cell, closed-form
 them), the online step whose ``jax.grad`` is the method's gradient, and ``sequence_grad`` for whole sequences.
 """
 
-from rtrl import cells, methods
+from rtrl import cells, compare, methods
 from rtrl.methods import METHODS
 from rtrl.online import Learner, OnlineState, online, stream_grad
 from rtrl.sequence import sequence_grad
 
 __version__ = "0.1.0"
 
-__all__ = ["METHODS", "Learner", "OnlineState", "cells", "methods", "online", "sequence_grad", "stream_grad"]
+__all__ = ["METHODS", "Learner", "OnlineState", "cells", "compare", "methods", "online", "sequence_grad", "stream_grad"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 
@@ -31,6 +33,12 @@ def sequence_grad(cell, params, xs, targets, loss_fn, method: str | Method = "rt
     check_sequence(cell, xs, targets)
     if carry is None:
         carry = cell.initial_carry(jnp.shape(xs)[1:-1], jnp.result_type(xs, *jax.tree.leaves(params)))
+    return _compiled(cell, params, xs, targets, loss_fn, method, carry)
+
+
+@partial(jax.jit, static_argnames=("cell", "loss_fn", "method"))
+def _compiled(cell, params, xs, targets, loss_fn, method, carry):
+    """Compiled once per cell, loss, method and shapes: repeated calls (tests, benchmarks) skip tracing."""
     if not method.online:
         return method.sequence_grad(cell, params, xs, targets, loss_fn, carry)
     learner = online(cell, method)

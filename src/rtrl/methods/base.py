@@ -31,8 +31,16 @@ class Method:
     def check(self, cell) -> None:
         """Raise ``ValueError`` when this method does not apply to ``cell``."""
 
+    # Methods are compared by value (type and options) so that compiled functions can be cached per method.
+    def __eq__(self, other) -> bool:
+        return type(self) is type(other) and vars(self) == vars(other)
+
+    def __hash__(self) -> int:
+        return hash((type(self), tuple(sorted(vars(self).items()))))
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
+        options = ", ".join(f"{k}={v!r}" for k, v in sorted(vars(self).items()))
+        return f"{type(self).__name__}({options})"
 
 
 class TraceMethod(Method):

@@ -1,0 +1,133 @@
+"""The online step: jax.grad of per-step losses gives the method's gradient, readouts are exact, resets reset."""
+
+import jax
+import jax.numpy as jnp
+import optax
+import pytest
+from jax import lax
+
+import rtrl
+from oracle import EXACT_TOL, random_carry, random_problem, squared_error
+from rtrl.compare import relative_error
+
+EXACT = ["rtrl", "closed_form"]
+
+
+def readout_loss(h, V, y):
+    return jnp.sum((h @ V - y) ** 2)
+
+
+def bptt_with_readout(cell, params, xs, ys, carry):
+    """The oracle: jax.grad through lax.scan of the cell and a linear readout."""
+
+    def total(p):
+        def body(c, xy):
+            c, h = cell.step(p["cell"], c, xy[0])
+            return c, readout_loss(h, p["V"], xy[1])
+
+        return lax.scan(body, carry, (xs, ys))[1].sum()
+
+    return jax.grad(total)(params)
+
+
+def online_with_readout(learner, params, xs, ys, state):
+    """Sum of per-step jax.grads through learner.step, in a jitted scan."""
+
+    @jax.jit
+    def run(params, state, xs, ys):
+        def body(acc, xy):
+            state, grads = acc
+
+            def step_loss(p):
+                h, next_state = learner.step(p["cell"], state, xy[0])
+                return readout_loss(h, p["V"], xy[1]), next_state
+
+            g, state = jax.grad(step_loss, has_aux=True)(params)
+            return (state, jax.tree.map(jnp.add, grads, g)), None
+
+        return lax.scan(body, (state, jax.tree.map(jnp.zeros_like, params)), (xs, ys))[0]
+
+    return run(params, state, xs, ys)
+
+
+@pytest.mark.parametrize("method", EXACT)
+@pytest.mark.parametrize("T", [1, 2, 17])
+@pytest.mark.parametrize("batch_shape", [(), (3,)])
+def test_per_step_grads_with_a_readout_equal_bptt(method, T, batch_shape):
+    cell = rtrl.cells.Elman(3, 5)
+    cell_params, xs, _ = random_problem(cell, T, batch_shape, seed=T)
+    ys = jax.random.normal(jax.random.PRNGKey(9), (T, *batch_shape, 2))
+    params = {"cell": cell_params, "V": jax.random.normal(jax.random.PRNGKey(8), (5, 2))}
+    carry = random_carry(cell, batch_shape, seed=4)
+    learner = rtrl.online(cell, method)
+    _, grads = online_with_readout(learner, params, xs, ys, learner.init(cell_params, carry=carry))
+    assert relative_error(grads, bptt_with_readout(cell, params, xs, ys, carry)) <= EXACT_TOL
+
+
+@pytest.mark.parametrize("method", EXACT)
+def test_streaming_across_calls_equals_one_long_sequence(method):
+    """Traces carried from one call to the next: two halves give the gradient of the whole."""
+    cell = rtrl.cells.Elman(2, 4)
+    params, xs, ys = random_problem(cell, 12, (2,), seed=11)
+    learner = rtrl.online(cell, method)
+    state = learner.init(params, batch_shape=(2,))
+    loss_a, g_a, state = rtrl.stream_grad(learner, params, state, xs[:5], ys[:5], squared_error)
+    loss_b, g_b, _ = rtrl.stream_grad(learner, params, state, xs[5:], ys[5:], squared_error)
+    loss, g = rtrl.sequence_grad(cell, params, xs, ys, squared_error, method="bptt")
+    assert abs(float(loss_a + loss_b - loss)) <= EXACT_TOL * abs(float(loss))
+    assert relative_error(jax.tree.map(jnp.add, g_a, g_b), g) <= EXACT_TOL
+
+
+@pytest.mark.parametrize("method", EXACT)
+def test_reset_zeroes_carry_and_traces_of_the_done_streams_only(method):
+    cell = rtrl.cells.Elman(2, 3)
+    params, xs, ys = random_problem(cell, 6, (3,), seed=2)
+    learner = rtrl.online(cell, method)
+    state = learner.init(params, batch_shape=(3,))
+    _, _, state = rtrl.stream_grad(learner, params, state, xs, ys, squared_error)
+    done = jnp.array([True, False, True])
+    after = learner.reset(state, done)
+    for before_leaf, after_leaf in zip(jax.tree.leaves(state), jax.tree.leaves(after), strict=True):
+        assert jnp.all(after_leaf[done] == 0)
+        assert jnp.array_equal(after_leaf[~done], before_leaf[~done])
+        assert jnp.any(before_leaf[done] != 0)  # there was something to reset
+
+
+@pytest.mark.parametrize("method", EXACT)
+def test_after_a_reset_the_gradient_is_that_of_a_fresh_sequence(method):
+    cell = rtrl.cells.Elman(2, 4)
+    params, xs, ys = random_problem(cell, 10, (2,), seed=5)
+    learner = rtrl.online(cell, method)
+    state = learner.init(params, batch_shape=(2,))
+    _, _, state = rtrl.stream_grad(learner, params, state, xs[:6], ys[:6], squared_error)
+    state = learner.reset(state, jnp.array([True, True]))
+    _, g, _ = rtrl.stream_grad(learner, params, state, xs[6:], ys[6:], squared_error)
+    _, g_ref = rtrl.sequence_grad(cell, params, xs[6:], ys[6:], squared_error, method="bptt")
+    assert relative_error(g, g_ref) <= EXACT_TOL
+
+
+def test_online_updates_after_every_step_match_a_hand_written_reference():
+    """Fully online learning: optax after every step, traces carried across updates (as RTRL prescribes).
+
+    The reference calls the cell's closed-form trace functions by hand, without the online step."""
+    cell = rtrl.cells.Elman(2, 3)
+    params, xs, ys = random_problem(cell, 8, (), seed=6)
+    opt = optax.sgd(0.1)
+    learner = rtrl.online(cell, "rtrl")
+    state, opt_state, p = learner.init(params), opt.init(params), params
+    ref_state, ref_p = rtrl.online(cell, "closed_form").init(params), params
+    for x, y in zip(xs, ys, strict=True):
+        g = jax.grad(lambda q, s=state, x=x, y=y: squared_error(learner.step(q, s, x)[0], y))(p)
+        _, state = learner.step(p, state, x)
+        updates, opt_state = opt.update(g, opt_state)
+        p = optax.apply_updates(p, updates)
+        # the same update from the closed-form traces
+        h, next_ref = cell.step(ref_p, ref_state.carry, x)
+        credit = jax.grad(lambda c, x=x, y=y, q=ref_p: squared_error(cell.step(q, c, x)[1], y))(ref_state.carry)
+        immediate = jax.grad(lambda q, c=ref_state.carry, x=x, y=y: squared_error(cell.step(q, c, x)[1], y))(ref_p)
+        traced = cell.trace_contract(ref_p, ref_state.traces, credit)
+        ref_traces = cell.trace_update(ref_p, ref_state.carry, ref_state.traces, x)
+        ref_p = jax.tree.map(lambda q, a, b: q - 0.1 * (a + b), ref_p, immediate, traced)
+        ref_state = rtrl.OnlineState(next_ref, ref_traces)
+    assert relative_error(p, ref_p) <= EXACT_TOL
+    assert relative_error(p, params) > 1e-3  # it did learn something
