@@ -30,35 +30,20 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from rtrl.cells.base import Params, activation, glorot
-from rtrl.cells.elementwise import ElementwiseCell
+from rtrl.cells.base import Params, glorot
 from rtrl.cells.iir2 import (
-    CARRY,
     SOURCES,
-    check_parameterisation,
+    SecondOrderFilter,
     direct_form,
     filter_step,
-    filter_trace_contract,
-    filter_trace_init,
     filter_trace_update,
     source_sensitivity,
 )
 
 
 @dataclasses.dataclass(frozen=True)
-class AdaptiveIIR2(ElementwiseCell):
-    """Second-order IIR filter whose coefficients are tanh networks of the input; see the module docstring.
-
-    ``parameterisation``: ``"seed"`` (default) or ``"stable"``; ``activation``: tanh (default), sigmoid, relu,
-    identity."""
-
-    parameterisation: str = "seed"
-    activation: str = "tanh"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_parameterisation(self.parameterisation)
-        activation(self.activation)  # validates the name
+class AdaptiveIIR2(SecondOrderFilter):
+    """Second-order IIR filter whose coefficients are tanh networks of the input; see the module docstring."""
 
     @property
     def source_names(self) -> tuple[str, ...]:
@@ -73,9 +58,6 @@ class AdaptiveIIR2(ElementwiseCell):
 
     def projections(self) -> tuple[str, ...]:
         return ("W",) + tuple(f"w_{s}" for s in self.source_names)
-
-    def carry_sizes(self) -> dict[str, int]:
-        return {name: self.hidden_size for name in CARRY}
 
     def init(self, key: jax.Array, dtype=None) -> Params:
         dtype = dtype or jnp.zeros(()).dtype
@@ -107,13 +89,7 @@ class AdaptiveIIR2(ElementwiseCell):
         v = self.sources(vectors, u)
         return filter_step(carry, u["W"] + vectors["b"], direct_form(self.parameterisation, v))
 
-    def output(self, params: Params, carry: Params, x: jax.Array) -> jax.Array:
-        return activation(self.activation).fn(carry["y1"])
-
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
-    def trace_init(self, params: Params, carry: Params) -> Params:
-        return filter_trace_init(params, carry["y1"].dtype, self.input_size)
-
     def trace_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
         vectors, projections = self.split_params(params)
         del projections["W"]  # z's projection is not needed here
@@ -124,6 +100,3 @@ class AdaptiveIIR2(ElementwiseCell):
             d = dy_dv[s] * (1 - v[s] ** 2)
             drives[f"w_{s}"], drives[f"c_{s}"] = x[:, None] * d, d
         return filter_trace_update(traces, x, direct_form(self.parameterisation, v), drives)
-
-    def trace_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
-        return filter_trace_contract(traces, g_carry)

@@ -117,8 +117,8 @@ def stability(cell, params: Params, x: jax.Array | None = None) -> jax.Array:
 
 
 @dataclasses.dataclass(frozen=True)
-class IIR2(ElementwiseCell):
-    """Second-order IIR filter on the pre-activation, fixed learnable coefficients; see the module docstring.
+class SecondOrderFilter(ElementwiseCell):
+    """What ``IIR2`` and ``AdaptiveIIR2`` share: the options, the carry, the output and the trace layout.
 
     ``parameterisation``: ``"seed"`` (default) or ``"stable"``; ``activation``: tanh (default), sigmoid, relu,
     identity."""
@@ -130,6 +130,23 @@ class IIR2(ElementwiseCell):
         super().__post_init__()
         check_parameterisation(self.parameterisation)
         activation(self.activation)  # validates the name
+
+    def carry_sizes(self) -> dict[str, int]:
+        return {name: self.hidden_size for name in CARRY}
+
+    def output(self, params: Params, carry: Params, x: jax.Array) -> jax.Array:
+        return activation(self.activation).fn(carry["y1"])
+
+    def trace_init(self, params: Params, carry: Params) -> Params:
+        return filter_trace_init(params, carry["y1"].dtype, self.input_size)
+
+    def trace_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
+        return filter_trace_contract(traces, g_carry)
+
+
+@dataclasses.dataclass(frozen=True)
+class IIR2(SecondOrderFilter):
+    """Second-order IIR filter on the pre-activation, fixed learnable coefficients; see the module docstring."""
 
     def coefficient_params(self) -> tuple[str, ...]:
         """The parameters behind ``SOURCES[parameterisation]``, in the same order."""
@@ -143,9 +160,6 @@ class IIR2(ElementwiseCell):
 
     def projections(self) -> tuple[str, ...]:
         return ("W",)
-
-    def carry_sizes(self) -> dict[str, int]:
-        return {name: self.hidden_size for name in CARRY}
 
     def init(self, key: jax.Array, dtype=None) -> Params:
         dtype = dtype or jnp.zeros(()).dtype
@@ -179,19 +193,10 @@ class IIR2(ElementwiseCell):
     def recur(self, vectors: Params, carry: Params, u: Params) -> Params:
         return filter_step(carry, u["W"] + vectors["b"], direct_form(self.parameterisation, self.sources(vectors)))
 
-    def output(self, params: Params, carry: Params, x: jax.Array) -> jax.Array:
-        return activation(self.activation).fn(carry["y1"])
-
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
-    def trace_init(self, params: Params, carry: Params) -> Params:
-        return filter_trace_init(params, carry["y1"].dtype, self.input_size)
-
     def trace_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
         v = self.sources(self.split_params(params)[0])
         dy_dv = source_sensitivity(self.parameterisation, v, carry)
         dv_dp = self.source_derivatives(v)
         drives = {p: dy_dv[s] * dv_dp[s] for s, p in zip(v, self.coefficient_params(), strict=True)}
         return filter_trace_update(traces, x, direct_form(self.parameterisation, v), drives)
-
-    def trace_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
-        return filter_trace_contract(traces, g_carry)
