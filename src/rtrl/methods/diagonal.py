@@ -152,6 +152,8 @@ def check_elementwise(cell) -> None:
 
 
 class Diagonal(TraceMethod):
+    """Exact element-wise RTRL for any ``ElementwiseCell``; traces ``{param: {carry leaf: array}}``."""
+
     name = "diagonal"
     exact = True
 
