@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 from rtrl.methods.base import Method, SequenceMethod, TraceMethod
 from rtrl.methods.bptt import BPTT
 from rtrl.methods.closed_form import ClosedForm
 from rtrl.methods.dense import DenseRTRL
 from rtrl.methods.diagonal import Diagonal
+from rtrl.methods.eprop import EProp
+from rtrl.methods.layer_local import LayerLocal
+from rtrl.methods.snap import SnAp
+from rtrl.methods.tbptt import TBPTT
+from rtrl.methods.uoro import UORO
 
-_REGISTRY: dict[str, type[Method]] = {m.name: m for m in (BPTT, DenseRTRL, ClosedForm, Diagonal)}
+# name -> constructor of the method with its default options
+_REGISTRY: dict[str, Callable[[], Method]] = {m.name: m for m in (BPTT, DenseRTRL, ClosedForm, Diagonal)}
+_REGISTRY.update({"snap1": SnAp, "snap2": functools.partial(SnAp, n=2), "eprop": EProp, "uoro": UORO,
+                  "tbptt": TBPTT, "layer_local": LayerLocal})
 METHODS: tuple[str, ...] = tuple(_REGISTRY)
 
 
@@ -25,4 +36,5 @@ def resolve(method: str | Method, cell=None) -> Method:
     return method
 
 
-__all__ = ["METHODS", "Method", "SequenceMethod", "TraceMethod", "resolve"]
+__all__ = ["METHODS", "TBPTT", "UORO", "EProp", "LayerLocal", "Method", "SequenceMethod", "SnAp", "TraceMethod",
+           "resolve"]

@@ -1,0 +1,70 @@
+"""A stack of cells: each layer's input is the output of the layer below at the same time step.
+
+For layers ``0 .. L-1`` with parameters ``params["layer{i}"]`` and carries ``carry[i]``, one step is::
+
+    x_0 = x
+    carry'[i], x_{i+1} = layers[i].step(params["layer{i}"], carry[i], x_i)
+    h' = x_L                                        (the top layer's output)
+
+The carry is the tuple of the layers' carries. Exact RTRL of a stack is dense even when every layer is
+element-wise, because a lower layer's parameters reach the upper layers' carries through their inputs; the
+``rtrl`` method gives it (sensitivities of the whole carry w.r.t. all parameters), and ``layer_local``
+(``rtrl.methods.LayerLocal``) keeps only each layer's own block.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import jax
+
+from rtrl.cells.base import Carry, Cell, Params
+
+
+def layer_name(i: int) -> str:
+    return f"layer{i}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Stack(Cell):
+    """``Stack((cell_0, cell_1, ...))``; ``input_size`` and ``hidden_size`` come from the bottom and top layers."""
+
+    layers: tuple[Cell, ...] = ()
+    input_size: int = dataclasses.field(init=False)
+    hidden_size: int = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        layers = tuple(self.layers) if isinstance(self.layers, list | tuple) else None
+        if not layers or not all(isinstance(c, Cell) for c in layers):
+            raise ValueError(f"layers must be a non-empty sequence of cells, got {self.layers!r}")
+        for i, (lower, upper) in enumerate(itertools.pairwise(layers)):
+            if upper.input_size != lower.hidden_size:
+                raise ValueError(
+                    f"layers[{i + 1}].input_size must equal layers[{i}].hidden_size = {lower.hidden_size} "
+                    f"(the upper layer reads the lower layer's output), got {upper.input_size}"
+                )
+        object.__setattr__(self, "layers", layers)
+        object.__setattr__(self, "input_size", layers[0].input_size)
+        object.__setattr__(self, "hidden_size", layers[-1].hidden_size)
+
+    def init(self, key: jax.Array, dtype=None) -> Params:
+        keys = jax.random.split(key, len(self.layers))
+        return {layer_name(i): cell.init(k, dtype) for i, (cell, k) in enumerate(zip(self.layers, keys, strict=True))}
+
+    def initial_carry(self, batch_shape: tuple[int, ...] = (), dtype=None) -> Carry:
+        return tuple(cell.initial_carry(batch_shape, dtype) for cell in self.layers)
+
+    def step(self, params: Params, carry: Carry, x: jax.Array):
+        self.check_input(x)
+        names = [layer_name(i) for i in range(len(self.layers))]
+        if not isinstance(params, dict) or set(params) != set(names):
+            raise ValueError(f"params of a {len(self.layers)}-layer Stack must be a dict with keys {names}, "
+                             f"got {sorted(params) if isinstance(params, dict) else type(params).__name__}")
+        if not isinstance(carry, tuple) or len(carry) != len(self.layers):
+            raise ValueError(f"carry of a {len(self.layers)}-layer Stack must be a tuple of the layers' carries")
+        carries = []
+        for name, cell, c in zip(names, self.layers, carry, strict=True):
+            c, x = cell.step(params[name], c, x)
+            carries.append(c)
+        return tuple(carries), x

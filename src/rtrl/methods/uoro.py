@@ -1,0 +1,73 @@
+"""UORO, unbiased online recurrent optimisation (Tallec and Ollivier 2017), for any cell.
+
+The sensitivity ``M = d carry / d params`` (C, P) is replaced by a random rank-one estimate
+``c_tilde theta_tilde^T`` with ``E[c_tilde theta_tilde^T] = M``. With ``J = d carry'/d carry``,
+``I = d carry'/d params`` and fresh random signs ``nu`` (C,) (each +-1, so ``E[nu nu^T] = 1``)::
+
+    c_tilde'     = rho0 * J c_tilde + rho1 * nu
+    theta_tilde' = theta_tilde / rho0 + (nu^T I) / rho1
+    rho0 = sqrt(|theta_tilde| / |J c_tilde|),   rho1 = sqrt(|nu^T I| / |nu|)     (eps-guarded)
+
+``J c_tilde`` is one forward-mode product and ``nu^T I`` one reverse-mode product of a single step, so a step
+costs a small constant times a forward step and the traces hold ``C + P`` numbers. The cross terms have zero
+mean (``rho1`` is even in ``nu``) and ``rho0 / rho0``, ``rho1 / rho1`` cancel, so the estimate is unbiased at
+every step; its variance, not its mean, is what the ``rho`` scalings keep small.
+
+Randomness keeps the online step pure: the traces hold a step counter (uint32, wrapping after 2**32 steps),
+and step ``t`` draws its signs from ``fold_in(PRNGKey(seed), t)``. ``seed`` is a constructor argument: an int
+(hashable, as ``sequence_grad`` needs: it compiles once per method), or a traced integer scalar to ``vmap`` the
+online step over seeds. Every example of a batch starts from the same seed (the library maps ``init`` over the
+batch with no example index), so their signs coincide; each example's estimate is unbiased all the same. A
+reset zeroes the counter like every trace, restarting that example's stream.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+
+from rtrl.methods.base import TraceMethod
+from rtrl.methods.dense import flat_step
+
+EPS = 1e-7  # Tallec and Ollivier's guard against 0/0 in the rho scalings (irrelevant to the mean)
+
+
+@dataclasses.dataclass(frozen=True)
+class UORO(TraceMethod):
+    """Unbiased rank-one traces; ``seed`` seeds the random signs (see the module docstring)."""
+
+    seed: Any = 0
+    name = "uoro"
+
+    def __post_init__(self) -> None:
+        integer = isinstance(self.seed, int) or jnp.issubdtype(getattr(self.seed, "dtype", float), jnp.integer)
+        if isinstance(self.seed, bool) or not integer or jnp.ndim(self.seed) != 0:
+            raise ValueError(f"seed must be an integer (a Python int, or a scalar integer array), got {self.seed!r}")
+
+    def init(self, cell, params, carry):
+        flat_p, _ = ravel_pytree(params)
+        flat_c, _ = ravel_pytree(carry)
+        dtype = jnp.result_type(flat_c, flat_p)
+        return {"carry": jnp.zeros(flat_c.shape, dtype), "params": jnp.zeros(flat_p.shape, dtype),
+                "step": jnp.zeros((), jnp.uint32)}
+
+    def update(self, cell, params, carry, traces, x):
+        f, flat_p, flat_c, _ = flat_step(cell, params, carry, x)
+        c_tilde, theta_tilde = traces["carry"], traces["params"]
+        key = jax.random.fold_in(jax.random.PRNGKey(self.seed), traces["step"])
+        nu = jax.random.rademacher(key, c_tilde.shape, c_tilde.dtype)
+        j_c = jax.jvp(lambda c: f(flat_p, c), (flat_c,), (c_tilde,))[1]
+        nu_i = jax.vjp(lambda p: f(p, flat_c), flat_p)[1](nu)[0]
+        norm = jnp.linalg.norm
+        rho0 = jnp.sqrt((norm(theta_tilde) + EPS) / (norm(j_c) + EPS))
+        rho1 = jnp.sqrt((norm(nu_i) + EPS) / (norm(nu) + EPS))
+        return {"carry": rho0 * j_c + rho1 * nu, "params": theta_tilde / rho0 + nu_i / rho1,
+                "step": traces["step"] + jnp.uint32(1)}
+
+    def contract(self, cell, params, traces, g_carry):
+        _, unravel_p = ravel_pytree(params)
+        return unravel_p((ravel_pytree(g_carry)[0] @ traces["carry"]) * traces["params"])

@@ -1,0 +1,44 @@
+"""The gradient-fidelity report: rows, skipped methods, the files it writes and its bad arguments."""
+
+import csv
+import json
+
+import jax
+import pytest
+
+from rtrl import fidelity
+from rtrl.cells import Elman
+
+
+def test_report_rows_and_files(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(fidelity, "default_cells", lambda D, N: [Elman(D, N)])
+    argv = ["--out", str(tmp_path), "--lengths", "3", "--seeds", "2", "--hidden", "3", "--input", "2",
+            "--methods", "rtrl", "uoro", "layer_local"]
+    assert fidelity.main(argv) == 0
+    rows = json.loads((tmp_path / "fidelity.json").read_text())
+    assert [(r["cell"], r["method"], r["T"], r["seeds"]) for r in rows] == [("Elman", "rtrl", 3, 2),
+                                                                           ("Elman", "uoro", 3, 2)]
+    exact, uoro = rows  # layer_local does not apply to a single cell: skipped
+    assert exact["cosine_min"] > 1 - 1e-12 and exact["relative_error"] < 1e-12
+    assert uoro["cosine"] < 1 - 1e-6 and uoro["relative_error"] > 1e-6
+    with open(tmp_path / "fidelity.csv") as f:
+        assert [r["method"] for r in csv.DictReader(f)] == ["rtrl", "uoro"]
+    assert (tmp_path / "fidelity.png").read_bytes().startswith(b"\x89PNG")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fidelity.csv", "fidelity.json", "fidelity.png"]
+    assert "| Elman | uoro |" in capsys.readouterr().out
+
+
+def test_a_single_problem_is_deterministic():
+    assert fidelity.gradient_fidelity(Elman(2, 3), "uoro", 3, seed=1) == fidelity.gradient_fidelity(
+        Elman(2, 3), "uoro", 3, seed=1)
+
+
+@pytest.mark.parametrize("bad", [["--seeds", "0"], ["--lengths", "0"], []])
+def test_bad_arguments(bad, tmp_path):
+    with pytest.raises(SystemExit):
+        fidelity.main((["--out", str(tmp_path)] if bad else []) + bad)
+
+
+def test_needs_float64():
+    with jax.enable_x64(False), pytest.raises(ValueError, match="needs float64"):
+        fidelity.fidelity_table([Elman(2, 3)], ["rtrl"], [2], 1)
