@@ -11,7 +11,7 @@ The recurrence is element-wise; the output gate mixes neurons (``c' @ W_o``) but
 ``O, W_o, b_o`` are ``readout()`` parameters: they get their gradient from the immediate derivative alone and
 have no traces.
 
-Closed-form traces (derivation: docs/derivations_elementwise.md), ``e[theta] = dc/dtheta`` of the shape of
+Closed-form traces (derivation: docs/derivations.md), ``e[theta] = dc/dtheta`` of the shape of
 ``theta`` for ``theta`` in ``F, Z, w_f, w_z, b_f, b_z``. With ``df = (c - z) f (1 - f)`` and
 ``dz = (1 - f)(1 - z^2)`` (the immediate ``dc'/ds`` of the gates' pre-activations) and the per-neuron
 ``J = dc'/dc = f + df*w_f + dz*w_z``::

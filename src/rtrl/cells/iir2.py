@@ -15,7 +15,7 @@ Parameterisations of the coefficients (the constructor's ``parameterisation``):
   square (-1, 1)^2 onto the stability triangle ``|a1| < 1, |a0| < 1 + a1``, so every filter is stable for any
   parameter value. ``b0, b1`` stay parameters.
 
-Closed-form traces (derivation: docs/derivations_elementwise.md). ``z`` depends on ``W, b`` only, and only through
+Closed-form traces (derivation: docs/derivations.md). ``z`` depends on ``W, b`` only, and only through
 the input that made it, so its sensitivity is kept as that input (the seed's input-history form); ``y`` has
 order two, so each parameter ``theta`` keeps ``E1 = dy1/dtheta`` and ``E2 = dy2/dtheta`` (the shape of
 ``theta``)::
