@@ -9,6 +9,7 @@ from rtrl.methods.base import Method, SequenceMethod, TraceMethod
 from rtrl.methods.bptt import BPTT
 from rtrl.methods.closed_form import ClosedForm
 from rtrl.methods.dense import DenseRTRL
+from rtrl.methods.diagonal import Diagonal
 from rtrl.methods.eprop import EProp
 from rtrl.methods.layer_local import LayerLocal
 from rtrl.methods.snap import SnAp
@@ -16,7 +17,7 @@ from rtrl.methods.tbptt import TBPTT
 from rtrl.methods.uoro import UORO
 
 # name -> constructor of the method with its default options
-_REGISTRY: dict[str, Callable[[], Method]] = {m.name: m for m in (BPTT, DenseRTRL, ClosedForm)}
+_REGISTRY: dict[str, Callable[[], Method]] = {m.name: m for m in (BPTT, DenseRTRL, ClosedForm, Diagonal)}
 _REGISTRY.update({"snap1": SnAp, "snap2": functools.partial(SnAp, n=2), "eprop": EProp, "uoro": UORO,
                   "tbptt": TBPTT, "layer_local": LayerLocal})
 METHODS: tuple[str, ...] = tuple(_REGISTRY)

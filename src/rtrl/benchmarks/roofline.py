@@ -1,0 +1,69 @@
+"""The memory-traffic bound of a trace method: bytes of traces read and written per step over the bandwidth.
+
+    python -m rtrl.benchmarks.roofline [--cell elstm] [--size 64x256x32] [--methods closed_form diagonal]
+
+A trace method reads its traces and writes them back every step, so ``2 * trace_bytes / bandwidth`` is a lower
+bound on its step time whatever its arithmetic. The bandwidth is measured here, on a streaming update
+``y = a * x + b`` of a buffer much larger than the caches; the fraction of the bound reached is
+``bound / measured step``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import jax
+import jax.numpy as jnp
+
+import rtrl
+from rtrl.benchmarks.sequence import problem, size
+from rtrl.benchmarks.timing import method_per_step, median_seconds
+
+
+def bandwidth_bytes_per_second(megabytes: int = 256) -> float:
+    """Bytes read plus written per second by a streaming scale-and-add over ``megabytes`` of float32."""
+    x = jnp.ones((megabytes * 2**20 // 4,), jnp.float32)
+    fn = jax.jit(lambda x: 1.0001 * x + 1e-7)
+    return 2 * x.nbytes / median_seconds(fn, x, repeats=9)
+
+
+def trace_bytes(cell, params, batch: int, method: str) -> int:
+    """Size of a learner's traces for ``batch`` streams (shapes only; nothing is allocated)."""
+    learner = rtrl.online(cell, method)
+    state = jax.eval_shape(lambda p: learner.init(p, batch_shape=(batch,)), params)
+    return sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(state.traces))
+
+
+def measure(cell_name: str, D: int, N: int, B: int, methods, T: int = 50) -> list[dict]:
+    cell, params, xs, ys = problem(cell_name, D, N, B, T)
+    bandwidth = bandwidth_bytes_per_second()
+    rows = []
+    for method in methods:
+        traffic = 2 * trace_bytes(cell, params, B, method)
+        step = method_per_step(cell, params, xs, ys, method)
+        rows.append({"cell": cell_name, "D": D, "N": N, "B": B, "method": method, "trace_traffic_bytes": traffic,
+                     "bandwidth": bandwidth, "bound_seconds": traffic / bandwidth, "step_seconds": step,
+                     "fraction_of_bound": traffic / bandwidth / step})
+    return rows
+
+
+def print_rows(rows: list[dict]) -> None:
+    print(f"measured bandwidth {rows[0]['bandwidth'] / 1e9:.1f} GB/s (read + write)")
+    print(f"{'method':>12} {'traces r+w (MiB)':>17} {'bound (us)':>11} {'step (us)':>10} {'of bound':>9}")
+    for r in rows:
+        print(f"{r['method']:>12} {r['trace_traffic_bytes'] / 2**20:>17.1f} {r['bound_seconds'] * 1e6:>11.1f} "
+              f"{r['step_seconds'] * 1e6:>10.1f} {r['fraction_of_bound']:>8.0%}")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m rtrl.benchmarks.roofline", description=__doc__.splitlines()[0])
+    parser.add_argument("--cell", default="elstm", choices=sorted(rtrl.cells.CELLS))
+    parser.add_argument("--size", type=size, default=(64, 256, 32), help="DxNxB")
+    parser.add_argument("--methods", nargs="+", default=["closed_form", "diagonal"])
+    args = parser.parse_args(argv)
+    print(f"{args.cell} {'x'.join(map(str, args.size))} (DxNxB), float32, {jax.devices()[0].platform}")
+    print_rows(measure(args.cell, *args.size, args.methods))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""Whole-sequence gradient time and memory against the sequence length: RTRL is flat in T, BPTT grows.
+
+    python -m rtrl.benchmarks.sequence [--cell elstm] [--size 32x64x8] [--lengths 100 1000 10000]
+
+For each method and T: the median time of one jitted ``sequence_grad`` (float32), XLA's compiled temporary
+memory (``memory_analysis().temp_size_in_bytes``: what the program allocates beyond its inputs and outputs),
+and the peak resident memory of a fresh process that compiles and runs it once (``ru_maxrss``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+
+import rtrl
+from rtrl.benchmarks.timing import median_seconds, squared_error
+
+METHODS = ("closed_form", "diagonal", "bptt")
+
+
+def problem(cell_name: str, D: int, N: int, B: int, T: int, seed: int = 0):
+    cell = rtrl.cells.CELLS[cell_name](D, N)
+    k_p, k_x, k_y = jax.random.split(jax.random.PRNGKey(seed), 3)
+    params = cell.init(k_p, jnp.float32)
+    xs = jax.random.normal(k_x, (T, B, D), jnp.float32)
+    ys = jax.random.normal(k_y, (T, B, N), jnp.float32)
+    return cell, params, xs, ys
+
+
+def gradient_fn(cell, method: str):
+    return jax.jit(lambda p, xs, ys: rtrl.sequence_grad(cell, p, xs, ys, squared_error, method=method))
+
+
+def compiled_temp_bytes(fn, *args) -> int:
+    return int(fn.lower(*args).compile().memory_analysis().temp_size_in_bytes)
+
+
+def peak_rss_bytes(cell_name: str, D: int, N: int, B: int, T: int, method: str) -> int:
+    """Peak resident memory of a fresh process that builds the problem and computes the gradient once."""
+    out = subprocess.run([sys.executable, "-m", "rtrl.benchmarks.sequence", "--peak-rss-of", cell_name,
+                          str(D), str(N), str(B), str(T), method], capture_output=True, text=True, check=True)
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+def measure(cell_name: str, D: int, N: int, B: int, lengths, methods=METHODS, rss: bool = True) -> list[dict]:
+    rows = []
+    for T in lengths:
+        cell, params, xs, ys = problem(cell_name, D, N, B, T)
+        for method in methods:
+            fn = gradient_fn(cell, method)
+            row = {"cell": cell_name, "D": D, "N": N, "B": B, "T": T, "method": method,
+                   "seconds": median_seconds(fn, params, xs, ys, repeats=5),
+                   "temp_bytes": compiled_temp_bytes(fn, params, xs, ys)}
+            if rss:
+                row["peak_rss_bytes"] = peak_rss_bytes(cell_name, D, N, B, T, method)
+            rows.append(row)
+    return rows
+
+
+def print_rows(rows: list[dict]) -> None:
+    print(f"{'T':>6} {'method':>12} {'time (s)':>10} {'vs bptt':>8} {'XLA temp (MiB)':>15} {'peak RSS (MiB)':>15}")
+    bptt = {r["T"]: r["seconds"] for r in rows if r["method"] == "bptt"}
+    for r in rows:
+        ratio = f"{r['seconds'] / bptt[r['T']]:.2f}x" if r["T"] in bptt else "-"
+        rss = f"{r['peak_rss_bytes'] / 2**20:.0f}" if "peak_rss_bytes" in r else "-"
+        print(f"{r['T']:>6} {r['method']:>12} {r['seconds']:>10.4f} {ratio:>8} {r['temp_bytes'] / 2**20:>15.2f} "
+              f"{rss:>15}", flush=True)
+
+
+def size(text: str) -> tuple[int, int, int]:
+    try:
+        D, N, B = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a size is DxNxB (three positive integers), got {text!r}") from None
+    return D, N, B
+
+
+def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--peak-rss-of"]:  # the child process of peak_rss_bytes
+        cell_name, D, N, B, T, method = argv[1], *map(int, argv[2:6]), argv[6]
+        cell, params, xs, ys = problem(cell_name, D, N, B, T)
+        jax.block_until_ready(gradient_fn(cell, method)(params, xs, ys))
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)  # Linux reports KiB
+        return
+    parser = argparse.ArgumentParser(prog="python -m rtrl.benchmarks.sequence", description=__doc__.splitlines()[0])
+    parser.add_argument("--cell", default="elstm", choices=sorted(rtrl.cells.CELLS))
+    parser.add_argument("--size", type=size, default=(32, 64, 8), help="DxNxB")
+    parser.add_argument("--lengths", type=int, nargs="+", default=[100, 1000, 10000])
+    parser.add_argument("--methods", nargs="+", default=list(METHODS))
+    parser.add_argument("--json", help="also write the rows to this file")
+    args = parser.parse_args(argv)
+    rows = measure(args.cell, *args.size, args.lengths, args.methods)
+    print(f"{args.cell} {args.size[0]}x{args.size[1]}x{args.size[2]} (DxNxB), float32, {jax.devices()[0].platform}")
+    print_rows(rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Element-wise cells: recurrences that act neuron by neuron, declared so that exact traces follow automatically.
+
+An ``ElementwiseCell`` splits its parameters into three kinds and writes its step in two parts::
+
+    u    = {P: x @ params[P] for P in projections()}      # (N,) per projection: the only way x enters
+    c'   = recur(vectors, carry, u)                        # element-wise over neurons
+    h    = output(params, c', x)                           # may mix neurons; the recurrence never sees it
+
+* ``projections()``: names of ``(D, N)`` parameters that enter the recurrence only as ``x @ P``;
+* ``readout()``: names of parameters that never enter the carry update (they get their gradient from the
+  immediate derivative alone);
+* every other parameter is a per-neuron vector ``(N,)`` and ``recur`` receives exactly these (``vectors``),
+  so neuron ``k`` of ``c'`` may depend only on neuron ``k`` of the carry, of ``u`` and of each vector.
+
+Every carry leaf is ``(*batch, N)``. ``step`` is defined here from ``recur`` and ``output``, so the same step
+feeds BPTT and every trace method; the ``diagonal`` method reads the declaration to keep traces of parameter
+size (see ``rtrl.methods.diagonal``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+
+from rtrl.cells.base import Carry, Cell, Params
+
+
+@dataclasses.dataclass(frozen=True)
+class ElementwiseCell(Cell):
+    """Base class of cells whose carry update acts neuron by neuron (see the module docstring)."""
+
+    # -- to be provided by subclasses -------------------------------------------------------------------
+    def param_shapes(self) -> dict[str, tuple[int, ...]]:
+        raise NotImplementedError
+
+    def projections(self) -> tuple[str, ...]:
+        """Names of the ``(D, N)`` parameters that enter the recurrence only as ``x @ P``."""
+        return ()
+
+    def readout(self) -> tuple[str, ...]:
+        """Names of the parameters that never enter the carry update."""
+        return ()
+
+    def recur(self, vectors: Params, carry: Carry, u: Params) -> Carry:
+        """The next carry, element-wise over neurons, from the ``(N,)`` vectors, the carry and ``u``."""
+        raise NotImplementedError
+
+    def output(self, params: Params, carry: Carry, x: jax.Array) -> jax.Array:
+        """``h`` from all parameters, the new carry and the input."""
+        raise NotImplementedError
+
+    # -- shared -----------------------------------------------------------------------------------------
+    def vector_names(self) -> tuple[str, ...]:
+        """The per-neuron ``(N,)`` parameters: all that are neither projections nor readout."""
+        other = set(self.projections()) | set(self.readout())
+        return tuple(name for name in self.param_shapes() if name not in other)
+
+    def check_structure(self) -> None:
+        """Raise ``ValueError`` when the declared structure does not match ``param_shapes`` and ``carry_sizes``."""
+        shapes = self.param_shapes()
+        D, N = self.input_size, self.hidden_size
+        for kind, names in (("projections", self.projections()), ("readout", self.readout())):
+            unknown = sorted(set(names) - set(shapes))
+            if unknown:
+                raise ValueError(f"{self.name}.{kind}() names {unknown}, which are not parameters {sorted(shapes)}")
+        both = sorted(set(self.projections()) & set(self.readout()))
+        if both:
+            raise ValueError(f"{self.name} declares {both} both as projections and as readout")
+        for name in self.projections():
+            if shapes[name] != (D, N):
+                raise ValueError(f"projection {name!r} of {self.name} must have shape (input_size, hidden_size) = "
+                                 f"{(D, N)}, got {shapes[name]}")
+        for name in self.vector_names():
+            if shapes[name] != (N,):
+                raise ValueError(f"parameter {name!r} of {self.name} must be a per-neuron vector of shape {(N,)} "
+                                 f"(or be declared in projections() or readout()), got {shapes[name]}")
+        sizes = self.carry_sizes()
+        leaves = {"carry": N} if sizes is None else sizes
+        for name, k in leaves.items():
+            if k != N:
+                raise ValueError(f"carry leaf {name!r} of {self.name} must have size hidden_size = {N}, got {k}")
+
+    def split_params(self, params: Params) -> tuple[Params, Params]:
+        """``(vectors, projections)``: the parameters the recurrence sees, by kind."""
+        return ({name: params[name] for name in self.vector_names()},
+                {name: params[name] for name in self.projections()})
+
+    def project(self, projections: Params, x: jax.Array) -> Params:
+        return {name: x @ P for name, P in projections.items()}
+
+    def step(self, params: Params, carry: Carry, x: jax.Array) -> tuple[Carry, jax.Array]:
+        self.check_input(x)
+        self.check_params(params, self.param_shapes())
+        vectors, projections = self.split_params(params)
+        carry = self.recur(vectors, carry, self.project(projections, x))
+        return carry, self.output(params, carry, x)

@@ -1,0 +1,61 @@
+"""One compiled call that holds several exact methods to BPTT at several sequence lengths at once."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import rtrl
+from oracle import squared_error
+from rtrl.compare import relative_error
+
+
+def perturbed(params, seed, scale=0.1):
+    """``params`` with noise added to the arrays that are all zero (biases), so that they take part too; the
+    others keep their initial values (which keep the IIR filters stable over long sequences)."""
+    leaves, tree = jax.tree.flatten(params)
+    keys = jax.random.split(jax.random.PRNGKey(seed), len(leaves))
+    return jax.tree.unflatten(tree, [a if np.any(a) else a + scale * jax.random.normal(k, a.shape, a.dtype)
+                                     for k, a in zip(keys, leaves, strict=True)])
+
+
+def masked_error(h, target):
+    y, weight = target
+    return weight * squared_error(h, y)
+
+
+def prefix_grads(cell, methods, lengths):
+    """A jitted ``(params, xs, ys, carry) -> {method: (losses, grads)}`` stacked over ``lengths``: the loss of
+    the first k steps is the loss of the whole sequence with the later steps weighted 0, so one compiled call
+    checks every length k <= len(xs) through the public ``sequence_grad``."""
+
+    def run(params, xs, ys, carry):
+        steps = jnp.arange(xs.shape[0])
+        masks = jnp.stack([(steps < k).astype(xs.dtype) for k in lengths])
+        return {m: jax.vmap(lambda w, m=m: rtrl.sequence_grad(cell, params, xs, (ys, w), masked_error, m,
+                                                              carry=carry))(masks)
+                for m in methods}
+
+    return jax.jit(run)
+
+
+def errors_against_bptt(results, lengths):
+    """``{(method, length): relative error of loss and gradients against results["bptt"]}``."""
+    ref_loss, ref_grads = results["bptt"]
+    errors = {}
+    for m, (loss, grads) in results.items():
+        for i, k in enumerate(lengths):
+            g, ref = (jax.tree.map(lambda a, i=i: a[i], tree) for tree in (grads, ref_grads))
+            loss_err = abs(float(loss[i] - ref_loss[i])) / max(abs(float(ref_loss[i])), 1e-300)
+            errors[m, k] = max(loss_err, relative_error(g, ref))
+    return errors
+
+
+def worst_error(cell, methods, params, xs, ys, carries, lengths):
+    """The largest error over methods, lengths and initial carries, and where it occurs."""
+    run = prefix_grads(cell, ("bptt",) + tuple(methods), lengths)
+    errors = {}
+    for c, carry in enumerate(carries):
+        errors.update({(*key, f"carry {c}"): e for key, e in errors_against_bptt(run(params, xs, ys, carry),
+                                                                                  lengths).items()})
+    worst = max(errors, key=errors.get)
+    return errors[worst], worst
