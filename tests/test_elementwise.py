@@ -11,6 +11,7 @@ import rtrl
 from exactness import errors_against_bptt, perturbed, prefix_grads, worst_error
 from oracle import EXACT_TOL, random_carry, random_problem
 from rtrl.cells import ELSTM, IIR2, AdaptiveIIR2
+from rtrl.cells.iir2 import RHO
 from rtrl.compare import relative_error
 
 KINDS = {
@@ -161,10 +162,10 @@ def test_stable_parameterisation_uses_reflection_coefficients():
     cell = AdaptiveIIR2(2, 3, parameterisation="stable")
     p = perturbed(cell.init(jax.random.PRNGKey(0)), 1, scale=1.0)
     x = jax.random.normal(jax.random.PRNGKey(3), (4, 2))
-    k1, k2 = (jnp.tanh(x @ p[f"w_{s}"] + p[f"c_{s}"]) for s in ("k1", "k2"))
+    r1, r2 = (RHO * jnp.tanh(x @ p[f"w_{s}"] + p[f"c_{s}"]) for s in ("k1", "k2"))
     a0, a1, _, _ = cell.coefficients(p, x)
-    np.testing.assert_allclose(a0, k1 * (1 + k2), rtol=1e-12)
-    np.testing.assert_allclose(a1, k2, rtol=1e-12)
+    np.testing.assert_allclose(a0, r1 * (1 + r2), rtol=1e-12)
+    np.testing.assert_allclose(a1, r2, rtol=1e-12)
 
 
 def test_elstm_step_follows_the_contract_equations():

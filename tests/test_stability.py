@@ -8,6 +8,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rtrl.cells import IIR2, AdaptiveIIR2, stability, stability_margin
+from rtrl.cells.iir2 import RHO
 
 coefficient = st.floats(-2.5, 2.5)
 
@@ -33,10 +34,9 @@ def test_the_seed_parameterisation_can_leave_the_triangle():
 
 @pytest.mark.parametrize("cls", [IIR2, AdaptiveIIR2])
 @settings(max_examples=10, deadline=None)
-@given(seed=st.integers(0, 2**16), scale=st.floats(0.1, 1.5))
+@given(seed=st.integers(0, 2**16), scale=st.sampled_from([0.1, 1.0, 30.0]))
 def test_the_stable_parameterisation_keeps_every_step_inside(cls, seed, scale):
-    """Any parameters and inputs, as long as tanh does not round to +-1 (pre-activations below about 19 in
-    float64, 9 in float32), where a filter lands on the triangle's edge (docs/stability.md)."""
+    """Any parameters and inputs, also where tanh rounds to +-1 (large scales reach pre-activations > 19)."""
     cell = cls(3, 16, parameterisation="stable")
     rng = np.random.default_rng(seed)
     params = {name: scale * rng.normal(size=shape) for name, shape in cell.param_shapes().items()}
@@ -51,8 +51,8 @@ def test_stable_steps_can_still_diverge_when_the_coefficients_switch():
     them in turn multiplies the state by about 1.37 per step."""
     cell = AdaptiveIIR2(1, 1, parameterisation="stable", activation="identity")
     params = {name: jnp.zeros(shape) for name, shape in cell.param_shapes().items()}
-    params.update({"w_k1": jnp.full((1, 1), jnp.arctanh(2 / 3)), "c_k2": jnp.full((1,), jnp.arctanh(0.5))})
-    xs = jnp.tile(jnp.array([[1.0], [-1.0]]), (50, 1))  # k1 = +-2/3, k2 = 1/2: a0 = +-1, a1 = 1/2
+    params.update({"w_k1": jnp.full((1, 1), jnp.arctanh(2 / 3 / RHO)), "c_k2": jnp.full((1,), jnp.arctanh(0.5 / RHO))})
+    xs = jnp.tile(jnp.array([[1.0], [-1.0]]), (50, 1))  # r1 = +-2/3, r2 = 1/2: a0 = +-1, a1 = 1/2
     a0, a1, _, _ = cell.coefficients(params, xs)
     np.testing.assert_allclose(np.abs(a0), 1.0, rtol=1e-12)
     np.testing.assert_allclose(a1, 0.5, rtol=1e-12)

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 import rtrl
 from rtrl.benchmarks.sequence import problem, size
-from rtrl.benchmarks.timing import method_per_step, median_seconds
+from rtrl.benchmarks.timing import median_seconds, method_per_step
 
 
 def bandwidth_bytes_per_second(megabytes: int = 256) -> float:

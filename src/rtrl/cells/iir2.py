@@ -11,9 +11,11 @@ Parameterisations of the coefficients (the constructor's ``parameterisation``):
 
 * ``"seed"`` (default, seed 001 as written): ``a0, a1, b0, b1`` are the parameters;
 * ``"stable"``: the feedback coefficients come from reflection coefficients ``k1 = tanh(c_k1)``,
-  ``k2 = tanh(c_k2)`` in (-1, 1) (parameters ``c_k1, c_k2``), ``a1 = k2``, ``a0 = k1 (1 + k2)``; this maps the
-  square (-1, 1)^2 onto the stability triangle ``|a1| < 1, |a0| < 1 + a1``, so every filter is stable for any
-  parameter value. ``b0, b1`` stay parameters.
+  ``k2 = tanh(c_k2)`` in (-1, 1) (parameters ``c_k1, c_k2``), scaled by ``rho = 1 - 1e-4`` (``r = rho k``),
+  ``a1 = r2``, ``a0 = r1 (1 + r2)``; this maps the square (-rho, rho)^2 into the stability triangle
+  ``|a1| < 1, |a0| < 1 + a1``, so every filter is stable for any parameter value, even where tanh rounds to
+  +-1 in floating point (without ``rho`` a large pre-activation would put the filter on the triangle's edge).
+  The poles stay within radius ``sqrt(rho)``, a memory of about 20000 steps. ``b0, b1`` stay parameters.
 
 Closed-form traces (derivation: docs/derivations.md). ``z`` depends on ``W, b`` only, and only through
 the input that made it, so its sensitivity is kept as that input (the seed's input-history form); ``y`` has
@@ -25,7 +27,7 @@ order two, so each parameter ``theta`` keeps ``E1 = dy1/dtheta`` and ``E2 = dy2/
     D[W]  = x (x) 1 + b0 * x1 (x) 1 + b1 * x2 (x) 1     (outer products over (D, N))
     D[b]  = 1 + b0*n1 + b1*n2
     D[v]  = dy/dv * dv/dtheta  for a coefficient source v:  dy/da0 = -y1, dy/da1 = -y2, dy/db0 = z1, dy/db1 = z2,
-            dy/dk1 = -y1 (1 + k2), dy/dk2 = -y1 k1 - y2, dk/dc_k = 1 - k^2
+            dy/dk1 = -rho y1 (1 + r2), dy/dk2 = -rho (y1 r1 + y2), dk/dc_k = 1 - k^2
 
 A credit ``g`` on the carry the traces describe gives ``dL/dtheta = g_y1*E1 + g_y2*E2``, plus
 ``x1 (x) g_z1 + x2 (x) g_z2`` for ``W`` and ``g_z1*n1 + g_z2*n2`` for ``b``. Memory: twice the parameters plus
@@ -46,6 +48,8 @@ PARAMETERISATIONS = ("seed", "stable")
 # The per-neuron quantities each parameterisation learns, in the order (feedback, feedback, feedforward x 2).
 SOURCES = {"seed": ("a0", "a1", "b0", "b1"), "stable": ("k1", "k2", "b0", "b1")}
 CARRY = ("z1", "z2", "y1", "y2")
+# The stable parameterisation's reflection coefficients stay within (-RHO, RHO), strictly inside in float32 too.
+RHO = 1 - 1e-4
 
 
 def check_parameterisation(name: str) -> None:
@@ -56,7 +60,8 @@ def check_parameterisation(name: str) -> None:
 def direct_form(parameterisation: str, v: Params) -> tuple[jax.Array, ...]:
     """``(a0, a1, b0, b1)`` from the coefficient sources ``v`` (named by ``SOURCES[parameterisation]``)."""
     if parameterisation == "stable":
-        return v["k1"] * (1 + v["k2"]), v["k2"], v["b0"], v["b1"]
+        r1, r2 = RHO * v["k1"], RHO * v["k2"]
+        return r1 * (1 + r2), r2, v["b0"], v["b1"]
     return v["a0"], v["a1"], v["b0"], v["b1"]
 
 
@@ -64,7 +69,8 @@ def source_sensitivity(parameterisation: str, v: Params, carry: Params) -> Param
     """``dy/dv`` for each coefficient source, with everything else held (the immediate part of its trace)."""
     z1, z2, y1, y2 = (carry[name] for name in CARRY)
     if parameterisation == "stable":
-        return {"k1": -y1 * (1 + v["k2"]), "k2": -y1 * v["k1"] - y2, "b0": z1, "b1": z2}
+        r1, r2 = RHO * v["k1"], RHO * v["k2"]
+        return {"k1": -RHO * y1 * (1 + r2), "k2": -RHO * (y1 * r1 + y2), "b0": z1, "b1": z2}
     return {"a0": -y1, "a1": -y2, "b0": z1, "b1": z2}
 
 
