@@ -262,10 +262,12 @@ def demo_config() -> dict:
     closed-form traces) on the copy task, an update after every step; Elman when no element-wise cell exists."""
     from rtrl.cells import CELLS
 
-    config = {"task": "copy", "task_args": {"max_length": 4}, "method": "closed_form", "update_every": 1, "batch": 16}
+    config = {"task": "copy", "method": "closed_form", "update_every": 1, "batch": 16}
     if "elstm" in CELLS:
-        return {**config, "cell": "elstm", "hidden": 64, "lr": 1e-2, "steps": 8000, "eval_every": 400}
-    return {**config, "cell": "elman", "hidden": 32, "lr": 3e-3, "steps": 4000, "eval_every": 200}
+        return {**config, "task_args": {"max_length": 6}, "cell": "elstm", "hidden": 64, "lr": 1e-2, "steps": 30000,
+                "eval_every": 1000}
+    return {**config, "task_args": {"max_length": 4}, "cell": "elman", "hidden": 32, "lr": 3e-3, "steps": 4000,
+            "eval_every": 200}
 
 
 def add_demo_arguments(p: argparse.ArgumentParser) -> None:
@@ -290,7 +292,7 @@ COMMANDS: dict[str, Command] = {
     "resume": Command("continue a stopped run from its checkpoint", add_resume_arguments, cmd_resume),
     "plot": Command("overlay the learning curves of runs", add_plot_arguments, cmd_plot),
     "list": Command("list tasks, cells and methods", lambda p: None, cmd_list),
-    "demo": Command("a one-minute online-learning demonstration (make run)", add_demo_arguments, cmd_demo),
+    "demo": Command("a half-minute online-learning demonstration (make run)", add_demo_arguments, cmd_demo),
 }
 
 
