@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench
+.PHONY: run test lint bench results
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(PY) -m rtrl.demo
+	$(PY) -m rtrl.cli demo
 
 test: $(STAMP)
 	$(PY) -m pytest
@@ -24,3 +24,6 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m rtrl.bench
+
+results: $(STAMP)
+	$(PY) -m rtrl.results

@@ -1,0 +1,32 @@
+"""Atomic file writes: write a temporary file beside the target, flush it to disk, then ``os.replace`` it.
+
+A crash or an exception at any point leaves either the old file or the new one, never a half-written file."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[IO], None], binary: bool = True) -> None:
+    """Call ``write(file)`` on a temporary file, then move it onto ``path``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb" if binary else "w") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    atomic_write(path, lambda f: f.write(text), binary=False)

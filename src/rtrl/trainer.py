@@ -1,0 +1,295 @@
+"""The online trainer: B independent streams through a cell and a linear readout, an optax update every k steps.
+
+Every step, each stream's learner resets where an episode starts (``done``), steps the cell, and scores the
+readout with the task's per-step loss times its weight (zero outside the answer phase). The objective of one
+update is the loss summed over the ``k = update_every`` steps since the last update and averaged over the
+streams::
+
+    J = sum_{t in window} (1/B) sum_b w[t, b] * loss(readout(h[t, b]), target[t, b])
+
+* Trace methods (``rtrl``, ``closed_form``, ``diagonal``, approximations): ``jax.grad`` of each step's loss through
+  ``learner.step`` is the method's gradient; they are summed over the window and applied at its end. Carry and
+  traces run on across updates (k = 1 is fully online RTRL).
+* Sequence methods (``bptt``, ``tbptt``): ``method.sequence_grad`` over each window from the carried carry, so
+  the gradient is truncated at window boundaries: ``bptt`` with ``k`` = the episode length (windows aligned with
+  episodes) is full BPTT, a shorter ``k`` is truncated BPTT. The model they differentiate is
+  ``rtrl.model.ReadoutModel`` (resets inside a window cut the gradient as the learner's reset does).
+
+With ``k > 1`` the two differ by design: traces keep the credit of steps before the window (as RTRL does), BPTT
+windows drop it; where every window starts with an episode they agree exactly (tested).
+
+The inner loop is one jitted ``lax.scan`` per chunk of updates; data comes from ``rtrl.tasks.stream_chunk``, a
+pure function of the data key and the step, so the whole run is a pure function of its ``TrainState``.
+``fit`` drives chunks, evaluates every ``eval_every`` steps and stops with ``Diverged`` on a non-finite loss.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax import lax
+
+from rtrl.cells.base import check_positive_int
+from rtrl.methods import Method, resolve
+from rtrl.model import ReadoutModel, readout, with_reset_flag
+from rtrl.online import online
+from rtrl.tasks import Task, stream_chunk
+
+
+class TrainState(NamedTuple):
+    """Everything a run needs to continue: a checkpoint saves exactly this."""
+
+    params: Any  # {"cell": ..., "readout": {"W", "b"}}
+    opt_state: Any
+    memory: Any  # OnlineState(carry, traces) for trace methods, the carry for sequence methods
+    step: jax.Array  # steps taken so far = position in every stream
+    key: jax.Array  # the data key: episode e of stream b is drawn from fold_in(fold_in(key, b), e)
+    loss_sum: jax.Array  # weighted training loss since the last evaluation ...
+    weight_sum: jax.Array  # ... and its total weight
+
+
+class Diverged(RuntimeError):
+    """The training loss became NaN or infinite; ``step`` is the first step where it did."""
+
+    def __init__(self, step: int, value: float):
+        super().__init__(f"the training loss became {value} at step {step}")
+        self.step = step
+
+
+def make_optimizer(name: str = "adam", lr: float = 1e-3, clip: float | None = 1.0) -> optax.GradientTransformation:
+    """``adam`` or ``sgd`` at learning rate ``lr``, after clipping the global gradient norm to ``clip`` (if any)."""
+    optimizers = {"adam": optax.adam, "sgd": optax.sgd}
+    if name not in optimizers:
+        raise ValueError(f"optimizer must be one of {sorted(optimizers)}, got {name!r}")
+    if not lr > 0:
+        raise ValueError(f"lr must be positive, got {lr!r}")
+    if clip is not None and not clip > 0:
+        raise ValueError(f"clip must be positive (or None for no clipping), got {clip!r}")
+    clipping = optax.clip_by_global_norm(clip) if clip is not None else optax.identity()
+    return optax.chain(clipping, optimizers[name](lr))
+
+
+class Trainer:
+    """``Trainer(task, cell, method, batch=16, update_every=1, optimizer=make_optimizer(), ...)``.
+
+    ``init()`` gives the first ``TrainState``; ``train(state, n_steps)`` advances it (``n_steps`` a multiple of
+    ``update_every``) and returns the per-step weighted loss sums; ``evaluate(params)`` scores the task's
+    held-out episodes from a zero carry. ``stagger=True`` starts stream ``b`` ``b * T // B`` steps into its
+    episodes (needs a trace method, as sequence windows should align with episodes)."""
+
+    def __init__(
+        self,
+        task: Task,
+        cell,
+        method: str | Method = "rtrl",
+        *,
+        batch: int = 16,
+        update_every: int = 1,
+        optimizer: optax.GradientTransformation | None = None,
+        eval_size: int = 256,
+        stagger: bool = False,
+        seed: int = 0,
+    ):
+        check_positive_int("batch", batch)
+        check_positive_int("update_every", update_every)
+        check_positive_int("eval_size", eval_size)
+        if cell.input_size != task.input_size:
+            raise ValueError(
+                f"cell input_size must be the task's input size {task.input_size} ({task.name}), "
+                f"got {cell.input_size}"
+            )
+        self.task, self.cell, self.method = task, cell, resolve(method, cell)
+        if stagger and not self.method.online:
+            raise ValueError(f"stagger needs a trace method; {self.method.name!r} updates on aligned windows")
+        self.batch, self.update_every, self.seed = batch, update_every, seed
+        self.optimizer = optimizer if optimizer is not None else make_optimizer()
+        self.model = ReadoutModel.of(cell, task.output_size)
+        self.learner = online(cell, self.method) if self.method.online else None
+        self.offsets = (jnp.arange(batch) * task.length) // batch if stagger else jnp.zeros((batch,), jnp.int32)
+        self.eval_size = eval_size
+        self._train = jax.jit(self._train_chunk, static_argnums=1)
+        self._evaluate = jax.jit(self._evaluate_impl)
+
+    @functools.cached_property
+    def eval_set(self):
+        """The held-out episodes, drawn once from the seed (made on first use: it costs a compilation)."""
+        key = jax.random.fold_in(jax.random.PRNGKey(self.seed), 2)
+        return jax.jit(self.task.eval_episodes, static_argnums=1)(key, self.eval_size)
+
+    # -- state ------------------------------------------------------------------------------------------
+    def init(self) -> TrainState:
+        root = jax.random.PRNGKey(self.seed)
+        params = self.model.init(jax.random.fold_in(root, 0))
+        dtype = jnp.result_type(*jax.tree.leaves(params))
+        if self.learner is not None:
+            memory = self.learner.init(params["cell"], batch_shape=(self.batch,))
+        else:
+            memory = self.model.initial_carry((self.batch,), dtype)
+        zero = jnp.zeros((), dtype)
+        step, key = jnp.zeros((), jnp.int32), jax.random.fold_in(root, 1)
+        return TrainState(params, self.optimizer.init(params), memory, step, key, zero, zero)
+
+    def reset_interval(self, state: TrainState) -> TrainState:
+        """Start a new evaluation interval: zero the running training loss."""
+        return state._replace(loss_sum=jnp.zeros_like(state.loss_sum), weight_sum=jnp.zeros_like(state.weight_sum))
+
+    # -- one window of k steps -> (memory, gradient, per-step loss sums, per-step weights) ---------------
+    def scored(self, outputs, targets, weights):
+        """Each stream's loss times the task's weight for it (zero where nothing is asked)."""
+        return self.task.loss(outputs, targets) * weights
+
+    def trace_window(self, params, memory, episodes, done):
+        learner, B = self.learner, self.batch
+
+        def one_step(carry, data):
+            memory, grads = carry
+            ep, done_t = data
+            memory = learner.reset(memory, done_t)
+
+            def loss(p):
+                h, next_memory = learner.step(p["cell"], memory, ep.xs)
+                weighted = self.scored(readout(p["readout"], h), ep.targets, ep.weights)
+                return jnp.sum(weighted) / B, (next_memory, jnp.sum(weighted))
+
+            (_, (memory, total)), g = jax.value_and_grad(loss, has_aux=True)(params)
+            return (memory, jax.tree.map(jnp.add, grads, g)), (total, jnp.sum(ep.weights))
+
+        zero = jax.tree.map(jnp.zeros_like, params)
+        (memory, grads), (losses, weights) = lax.scan(one_step, (memory, zero), (episodes, done))
+        return memory, grads, losses, weights
+
+    def sequence_window(self, params, carry, episodes, done):
+        B = self.batch
+        xs = with_reset_flag(episodes.xs, done)
+
+        def loss_fn(y, target_weight):
+            return jnp.sum(self.scored(y, *target_weight)) / B
+
+        _, grads = self.method.sequence_grad(
+            self.model, params, xs, (episodes.targets, episodes.weights), loss_fn, carry
+        )
+        # sequence_grad returns no carry: one more forward pass gives the next window's carry and the losses
+        carry, outputs = self.forward(params, carry, xs)
+        losses = self.scored(outputs, episodes.targets, episodes.weights)
+        return carry, grads, losses.sum(axis=1), episodes.weights.sum(axis=1)
+
+    def forward(self, params, carry, xs):
+        """The model over ``xs`` (T, B, D + 1): final carry and outputs (T, B, O)."""
+        return lax.scan(lambda c, x: self.model.step(params, c, x), carry, xs)
+
+    # -- jitted chunks -----------------------------------------------------------------------------------
+    def _train_chunk(self, state: TrainState, n_updates: int):
+        k = self.update_every
+        episodes, done = stream_chunk(self.task, state.key, state.step, n_updates * k, self.offsets)
+        windows = jax.tree.map(lambda a: a.reshape((n_updates, k) + a.shape[1:]), (episodes, done))
+        window = self.trace_window if self.learner is not None else self.sequence_window
+
+        def update(carry, data):
+            params, opt_state, memory = carry
+            memory, grads, losses, weights = window(params, memory, *data)
+            updates, opt_state = self.optimizer.update(grads, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state, memory), (losses, weights)
+
+        (params, opt_state, memory), (losses, weights) = lax.scan(
+            update, (state.params, state.opt_state, state.memory), windows
+        )
+        losses, weights = losses.reshape(-1), weights.reshape(-1)
+        state = TrainState(
+            params,
+            opt_state,
+            memory,
+            state.step + n_updates * k,
+            state.key,
+            state.loss_sum + losses.sum(),
+            state.weight_sum + weights.sum(),
+        )
+        return state, losses
+
+    def train(self, state: TrainState, n_steps: int) -> tuple[TrainState, jax.Array]:
+        """Advance ``n_steps`` (a multiple of ``update_every``); also the per-step weighted loss sums."""
+        if n_steps % self.update_every:
+            raise ValueError(f"n_steps must be a multiple of update_every={self.update_every}, got {n_steps}")
+        return self._train(state, n_steps // self.update_every)
+
+    def _evaluate_impl(self, params, episodes):
+        n = episodes.weights.shape[1]
+        dtype = jnp.result_type(*jax.tree.leaves(params))
+        xs = with_reset_flag(episodes.xs, jnp.zeros(episodes.weights.shape, bool))
+        _, outputs = self.forward(params, self.model.initial_carry((n,), dtype), xs)
+        return self.task.metrics(outputs, episodes)
+
+    def evaluate(self, params) -> dict[str, float]:
+        """The task's metrics on its held-out episodes (``"metric"`` is the headline one)."""
+        return {name: float(v) for name, v in self._evaluate(params, self.eval_set).items()}
+
+
+def chunk_size(eval_every: int, update_every: int, limit: int = 500) -> int:
+    """The longest run of whole updates that divides ``eval_every`` and has at most ``limit`` steps (at least
+    one update): the unit of work of one jitted call, and of one progress-bar tick."""
+    updates = eval_every // update_every
+    best = 1
+    for d in range(1, updates + 1):
+        if updates % d == 0 and d * update_every <= limit:
+            best = d
+    return best * update_every
+
+
+def evaluation(trainer: Trainer, state: TrainState) -> dict[str, float]:
+    """``trainer.evaluate`` with the held-out loss named ``eval_loss`` (``loss`` is the training loss)."""
+    return {("eval_loss" if name == "loss" else name): v for name, v in trainer.evaluate(state.params).items()}
+
+
+def fit(
+    trainer: Trainer,
+    state: TrainState,
+    steps: int,
+    eval_every: int,
+    on_eval: Callable[[TrainState, dict], None] | None = None,
+    on_chunk: Callable[[TrainState, int], None] | None = None,
+    wall_s: float = 0.0,
+) -> TrainState:
+    """Train until ``steps``, evaluating at every multiple of ``eval_every`` and at the end.
+
+    ``on_eval(state, record)`` gets ``record = {"step", "loss", "metric", ..., "wall_s"}`` where ``loss`` is the
+    training loss (weighted mean) since the previous evaluation and the rest are ``trainer.evaluate``'s; the
+    state it gets is the one to checkpoint. ``on_chunk(state, n)`` is told of every ``n`` steps done.
+    ``wall_s`` is the time already spent (for a resumed run). Raises ``Diverged`` naming the first step whose
+    loss is not finite; ``on_eval`` has then not seen anything past the previous evaluation."""
+    k = trainer.update_every
+    for name, value in (("steps", steps), ("eval_every", eval_every)):
+        if value % k:
+            raise ValueError(f"{name} must be a multiple of update_every={k}, got {value}")
+    chunk = chunk_size(eval_every, k)
+    step = int(state.step)
+    start = time.perf_counter() - wall_s
+    if step == 0 and on_eval is not None:  # where learning starts from
+        on_eval(state, {"step": 0, "loss": None, **evaluation(trainer, state), "wall_s": 0.0})
+    while step < steps:
+        boundary = min((step // eval_every + 1) * eval_every, steps)
+        while step < boundary:
+            n = min(chunk, boundary - step)
+            state, losses = trainer.train(state, n)
+            losses = np.asarray(losses)
+            bad = np.flatnonzero(~np.isfinite(losses))
+            if bad.size:
+                raise Diverged(step + int(bad[0]) + 1, float(losses[bad[0]]))
+            step += n
+            if on_chunk is not None:
+                on_chunk(state, n)
+        if not all(np.isfinite(np.asarray(a)).all() for a in jax.tree.leaves(state.params)):
+            raise Diverged(step, float("nan"))
+        weight = float(state.weight_sum)
+        record = {"step": step, "loss": float(state.loss_sum) / weight if weight > 0 else None}
+        record.update(evaluation(trainer, state))
+        record["wall_s"] = round(time.perf_counter() - start, 3)
+        state = trainer.reset_interval(state)
+        if on_eval is not None:
+            on_eval(state, record)
+    return state

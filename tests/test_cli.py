@@ -1,0 +1,186 @@
+"""The ``rtrl`` command: a run folder from ``train``, ``resume``, ``plot``, ``list``; bad input and divergence
+exit non-zero with one line and no traceback."""
+
+import dataclasses
+import json
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from poison import poisoned_adam
+from rtrl import checkpoint, runs
+from rtrl.cells import CELLS
+from rtrl.cells.base import Cell
+from rtrl.cli import COMMANDS, demo_config, main
+from rtrl.methods import METHODS
+from rtrl.runs import read_metrics
+from rtrl.tasks import TASKS
+
+# the configuration of tests/test_checkpoint.py, so that the compiled trainer is shared
+TINY = "--task copy --task-arg max_length=2 --cell elman --hidden 3 --method closed_form --batch 2 --lr 0.05 "
+TINY += "--eval-every 4 --eval-size 8 --quiet"
+
+
+def rtrl(*args) -> list[str]:
+    return [a for part in args for a in str(part).split()]
+
+
+def one_line_error(capsys, code, expected):
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rtrl") and expected in lines[0], err
+    return lines[0]
+
+
+def test_list_names_every_task_cell_and_method_on_one_line_each(capsys):
+    assert main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for names in (TASKS, CELLS, METHODS):
+        for name in names:
+            assert sum(line.split()[0] == name for line in lines if line.startswith("  ")) == 1, name
+    assert {"tasks:", "cells:", "methods:"} <= set(lines)
+
+
+def test_train_writes_the_run_folder_and_resume_continues_it(tmp_path, capsys):
+    out = tmp_path / "a"
+    assert main(rtrl("train", TINY, "--steps 8 --out", out)) == 0
+    stdout = capsys.readouterr().out
+    assert f"plot: {out / 'curve.png'}" in stdout and "token_accuracy" in stdout
+    assert {p.name for p in out.iterdir()} == {"config.json", "metrics.jsonl", "checkpoint.npz", "curve.png"}
+    config = json.loads((out / "config.json").read_text())
+    assert config["method"] == "closed_form" and config["update_every"] == 1 and config["steps"] == 8
+    records = read_metrics(out)
+    assert [r["step"] for r in records] == [0, 4, 8]
+    assert all({"step", "loss", "metric", "wall_s"} <= set(r) for r in records)
+
+    assert main(rtrl("resume", out, "--steps 12 --quiet")) == 0
+    assert [r["step"] for r in read_metrics(out)] == [0, 4, 8, 12]
+    assert json.loads((out / "config.json").read_text())["steps"] == 12
+
+    # the same command again continues the run in place (it is finished: nothing more to do)
+    assert main(rtrl("train", TINY, "--steps 12 --out", out)) == 0
+    assert [r["step"] for r in read_metrics(out)] == [0, 4, 8, 12]
+
+    assert main(rtrl("plot", out, out, "--out", tmp_path / "cmp.png")) == 0
+    assert (tmp_path / "cmp.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # a config edited by hand no longer fits the checkpoint: one line, not a traceback
+    capsys.readouterr()
+    config["hidden"] = 4
+    (out / "config.json").write_text(json.dumps(config))
+    one_line_error(capsys, main(rtrl("resume", out, "--quiet")), "expects")
+
+
+@dataclasses.dataclass(frozen=True)
+class Untraced(Cell):
+    """A cell without hand-derived traces."""
+
+    def init(self, key, dtype=None):
+        return {"W": jnp.zeros((self.input_size, self.hidden_size), dtype or jnp.zeros(()).dtype)}
+
+    def step(self, params, carry, x):
+        h = jnp.tanh(x @ params["W"] + carry)
+        return h, h
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        ("train --task nope", "unknown task 'nope'"),
+        ("train --cell nope", "unknown cell 'nope'"),
+        ("train --method nope", "unknown method 'nope'"),
+        ("train --cell untraced --method closed_form", "needs hand-derived traces"),
+        ("train --hidden -3", "argument --hidden: must be a positive integer"),
+        ("train --batch 0", "argument --batch"),
+        ("train --steps -5", "argument --steps"),
+        ("train --lr -1", "argument --lr"),
+        ("train --task-arg max_length=-1", "max_length must be a positive integer"),
+        ("train --task-arg length", "expects KEY=VALUE"),
+        ("train --task-arg nope=1", "has no option ['nope']"),
+        ("train --method bptt --stagger", "stagger needs a trace method"),
+        ("train --optimizer adagrad", "optimizer must be one of"),
+    ],
+)
+def test_bad_train_input_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch, argv, expected):
+    monkeypatch.setitem(CELLS, "untraced", Untraced)
+    out = tmp_path / "run"
+    code = main(rtrl(argv, "--out", out, "--quiet"))
+    one_line_error(capsys, code, expected)
+    assert not out.exists()
+
+
+def test_an_out_holding_a_different_run_is_refused(tmp_path, capsys):
+    out = tmp_path / "run"
+    runs.Run.create(out, {"task": "recall", "hidden": 4})
+    code = main(rtrl("train --task recall --hidden 5 --quiet --out", out))
+    one_line_error(capsys, code, "holds a different run (differs in hidden)")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    code = main(rtrl("train --quiet --out", tmp_path / "other"))
+    one_line_error(capsys, code, "is not a run folder")
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        ("resume {tmp}/missing", "holds no run"),
+        ("plot {tmp}/missing --out {tmp}/x.png", "holds no run"),
+        ("bogus", "invalid choice"),
+        ("", "required"),
+    ],
+)
+def test_other_bad_input_is_one_line(tmp_path, capsys, argv, expected):
+    one_line_error(capsys, main(rtrl(argv.format(tmp=tmp_path))), expected)
+
+
+def test_budgets_round_up_to_whole_updates():
+    config = runs.complete({"update_every": 3, "steps": 10, "eval_every": 4})
+    assert (config["steps"], config["eval_every"]) == (12, 6)
+    config = runs.complete({"method": "bptt", "task": "copy", "task_args": {"max_length": 2}, "steps": 11})
+    assert config["update_every"] == 5 and config["steps"] == 15  # bptt: windows of whole episodes
+
+
+def test_the_demo_is_exact_online_rtrl_of_an_element_wise_cell_when_there_is_one():
+    config = runs.complete(demo_config())
+    trainer = runs.build(config)
+    assert trainer.method.online and trainer.method.exact and config["update_every"] == 1
+    if "elstm" in CELLS:
+        assert config["cell"] == "elstm"
+
+
+def test_the_results_table_rows_are_valid_runs():
+    from rtrl.results import EXPERIMENTS
+
+    for experiment in EXPERIMENTS:
+        for row in experiment.rows:
+            method = "rtrl" if row.method == "auto" else row.method
+            config = {**experiment.config, "cell": "elman", "method": method, "update_every": row.update_every,
+                      "method_args": dict(row.method_args)}
+            if method in METHODS:
+                runs.complete(config)
+
+
+def test_subcommands_are_a_table():
+    assert {"train", "resume", "plot", "list", "demo"} <= set(COMMANDS)
+
+
+def test_a_diverging_run_stops_naming_the_step_and_keeps_the_last_good_checkpoint(tmp_path, capsys, monkeypatch):
+    runs.cached_trainer.cache_clear()
+    monkeypatch.setattr(runs, "make_optimizer", lambda name, lr, clip: poisoned_adam(at_update=6))
+    out = tmp_path / "run"
+    try:
+        code = main(rtrl("train", TINY, "--seed 1 --steps 12 --out", out))
+    finally:
+        runs.cached_trainer.cache_clear()
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert "the training loss became nan at step 7" in err and "last good checkpoint (step 4)" in err
+    assert [r["step"] for r in read_metrics(out)] == [0, 4]
+    template = jax.tree.map(jnp.zeros_like, runs.build(runs.read_config(out)).init())
+    state, meta = checkpoint.load(out / "checkpoint.npz", template)
+    assert meta["step"] == 4 and int(state.step) == 4
+    assert all(bool(jnp.isfinite(a).all()) for a in jax.tree.leaves(state.params))
+    assert (out / "curve.png").is_file()
