@@ -1,4 +1,4 @@
-"""The ``rtrl`` command: ``train``, ``resume``, ``plot``, ``list`` and ``demo``.
+"""The ``rtrl`` command: ``train``, ``resume``, ``plot``, ``list``, ``demo``, ``fidelity`` and ``bench``.
 
 Each subcommand is an entry of ``COMMANDS``: a help line, a function adding its arguments to a parser and a
 function running it (returning the exit status), so a new subcommand is one more entry. Bad input exits with
@@ -14,6 +14,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from rtrl import fidelity
+from rtrl.argtypes import positive_float, positive_int
+from rtrl.benchmarks import suite
 from rtrl.runs import Run, default_config, read_config, read_metrics
 
 
@@ -54,20 +57,6 @@ def parse_options(pairs: list[str] | None, flag: str) -> dict:
             raise UsageError(f"{flag} expects KEY=VALUE, got {pair!r}")
         options[key] = parse_value(value)
     return options
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
 
 
 # -- train / resume ---------------------------------------------------------------------------------------
@@ -293,6 +282,10 @@ COMMANDS: dict[str, Command] = {
     "plot": Command("overlay the learning curves of runs", add_plot_arguments, cmd_plot),
     "list": Command("list tasks, cells and methods", lambda p: None, cmd_list),
     "demo": Command("a half-minute online-learning demonstration (make run)", add_demo_arguments, cmd_demo),
+    "fidelity": Command("cosine and relative error of every method's gradient against BPTT (table and plot)",
+                        fidelity.add_arguments, fidelity.run),
+    "bench": Command("time and memory of the methods against a forward step and BPTT (JSON and plot)",
+                     suite.add_arguments, suite.run_command),
 }
 
 

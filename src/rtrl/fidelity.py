@@ -24,6 +24,8 @@ import jax
 import jax.numpy as jnp
 
 import rtrl
+from rtrl.argtypes import positive_int
+from rtrl.atomic import atomic_write, atomic_write_text
 from rtrl.cells import CELLS, Elman, Stack
 from rtrl.compare import cosine, relative_error
 from rtrl.methods import Method, resolve
@@ -107,18 +109,6 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file beside it, so no reader sees half a file."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def to_csv(rows: list[dict]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, FIELDS)
@@ -160,26 +150,31 @@ def plot(rows: list[dict]) -> bytes:
     return out.getvalue()
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rtrl.fidelity", description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="folder for fidelity.csv, fidelity.json, fidelity.png")
-    parser.add_argument("--lengths", type=int, nargs="+", default=list(LENGTHS), help="sequence lengths T")
-    parser.add_argument("--seeds", type=int, default=SEEDS, help="random problems averaged per entry")
-    parser.add_argument("--hidden", type=int, default=16, help="hidden size of every cell")
-    parser.add_argument("--input", type=int, default=4, help="input size of every cell")
+    parser.add_argument("--lengths", type=positive_int, nargs="+", default=list(LENGTHS), help="sequence lengths T")
+    parser.add_argument("--seeds", type=positive_int, default=SEEDS, help="random problems averaged per entry")
+    parser.add_argument("--hidden", type=positive_int, default=16, help="hidden size of every cell")
+    parser.add_argument("--input", type=positive_int, default=4, help="input size of every cell")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), help="method names")
-    args = parser.parse_args(argv)
-    if min(args.lengths) < 1 or args.seeds < 1:
-        parser.error("--lengths and --seeds must be positive")
+
+
+def run(args: argparse.Namespace) -> int:
     jax.config.update("jax_enable_x64", True)
     os.makedirs(args.out, exist_ok=True)
     rows = fidelity_table(default_cells(args.input, args.hidden), args.methods, args.lengths, args.seeds)
     print(markdown(rows))
-    write_atomic(os.path.join(args.out, "fidelity.csv"), to_csv(rows).encode())
-    write_atomic(os.path.join(args.out, "fidelity.json"), json.dumps(rows, indent=1).encode())
-    write_atomic(os.path.join(args.out, "fidelity.png"), plot(rows))
+    atomic_write_text(os.path.join(args.out, "fidelity.csv"), to_csv(rows))
+    atomic_write_text(os.path.join(args.out, "fidelity.json"), json.dumps(rows, indent=1))
+    atomic_write(os.path.join(args.out, "fidelity.png"), lambda f: f.write(plot(rows)))
     print(f"wrote fidelity.csv, fidelity.json and fidelity.png to {args.out}")
     return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rtrl.fidelity", description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

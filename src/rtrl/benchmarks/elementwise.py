@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 import rtrl
+from rtrl.argtypes import size3
 from rtrl.benchmarks.timing import forward_per_step, method_per_step
 
 CELLS = {"ELSTM": rtrl.cells.ELSTM, "AdaptiveIIR2": rtrl.cells.AdaptiveIIR2}
@@ -39,19 +40,11 @@ def measure(cell, B: int, T: int, rtrl_steps: int | None, seed: int = 0) -> dict
     return times
 
 
-def size(text: str) -> tuple[int, int, int]:
-    try:
-        D, N, B = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a size is DxNxB (three positive integers), got {text!r}") from None
-    return D, N, B
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m rtrl.benchmarks.elementwise",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--cells", nargs="+", choices=sorted(CELLS), default=list(CELLS))
-    parser.add_argument("--sizes", type=size, nargs="+", default=[(64, 256, 32), (32, 64, 8)],
+    parser.add_argument("--sizes", type=size3, nargs="+", default=[(64, 256, 32), (32, 64, 8)],
                         help="DxNxB: input size, hidden size, batch")
     parser.add_argument("--steps", type=int, default=100, help="sequence length T")
     parser.add_argument("--rtrl-max-hidden", type=int, default=64, help="largest N for dense rtrl")

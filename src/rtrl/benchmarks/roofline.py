@@ -16,7 +16,8 @@ import jax
 import jax.numpy as jnp
 
 import rtrl
-from rtrl.benchmarks.sequence import problem, size
+from rtrl.argtypes import size3
+from rtrl.benchmarks.sequence import problem
 from rtrl.benchmarks.timing import median_seconds, method_per_step
 
 
@@ -49,16 +50,16 @@ def measure(cell_name: str, D: int, N: int, B: int, methods, T: int = 50) -> lis
 
 def print_rows(rows: list[dict]) -> None:
     print(f"measured bandwidth {rows[0]['bandwidth'] / 1e9:.1f} GB/s (read + write)")
-    print(f"{'method':>12} {'traces r+w (MiB)':>17} {'bound (us)':>11} {'step (us)':>10} {'of bound':>9}")
+    print(f"{'cell':>14} {'method':>12} {'traces r+w (MiB)':>17} {'bound (us)':>11} {'step (us)':>10} {'of bound':>9}")
     for r in rows:
-        print(f"{r['method']:>12} {r['trace_traffic_bytes'] / 2**20:>17.1f} {r['bound_seconds'] * 1e6:>11.1f} "
-              f"{r['step_seconds'] * 1e6:>10.1f} {r['fraction_of_bound']:>8.0%}")
+        print(f"{r['cell']:>14} {r['method']:>12} {r['trace_traffic_bytes'] / 2**20:>17.1f} "
+              f"{r['bound_seconds'] * 1e6:>11.1f} {r['step_seconds'] * 1e6:>10.1f} {r['fraction_of_bound']:>8.0%}")
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m rtrl.benchmarks.roofline", description=__doc__.splitlines()[0])
     parser.add_argument("--cell", default="elstm", choices=sorted(rtrl.cells.CELLS))
-    parser.add_argument("--size", type=size, default=(64, 256, 32), help="DxNxB")
+    parser.add_argument("--size", type=size3, default=(64, 256, 32), help="DxNxB")
     parser.add_argument("--methods", nargs="+", default=["closed_form", "diagonal"])
     args = parser.parse_args(argv)
     print(f"{args.cell} {'x'.join(map(str, args.size))} (DxNxB), float32, {jax.devices()[0].platform}")

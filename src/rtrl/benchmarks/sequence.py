@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 import rtrl
+from rtrl.argtypes import size3
 from rtrl.benchmarks.timing import median_seconds, squared_error
 
 METHODS = ("closed_form", "diagonal", "bptt")
@@ -73,14 +74,6 @@ def print_rows(rows: list[dict]) -> None:
               f"{rss:>15}", flush=True)
 
 
-def size(text: str) -> tuple[int, int, int]:
-    try:
-        D, N, B = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a size is DxNxB (three positive integers), got {text!r}") from None
-    return D, N, B
-
-
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--peak-rss-of"]:  # the child process of peak_rss_bytes
@@ -91,7 +84,7 @@ def main(argv=None) -> None:
         return
     parser = argparse.ArgumentParser(prog="python -m rtrl.benchmarks.sequence", description=__doc__.splitlines()[0])
     parser.add_argument("--cell", default="elstm", choices=sorted(rtrl.cells.CELLS))
-    parser.add_argument("--size", type=size, default=(32, 64, 8), help="DxNxB")
+    parser.add_argument("--size", type=size3, default=(32, 64, 8), help="DxNxB")
     parser.add_argument("--lengths", type=int, nargs="+", default=[100, 1000, 10000])
     parser.add_argument("--methods", nargs="+", default=list(METHODS))
     parser.add_argument("--json", help="also write the rows to this file")

@@ -92,18 +92,26 @@ def plot(results: dict) -> bytes:
     return buffer.getvalue()
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="rtrl bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="bench", help="folder for bench.json and bench.png")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", default="bench", help="folder for bench.json and bench.png (default %(default)s)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test, not figures")
-    args = parser.parse_args(argv)
+
+
+def run_command(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = run(QUICK if args.quick else FULL, rss=not args.quick)
     atomic_write_text(out / "bench.json", json.dumps(results, indent=1))
     atomic_write(out / "bench.png", lambda f: f.write(plot(results)))
     print(f"wrote {out / 'bench.json'} and {out / 'bench.png'}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rtrl.benchmarks.suite", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run_command(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,0 +1,30 @@
+"""Command-line argument types shared by the ``rtrl`` command and the benchmark scripts."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def size3(text: str) -> tuple[int, int, int]:
+    """``DxNxB``: input size, hidden size, batch."""
+    try:
+        D, N, B = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a size is DxNxB (three positive integers), got {text!r}") from None
+    if min(D, N, B) < 1:
+        raise argparse.ArgumentTypeError(f"a size is DxNxB (three positive integers), got {text!r}")
+    return D, N, B
