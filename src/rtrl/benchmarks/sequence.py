@@ -4,7 +4,7 @@
 
 For each method and T: the median time of one jitted ``sequence_grad`` (float32), XLA's compiled temporary
 memory (``memory_analysis().temp_size_in_bytes``: what the program allocates beyond its inputs and outputs),
-and the peak resident memory of a fresh process that compiles and runs it once (``ru_maxrss``).
+and the peak resident memory of a fresh process that compiles and runs it once (VmHWM).
 """
 
 from __future__ import annotations
@@ -40,6 +40,16 @@ def gradient_fn(cell, method: str):
 
 def compiled_temp_bytes(fn, *args) -> int:
     return int(fn.lower(*args).compile().memory_analysis().temp_size_in_bytes)
+
+
+def peak_rss_of_this_process() -> int:
+    """The high-water mark of this process's resident memory. ``/proc/self/status``'s VmHWM belongs to this
+    program alone, while ``ru_maxrss`` keeps the parent's peak across fork and exec (Linux)."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
 
 def peak_rss_bytes(cell_name: str, D: int, N: int, B: int, T: int, method: str) -> int:
@@ -80,7 +90,7 @@ def main(argv=None) -> None:
         cell_name, D, N, B, T, method = argv[1], *map(int, argv[2:6]), argv[6]
         cell, params, xs, ys = problem(cell_name, D, N, B, T)
         jax.block_until_ready(gradient_fn(cell, method)(params, xs, ys))
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)  # Linux reports KiB
+        print(peak_rss_of_this_process())
         return
     parser = argparse.ArgumentParser(prog="python -m rtrl.benchmarks.sequence", description=__doc__.splitlines()[0])
     parser.add_argument("--cell", default="elstm", choices=sorted(rtrl.cells.CELLS))
