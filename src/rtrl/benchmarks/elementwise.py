@@ -24,7 +24,7 @@ CELLS = {"ELSTM": rtrl.cells.ELSTM, "AdaptiveIIR2": rtrl.cells.AdaptiveIIR2}
 METHODS = ("closed_form", "diagonal", "rtrl", "bptt")
 
 
-def measure(cell, B: int, T: int, rtrl_steps: int | None, seed: int = 0) -> dict[str, float]:
+def measure(cell, B: int, T: int, rtrl_steps: int | None, seed: int = 0, methods=METHODS) -> dict[str, float]:
     """Seconds per step of the forward pass and of each method (``rtrl`` on ``rtrl_steps`` steps, or not at
     all when ``None``), float32."""
     k_p, k_x, k_y = jax.random.split(jax.random.PRNGKey(seed), 3)
@@ -32,7 +32,7 @@ def measure(cell, B: int, T: int, rtrl_steps: int | None, seed: int = 0) -> dict
     xs = jax.random.normal(k_x, (T, B, cell.input_size), jnp.float32)
     ys = jax.random.normal(k_y, (T, B, cell.hidden_size), jnp.float32)
     times = {"forward": forward_per_step(cell, params, xs)}
-    for method in METHODS:
+    for method in methods:
         if method != "rtrl":
             times[method] = method_per_step(cell, params, xs, ys, method)
         elif rtrl_steps is not None:

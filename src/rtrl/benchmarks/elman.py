@@ -12,25 +12,11 @@ import argparse
 import platform
 
 import jax
-import jax.numpy as jnp
 
 import rtrl
-from rtrl.benchmarks.timing import forward_per_step, method_per_step
+from rtrl.benchmarks import elementwise
 
 METHODS = ("closed_form", "rtrl", "bptt")
-
-
-def measure(N: int, D: int, B: int, T: int, seed: int = 0) -> dict[str, float]:
-    """Seconds per step of the forward pass and of each method, float32."""
-    cell = rtrl.cells.Elman(D, N)
-    k_p, k_x, k_y = jax.random.split(jax.random.PRNGKey(seed), 3)
-    params = cell.init(k_p, jnp.float32)
-    xs = jax.random.normal(k_x, (T, B, D), jnp.float32)
-    ys = jax.random.normal(k_y, (T, B, N), jnp.float32)
-    times = {"forward": forward_per_step(cell, params, xs)}
-    for method in METHODS:
-        times[method] = method_per_step(cell, params, xs, ys, method)
-    return times
 
 
 def main(argv=None) -> None:
@@ -44,7 +30,8 @@ def main(argv=None) -> None:
           f"({platform.processor() or platform.machine()}); per-step time as a ratio to the forward-only step")
     print(f"{'N':>5} {'forward (us)':>13} " + " ".join(f"{m:>12}" for m in METHODS))
     for N in args.sizes:
-        t = measure(N, args.input, args.batch, args.steps)
+        cell = rtrl.cells.Elman(args.input, N)
+        t = elementwise.measure(cell, args.batch, args.steps, args.steps, methods=METHODS)
         print(f"{N:>5} {t['forward'] * 1e6:>13.1f} " + " ".join(f"{t[m] / t['forward']:>11.1f}x" for m in METHODS))
 
 
