@@ -14,6 +14,7 @@ ignored). Summed over a sequence, an exact method's per-step gradients equal BPT
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -48,6 +49,29 @@ def over_batch(fn: Callable, batch_ndim: int, in_axes) -> Callable:
 
 def sum_batch(tree, batch_ndim: int):
     return jax.tree.map(lambda a: a.sum(axis=tuple(range(batch_ndim))), tree)
+
+
+def contract_summed(contract: Callable, traces, g_carry, batch_ndim: int):
+    """``sum over examples of contract(traces_i, g_i)``.
+
+    On a CPU the examples are accumulated one after another: XLA turns the vmapped product followed by a sum over
+    the leading batch axis into a strided reduction several times slower than streaming each example's traces
+    once (ELSTM 64x256x32: 0.75 ms against about 0.2 ms a step). Elsewhere the vmapped form keeps the parallelism.
+    """
+    if batch_ndim == 0:
+        return contract(traces, g_carry)
+    examples = math.prod(jax.tree.leaves(g_carry)[0].shape[:batch_ndim])
+    if jax.default_backend() != "cpu" or examples == 0:
+        return sum_batch(over_batch(contract, batch_ndim, 0)(traces, g_carry), batch_ndim)
+    flat = jax.tree.map(lambda a: a.reshape((examples,) + a.shape[batch_ndim:]), (traces, g_carry))
+
+    def example(i):
+        return contract(*jax.tree.map(lambda a: a[i], flat))
+
+    def body(i, total):
+        return jax.tree.map(jnp.add, total, example(i))
+
+    return lax.fori_loop(1, examples, body, example(0))
 
 
 def zero_where(done: jax.Array, tree):
@@ -95,8 +119,8 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
         batch_ndim = jnp.ndim(g_h) - 1
         zero_carry = jax.tree.map(jnp.zeros_like, state.carry)
         g_params, g_carry, g_x = step_vjp((zero_carry, g_h))
-        contract = over_batch(lambda tr, g: method.contract(cell, params, tr, g), batch_ndim, 0)
-        g_traced = sum_batch(contract(state.traces, g_carry), batch_ndim)
+        g_traced = contract_summed(lambda tr, g: method.contract(cell, params, tr, g), state.traces, g_carry,
+                                   batch_ndim)
         g_params = jax.tree.map(jnp.add, g_params, g_traced)
         return g_params, jax.tree.map(jnp.zeros_like, state), g_x
 
