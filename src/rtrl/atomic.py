@@ -12,6 +12,12 @@ from pathlib import Path
 from typing import IO
 
 
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[IO], None], binary: bool = True) -> None:
     """Call ``write(file)`` on a temporary file, then move it onto ``path``."""
     path = Path(path)
@@ -21,6 +27,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO], None], binary: b
             write(f)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes it private; give it an ordinary file's mode
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

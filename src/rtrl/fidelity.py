@@ -25,10 +25,11 @@ import jax.numpy as jnp
 
 import rtrl
 from rtrl.argtypes import positive_int
-from rtrl.atomic import atomic_write, atomic_write_text
+from rtrl.atomic import atomic_write_text
 from rtrl.cells import CELLS, Elman, Stack
 from rtrl.compare import cosine, relative_error
 from rtrl.methods import Method, resolve
+from rtrl.plot import pyplot, save_png
 
 METHODS = ("rtrl", "snap1", "snap2", "eprop", "uoro", "tbptt", "layer_local")
 LENGTHS = (1, 10, 100)
@@ -117,15 +118,11 @@ def to_csv(rows: list[dict]) -> str:
     return out.getvalue()
 
 
-def plot(rows: list[dict]) -> bytes:
-    """PNG: cosine (top) and relative error (bottom) against T, one column per cell, one line per method."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def plot(rows: list[dict], out: str) -> None:
+    """PNG at ``out``: cosine (top) and relative error (bottom) against T, one column per cell, one line per
+    method."""
     cells = list(dict.fromkeys(r["cell"] for r in rows))
-    fig, axes = plt.subplots(2, len(cells), figsize=(4 * len(cells), 6.5), squeeze=False, sharex=True)
+    fig, axes = pyplot().subplots(2, len(cells), figsize=(4 * len(cells), 6.5), squeeze=False, sharex=True)
     for col, cell in enumerate(cells):
         mine = [r for r in rows if r["cell"] == cell]
         for i, method in enumerate(dict.fromkeys(r["method"] for r in mine)):
@@ -143,11 +140,7 @@ def plot(rows: list[dict]) -> bytes:
     axes[0, 0].set_ylabel("cosine vs BPTT")
     axes[1, 0].set_ylabel("relative error vs BPTT")
     axes[0, -1].legend(fontsize="small")
-    fig.tight_layout()
-    out = io.BytesIO()
-    fig.savefig(out, format="png", dpi=100)
-    plt.close(fig)
-    return out.getvalue()
+    save_png(fig, out)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -166,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     print(markdown(rows))
     atomic_write_text(os.path.join(args.out, "fidelity.csv"), to_csv(rows))
     atomic_write_text(os.path.join(args.out, "fidelity.json"), json.dumps(rows, indent=1))
-    atomic_write(os.path.join(args.out, "fidelity.png"), lambda f: f.write(plot(rows)))
+    plot(rows, os.path.join(args.out, "fidelity.png"))
     print(f"wrote fidelity.csv, fidelity.json and fidelity.png to {args.out}")
     return 0
 

@@ -16,14 +16,28 @@ class Curve(NamedTuple):
     chance: float | None
 
 
-def plot_curves(curves: Sequence[Curve], out: str | os.PathLike, title: str = "") -> None:
-    """Two panels (training loss, log scale; held-out metric with each chance level dashed), written atomically."""
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (no display needed); imported on first use, as it is slow."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax_loss, ax_metric) = plt.subplots(1, 2, figsize=(11, 4))
+    return plt
+
+
+def save_png(fig, out: str | os.PathLike, dpi: int = 100) -> None:
+    """Write ``fig`` to ``out`` as a PNG, atomically, and free it."""
+    try:
+        fig.tight_layout()
+        atomic_write(out, lambda f: fig.savefig(f, format="png", dpi=dpi))
+    finally:
+        pyplot().close(fig)
+
+
+def plot_curves(curves: Sequence[Curve], out: str | os.PathLike, title: str = "") -> None:
+    """Two panels (training loss, log scale; held-out metric with each chance level dashed), written atomically."""
+    fig, (ax_loss, ax_metric) = pyplot().subplots(1, 2, figsize=(11, 4))
     for i, curve in enumerate(curves):
         colour = f"C{i % 10}"
         trained = [r for r in curve.records if r.get("loss") is not None]
@@ -42,6 +56,4 @@ def plot_curves(curves: Sequence[Curve], out: str | os.PathLike, title: str = ""
         ax.legend(fontsize=8)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    atomic_write(out, lambda f: fig.savefig(f, format="png", dpi=100))
-    plt.close(fig)
+    save_png(fig, out)

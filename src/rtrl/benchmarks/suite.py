@@ -13,19 +13,15 @@ Sections (each also runs alone, see its module):
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import platform
 from pathlib import Path
 
 import jax
-import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from rtrl.atomic import atomic_write, atomic_write_text  # noqa: E402
-from rtrl.benchmarks import elementwise, roofline, scaling, sequence  # noqa: E402
+from rtrl.atomic import atomic_write_text
+from rtrl.benchmarks import elementwise, roofline, scaling, sequence
+from rtrl.plot import pyplot, save_png
 
 FULL = {"per_step_sizes": [(64, 256, 32), (32, 64, 8)], "per_step_T": 100, "rtrl_max_hidden": 64,
         "sequence_size": (32, 64, 8), "lengths": [100, 1000, 10000], "scaling_sizes": [8, 16, 32, 64],
@@ -73,8 +69,9 @@ def run(config, rss: bool = True) -> dict:
     return results
 
 
-def plot(results: dict) -> bytes:
-    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(11, 4))
+def plot(results: dict, out: Path) -> None:
+    """PNG at ``out``: gradient time and compiled temporary memory against T."""
+    fig, (ax_t, ax_m) = pyplot().subplots(1, 2, figsize=(11, 4))
     for method in sorted({r["method"] for r in results["sequence"]}):
         rows = [r for r in results["sequence"] if r["method"] == method]
         T = [r["T"] for r in rows]
@@ -85,11 +82,7 @@ def plot(results: dict) -> bytes:
     for ax in (ax_t, ax_m):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    plt.close(fig)
-    return buffer.getvalue()
+    save_png(fig, out, dpi=110)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -102,7 +95,7 @@ def run_command(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     results = run(QUICK if args.quick else FULL, rss=not args.quick)
     atomic_write_text(out / "bench.json", json.dumps(results, indent=1))
-    atomic_write(out / "bench.png", lambda f: f.write(plot(results)))
+    plot(results, out / "bench.png")
     print(f"wrote {out / 'bench.json'} and {out / 'bench.png'}")
     return 0
 
