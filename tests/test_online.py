@@ -131,3 +131,39 @@ def test_online_updates_after_every_step_match_a_hand_written_reference():
         ref_state = rtrl.OnlineState(next_ref, ref_traces)
     assert relative_error(p, ref_p) <= EXACT_TOL
     assert relative_error(p, params) > 1e-3  # it did learn something
+
+
+STEP_CELLS = [rtrl.cells.Elman(3, 4), rtrl.cells.GRU(3, 4), rtrl.cells.ELSTM(3, 4), rtrl.cells.IIR2(3, 4),
+              rtrl.cells.AdaptiveIIR2(3, 4, parameterisation="stable"),
+              rtrl.cells.Stack((rtrl.cells.ELSTM(3, 4), rtrl.cells.Elman(4, 4)))]
+
+
+@pytest.mark.parametrize("cell", [c for c in STEP_CELLS if hasattr(c, "output")], ids=lambda c: c.name)
+def test_output_is_h_of_the_new_carry(cell):
+    params, xs, _ = random_problem(cell, 1, (2,), seed=5)
+    carry, h = cell.step(params, random_carry(cell, (2,), seed=6), xs[0])
+    assert relative_error(cell.output(params, carry, xs[0]), h) == 0.0
+
+
+def applies(method, cell):
+    try:
+        rtrl.methods.resolve(method, cell)
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(("cell", "method"), [(c, m) for c in STEP_CELLS for m in ("rtrl", "closed_form", "diagonal",
+                                                                                   "snap1", "uoro") if applies(m, c)],
+                         ids=lambda a: a if isinstance(a, str) else a.name)
+def test_input_gradient_is_the_steps_own(cell, method):
+    """Whichever traces a method contracts, ``x_t`` enters at step t only: dL_t/dx_t through learner.step is
+    the derivative through cell.step, exactly."""
+    learner = rtrl.online(cell, method)
+    params, xs, ys = random_problem(cell, 4, (2,), seed=7)
+    state = learner.init(params, (2,))
+    for x in xs[:3]:
+        state = learner.step(params, state, x)[1]
+    online_g = jax.grad(lambda x: squared_error(learner.step(params, state, x)[0], ys[3]))(xs[3])
+    direct_g = jax.grad(lambda x: squared_error(cell.step(params, state.carry, x)[1], ys[3]))(xs[3])
+    assert relative_error(online_g, direct_g) <= EXACT_TOL

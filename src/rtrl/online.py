@@ -2,13 +2,20 @@
 
 ``learner.step(params, state, x)`` returns ``h`` and the next state. It is a ``custom_vjp``: its forward pass
 advances the carry and the traces; its backward pass, given ``dL/dh``, back-propagates through this one step
-only (to the parameters, the input and the previous carry) and turns the credit on the previous carry into a
-parameter gradient with the previous traces::
+only and turns a credit on a carry into a parameter gradient with the traces of that carry. Two equivalent ways:
 
-    dL_t/dtheta = dL_t/dh_t * [ dh_t/dtheta |immediate + dh_t/dcarry_{t-1} * M_{t-1} ]
+* **new traces** (exact methods, on a cell with ``output(params, carry_t, x_t) -> h_t``)::
 
-so any readout or loss built on ``h`` composes with ``jax.grad`` and optax, nothing is counted twice within a
-step (the path carry -> h is taken once, through the step), and the state carries no gradient (its cotangent is
+      dL_t/dtheta = dL_t/dh_t * [ dh_t/dtheta |output + dh_t/dcarry_t * M_t ]
+
+  The backward pass never touches the recurrence (only the input's gradient goes through it), and ``M_{t-1}``
+  is dead once ``M_t`` is written, so XLA updates the traces in place instead of copying them every step.
+* **previous traces** (any cell; approximations, because the last step's Jacobian is then taken exactly)::
+
+      dL_t/dtheta = dL_t/dh_t * [ dh_t/dtheta |immediate + dh_t/dcarry_{t-1} * M_{t-1} ]
+
+Either way any readout or loss built on ``h`` composes with ``jax.grad`` and optax, nothing is counted twice
+within a step (the path carry -> h is taken once), and the state carries no gradient (its cotangent is
 ignored). Summed over a sequence, an exact method's per-step gradients equal BPTT's.
 """
 
@@ -101,28 +108,47 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
         traces = over_batch(lambda c: method.init(cell, params, c), batch_ndim, 0)(carry)
         return OnlineState(carry, traces)
 
-    def forward(params, state, x):
+    def advance(params, state, x):
+        update = over_batch(lambda c, tr, xi: method.update(cell, params, c, tr, xi), jnp.ndim(x) - 1, 0)
+        return update(state.carry, state.traces, x)
+
+    def contract(params, traces, g_carry):
+        return contract_summed(lambda tr, g: method.contract(cell, params, tr, g), traces, g_carry,
+                               jnp.ndim(jax.tree.leaves(g_carry)[0]) - 1)
+
+    def forward_new(params, state, x):
         cell.check_input(x)
-        batch_ndim = jnp.ndim(x) - 1
+        carry, recur_vjp = jax.vjp(lambda x: cell.step(params, state.carry, x)[0], x)
+        traces = advance(params, state, x)
+        h, output_vjp = jax.vjp(cell.output, params, carry, x)
+        return (h, OnlineState(carry, traces)), (params, traces, recur_vjp, output_vjp)
+
+    def backward_new(residuals, cotangents):
+        params, traces, recur_vjp, output_vjp = residuals
+        g_params, g_carry, g_x = output_vjp(cotangents[0])  # the next state carries no gradient
+        g_params = jax.tree.map(jnp.add, g_params, contract(params, traces, g_carry))
+        g_x = g_x + recur_vjp(g_carry)[0]
+        zero_state = OnlineState(jax.tree.map(jnp.zeros_like, g_carry), jax.tree.map(jnp.zeros_like, traces))
+        return g_params, zero_state, g_x
+
+    def forward_previous(params, state, x):
+        cell.check_input(x)
         (carry, h), step_vjp = jax.vjp(cell.step, params, state.carry, x)
-        update = over_batch(lambda c, tr, xi: method.update(cell, params, c, tr, xi), batch_ndim, 0)
-        traces = update(state.carry, state.traces, x)
-        return (h, OnlineState(carry, traces)), (params, state, step_vjp)
+        return (h, OnlineState(carry, advance(params, state, x))), (params, state, step_vjp)
+
+    def backward_previous(residuals, cotangents):
+        params, state, step_vjp = residuals
+        zero_carry = jax.tree.map(jnp.zeros_like, state.carry)
+        g_params, g_carry, g_x = step_vjp((zero_carry, cotangents[0]))  # the next state carries no gradient
+        g_params = jax.tree.map(jnp.add, g_params, contract(params, state.traces, g_carry))
+        return g_params, jax.tree.map(jnp.zeros_like, state), g_x
+
+    forward, backward = ((forward_new, backward_new) if method.exact and hasattr(cell, "output")
+                         else (forward_previous, backward_previous))
 
     @jax.custom_vjp
     def step(params, state, x):
         return forward(params, state, x)[0]
-
-    def backward(residuals, cotangents):
-        params, state, step_vjp = residuals
-        g_h, _ = cotangents  # the next state carries no gradient
-        batch_ndim = jnp.ndim(g_h) - 1
-        zero_carry = jax.tree.map(jnp.zeros_like, state.carry)
-        g_params, g_carry, g_x = step_vjp((zero_carry, g_h))
-        g_traced = contract_summed(lambda tr, g: method.contract(cell, params, tr, g), state.traces, g_carry,
-                                   batch_ndim)
-        g_params = jax.tree.map(jnp.add, g_params, g_traced)
-        return g_params, jax.tree.map(jnp.zeros_like, state), g_x
 
     step.defvjp(forward, backward)
 

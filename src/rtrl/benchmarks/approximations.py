@@ -3,7 +3,7 @@
     python -m rtrl.benchmarks.approximations [--sizes 32 64 128] [--input 8] [--batch 4] [--steps 32]
 
 Time: the median over repeats of a jitted whole-sequence gradient (T steps, loss on every step) divided by T,
-and its ratio to the forward-only step (the same cell scanned without any gradient). Memory: the bytes of the
+and its ratio to the forward-only step (the same cell and loss scanned without any gradient). Memory: the bytes of the
 traces a trace method carries for the whole batch (what an online learner keeps besides the carry); the
 sequence methods keep none but store the activations of T (``bptt``) or ``truncation`` (``tbptt``) steps.
 """
@@ -41,7 +41,7 @@ def measure(N: int, D: int, B: int, T: int, methods=METHODS, seed: int = 0) -> d
     params = cell.init(k_p, jnp.float32)
     xs = jax.random.normal(k_x, (T, B, D), jnp.float32)
     ys = jax.random.normal(k_y, (T, B, N), jnp.float32)
-    rows = {"forward": {"seconds": forward_per_step(cell, params, xs), "bytes": None}}
+    rows = {"forward": {"seconds": forward_per_step(cell, params, xs, ys), "bytes": None}}
     for method in methods:
         rows[method] = {"seconds": method_per_step(cell, params, xs, ys, method),
                         "bytes": trace_bytes(cell, params, method, B)}

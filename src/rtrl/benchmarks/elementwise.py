@@ -3,7 +3,7 @@
     python -m rtrl.benchmarks.elementwise [--sizes 64x256x32 32x64x8] [--steps 100] [--rtrl-max-hidden 64]
 
 Sizes are ``DxNxB`` (input, hidden, batch). Each figure is the median over repeats of a jitted whole-sequence
-gradient (T steps, loss on every step) divided by T, float32; the forward-only baseline scans the same cell
+gradient (T steps, loss on every step) divided by T, float32; the forward-only baseline scans the same cell and loss
 without any gradient. Dense ``rtrl`` (O(N^2 D) memory per example) runs only up to ``--rtrl-max-hidden`` and on
 ``--rtrl-steps`` steps. Target: ``closed_form`` and ``diagonal`` within 2.5x of the forward step at 64x256x32.
 """
@@ -31,7 +31,7 @@ def measure(cell, B: int, T: int, rtrl_steps: int | None, seed: int = 0, methods
     params = cell.init(k_p, jnp.float32)
     xs = jax.random.normal(k_x, (T, B, cell.input_size), jnp.float32)
     ys = jax.random.normal(k_y, (T, B, cell.hidden_size), jnp.float32)
-    times = {"forward": forward_per_step(cell, params, xs)}
+    times = {"forward": forward_per_step(cell, params, xs, ys)}
     for method in methods:
         if method != "rtrl":
             times[method] = method_per_step(cell, params, xs, ys, method)

@@ -3,7 +3,7 @@
     python -m rtrl.benchmarks.elman [--sizes 16 32 64] [--input 8] [--batch 4] [--steps 100]
 
 Each figure is the median over repeats of a jitted whole-sequence gradient (T steps, loss on every step)
-divided by T; the forward-only baseline scans the same cell without any gradient.
+divided by T; the forward-only baseline scans the same cell and loss without any gradient.
 """
 
 from __future__ import annotations

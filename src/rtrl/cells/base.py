@@ -7,6 +7,10 @@ dimension, so one ``step`` serves a single example, a batch, ``vmap``, ``grad`` 
 
 Optional, for the trace methods:
 
+* ``output(params, carry_t, x_t) -> h_t``: for a cell whose ``h`` is a function of the new carry (``step`` must
+  return exactly ``(carry_t, output(params, carry_t, x_t))``). Exact methods then contract the new traces and
+  skip the backward pass through the recurrence (``rtrl.online``).
+
 * ``trace_init / trace_update / trace_contract``: hand-derived ("closed-form") eligibility traces, used by the
   ``closed_form`` method; see ``rtrl.methods.closed_form`` for their contract.
 """

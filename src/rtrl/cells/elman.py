@@ -58,6 +58,9 @@ class Elman(Cell):
         h = activation(self.activation).fn(self.preactivation(params, carry, x))
         return h, h
 
+    def output(self, params: Params, carry: jax.Array, x: jax.Array) -> jax.Array:
+        return carry
+
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
     def trace_init(self, params: Params, carry: jax.Array) -> Params:
         N = self.hidden_size
