@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 import rtrl
-from rtrl.benchmarks.timing import forward_per_step, method_per_step
+from rtrl.benchmarks.timing import per_step_seconds
 from rtrl.methods import resolve
 
 METHODS = ("closed_form", "rtrl", "snap1", "snap2", "eprop", "uoro", "tbptt", "bptt")
@@ -41,10 +41,9 @@ def measure(N: int, D: int, B: int, T: int, methods=METHODS, seed: int = 0) -> d
     params = cell.init(k_p, jnp.float32)
     xs = jax.random.normal(k_x, (T, B, D), jnp.float32)
     ys = jax.random.normal(k_y, (T, B, N), jnp.float32)
-    rows = {"forward": {"seconds": forward_per_step(cell, params, xs, ys), "bytes": None}}
-    for method in methods:
-        rows[method] = {"seconds": method_per_step(cell, params, xs, ys, method),
-                        "bytes": trace_bytes(cell, params, method, B)}
+    seconds = per_step_seconds(cell, params, xs, ys, methods)
+    rows = {"forward": {"seconds": seconds["forward"], "bytes": None}}
+    rows.update({m: {"seconds": seconds[m], "bytes": trace_bytes(cell, params, m, B)} for m in methods})
     return rows
 
 

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 import rtrl
 from rtrl.argtypes import size3
-from rtrl.benchmarks.timing import forward_per_step, method_per_step
+from rtrl.benchmarks.timing import per_step_seconds
 
 CELLS = {"ELSTM": rtrl.cells.ELSTM, "AdaptiveIIR2": rtrl.cells.AdaptiveIIR2}
 METHODS = ("closed_form", "diagonal", "rtrl", "bptt")
@@ -31,13 +31,9 @@ def measure(cell, B: int, T: int, rtrl_steps: int | None, seed: int = 0, methods
     params = cell.init(k_p, jnp.float32)
     xs = jax.random.normal(k_x, (T, B, cell.input_size), jnp.float32)
     ys = jax.random.normal(k_y, (T, B, cell.hidden_size), jnp.float32)
-    times = {"forward": forward_per_step(cell, params, xs, ys)}
-    for method in methods:
-        if method != "rtrl":
-            times[method] = method_per_step(cell, params, xs, ys, method)
-        elif rtrl_steps is not None:
-            times[method] = method_per_step(cell, params, xs[:rtrl_steps], ys[:rtrl_steps], method)
-    return times
+    if rtrl_steps is None:
+        methods = tuple(m for m in methods if m != "rtrl")
+    return per_step_seconds(cell, params, xs, ys, methods, steps={"rtrl": rtrl_steps})
 
 
 def main(argv=None) -> None:

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import rtrl
 from rtrl.argtypes import size3
 from rtrl.benchmarks.sequence import problem
-from rtrl.benchmarks.timing import median_seconds, method_per_step
+from rtrl.benchmarks.timing import median_seconds, per_step_seconds
 
 
 def bandwidth_bytes_per_second(nbytes: int = 256 * 2**20) -> float:
@@ -43,7 +43,7 @@ def measure(cell_name: str, D: int, N: int, B: int, methods, T: int = 50) -> lis
     for method in methods:
         size = trace_bytes(cell, params, B, method)
         bandwidth = bandwidth_bytes_per_second(size)
-        step = method_per_step(cell, params, xs, ys, method)
+        step = per_step_seconds(cell, params, xs, ys, [method])[method]
         rows.append({"cell": cell_name, "D": D, "N": N, "B": B, "method": method, "trace_traffic_bytes": 2 * size,
                      "bandwidth": bandwidth, "dram_bandwidth": dram, "bound_seconds": 2 * size / bandwidth,
                      "step_seconds": step, "fraction_of_bound": 2 * size / bandwidth / step})

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import rtrl
-from rtrl.benchmarks.timing import method_per_step
+from rtrl.benchmarks.timing import per_step_seconds
 
 METHODS = ("closed_form", "rtrl")
 
@@ -33,8 +33,9 @@ def measure(sizes, D: int, B: int, T: int, methods=METHODS) -> dict[str, list[fl
         params = cell.init(k_p, jnp.float32)
         xs = jax.random.normal(k_x, (T, B, D), jnp.float32)
         ys = jax.random.normal(k_y, (T, B, N), jnp.float32)
+        seconds = per_step_seconds(cell, params, xs, ys, methods)
         for m in methods:
-            times[m].append(method_per_step(cell, params, xs, ys, m))
+            times[m].append(seconds[m])
     return times
 
 

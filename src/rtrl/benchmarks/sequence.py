@@ -20,7 +20,7 @@ import jax.numpy as jnp
 
 import rtrl
 from rtrl.argtypes import size3
-from rtrl.benchmarks.timing import median_seconds, squared_error
+from rtrl.benchmarks.timing import gradient_fn, interleaved_seconds
 
 METHODS = ("closed_form", "diagonal", "bptt")
 
@@ -32,10 +32,6 @@ def problem(cell_name: str, D: int, N: int, B: int, T: int, seed: int = 0):
     xs = jax.random.normal(k_x, (T, B, D), jnp.float32)
     ys = jax.random.normal(k_y, (T, B, N), jnp.float32)
     return cell, params, xs, ys
-
-
-def gradient_fn(cell, method: str):
-    return jax.jit(lambda p, xs, ys: rtrl.sequence_grad(cell, p, xs, ys, squared_error, method=method))
 
 
 def compiled_temp_bytes(fn, *args) -> int:
@@ -63,10 +59,10 @@ def measure(cell_name: str, D: int, N: int, B: int, lengths, methods=METHODS, rs
     rows = []
     for T in lengths:
         cell, params, xs, ys = problem(cell_name, D, N, B, T)
-        for method in methods:
-            fn = gradient_fn(cell, method)
-            row = {"cell": cell_name, "D": D, "N": N, "B": B, "T": T, "method": method,
-                   "seconds": median_seconds(fn, params, xs, ys, repeats=5),
+        fns = {method: gradient_fn(cell, method) for method in methods}
+        seconds = interleaved_seconds({m: (fn, (params, xs, ys)) for m, fn in fns.items()}, repeats=5)
+        for method, fn in fns.items():
+            row = {"cell": cell_name, "D": D, "N": N, "B": B, "T": T, "method": method, "seconds": seconds[method],
                    "temp_bytes": compiled_temp_bytes(fn, params, xs, ys)}
             if rss:
                 row["peak_rss_bytes"] = peak_rss_bytes(cell_name, D, N, B, T, method)

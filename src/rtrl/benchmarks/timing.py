@@ -13,33 +13,43 @@ from jax import lax
 import rtrl
 
 
-def median_seconds(fn: Callable, *args, repeats: int = 7, min_seconds: float = 0.05) -> float:
-    """Median over ``repeats`` of the time per call of ``fn(*args)`` (compiled first, results awaited).
-
-    Each repeat calls ``fn`` enough times to last ``min_seconds``, so short calls are not timer noise."""
-    jax.block_until_ready(fn(*args))
-    start = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    calls = max(1, int(min_seconds / max(time.perf_counter() - start, 1e-9)))
-    samples = []
-    for _ in range(repeats):
+def interleaved_seconds(calls: dict[str, tuple[Callable, tuple]], repeats: int = 7,
+                        min_seconds: float = 0.05) -> dict[str, float]:
+    """Median over ``repeats`` of the time per call of each ``fn(*args)`` in ``calls = {name: (fn, args)}``
+    (compiled first, results awaited), taken round-robin: every repeat times every function once, so a slow
+    spell of a shared machine slows them all alike and the ratios between them hold. Each timing calls its
+    function enough times to last ``min_seconds``, so short calls are not timer noise."""
+    counts = {}
+    for name, (fn, args) in calls.items():
+        jax.block_until_ready(fn(*args))
         start = time.perf_counter()
-        for _ in range(calls):
-            out = fn(*args)
-        jax.block_until_ready(out)
-        samples.append((time.perf_counter() - start) / calls)
-    return statistics.median(samples)
+        jax.block_until_ready(fn(*args))
+        counts[name] = max(1, int(min_seconds / max(time.perf_counter() - start, 1e-9)))
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(repeats):
+        for name, (fn, args) in calls.items():
+            start = time.perf_counter()
+            for _ in range(counts[name]):
+                out = fn(*args)
+            jax.block_until_ready(out)
+            samples[name].append((time.perf_counter() - start) / counts[name])
+    return {name: statistics.median(times) for name, times in samples.items()}
+
+
+def median_seconds(fn: Callable, *args, repeats: int = 7, min_seconds: float = 0.05) -> float:
+    """Median time per call of ``fn(*args)`` (see ``interleaved_seconds``)."""
+    return interleaved_seconds({"fn": (fn, args)}, repeats, min_seconds)["fn"]
 
 
 def squared_error(h, y):
     return jnp.sum((h - y) ** 2)
 
 
-def forward_per_step(cell, params, xs, ys) -> float:
-    """Seconds per step of the forward pass alone, the baseline of every ratio: the cell scanned over ``xs`` and
-    the same per-step loss as the gradients, without any gradient. (The loss keeps ``h`` alive: a baseline that
-    returned only the carry would let XLA drop every part of ``h`` outside the recurrence, such as the eLSTM's
-    output gate.)"""
+def forward_fn(cell) -> Callable:
+    """The forward pass alone, the baseline of every ratio: ``(params, xs, ys) -> (carry, loss)`` scans the cell
+    over ``xs`` with the same per-step loss as the gradients, without any gradient. (The loss keeps ``h`` alive:
+    a baseline that returned only the carry would let XLA drop every part of ``h`` outside the recurrence, such
+    as the eLSTM's output gate.)"""
 
     @jax.jit
     def run(params, xs, ys):
@@ -50,12 +60,20 @@ def forward_per_step(cell, params, xs, ys) -> float:
         carry = cell.initial_carry(xs.shape[1:-1], xs.dtype)
         return lax.scan(body, (carry, jnp.zeros((), xs.dtype)), (xs, ys))[0]
 
-    return median_seconds(run, params, xs, ys) / xs.shape[0]
+    return run
 
 
-def method_per_step(cell, params, xs, ys, method) -> float:
-    """Seconds per step of ``sequence_grad`` under ``method`` (forward, traces and gradient; or BPTT over the
-    whole of ``xs``), with a loss on every step."""
-    run = jax.jit(lambda p, xs, ys: rtrl.sequence_grad(cell, p, xs, ys, squared_error, method=method))
-    return median_seconds(run, params, xs, ys) / xs.shape[0]
+def gradient_fn(cell, method) -> Callable:
+    """``(params, xs, ys) -> (loss, grads)``: jitted ``sequence_grad`` under ``method``, a loss on every step."""
+    return jax.jit(lambda p, xs, ys: rtrl.sequence_grad(cell, p, xs, ys, squared_error, method=method))
 
+
+def per_step_seconds(cell, params, xs, ys, methods, steps: dict[str, int] | None = None) -> dict[str, float]:
+    """Seconds per step of the forward pass (``"forward"``) and of each method's whole-sequence gradient (forward,
+    traces and gradient; or BPTT over all of ``xs``), measured round-robin; ``steps[method]`` runs a method on
+    the first steps only (for the slow dense RTRL)."""
+    steps = steps or {}
+    lengths = {"forward": xs.shape[0], **{m: steps.get(m, xs.shape[0]) for m in methods}}
+    calls = {"forward": (forward_fn(cell), (params, xs, ys))}
+    calls.update({m: (gradient_fn(cell, m), (params, xs[:lengths[m]], ys[:lengths[m]])) for m in methods})
+    return {name: seconds / lengths[name] for name, seconds in interleaved_seconds(calls).items()}
