@@ -145,20 +145,12 @@ def test_output_is_h_of_the_new_carry(cell):
     assert relative_error(cell.output(params, carry, xs[0]), h) == 0.0
 
 
-def applies(method, cell):
-    try:
-        rtrl.methods.resolve(method, cell)
-    except ValueError:
-        return False
-    return True
-
-
-@pytest.mark.parametrize(("cell", "method"), [(c, m) for c in STEP_CELLS for m in ("rtrl", "closed_form", "diagonal",
-                                                                                   "snap1", "uoro") if applies(m, c)],
-                         ids=lambda a: a if isinstance(a, str) else a.name)
+@pytest.mark.parametrize("method", ["rtrl", "snap1"])
+@pytest.mark.parametrize("cell", STEP_CELLS, ids=lambda c: c.name)
 def test_input_gradient_is_the_steps_own(cell, method):
-    """Whichever traces a method contracts, ``x_t`` enters at step t only: dL_t/dx_t through learner.step is
-    the derivative through cell.step, exactly."""
+    """Whichever traces a method contracts (an exact one the new traces where the cell has ``output``, an
+    approximate one the previous traces), ``x_t`` enters at step t only: dL_t/dx_t through learner.step is the
+    derivative through cell.step, exactly."""
     learner = rtrl.online(cell, method)
     params, xs, ys = random_problem(cell, 4, (2,), seed=7)
     state = learner.init(params, (2,))

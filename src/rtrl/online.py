@@ -31,6 +31,11 @@ from jax import lax
 
 from rtrl.methods import TraceMethod, resolve
 
+# Scans over online steps compile two steps per loop body. A carry whose leaves shift from step to step (the IIR
+# filters' z2' = z1 and y2' = y1, and their traces) then alternates between two buffers; with one step per body
+# XLA copies every shifted array each step (AdaptiveIIR2 64x256x32 closed_form: 37x -> 20x the forward step).
+UNROLL = 2
+
 
 class OnlineState(NamedTuple):
     carry: Any
@@ -177,5 +182,6 @@ def stream_grad(learner: Learner, params, state: OnlineState, xs, targets, loss_
         return (state, loss + l, jax.tree.map(jnp.add, grads, g)), None
 
     zero = jnp.zeros((), jnp.result_type(*jax.tree.leaves(params)))
-    (state, loss, grads), _ = lax.scan(body, (state, zero, jax.tree.map(jnp.zeros_like, params)), (xs, targets))
+    (state, loss, grads), _ = lax.scan(body, (state, zero, jax.tree.map(jnp.zeros_like, params)), (xs, targets),
+                                       unroll=UNROLL)
     return loss, grads, state

@@ -39,7 +39,7 @@ from jax import lax
 from rtrl.cells.base import check_positive_int
 from rtrl.methods import Method, resolve
 from rtrl.model import ReadoutModel, readout, with_reset_flag
-from rtrl.online import online
+from rtrl.online import UNROLL, online
 from rtrl.tasks import Task, stream_chunk
 
 
@@ -162,7 +162,7 @@ class Trainer:
             return (memory, jax.tree.map(jnp.add, grads, g)), (total, jnp.sum(ep.weights))
 
         zero = jax.tree.map(jnp.zeros_like, params)
-        (memory, grads), (losses, weights) = lax.scan(one_step, (memory, zero), (episodes, done))
+        (memory, grads), (losses, weights) = lax.scan(one_step, (memory, zero), (episodes, done), unroll=UNROLL)
         return memory, grads, losses, weights
 
     def sequence_window(self, params, carry, episodes, done):
@@ -197,8 +197,9 @@ class Trainer:
             updates, opt_state = self.optimizer.update(grads, opt_state, params)
             return (optax.apply_updates(params, updates), opt_state, memory), (losses, weights)
 
+        # An even number of online steps per compiled body (see rtrl.online.UNROLL).
         (params, opt_state, memory), (losses, weights) = lax.scan(
-            update, (state.params, state.opt_state, state.memory), windows
+            update, (state.params, state.opt_state, state.memory), windows, unroll=UNROLL if k % UNROLL else 1
         )
         losses, weights = losses.reshape(-1), weights.reshape(-1)
         state = TrainState(
