@@ -173,20 +173,27 @@ class Diagonal(TraceMethod):
         vectors, projections = cell.split_params(params)
         inputs = (*leaves, *vectors.values(), *cell.project(projections, x).values())
         index = {name: j for j, name in enumerate(list(vectors) + list(projections), start=S)}
-        _, linear = jax.linearize(flat_recur(cell, tree, S), *inputs)
-        # All columns in one batched evaluation: tangent j is all-ones on input j, zero elsewhere, and
-        # jac[t][j] = d new_leaf_t / d input_j at every neuron.
-        ones = jnp.eye(len(inputs), dtype=jnp.result_type(*inputs))[:, :, None] * jnp.ones_like(inputs[0])
-        jac = jax.vmap(linear)(*(ones[j] for j in range(len(inputs))))
+        recur = flat_recur(cell, tree, S)
+
+        @functools.cache
+        def column(j):
+            """``d new_leaf / d input_j`` at every neuron, for every new leaf: a jvp with an all-ones tangent on
+            input ``j`` alone, so only the paths from that input are differentiated. (XLA fuses each column into
+            every (D, N) trace update that uses it and re-evaluates it there: a batched evaluation of all columns
+            at once made that re-evaluation, not the traces' memory traffic, the largest cost.)"""
+            def of_input(a):
+                return recur(*inputs[:j], a, *inputs[j + 1:])
+
+            return jax.jvp(of_input, (inputs[j],), (jnp.ones_like(inputs[j]),))[1]
 
         new = {}
         for p, trace in traces.items():
             new[p] = {}
             for target in trace:
                 t = names.index(target)
-                terms = [jac[t][names.index(s)] * e for s, e in trace.items() if names.index(s) in deps[t]]
+                terms = [column(names.index(s))[t] * e for s, e in trace.items() if names.index(s) in deps[t]]
                 if index[p] in deps[t]:
-                    immediate = jac[t][index[p]]
+                    immediate = column(index[p])[t]
                     terms.append(x[:, None] * immediate if p in projections else immediate)
                 new[p][target] = functools.reduce(operator.add, terms)
         return new
