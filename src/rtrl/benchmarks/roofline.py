@@ -4,8 +4,8 @@
 
 A trace method reads its traces and writes them back every step, so ``2 * trace_bytes / bandwidth`` is a lower
 bound on its step time whatever its arithmetic. The bandwidth is measured here, on a streaming update
-``y = a * x + b`` of a buffer the size of the traces (so a working set that fits in cache is timed in cache, as
-the traces are); the fraction of the bound reached is ``bound / measured step``. The DRAM bandwidth (a buffer
+``x <- a * x + b`` in place over a buffer the size of the traces (so a working set that fits in cache is timed in
+cache, as the traces are); the fraction of the bound reached is ``bound / measured step``. The DRAM bandwidth (a buffer
 much larger than the caches) is printed beside it.
 """
 
@@ -15,6 +15,7 @@ import argparse
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 import rtrl
 from rtrl.argtypes import size3
@@ -22,11 +23,13 @@ from rtrl.benchmarks.sequence import problem
 from rtrl.benchmarks.timing import median_seconds, per_step_seconds
 
 
-def bandwidth_bytes_per_second(nbytes: int = 256 * 2**20) -> float:
-    """Bytes read plus written per second by a streaming scale-and-add over ``nbytes`` of float32."""
+def bandwidth_bytes_per_second(nbytes: int = 256 * 2**20, updates: int = 16) -> float:
+    """Bytes read plus written per second by a streaming scale-and-add over ``nbytes`` of float32, in place (a
+    loop of ``updates`` passes over one buffer, as the online step updates its traces: a fresh output buffer
+    would double the working set and time a cache-sized buffer half out of cache)."""
     x = jnp.ones((max(nbytes // 4, 1024),), jnp.float32)
-    fn = jax.jit(lambda x: 1.0001 * x + 1e-7)
-    return 2 * x.nbytes / median_seconds(fn, x, repeats=9)
+    fn = jax.jit(lambda x, n: lax.fori_loop(0, n, lambda i, x: 1.0001 * x + 1e-7, x))
+    return 2 * x.nbytes * updates / median_seconds(fn, x, updates, repeats=9)
 
 
 def trace_bytes(cell, params, batch: int, method: str) -> int:
