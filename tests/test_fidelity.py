@@ -7,7 +7,7 @@ import jax
 import pytest
 
 from rtrl import fidelity
-from rtrl.cells import Elman
+from rtrl.cells import IIR2, Elman, Stack
 
 
 def test_report_rows_and_files(tmp_path, monkeypatch, capsys):
@@ -42,3 +42,9 @@ def test_bad_arguments(bad, tmp_path):
 def test_needs_float64():
     with jax.enable_x64(False), pytest.raises(ValueError, match="needs float64"):
         fidelity.fidelity_table([Elman(2, 3)], ["rtrl"], [2], 1)
+
+
+def test_cell_labels_tell_variants_of_one_cell_apart():
+    labels = [fidelity.cell_label(IIR2(2, 3)), fidelity.cell_label(IIR2(2, 3, parameterisation="stable")),
+              fidelity.cell_label(Stack((Elman(2, 3), Elman(3, 3, activation="relu"))))]
+    assert labels == ["IIR2", "IIR2(parameterisation='stable')", "Stack(Elman+Elman(activation='relu'))"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -49,9 +50,13 @@ def default_cells(input_size: int = 4, hidden_size: int = 16) -> list:
 
 
 def cell_label(cell) -> str:
+    """The cell's name, with the options that differ from their defaults (sizes aside), so that two variants of
+    one cell (IIR2's parameterisations, activations) get two rows."""
     if isinstance(cell, Stack):
-        return "Stack(" + "+".join(layer.name for layer in cell.layers) + ")"
-    return cell.name
+        return "Stack(" + "+".join(cell_label(layer) for layer in cell.layers) + ")"
+    options = [f"{f.name}={getattr(cell, f.name)!r}" for f in dataclasses.fields(cell)
+               if f.name not in ("input_size", "hidden_size") and getattr(cell, f.name) != f.default]
+    return f"{cell.name}({', '.join(options)})" if options else cell.name
 
 
 def method_label(method: Method) -> str:
