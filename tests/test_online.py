@@ -159,3 +159,25 @@ def test_input_gradient_is_the_steps_own(cell, method):
     online_g = jax.grad(lambda x: squared_error(learner.step(params, state, x)[0], ys[3]))(xs[3])
     direct_g = jax.grad(lambda x: squared_error(cell.step(params, state.carry, x)[1], ys[3]))(xs[3])
     assert relative_error(online_g, direct_g) <= EXACT_TOL
+
+
+@pytest.mark.parametrize("method", ["closed_form", "diagonal"])
+def test_a_jitted_step_that_donates_the_state_gives_the_same_updates(method):
+    """The README's per-step loop donates the state (traces updated in place); nothing the step keeps for its
+    backward pass may alias a donated buffer."""
+    cell = rtrl.cells.ELSTM(3, 4)
+    params, xs, ys = random_problem(cell, 5, (2,), seed=11)
+    learner = rtrl.online(cell, method)
+
+    def step(p, state, x, y):
+        g, state = jax.grad(lambda q: (lambda h, s: (squared_error(h, y), s))(*learner.step(q, state, x)),
+                            has_aux=True)(p)
+        return jax.tree.map(lambda a, b: a - 0.1 * b, p, g), state
+
+    results = []
+    for jitted in (jax.jit(step), jax.jit(step, donate_argnums=1)):
+        p, state = params, learner.init(params, (2,))
+        for x, y in zip(xs, ys, strict=True):
+            p, state = jitted(p, state, x, y)
+        results.append((p, state))
+    assert relative_error(results[1], results[0]) == 0.0
