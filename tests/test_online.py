@@ -181,3 +181,20 @@ def test_a_jitted_step_that_donates_the_state_gives_the_same_updates(method):
             p, state = jitted(p, state, x, y)
         results.append((p, state))
     assert relative_error(results[1], results[0]) == 0.0
+
+
+@pytest.mark.parametrize("method", ["rtrl", "closed_form", "diagonal"])
+def test_a_none_credit_contracts_as_a_zero_credit(method):
+    """Exact methods get ``None`` for the carry leaves that ``output`` does not read, and skip their traces."""
+    cell = rtrl.cells.AdaptiveIIR2(2, 3, parameterisation="stable")
+    params, xs, _ = random_problem(cell, 3, (), seed=12)
+    learner = rtrl.online(cell, method)
+    state = learner.init(params)
+    for x in xs:
+        state = learner.step(params, state, x)[1]
+    credit = random_carry(cell, (), seed=13)
+    zeroed = {name: g if name == "y1" else jnp.zeros_like(g) for name, g in credit.items()}
+    pruned = {name: g if name == "y1" else None for name, g in credit.items()}
+    contract = learner.method.contract
+    assert relative_error(contract(cell, params, state.traces, pruned),
+                          contract(cell, params, state.traces, zeroed)) == 0.0

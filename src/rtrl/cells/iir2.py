@@ -100,10 +100,17 @@ def filter_trace_update(traces: Params, x: jax.Array, coefficients, drives: Para
 
 
 def filter_trace_contract(traces: Params, g: Params) -> Params:
-    grads = {name: g["y1"] * traces["y1"][name] + g["y2"] * traces["y2"][name] for name in traces["y1"]}
-    grads["W"] = grads["W"] + jnp.outer(traces["x1"], g["z1"]) + jnp.outer(traces["x2"], g["z2"])
-    grads["b"] = grads["b"] + traces["n1"] * g["z1"] + traces["n2"] * g["z2"]
-    return grads
+    """``dL/dtheta`` from the credit ``g`` on the carry; a ``None`` credit (none on that leaf) is skipped."""
+    terms = {name: [] for name in traces["y1"]}
+    for leaf in ("y1", "y2"):
+        if g[leaf] is not None:
+            for name, e in traces[leaf].items():
+                terms[name].append(g[leaf] * e)
+    for leaf, x, n in (("z1", "x1", "n1"), ("z2", "x2", "n2")):
+        if g[leaf] is not None:
+            terms["W"].append(jnp.outer(traces[x], g[leaf]))
+            terms["b"].append(traces[n] * g[leaf])
+    return {name: sum(t[1:], t[0]) if t else jnp.zeros_like(traces["y1"][name]) for name, t in terms.items()}
 
 
 def stability_margin(cell, params: Params, x: jax.Array | None = None) -> jax.Array:

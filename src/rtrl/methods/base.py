@@ -8,7 +8,9 @@ Two kinds:
   - ``init(cell, params, carry) -> traces``: traces of a carry that does not depend on the parameters (zeros);
   - ``update(cell, params, carry, traces, x) -> traces'``: the traces of ``carry' = step(params, carry, x)``;
   - ``contract(cell, params, traces, g_carry) -> grads``: the parameter gradient that a credit ``g_carry`` on
-    the carry the traces describe amounts to (a pytree like ``params``).
+    the carry the traces describe amounts to (a pytree like ``params``). A leaf of ``g_carry`` may be ``None``:
+    no credit, so the traces of that leaf need not be read (exact methods get this for the carry leaves a
+    cell's ``output`` does not read).
 
   Their use (``rtrl.online``) back-propagates a step's loss through that one step only, to the parameters
   (immediate part) and to the previous carry, whose credit the previous traces turn into the rest.

@@ -43,4 +43,7 @@ class DenseRTRL(TraceMethod):
 
     def contract(self, cell, params, traces, g_carry):
         _, unravel_p = ravel_pytree(params)
-        return unravel_p(ravel_pytree(g_carry)[0] @ traces)
+        template, tree = jax.tree.flatten(cell.initial_carry((), traces.dtype))
+        credit = [jnp.zeros_like(t) if g is None else g  # None: no credit on that leaf
+                  for t, g in zip(template, jax.tree.leaves(g_carry, is_leaf=lambda a: a is None), strict=True)]
+        return unravel_p(ravel_pytree(jax.tree.unflatten(tree, credit))[0] @ traces)

@@ -199,11 +199,12 @@ class Diagonal(TraceMethod):
         return new
 
     def contract(self, cell, params, traces, g_carry):
-        g = dict(zip(structure(cell, jnp.result_type(*jax.tree.leaves(g_carry)))[0], jax.tree.leaves(g_carry),
-                     strict=True))
+        leaves = jax.tree.leaves(g_carry, is_leaf=lambda a: a is None)
+        g = dict(zip(structure(cell, jnp.result_type(*jax.tree.leaves(traces)))[0], leaves, strict=True))
         grads = {p: jnp.zeros_like(a) for p, a in params.items()}
         for p, trace in traces.items():
             for s, e in trace.items():
-                grads[p] = grads[p] + g[s] * e
+                if g[s] is not None:  # None: no credit on that leaf
+                    grads[p] = grads[p] + g[s] * e
         return grads
 
