@@ -11,39 +11,25 @@ sequence methods keep none but store the activations of T (``bptt``) or ``trunca
 from __future__ import annotations
 
 import argparse
-import math
 import platform
 
 import jax
-import jax.numpy as jnp
 
 import rtrl
-from rtrl.benchmarks.timing import per_step_seconds
+from rtrl.benchmarks.roofline import trace_bytes
+from rtrl.benchmarks.timing import per_step_seconds, random_problem
 from rtrl.methods import resolve
 
 METHODS = ("closed_form", "rtrl", "snap1", "snap2", "eprop", "uoro", "tbptt", "bptt")
 
 
-def trace_bytes(cell, params, method, batch: int) -> int | None:
-    """Bytes of the traces of ``method`` for a batch (``None`` for a sequence method), without allocating."""
-    method = resolve(method, cell)
-    if not method.online:
-        return None
-    learner = rtrl.online(cell, method)
-    traces = jax.eval_shape(lambda p: learner.init(p, batch_shape=(batch,)).traces, params)
-    return sum(math.prod(a.shape) * a.dtype.itemsize for a in jax.tree.leaves(traces))
-
-
 def measure(N: int, D: int, B: int, T: int, methods=METHODS, seed: int = 0) -> dict[str, dict]:
     """Per method: seconds per step and trace bytes (float32); ``"forward"`` holds the baseline."""
     cell = rtrl.cells.Elman(D, N)
-    k_p, k_x, k_y = jax.random.split(jax.random.PRNGKey(seed), 3)
-    params = cell.init(k_p, jnp.float32)
-    xs = jax.random.normal(k_x, (T, B, D), jnp.float32)
-    ys = jax.random.normal(k_y, (T, B, N), jnp.float32)
+    params, xs, ys = random_problem(cell, T, B, seed)
     seconds = per_step_seconds(cell, params, xs, ys, methods)
     rows = {"forward": {"seconds": seconds["forward"], "bytes": None}}
-    rows.update({m: {"seconds": seconds[m], "bytes": trace_bytes(cell, params, m, B)} for m in methods})
+    rows.update({m: {"seconds": seconds[m], "bytes": trace_bytes(cell, params, B, m)} for m in methods})
     return rows
 
 

@@ -14,11 +14,10 @@ import argparse
 import platform
 
 import jax
-import jax.numpy as jnp
 
 import rtrl
 from rtrl.argtypes import size3
-from rtrl.benchmarks.timing import per_step_seconds
+from rtrl.benchmarks.timing import per_step_seconds, random_problem
 
 CELLS = {"ELSTM": rtrl.cells.ELSTM, "AdaptiveIIR2": rtrl.cells.AdaptiveIIR2}
 METHODS = ("closed_form", "diagonal", "rtrl", "bptt")
@@ -27,10 +26,7 @@ METHODS = ("closed_form", "diagonal", "rtrl", "bptt")
 def measure(cell, B: int, T: int, rtrl_steps: int | None, seed: int = 0, methods=METHODS) -> dict[str, float]:
     """Seconds per step of the forward pass and of each method (``rtrl`` on ``rtrl_steps`` steps, or not at
     all when ``None``), float32."""
-    k_p, k_x, k_y = jax.random.split(jax.random.PRNGKey(seed), 3)
-    params = cell.init(k_p, jnp.float32)
-    xs = jax.random.normal(k_x, (T, B, cell.input_size), jnp.float32)
-    ys = jax.random.normal(k_y, (T, B, cell.hidden_size), jnp.float32)
+    params, xs, ys = random_problem(cell, T, B, seed)
     if rtrl_steps is None:
         methods = tuple(m for m in methods if m != "rtrl")
     return per_step_seconds(cell, params, xs, ys, methods, steps={"rtrl": rtrl_steps})

@@ -32,8 +32,11 @@ def bandwidth_bytes_per_second(nbytes: int = 256 * 2**20, updates: int = 16) -> 
     return 2 * x.nbytes * updates / median_seconds(fn, x, updates, repeats=9)
 
 
-def trace_bytes(cell, params, batch: int, method: str) -> int:
-    """Size of a learner's traces for ``batch`` streams (shapes only; nothing is allocated)."""
+def trace_bytes(cell, params, batch: int, method) -> int | None:
+    """Size of a learner's traces for ``batch`` streams (shapes only; nothing is allocated); ``None`` for a
+    sequence method, which keeps none."""
+    if not rtrl.methods.resolve(method, cell).online:
+        return None
     learner = rtrl.online(cell, method)
     state = jax.eval_shape(lambda p: learner.init(p, batch_shape=(batch,)), params)
     return sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(state.traces))

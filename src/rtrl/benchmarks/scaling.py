@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import argparse
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 import rtrl
-from rtrl.benchmarks.timing import per_step_seconds
+from rtrl.benchmarks.timing import per_step_seconds, random_problem
 
 METHODS = ("closed_form", "rtrl")
 
@@ -29,11 +27,7 @@ def measure(sizes, D: int, B: int, T: int, methods=METHODS) -> dict[str, list[fl
     times: dict[str, list[float]] = {m: [] for m in methods}
     for N in sizes:
         cell = rtrl.cells.Elman(D, N)
-        k_p, k_x, k_y = jax.random.split(jax.random.PRNGKey(N), 3)
-        params = cell.init(k_p, jnp.float32)
-        xs = jax.random.normal(k_x, (T, B, D), jnp.float32)
-        ys = jax.random.normal(k_y, (T, B, N), jnp.float32)
-        seconds = per_step_seconds(cell, params, xs, ys, methods)
+        seconds = per_step_seconds(cell, *random_problem(cell, T, B, seed=N), methods)
         for m in methods:
             times[m].append(seconds[m])
     return times

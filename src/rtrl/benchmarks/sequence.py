@@ -16,22 +16,17 @@ import subprocess
 import sys
 
 import jax
-import jax.numpy as jnp
 
 import rtrl
 from rtrl.argtypes import size3
-from rtrl.benchmarks.timing import gradient_fn, interleaved_seconds
+from rtrl.benchmarks.timing import gradient_fn, interleaved_seconds, random_problem
 
 METHODS = ("closed_form", "diagonal", "bptt")
 
 
 def problem(cell_name: str, D: int, N: int, B: int, T: int, seed: int = 0):
     cell = rtrl.cells.CELLS[cell_name](D, N)
-    k_p, k_x, k_y = jax.random.split(jax.random.PRNGKey(seed), 3)
-    params = cell.init(k_p, jnp.float32)
-    xs = jax.random.normal(k_x, (T, B, D), jnp.float32)
-    ys = jax.random.normal(k_y, (T, B, N), jnp.float32)
-    return cell, params, xs, ys
+    return (cell, *random_problem(cell, T, B, seed))
 
 
 def compiled_temp_bytes(fn, *args) -> int:

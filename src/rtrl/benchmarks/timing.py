@@ -41,6 +41,15 @@ def median_seconds(fn: Callable, *args, repeats: int = 7, min_seconds: float = 0
     return interleaved_seconds({"fn": (fn, args)}, repeats, min_seconds)["fn"]
 
 
+def random_problem(cell, T: int, B: int, seed: int = 0):
+    """``(params, xs, ys)`` in float32 for ``T`` steps of ``B`` streams: the problem every benchmark times."""
+    k_p, k_x, k_y = jax.random.split(jax.random.PRNGKey(seed), 3)
+    params = cell.init(k_p, jnp.float32)
+    xs = jax.random.normal(k_x, (T, B, cell.input_size), jnp.float32)
+    ys = jax.random.normal(k_y, (T, B, cell.hidden_size), jnp.float32)
+    return params, xs, ys
+
+
 def squared_error(h, y):
     return jnp.sum((h - y) ** 2)
 
