@@ -23,7 +23,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check src tests
 
 bench: $(STAMP)
-	$(PY) -m rtrl.bench
+	$(PY) -m rtrl.cli bench --out runs/bench
 
 results: $(STAMP)
-	$(PY) -m rtrl.results
+	$(PY) -m rtrl.reports.results

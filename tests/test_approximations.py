@@ -14,7 +14,7 @@ from numpy_problem import draw_carry, draw_params, draw_problem
 from oracle import EXACT_TOL, gradient_error, squared_error
 from rtrl.cells import GRU, Cell, Elman, Stack
 from rtrl.compare import cosine, relative_error
-from rtrl.methods import TBPTT, UORO, EProp, LayerLocal, SnAp, sparsity
+from rtrl.methods import TBPTT, UORO, EProp, LayerLocal, SnAp, sensitivity
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,7 +118,7 @@ def test_sparse_storage_is_the_masked_dense_update(rows_per_column):
     mask[:rows_per_column, 0] = True  # the widest column
     for q in range(1, P):
         mask[rng.choice(C, rng.integers(1, rows_per_column + 1), replace=False), q] = True
-    pattern = sparsity.compress(mask)
+    pattern = sensitivity.compress(mask)
     assert pattern.compressed == (rows_per_column == 2)
     J, I, g = (jnp.asarray(rng.standard_normal(shape)) for shape in [(C, C), (C, P), (C,)])
     M = np.where(mask, rng.standard_normal((C, P)), 0)
@@ -128,9 +128,9 @@ def test_sparse_storage_is_the_masked_dense_update(rows_per_column):
             return jnp.asarray(dense)
         return jnp.take_along_axis(jnp.asarray(dense), pattern.rows, 0) * pattern.valid
 
-    np.testing.assert_allclose(sparsity.update(pattern, J, I, stored(M)), stored(np.where(mask, J @ M + I, 0)),
+    np.testing.assert_allclose(sensitivity.propagate(pattern, J, I, stored(M)), stored(np.where(mask, J @ M + I, 0)),
                                rtol=1e-12)
-    np.testing.assert_allclose(sparsity.contract(pattern, stored(M), g), g @ M, rtol=1e-12)
+    np.testing.assert_allclose(sensitivity.contract_on(pattern, stored(M), g), g @ M, rtol=1e-12)
 
 
 # -- truncated BPTT -------------------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rtrl import checkpoint
-from rtrl.runs import CHECKPOINT, METRICS, Run, read_metrics
+from rtrl.training import checkpoint
+from rtrl.training.run import CHECKPOINT, METRICS, Run, read_metrics
 
 CONFIG = {
     "task": "copy",

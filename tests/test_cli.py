@@ -9,13 +9,14 @@ import jax.numpy as jnp
 import pytest
 
 from poison import poisoned_adam
-from rtrl import checkpoint, runs
 from rtrl.cells import CELLS
 from rtrl.cells.base import Cell
 from rtrl.cli import COMMANDS, demo_config, main
 from rtrl.methods import METHODS
-from rtrl.runs import read_metrics
-from rtrl.tasks import TASKS
+from rtrl.training import checkpoint
+from rtrl.training import run as runs
+from rtrl.training.run import read_metrics
+from rtrl.training.tasks import TASKS
 
 # the configuration of tests/test_checkpoint.py, so that the compiled trainer is shared
 TINY = "--task copy --task-arg max_length=2 --cell elman --hidden 3 --method closed_form --batch 2 --lr 0.05 "
@@ -152,7 +153,7 @@ def test_the_demo_is_exact_online_rtrl_of_an_element_wise_cell_when_there_is_one
 
 
 def test_the_results_table_rows_are_valid_runs():
-    from rtrl.results import EXPERIMENTS
+    from rtrl.reports.results import EXPERIMENTS
 
     for experiment in EXPERIMENTS:
         for row in experiment.rows:

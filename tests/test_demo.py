@@ -1,8 +1,8 @@
-"""``python -m rtrl.demo``: the trainer on the recall task, then its float64 gradient check against BPTT."""
+"""``python -m rtrl.cli.demo``: the trainer on the recall task, then its float64 gradient check against BPTT."""
 
 import re
 
-from rtrl import demo
+from rtrl.cli import demo
 
 
 def test_demo_trains_and_its_gradient_equals_bptt(capsys):

@@ -6,8 +6,8 @@ import json
 import jax
 import pytest
 
-from rtrl import fidelity
 from rtrl.cells import IIR2, Elman, Stack
+from rtrl.reports import fidelity
 
 
 def test_report_rows_and_files(tmp_path, monkeypatch, capsys):

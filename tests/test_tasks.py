@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rtrl.tasks import MNIST1D, TASKS, Adding, Copy, Recall, Sines, stream_chunk
-from rtrl.tasks.mnist1d import make_dataset
+from rtrl.training.tasks import MNIST1D, TASKS, Adding, Copy, Recall, Sines, stream_chunk
+from rtrl.training.tasks.mnist1d import make_dataset
 
 SMALL = {
     "copy": Copy(max_length=4),

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from rtrl.methods import TraceMethod, resolve
-from rtrl.methods.diagonal import structural_dependencies
+from rtrl.structure import unread_as_none
 
 # Scans over online steps compile two steps per loop body. A carry whose leaves shift from step to step (the IIR
 # filters' z2' = z1 and y2' = y1, and their traces) then alternates between two buffers; with one step per body
@@ -122,14 +122,6 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
         return contract_summed(lambda tr, g: method.contract(cell, params, tr, g), traces, g_carry,
                                jnp.ndim(jax.tree.leaves(g_carry)[0]) - 1)
 
-    def credited(params, g_carry, x):
-        """``g_carry`` with ``None`` for the leaves that ``output`` does not read (found in its jaxpr): their
-        credit is zero, and the contraction skips their traces instead of multiplying them by zeros."""
-        leaves, tree = jax.tree.flatten(g_carry)
-        read = set().union(*structural_dependencies(
-            lambda *c: cell.output(params, jax.tree.unflatten(tree, c), x), *leaves))
-        return jax.tree.unflatten(tree, [g if i in read else None for i, g in enumerate(leaves)])
-
     def forward_new(params, state, x):
         cell.check_input(x)
         carry, recur_vjp = jax.vjp(lambda x: cell.step(params, state.carry, x)[0], x)
@@ -140,7 +132,8 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
     def backward_new(residuals, cotangents):
         params, x, traces, recur_vjp, output_vjp = residuals
         g_params, g_carry, g_x = output_vjp(cotangents[0])  # the next state carries no gradient
-        g_params = jax.tree.map(jnp.add, g_params, contract(params, traces, credited(params, g_carry, x)))
+        credit = unread_as_none(lambda c: cell.output(params, c, x), g_carry)
+        g_params = jax.tree.map(jnp.add, g_params, contract(params, traces, credit))
         g_x = g_x + recur_vjp(g_carry)[0]
         zero_state = OnlineState(jax.tree.map(jnp.zeros_like, g_carry), jax.tree.map(jnp.zeros_like, traces))
         return g_params, zero_state, g_x

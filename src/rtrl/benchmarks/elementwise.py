@@ -16,8 +16,8 @@ import platform
 import jax
 
 import rtrl
-from rtrl.argtypes import size3
 from rtrl.benchmarks.timing import per_step_seconds, random_problem
+from rtrl.cli.argtypes import size3
 
 CELLS = {"ELSTM": rtrl.cells.ELSTM, "AdaptiveIIR2": rtrl.cells.AdaptiveIIR2}
 METHODS = ("closed_form", "diagonal", "rtrl", "bptt")

@@ -18,9 +18,9 @@ import jax.numpy as jnp
 from jax import lax
 
 import rtrl
-from rtrl.argtypes import size3
 from rtrl.benchmarks.sequence import problem
 from rtrl.benchmarks.timing import median_seconds, per_step_seconds
+from rtrl.cli.argtypes import size3
 
 
 def bandwidth_bytes_per_second(nbytes: int = 256 * 2**20, updates: int = 16) -> float:

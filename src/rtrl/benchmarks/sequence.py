@@ -18,8 +18,8 @@ import sys
 import jax
 
 import rtrl
-from rtrl.argtypes import size3
 from rtrl.benchmarks.timing import gradient_fn, interleaved_seconds, random_problem
+from rtrl.cli.argtypes import size3
 
 METHODS = ("closed_form", "diagonal", "bptt")
 

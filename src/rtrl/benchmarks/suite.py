@@ -19,9 +19,9 @@ from pathlib import Path
 
 import jax
 
-from rtrl.atomic import atomic_write_text
 from rtrl.benchmarks import elementwise, roofline, scaling, sequence
-from rtrl.plot import pyplot, save_png
+from rtrl.files import atomic_write_text
+from rtrl.reports.plot import pyplot, save_png
 
 FULL = {"per_step_sizes": [(64, 256, 32), (32, 64, 8)], "per_step_T": 100, "rtrl_max_hidden": 64,
         "sequence_size": (32, 64, 8), "lengths": [100, 1000, 10000], "scaling_sizes": [8, 16, 32, 64],

@@ -25,12 +25,10 @@ parameters plus two inputs.
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 
-from rtrl.cells.base import Params, glorot
+from rtrl.cells.base import Params
 from rtrl.cells.iir2 import (
     SOURCES,
     SecondOrderFilter,
@@ -41,7 +39,6 @@ from rtrl.cells.iir2 import (
 )
 
 
-@dataclasses.dataclass(frozen=True)
 class AdaptiveIIR2(SecondOrderFilter):
     """Second-order IIR filter whose coefficients are tanh networks of the input; see the module docstring."""
 
@@ -59,17 +56,11 @@ class AdaptiveIIR2(SecondOrderFilter):
     def projections(self) -> tuple[str, ...]:
         return ("W",) + tuple(f"w_{s}" for s in self.source_names)
 
-    def init(self, key: jax.Array, dtype=None) -> Params:
-        dtype = dtype or jnp.zeros(()).dtype
-        D, N = self.input_size, self.hidden_size
-        k_w, *k_s = jax.random.split(key, 1 + len(self.source_names))
-        params = {"W": glorot(k_w, (D, N), dtype), "b": jnp.zeros((N,), dtype)}
-        # Coefficient networks start small: coefficients near zero keep the filters inside the triangle.
-        scale = 0.5 / D**0.5
-        for s, k in zip(self.source_names, k_s, strict=True):
-            params[f"w_{s}"] = jax.random.uniform(k, (D, N), dtype, -scale, scale)
-            params[f"c_{s}"] = jnp.zeros((N,), dtype)
-        return params
+    def init_param(self, name, shape, key, dtype):
+        if name.startswith("w_"):  # coefficient networks start small: coefficients near zero, filters stable
+            scale = 0.5 / self.input_size**0.5
+            return jax.random.uniform(key, shape, dtype, -scale, scale)
+        return super().init_param(name, shape, key, dtype)
 
     def sources(self, vectors: Params, u: Params) -> Params:
         """``v_s = tanh(x @ w_s + c_s)`` for each coefficient source, from the projections ``u``."""

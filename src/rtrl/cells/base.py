@@ -13,11 +13,14 @@ Optional, for the trace methods:
 
 * ``trace_init / trace_update / trace_contract``: hand-derived ("closed-form") eligibility traces, used by the
   ``closed_form`` method; see ``rtrl.methods.closed_form`` for their contract.
+
+A subclass is a frozen dataclass without saying so (``rtrl.frozen.Frozen``): it declares its options as annotated
+class attributes. It declares ``param_shapes()``; the default ``init`` then draws each parameter by its shape
+(``init_param``), so a cell overrides ``init`` only where its initialisation is special.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -25,13 +28,11 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from rtrl.checks import check_positive_int, default_dtype
+from rtrl.frozen import Frozen
+
 Params = dict[str, jax.Array]
 Carry = Any  # a pytree whose leaves are (*batch, k) arrays
-
-
-def check_positive_int(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def glorot(key: jax.Array, shape: tuple[int, int], dtype) -> jax.Array:
@@ -40,9 +41,8 @@ def glorot(key: jax.Array, shape: tuple[int, int], dtype) -> jax.Array:
     return jax.random.uniform(key, shape, dtype, -limit, limit)
 
 
-@dataclasses.dataclass(frozen=True)
-class Cell:
-    """Base class of every cell: sizes, input validation and zero carries."""
+class Cell(Frozen):
+    """Base class of every cell: sizes, input validation, default initialisation and zero carries."""
 
     input_size: int
     hidden_size: int
@@ -52,7 +52,8 @@ class Cell:
         check_positive_int("hidden_size", self.hidden_size)
 
     # -- to be provided by subclasses -------------------------------------------------------------------
-    def init(self, key: jax.Array, dtype=None) -> Params:
+    def param_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Every parameter's name and shape."""
         raise NotImplementedError
 
     def carry_sizes(self) -> dict[str, int] | None:
@@ -67,13 +68,27 @@ class Cell:
     def name(self) -> str:
         return type(self).__name__
 
+    def init(self, key: jax.Array, dtype=None) -> Params:
+        """Every parameter of ``param_shapes()`` drawn by ``init_param``, each from its own key."""
+        shapes = self.param_shapes()
+        keys = jax.random.split(key, len(shapes))
+        return {name: self.init_param(name, shape, k, default_dtype(dtype))
+                for (name, shape), k in zip(shapes.items(), keys, strict=True)}
+
+    def init_param(self, name: str, shape: tuple[int, ...], key: jax.Array, dtype) -> jax.Array:
+        """The default by shape: a matrix Glorot-uniform, anything else zeros. A cell overrides this for the
+        parameters it initialises otherwise (and falls back on it for the rest)."""
+        if len(shape) == 2:
+            return glorot(key, shape, dtype)
+        return jnp.zeros(shape, dtype)
+
     def initial_carry(self, batch_shape: tuple[int, ...] = (), dtype=None) -> Carry:
         """Zeros, the state before the first input."""
         batch_shape = tuple(batch_shape)
         for size in batch_shape:
             if not isinstance(size, int) or size < 0:
                 raise ValueError(f"batch_shape must be a tuple of non-negative ints, got {batch_shape!r}")
-        dtype = dtype or jnp.zeros(()).dtype
+        dtype = default_dtype(dtype)
         sizes = self.carry_sizes()
         if sizes is None:
             return jnp.zeros(batch_shape + (self.hidden_size,), dtype)

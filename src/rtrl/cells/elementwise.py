@@ -19,14 +19,11 @@ size (see ``rtrl.methods.diagonal``).
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 
 from rtrl.cells.base import Carry, Cell, Params
 
 
-@dataclasses.dataclass(frozen=True)
 class ElementwiseCell(Cell):
     """Base class of cells whose carry update acts neuron by neuron (see the module docstring)."""
 

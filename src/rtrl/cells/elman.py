@@ -19,15 +19,12 @@ carry does not depend on the parameters.
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 
-from rtrl.cells.base import Cell, Params, activation, glorot
+from rtrl.cells.base import Cell, Params, activation
 
 
-@dataclasses.dataclass(frozen=True)
 class Elman(Cell):
     """``h' = act(x @ W + B + h @ R)``; ``activation`` is one of tanh (default), sigmoid, relu, identity."""
 
@@ -41,13 +38,10 @@ class Elman(Cell):
         D, N = self.input_size, self.hidden_size
         return {"W": (D, N), "B": (N,), "R": (N, N)}
 
-    def init(self, key: jax.Array, dtype=None) -> Params:
-        dtype = dtype or jnp.zeros(()).dtype
-        k_w, k_r = jax.random.split(key)
-        N = self.hidden_size
-        # Orthogonal recurrence keeps early gradients neither vanishing nor exploding.
-        R = jax.random.orthogonal(k_r, N).astype(dtype) * 0.9
-        return {"W": glorot(k_w, (self.input_size, N), dtype), "B": jnp.zeros((N,), dtype), "R": R}
+    def init_param(self, name, shape, key, dtype):
+        if name == "R":  # orthogonal (scaled by 0.9): early gradients neither vanish nor explode
+            return 0.9 * jax.random.orthogonal(key, shape[0]).astype(dtype)
+        return super().init_param(name, shape, key, dtype)
 
     def preactivation(self, params: Params, h: jax.Array, x: jax.Array) -> jax.Array:
         self.check_input(x)

@@ -26,16 +26,13 @@ size of the recurrent parameters (state order one).
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 
-from rtrl.cells.base import Params, glorot
+from rtrl.cells.base import Params
 from rtrl.cells.elementwise import ElementwiseCell
 
 
-@dataclasses.dataclass(frozen=True)
 class ELSTM(ElementwiseCell):
     """Element-wise LSTM with an output gate; see the module docstring. The forget bias starts at 1."""
 
@@ -53,18 +50,12 @@ class ELSTM(ElementwiseCell):
     def carry_sizes(self) -> dict[str, int]:
         return {"c": self.hidden_size}
 
-    def init(self, key: jax.Array, dtype=None) -> Params:
-        dtype = dtype or jnp.zeros(()).dtype
-        D, N = self.input_size, self.hidden_size
-        k_f, k_z, k_o, k_w, k_vf, k_vz = jax.random.split(key, 6)
-        return {
-            "F": glorot(k_f, (D, N), dtype), "Z": glorot(k_z, (D, N), dtype), "O": glorot(k_o, (D, N), dtype),
-            "W_o": glorot(k_w, (N, N), dtype),
-            "w_f": jax.random.uniform(k_vf, (N,), dtype, -0.5, 0.5),
-            "w_z": jax.random.uniform(k_vz, (N,), dtype, -0.5, 0.5),
-            # A forget bias of 1 starts the cells remembering, as is customary for LSTMs.
-            "b_f": jnp.ones((N,), dtype), "b_z": jnp.zeros((N,), dtype), "b_o": jnp.zeros((N,), dtype),
-        }
+    def init_param(self, name, shape, key, dtype):
+        if name in ("w_f", "w_z"):
+            return jax.random.uniform(key, shape, dtype, -0.5, 0.5)
+        if name == "b_f":  # a forget bias of 1 starts the cells remembering, as is customary for LSTMs
+            return jnp.ones(shape, dtype)
+        return super().init_param(name, shape, key, dtype)
 
     def gates(self, vectors: Params, c: jax.Array, u: Params) -> tuple[jax.Array, jax.Array]:
         f = jax.nn.sigmoid(u["F"] + vectors["w_f"] * c + vectors["b_f"])

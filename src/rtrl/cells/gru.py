@@ -14,17 +14,14 @@ its exact traces are those of the generic ``rtrl`` method; the cell provides no 
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 
-from rtrl.cells.base import Cell, Params, glorot
+from rtrl.cells.base import Cell, Params
 
 GATES = ("z", "r", "n")
 
 
-@dataclasses.dataclass(frozen=True)
 class GRU(Cell):
     """``h' = (1 - z) * n + z * h`` with update gate ``z``, reset gate ``r`` and candidate ``n``."""
 
@@ -35,17 +32,11 @@ class GRU(Cell):
             shapes.update({f"W_{g}": (D, N), f"U_{g}": (N, N), f"b_{g}": (N,)})
         return shapes
 
-    def init(self, key: jax.Array, dtype=None) -> Params:
-        """Glorot input weights, orthogonal recurrent weights, zero biases."""
-        dtype = dtype or jnp.zeros(()).dtype
-        D, N = self.input_size, self.hidden_size
-        params = {}
-        for g, k in zip(GATES, jax.random.split(key, len(GATES)), strict=True):
-            k_w, k_u = jax.random.split(k)
-            params[f"W_{g}"] = glorot(k_w, (D, N), dtype)
-            params[f"U_{g}"] = jax.random.orthogonal(k_u, N).astype(dtype)
-            params[f"b_{g}"] = jnp.zeros((N,), dtype)
-        return params
+    def init_param(self, name, shape, key, dtype):
+        """Orthogonal recurrent weights ``U_*``; the default (Glorot matrices, zero biases) for the rest."""
+        if name.startswith("U_"):
+            return jax.random.orthogonal(key, shape[0]).astype(dtype)
+        return super().init_param(name, shape, key, dtype)
 
     def step(self, params: Params, carry: jax.Array, x: jax.Array):
         self.check_input(x)

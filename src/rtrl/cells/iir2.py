@@ -36,12 +36,10 @@ two inputs. The helpers below are shared with ``AdaptiveIIR2``, whose coefficien
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 
-from rtrl.cells.base import Params, activation, glorot
+from rtrl.cells.base import Params, activation
 from rtrl.cells.elementwise import ElementwiseCell
 
 PARAMETERISATIONS = ("seed", "stable")
@@ -129,7 +127,6 @@ def stability(cell, params: Params, x: jax.Array | None = None) -> jax.Array:
     return stability_margin(cell, params, x) > 0
 
 
-@dataclasses.dataclass(frozen=True)
 class SecondOrderFilter(ElementwiseCell):
     """What ``IIR2`` and ``AdaptiveIIR2`` share: the options, the carry, the output and the trace layout.
 
@@ -157,7 +154,6 @@ class SecondOrderFilter(ElementwiseCell):
         return filter_trace_contract(traces, g_carry)
 
 
-@dataclasses.dataclass(frozen=True)
 class IIR2(SecondOrderFilter):
     """Second-order IIR filter on the pre-activation, fixed learnable coefficients; see the module docstring."""
 
@@ -174,14 +170,11 @@ class IIR2(SecondOrderFilter):
     def projections(self) -> tuple[str, ...]:
         return ("W",)
 
-    def init(self, key: jax.Array, dtype=None) -> Params:
-        dtype = dtype or jnp.zeros(()).dtype
-        N = self.hidden_size
-        k_w, *k_c = jax.random.split(key, 5)
-        # |a0|, |a1| < 0.4 starts every filter inside the triangle with a margin of 0.2 (seed; stable: always).
-        coefficients = {name: jax.random.uniform(k, (N,), dtype, -0.4, 0.4)
-                        for name, k in zip(self.coefficient_params(), k_c, strict=True)}
-        return {"W": glorot(k_w, (self.input_size, N), dtype), "b": jnp.zeros((N,), dtype), **coefficients}
+    def init_param(self, name, shape, key, dtype):
+        if name in self.coefficient_params():
+            # |a0|, |a1| < 0.4 starts every filter inside the triangle with a margin of 0.2 (seed; stable: always)
+            return jax.random.uniform(key, shape, dtype, -0.4, 0.4)
+        return super().init_param(name, shape, key, dtype)
 
     def sources(self, vectors: Params) -> Params:
         """The coefficient sources ``SOURCES[parameterisation]`` from the parameters."""

@@ -26,7 +26,6 @@ def layer_name(i: int) -> str:
     return f"layer{i}"
 
 
-@dataclasses.dataclass(frozen=True)
 class Stack(Cell):
     """``Stack((cell_0, cell_1, ...))``; ``input_size`` and ``hidden_size`` come from the bottom and top layers."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import jax
 from jax import lax
 
@@ -20,8 +22,8 @@ def scan_loss(cell, params, xs, targets, loss_fn, carry):
 
 
 class BPTT(SequenceMethod):
-    name = "bptt"
-    exact = True
+    name: ClassVar[str] = "bptt"
+    exact: ClassVar[bool] = True
 
     def sequence_grad(self, cell, params, xs, targets, loss_fn, carry):
         def total(p):

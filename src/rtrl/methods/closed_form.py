@@ -8,12 +8,14 @@ BPTT.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rtrl.methods.base import TraceMethod
 
 
 class ClosedForm(TraceMethod):
-    name = "closed_form"
-    exact = True
+    name: ClassVar[str] = "closed_form"
+    exact: ClassVar[bool] = True
 
     def check(self, cell) -> None:
         if not all(hasattr(cell, f) for f in ("trace_init", "trace_update", "trace_contract")):

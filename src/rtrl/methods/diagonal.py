@@ -27,34 +27,14 @@ from __future__ import annotations
 
 import functools
 import operator
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-from jax.extend.core import Literal
 
 from rtrl.cells.elementwise import ElementwiseCell
 from rtrl.methods.base import TraceMethod
-
-
-def structural_dependencies(fn, *args) -> list[frozenset[int]]:
-    """For each output leaf of ``fn(*args)``, the positional arguments it can depend on, read from its jaxpr
-    (conservative: a nested call depends on all of its inputs)."""
-    jaxpr = jax.make_jaxpr(fn)(*args).jaxpr
-    deps = {v: frozenset([i]) for i, v in enumerate(jaxpr.invars)}
-
-    def of(v):
-        return frozenset() if isinstance(v, Literal) else deps.get(v, frozenset())
-
-    for eqn in jaxpr.eqns:
-        d = frozenset().union(*(of(v) for v in eqn.invars))
-        deps.update({v: d for v in eqn.outvars})
-    return [of(v) for v in jaxpr.outvars]
-
-
-def leaf_names(carry) -> list[str]:
-    paths = jax.tree_util.tree_flatten_with_path(carry)[0]
-    return [jax.tree_util.keystr(path, simple=True, separator="/") or "carry" for path, _ in paths]
+from rtrl.structure import couples_neurons, credit_leaves, leaf_names, probe_point, structural_dependencies
 
 
 def flat_recur(cell: ElementwiseCell, carry_tree, S: int):
@@ -75,7 +55,7 @@ def flat_recur(cell: ElementwiseCell, carry_tree, S: int):
 
 
 @functools.lru_cache(maxsize=64)
-def structure(cell: ElementwiseCell, dtype) -> tuple[list[str], list[frozenset[int]], dict[str, tuple[int, ...]]]:
+def recurrence_structure(cell: ElementwiseCell, dtype) -> tuple[list[str], list[frozenset[int]], dict[str, tuple]]:
     """``(leaves, deps, reach)`` of the cell's recurrence: carry leaf names; for each new leaf the inputs it
     depends on directly (indices into carry leaves, vectors, projections); for each recurrent parameter the
     carry leaves it reaches (directly or through other leaves), which are the leaves it keeps traces for."""
@@ -95,29 +75,6 @@ def structure(cell: ElementwiseCell, dtype) -> tuple[list[str], list[frozenset[i
             reached |= more
         reach[name] = tuple(sorted(reached))
     return leaf_names(carry), deps, reach
-
-
-def probe_point(*shapes: tuple[int, ...]) -> list[np.ndarray]:
-    """A fixed random point (uniform in (-1, 1)) of the given shapes, drawn with NumPy: no compilation."""
-    rng = np.random.default_rng(0)
-    dtype = jnp.zeros(()).dtype
-    return [rng.uniform(-1, 1, shape).astype(dtype) for shape in shapes]
-
-
-def couples_neurons(fn, inputs) -> bool:
-    """Whether ``fn`` (``(N,)`` arrays to ``(N,)`` arrays) lets neuron 0 of its inputs reach another neuron, at
-    the point ``inputs``: one ``jvp`` whose tangent is random at neuron 0 of every input and zero elsewhere
-    (evaluated at once, also when called under ``jit``; a non-finite tangent counts as no evidence)."""
-    tangents = [np.zeros_like(a) for a in inputs]
-    for t, value in zip(tangents, probe_point(*[()] * len(inputs)), strict=True):
-        t[0] = value
-
-    def reaches_other_neurons(inputs, tangents):
-        out = jax.jvp(fn, tuple(inputs), tuple(tangents))[1]
-        return jnp.any(jnp.stack([jnp.any(jnp.where(jnp.isfinite(t), t, 0)[1:] != 0) for t in out]))
-
-    with jax.ensure_compile_time_eval():
-        return bool(jax.jit(reaches_other_neurons)(inputs, tangents))
 
 
 @functools.lru_cache(maxsize=64)
@@ -154,14 +111,14 @@ def check_elementwise(cell) -> None:
 class Diagonal(TraceMethod):
     """Exact element-wise RTRL for any ``ElementwiseCell``; traces ``{param: {carry leaf: array}}``."""
 
-    name = "diagonal"
-    exact = True
+    name: ClassVar[str] = "diagonal"
+    exact: ClassVar[bool] = True
 
     def check(self, cell) -> None:
         check_elementwise(cell)
 
     def init(self, cell, params, carry):
-        names, _, reach = structure(cell, jnp.result_type(*jax.tree.leaves(carry)))
+        names, _, reach = recurrence_structure(cell, jnp.result_type(*jax.tree.leaves(carry)))
         return {p: {names[s]: jnp.zeros(jnp.shape(params[p]), jnp.result_type(params[p], *jax.tree.leaves(carry)))
                     for s in reach[p]}
                 for p in reach}
@@ -169,7 +126,7 @@ class Diagonal(TraceMethod):
     def update(self, cell, params, carry, traces, x):
         leaves, tree = jax.tree.flatten(carry)
         S = len(leaves)
-        names, deps, _ = structure(cell, jnp.result_type(*leaves))
+        names, deps, _ = recurrence_structure(cell, jnp.result_type(*leaves))
         vectors, projections = cell.split_params(params)
         inputs = (*leaves, *vectors.values(), *cell.project(projections, x).values())
         index = {name: j for j, name in enumerate(list(vectors) + list(projections), start=S)}
@@ -199,12 +156,12 @@ class Diagonal(TraceMethod):
         return new
 
     def contract(self, cell, params, traces, g_carry):
-        leaves = jax.tree.leaves(g_carry, is_leaf=lambda a: a is None)
-        g = dict(zip(structure(cell, jnp.result_type(*jax.tree.leaves(traces)))[0], leaves, strict=True))
+        leaves = credit_leaves(g_carry)
+        g = dict(zip(recurrence_structure(cell, jnp.result_type(*jax.tree.leaves(traces)))[0], leaves, strict=True))
         grads = {p: jnp.zeros_like(a) for p, a in params.items()}
         for p, trace in traces.items():
             for s, e in trace.items():
-                if g[s] is not None:  # None: no credit on that leaf
+                if g[s] is not None:  # no credit on that leaf: skip its traces
                     grads[p] = grads[p] + g[s] * e
         return grads
 

@@ -25,10 +25,9 @@ import dataclasses
 
 import jax.numpy as jnp
 
-from rtrl.methods.snap import SnAp
+from rtrl.methods.sensitivity import SnAp
 
 
-@dataclasses.dataclass(frozen=True)
 class EProp(SnAp):
     """SnAp-1's sparse traces, carried by the diagonal of the recurrence Jacobian only."""
 

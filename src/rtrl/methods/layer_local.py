@@ -16,19 +16,17 @@ O((sum_i C_i)^2 sum_i P_i) and O(sum_i C_i sum_i P_i) for exact RTRL of the whol
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 from rtrl.cells.stack import Stack, layer_name
 from rtrl.methods.base import TraceMethod
 
 
-@dataclasses.dataclass(frozen=True)
 class LayerLocal(TraceMethod):
     """Per-layer traces under ``inner`` (a trace method name or object, default ``"rtrl"``)."""
 
     inner: Any = "rtrl"
-    name = "layer_local"
+    name: ClassVar[str] = "layer_local"
 
     def inner_method(self) -> TraceMethod:
         from rtrl.methods import resolve  # the registry imports this module

@@ -10,23 +10,22 @@ is the usual TBPTT(k, k): one backward pass per ``k`` steps, memory ``O(k)`` ste
 
 from __future__ import annotations
 
-import dataclasses
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
-from rtrl.cells.base import check_positive_int
+from rtrl.checks import check_positive_int
 from rtrl.methods.base import SequenceMethod
 from rtrl.methods.bptt import scan_loss
 
 
-@dataclasses.dataclass(frozen=True)
 class TBPTT(SequenceMethod):
     """Chunked truncated BPTT with chunks of ``truncation`` steps (default 8)."""
 
     truncation: int = 8
-    name = "tbptt"
+    name: ClassVar[str] = "tbptt"
 
     def __post_init__(self) -> None:
         check_positive_int("truncation", self.truncation)

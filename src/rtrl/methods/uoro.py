@@ -23,25 +23,31 @@ reset zeroes the counter like every trace, restarting that example's stream.
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
+from rtrl import structure
 from rtrl.methods.base import TraceMethod
-from rtrl.methods.dense import flat_step
 
 EPS = 1e-7  # Tallec and Ollivier's guard against 0/0 in the rho scalings (irrelevant to the mean)
 
 
-@dataclasses.dataclass(frozen=True)
+class UOROTraces(NamedTuple):
+    """One example's rank-one estimate ``carry (x) params`` of ``d carry / d params``, and its step counter."""
+
+    carry: jax.Array  # c_tilde (C,)
+    params: jax.Array  # theta_tilde (P,)
+    step: jax.Array  # uint32: step t draws its signs from fold_in(PRNGKey(seed), t)
+
+
 class UORO(TraceMethod):
     """Unbiased rank-one traces; ``seed`` seeds the random signs (see the module docstring)."""
 
     seed: Any = 0
-    name = "uoro"
+    name: ClassVar[str] = "uoro"
 
     def __post_init__(self) -> None:
         integer = isinstance(self.seed, int) or jnp.issubdtype(getattr(self.seed, "dtype", float), jnp.integer)
@@ -52,22 +58,20 @@ class UORO(TraceMethod):
         flat_p, _ = ravel_pytree(params)
         flat_c, _ = ravel_pytree(carry)
         dtype = jnp.result_type(flat_c, flat_p)
-        return {"carry": jnp.zeros(flat_c.shape, dtype), "params": jnp.zeros(flat_p.shape, dtype),
-                "step": jnp.zeros((), jnp.uint32)}
+        return UOROTraces(jnp.zeros(flat_c.shape, dtype), jnp.zeros(flat_p.shape, dtype), jnp.zeros((), jnp.uint32))
 
     def update(self, cell, params, carry, traces, x):
-        f, flat_p, flat_c, _ = flat_step(cell, params, carry, x)
-        c_tilde, theta_tilde = traces["carry"], traces["params"]
-        key = jax.random.fold_in(jax.random.PRNGKey(self.seed), traces["step"])
+        f, flat_p, flat_c, _ = structure.flat_step(cell, params, carry, x)
+        c_tilde, theta_tilde = traces.carry, traces.params
+        key = jax.random.fold_in(jax.random.PRNGKey(self.seed), traces.step)
         nu = jax.random.rademacher(key, c_tilde.shape, c_tilde.dtype)
         j_c = jax.jvp(lambda c: f(flat_p, c), (flat_c,), (c_tilde,))[1]
         nu_i = jax.vjp(lambda p: f(p, flat_c), flat_p)[1](nu)[0]
         norm = jnp.linalg.norm
         rho0 = jnp.sqrt((norm(theta_tilde) + EPS) / (norm(j_c) + EPS))
         rho1 = jnp.sqrt((norm(nu_i) + EPS) / (norm(nu) + EPS))
-        return {"carry": rho0 * j_c + rho1 * nu, "params": theta_tilde / rho0 + nu_i / rho1,
-                "step": traces["step"] + jnp.uint32(1)}
+        return UOROTraces(rho0 * j_c + rho1 * nu, theta_tilde / rho0 + nu_i / rho1, traces.step + jnp.uint32(1))
 
     def contract(self, cell, params, traces, g_carry):
-        _, unravel_p = ravel_pytree(params)
-        return unravel_p((ravel_pytree(g_carry)[0] @ traces["carry"]) * traces["params"])
+        g = structure.flat_credit(g_carry, cell.initial_carry((), traces.carry.dtype))
+        return ravel_pytree(params)[1]((g @ traces.carry) * traces.params)

@@ -13,12 +13,12 @@ streams::
 * Sequence methods (``bptt``, ``tbptt``): ``method.sequence_grad`` over each window from the carried carry, so
   the gradient is truncated at window boundaries: ``bptt`` with ``k`` = the episode length (windows aligned with
   episodes) is full BPTT, a shorter ``k`` is truncated BPTT. The model they differentiate is
-  ``rtrl.model.ReadoutModel`` (resets inside a window cut the gradient as the learner's reset does).
+  ``rtrl.training.model.ReadoutModel`` (resets inside a window cut the gradient as the learner's reset does).
 
 With ``k > 1`` the two differ by design: traces keep the credit of steps before the window (as RTRL does), BPTT
 windows drop it; where every window starts with an episode they agree exactly (tested).
 
-The inner loop is one jitted ``lax.scan`` per chunk of updates; data comes from ``rtrl.tasks.stream_chunk``, a
+The inner loop is one jitted ``lax.scan`` per chunk of updates; data comes from ``rtrl.training.tasks.stream_chunk``, a
 pure function of the data key and the step, so the whole run is a pure function of its ``TrainState``.
 ``fit`` drives chunks, evaluates every ``eval_every`` steps and stops with ``Diverged`` on a non-finite loss.
 """
@@ -36,11 +36,11 @@ import numpy as np
 import optax
 from jax import lax
 
-from rtrl.cells.base import check_positive_int
+from rtrl.checks import check_positive_int
 from rtrl.methods import Method, resolve
-from rtrl.model import ReadoutModel, readout, with_reset_flag
 from rtrl.online import UNROLL, online
-from rtrl.tasks import Task, stream_chunk
+from rtrl.training.model import ReadoutModel, readout, with_reset_flag
+from rtrl.training.tasks import Task, stream_chunk
 
 
 class TrainState(NamedTuple):

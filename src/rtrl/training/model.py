@@ -10,8 +10,6 @@ episode boundaries inside a window, exactly as the online learner's ``reset`` do
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 
@@ -27,7 +25,6 @@ def readout(params: Params, h: jax.Array) -> jax.Array:
     return h @ params["W"] + params["b"]
 
 
-@dataclasses.dataclass(frozen=True)
 class ReadoutModel(Cell):
     """``ReadoutModel(cell, output_size)``: input size ``cell.input_size + 1``, output size ``output_size``."""
 

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rtrl.atomic import atomic_write
+from rtrl.files import atomic_write
 
 
 class CheckpointError(ValueError):

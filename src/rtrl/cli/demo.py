@@ -1,11 +1,11 @@
 """The foundation's demonstration: an Elman network learns, fully online, to recall the bit from k steps ago.
 
-A thin wrapper over ``rtrl.trainer`` and the ``recall`` task: an optax update after every single step (traces
+A thin wrapper over ``rtrl.training.trainer`` and the ``recall`` task: an optax update after every single step (traces
 carried across updates, as RTRL prescribes) on B parallel streams. It reports the held-out accuracy against
 chance (50%), then the largest relative difference between the method's gradient and BPTT's on held-out
 episodes, in float64.
 
-    python -m rtrl.demo [--delay 10] [--hidden 32] [--steps 4000] [--method rtrl]
+    python -m rtrl.cli.demo [--delay 10] [--hidden 32] [--steps 4000] [--method rtrl]
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import jax
 import jax.numpy as jnp
 
 import rtrl
-from rtrl.argtypes import positive_int
-from rtrl.model import readout
-from rtrl.tasks.recall import Recall
-from rtrl.trainer import Trainer, fit, make_optimizer
+from rtrl.cli.argtypes import positive_int
+from rtrl.training.model import readout
+from rtrl.training.tasks.recall import Recall
+from rtrl.training.trainer import Trainer, fit, make_optimizer
 
 
 def gradient_difference(task, cell, params, method, key, batch: int) -> float:
@@ -40,7 +40,7 @@ def gradient_difference(task, cell, params, method, key, batch: int) -> float:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rtrl.demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m rtrl.cli.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--delay", type=positive_int, default=10, help="recall the bit from this many steps ago")
     parser.add_argument("--hidden", type=positive_int, default=32)
     parser.add_argument("--batch", type=positive_int, default=16, help="parallel streams")

@@ -23,12 +23,13 @@ import json
 import os
 from pathlib import Path
 
-from rtrl import checkpoint, methods
-from rtrl.atomic import atomic_write_text
+from rtrl import methods
 from rtrl.cells import CELLS
-from rtrl.plot import Curve, plot_curves
-from rtrl.tasks import TASKS
-from rtrl.trainer import Diverged, Trainer, TrainState, fit, make_optimizer
+from rtrl.files import atomic_write_text
+from rtrl.reports.plot import Curve, plot_curves
+from rtrl.training import checkpoint
+from rtrl.training.tasks import TASKS
+from rtrl.training.trainer import Diverged, Trainer, TrainState, fit, make_optimizer
 
 CONFIG, METRICS, CHECKPOINT, CURVE = "config.json", "metrics.jsonl", "checkpoint.npz", "curve.png"
 BUDGET_KEYS = ("steps",)  # may change between a run and its resumption
@@ -80,7 +81,7 @@ def make(kind: str, registry: dict, name: str, args: dict, exclude=()):
 
 def method_object(name: str, args: dict):
     """The method ``name`` with options ``args`` (registry entries may be classes or ``functools.partial``)."""
-    return make("method", methods._REGISTRY, name, args)(**args)
+    return make("method", methods.REGISTRY, name, args)(**args)
 
 
 def make_method(name: str, args: dict, cell):

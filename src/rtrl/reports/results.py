@@ -1,6 +1,6 @@
 """The README's results table: every task, cells x methods on the same budget, final metric and wall time.
 
-    python -m rtrl.results [--only TASK ...] [--out docs/results.md] [--runs runs/results]
+    python -m rtrl.reports.results [--only TASK ...] [--out docs/results.md] [--runs runs/results]
 
 Each row is an ordinary run folder under ``--runs`` (so ``rtrl plot`` can overlay any of them), trained from a
 fresh start with the budget of its task; the table (Markdown) goes to ``--out`` and to stdout, with one
@@ -16,11 +16,11 @@ import dataclasses
 import time
 from pathlib import Path
 
-from rtrl.atomic import atomic_write_text
 from rtrl.cells import CELLS
-from rtrl.plot import Curve, plot_curves
-from rtrl.runs import Run, label, read_metrics
-from rtrl.trainer import Diverged
+from rtrl.files import atomic_write_text
+from rtrl.reports.plot import Curve, plot_curves
+from rtrl.training.run import Run, label, read_metrics
+from rtrl.training.trainer import Diverged
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,7 +109,7 @@ EXPERIMENTS = (
 def cheapest_exact(cell: str) -> str:
     """closed_form if the cell has hand-derived traces, else diagonal if it applies, else dense rtrl."""
     from rtrl import methods
-    from rtrl.runs import make
+    from rtrl.training.run import make
 
     cls = make("cell", CELLS, cell, {})
     instance = cls(1, 1)
@@ -187,7 +187,7 @@ def table(experiment: Experiment, results: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rtrl.results", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m rtrl.reports.results", description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="experiments to run (default: all)")
     parser.add_argument("--out", default="docs/results.md", help="the Markdown tables (default %(default)s)")
     parser.add_argument("--runs", default="runs/results", help="where the run folders go (default %(default)s)")

@@ -8,7 +8,7 @@ An episode has a fixed length ``T`` and three parts, all time-major:
   is being shown), so that only the answer phase is scored.
 
 ``episode(key)`` draws one episode (no batch dimension; the trainer vmaps it and lays episodes back to back into
-streams, see ``rtrl.tasks.stream``); ``eval_episodes(key, n)`` is the held-out set that ``metrics`` scores.
+streams, see ``rtrl.training.tasks.stream``); ``eval_episodes(key, n)`` is the held-out set that ``metrics`` scores.
 Everything is generated locally from the key: nothing is downloaded.
 """
 
@@ -20,7 +20,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rtrl.cells.base import check_positive_int
+from rtrl.checks import check_positive_int
+from rtrl.frozen import Frozen
 
 
 class Episodes(NamedTuple):
@@ -65,8 +66,7 @@ def bits_correct(logits: jax.Array, bits: jax.Array) -> jax.Array:
     return jnp.all((logits > 0) == (bits > 0.5), axis=-1)
 
 
-@dataclasses.dataclass(frozen=True)
-class Task:
+class Task(Frozen):
     """Base class: subclasses set the class attributes and implement ``length``, ``episode``, ``loss`` and
     ``metrics``. ``metrics`` returns a dict whose ``"metric"`` entry is the task's headline number."""
 

@@ -9,15 +9,12 @@ answer is the mean of the sum, 1, whose error is the variance of a sum of two in
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 
-from rtrl.tasks.base import Episodes, Task, below, default_dtype, squared_error, weighted_mean
+from rtrl.training.tasks.base import Episodes, Task, below, default_dtype, squared_error, weighted_mean
 
 
-@dataclasses.dataclass(frozen=True)
 class Adding(Task):
     sequence_length: int = 20
 

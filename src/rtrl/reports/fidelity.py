@@ -5,7 +5,7 @@ a random problem (parameters from ``cell.init``, standard normal inputs and targ
 differentiated by the method and by BPTT; the table holds the cosine similarity and the relative error
 (``rtrl.compare``) averaged over seeds, and the worst cosine. Exact methods sit at cosine 1 and rounding error.
 
-    python -m rtrl.fidelity --out DIR [--lengths 1 10 100] [--seeds 3] [--hidden 16] [--input 4]
+    python -m rtrl.reports.fidelity --out DIR [--lengths 1 10 100] [--seeds 3] [--hidden 16] [--input 4]
 
 prints the table (markdown) and writes ``DIR/fidelity.csv``, ``DIR/fidelity.json`` and ``DIR/fidelity.png``.
 """
@@ -25,12 +25,12 @@ import jax
 import jax.numpy as jnp
 
 import rtrl
-from rtrl.argtypes import positive_int
-from rtrl.atomic import atomic_write_text
 from rtrl.cells import CELLS, Elman, Stack
+from rtrl.cli.argtypes import positive_int
 from rtrl.compare import cosine, relative_error
+from rtrl.files import atomic_write_text
 from rtrl.methods import Method, resolve
-from rtrl.plot import pyplot, save_png
+from rtrl.reports.plot import pyplot, save_png
 
 METHODS = ("rtrl", "snap1", "snap2", "eprop", "uoro", "tbptt", "layer_local")
 LENGTHS = (1, 10, 100)
@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rtrl.fidelity", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m rtrl.reports.fidelity", description=__doc__.split("\n")[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

@@ -14,10 +14,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from rtrl import fidelity
-from rtrl.argtypes import positive_float, positive_int
 from rtrl.benchmarks import suite
-from rtrl.runs import Run, default_config, read_config, read_metrics
+from rtrl.cli.argtypes import positive_float, positive_int
+from rtrl.reports import fidelity
+from rtrl.training.run import Run, default_config, read_config, read_metrics
 
 
 class UsageError(Exception):
@@ -121,8 +121,8 @@ def train_run(run: Run, quiet: bool = False) -> int:
     """Train with a progress bar; the exit status (1 when the loss diverged)."""
     from tqdm import tqdm
 
-    from rtrl.checkpoint import CheckpointError
-    from rtrl.trainer import Diverged
+    from rtrl.training.checkpoint import CheckpointError
+    from rtrl.training.trainer import Diverged
 
     config, task = run.config, run.trainer.task
     print(
@@ -201,9 +201,9 @@ def add_plot_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_plot(args) -> int:
-    from rtrl.plot import Curve, plot_curves
-    from rtrl.runs import label
-    from rtrl.tasks import TASKS
+    from rtrl.reports.plot import Curve, plot_curves
+    from rtrl.training.run import label
+    from rtrl.training.tasks import TASKS
 
     curves = []
     for path in args.runs:
@@ -228,8 +228,8 @@ def first_line(obj) -> str:
 
 def cmd_list(args) -> int:
     from rtrl.cells import CELLS
-    from rtrl.methods import _REGISTRY
-    from rtrl.tasks import TASKS
+    from rtrl.methods import REGISTRY
+    from rtrl.training.tasks import TASKS
 
     print("tasks:")
     for name, cls in TASKS.items():
@@ -238,7 +238,7 @@ def cmd_list(args) -> int:
     for name, cls in CELLS.items():
         print(f"  {name:14s} {first_line(cls)}")
     print("methods:")
-    for name, make in _REGISTRY.items():
+    for name, make in REGISTRY.items():
         method = make()
         kind = ("online" if method.online else "whole windows") + (", exact" if method.exact else ", approximate")
         print(f"  {name:14s} [{kind}] {first_line(type(method))}")

@@ -12,14 +12,13 @@ cross-entropy over 10 logits). Metric: ``accuracy`` on the held-out split; chanc
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rtrl.tasks.base import Episodes, Task, below, default_dtype, softmax_cross_entropy, weighted_mean
+from rtrl.training.tasks.base import Episodes, Task, below, default_dtype, softmax_cross_entropy, weighted_mean
 
 TEMPLATES = np.array(
     [
@@ -71,7 +70,6 @@ def make_dataset(n: int, seed: int, length: int = 40) -> tuple[np.ndarray, np.nd
     return (xs - xs.mean()) / xs.std(), labels
 
 
-@dataclasses.dataclass(frozen=True)
 class MNIST1D(Task):
     train_size: int = 4000
     test_size: int = 1000

@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rtrl.tasks.base import Episodes, Task
+from rtrl.training.tasks.base import Episodes, Task
 
 
 def stream_chunk(task: Task, key: jax.Array, start, length: int, offsets: jax.Array) -> tuple[Episodes, jax.Array]:

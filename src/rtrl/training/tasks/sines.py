@@ -12,17 +12,15 @@ Answering 0 scores 1; chance is the score of the best answer that ignores the cu
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rtrl.tasks.base import Episodes, Task, below, default_dtype, squared_error, weighted_mean
+from rtrl.training.tasks.base import Episodes, Task, below, default_dtype, squared_error, weighted_mean
 
 
-@dataclasses.dataclass(frozen=True)
 class Sines(Task):
     patterns: int = 2
     waves: int = 2

@@ -16,15 +16,20 @@ of recalled bits right) and ``sequence_accuracy`` (fraction of episodes whose wh
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 
-from rtrl.tasks.base import Episodes, Task, below, binary_cross_entropy, bits_correct, default_dtype, weighted_mean
+from rtrl.training.tasks.base import (
+    Episodes,
+    Task,
+    below,
+    binary_cross_entropy,
+    bits_correct,
+    default_dtype,
+    weighted_mean,
+)
 
 
-@dataclasses.dataclass(frozen=True)
 class Copy(Task):
     max_length: int = 8
 

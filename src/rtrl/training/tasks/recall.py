@@ -7,15 +7,12 @@ Metric: ``accuracy`` of the recalled bits; chance 0.5. Needs memory of exactly `
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 
-from rtrl.tasks.base import Episodes, Task, binary_cross_entropy, bits_correct, default_dtype, weighted_mean
+from rtrl.training.tasks.base import Episodes, Task, binary_cross_entropy, bits_correct, default_dtype, weighted_mean
 
 
-@dataclasses.dataclass(frozen=True)
 class Recall(Task):
     delay: int = 5
     episode_length: int = 50

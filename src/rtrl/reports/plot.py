@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from rtrl.atomic import atomic_write
+from rtrl.files import atomic_write
 
 
 class Curve(NamedTuple):

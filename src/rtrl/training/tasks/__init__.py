@@ -1,0 +1,13 @@
+"""Built-in tasks, generated locally from a seed; ``TASKS`` maps names to task classes (keyword options)."""
+
+from rtrl.training.tasks.adding import Adding
+from rtrl.training.tasks.base import Episodes, Task
+from rtrl.training.tasks.copy import Copy
+from rtrl.training.tasks.mnist1d import MNIST1D
+from rtrl.training.tasks.recall import Recall
+from rtrl.training.tasks.sines import Sines
+from rtrl.training.tasks.stream import stream_chunk
+
+TASKS: dict[str, type[Task]] = {t.name: t for t in (Copy, Recall, Adding, Sines, MNIST1D)}
+
+__all__ = ["MNIST1D", "TASKS", "Adding", "Copy", "Episodes", "Recall", "Sines", "Task", "stream_chunk"]
