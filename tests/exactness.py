@@ -59,3 +59,43 @@ def worst_error(cell, methods, params, xs, ys, carries, lengths):
                                                                                   lengths).items()})
     worst = max(errors, key=errors.get)
     return errors[worst], worst
+
+
+def reset_error(cell, method, params, xs, ys, reset_at):
+    """Relative error against BPTT of the summed per-step gradients of an online learner whose example 0 is reset
+    before step ``reset_at`` (the other examples run on), on a batch of (at least) two examples; BPTT zeroes
+    example 0's carry at the same step, so the other examples' gradients still flow through it."""
+    learner = rtrl.online(cell, method)
+    mask = jnp.zeros(xs.shape[:2], bool).at[reset_at, 0].set(True)  # (T, B)
+
+    @jax.jit
+    def online_grads(params):
+        def body(acc, data):
+            state, grads = acc
+            x, y, done = data
+            state = learner.reset(state, done)
+
+            def step_loss(p):
+                h, next_state = learner.step(p, state, x)
+                return squared_error(h, y), next_state
+
+            g, state = jax.grad(step_loss, has_aux=True)(params)
+            return (state, jax.tree.map(jnp.add, grads, g)), None
+
+        zero = jax.tree.map(jnp.zeros_like, params)
+        return jax.lax.scan(body, (learner.init(params, xs.shape[1:2]), zero), (xs, ys, mask))[0][1]
+
+    @jax.jit
+    def bptt_grads(params):
+        def total(p):
+            def body(carry, data):
+                x, y, done = data
+                carry = jax.tree.map(lambda c: jnp.where(done[:, None], 0.0, c), carry)
+                carry, h = cell.step(p, carry, x)
+                return carry, squared_error(h, y)
+
+            return jax.lax.scan(body, cell.initial_carry(xs.shape[1:2], xs.dtype), (xs, ys, mask))[1].sum()
+
+        return jax.grad(total)(params)
+
+    return relative_error(online_grads(params), bptt_grads(params))

@@ -82,7 +82,7 @@ def replace_method(cls, **methods):
         ({"projections": lambda self: ("U",)}, r"parameter 'G' .* must be a per-neuron vector of shape \(4,\)"),
         ({"readout": lambda self: ("R", "Q")}, r"readout\(\) names \['Q'\], which are not parameters"),
         ({"readout": lambda self: ("R", "U")}, r"declares \['U'\] both as projections and as readout"),
-        ({"carry_sizes": lambda self: {"v": 4, "a": 8}}, r"carry leaf 'a' .* must have size hidden_size = 4, got 8"),
+        ({"carry_sizes": lambda self: {"v": 4, "a": 8}}, r"carry leaves are not per-neuron vectors of one size"),
     ],
 )
 def test_a_wrong_declaration_is_a_value_error(changes, message):
@@ -96,7 +96,7 @@ def test_a_recurrence_that_mixes_neurons_is_refused():
         new = LeakyAdaptation.recur(self, vectors, carry, u)
         return {"v": new["v"], "a": new["a"] + 0.1 * jnp.roll(carry["v"], 1)}  # neuron k sees neuron k - 1
 
-    with pytest.raises(ValueError, match=r"recur couples neurons .* use 'rtrl'"):
+    with pytest.raises(ValueError, match=r"LeakyAdaptation is not one: its recurrence couples neurons .* use 'rtrl'"):
         rtrl.online(replace_method(LeakyAdaptation, recur=recur)(3, 4), "diagonal")
 
 
@@ -108,18 +108,35 @@ def test_diagonal_on_elman_says_it_couples_neurons_and_points_to_rtrl():
                            lambda h, y: jnp.sum(h), method="diagonal")
 
 
-@dataclasses.dataclass(frozen=True)
 class UndeclaredLeaky(Cell):
-    """Element-wise, but it does not say so."""
+    """Element-wise, but it does not say so: a plain ``Cell`` with a shared-free leak, input weights stored
+    transposed (``(N, D)``, so the neuron axis is not the last) and a readout-only scale."""
 
-    def init(self, key, dtype=None):
-        return {"W": glorot(key, (self.input_size, self.hidden_size), dtype or jnp.zeros(()).dtype)}
+    def param_shapes(self):
+        return {"W": (self.hidden_size, self.input_size), "leak": (self.hidden_size,), "scale": (1,)}
 
     def step(self, params, carry, x):
-        h = 0.5 * carry + jnp.tanh(x @ params["W"])
-        return h, h
+        c = jax.nn.sigmoid(params["leak"]) * carry + jnp.tanh(x @ params["W"].T)
+        return c, params["scale"] * c
 
 
-def test_an_element_wise_cell_that_does_not_declare_itself_is_told_how():
-    with pytest.raises(ValueError, match="does not declare its element-wise structure .*ElementwiseCell"):
-        rtrl.online(UndeclaredLeaky(3, 4), "diagonal")
+def test_an_element_wise_cell_that_does_not_declare_itself_gets_exact_small_traces():
+    cell = UndeclaredLeaky(3, 4)
+    params, xs, ys = random_problem(cell, 20, (2,), 0)
+    params = perturbed({**params, "scale": params["scale"] + 1.0}, 1)
+    carries = (cell.initial_carry((2,)), random_carry(cell, (2,), 1))
+    error, where = worst_error(cell, ("diagonal",), params, xs, ys, carries, (1, 2, 20))
+    assert error <= EXACT_TOL, where
+    traces = rtrl.online(cell, "diagonal").init(params).traces
+    assert {p: {s: e.shape for s, e in t.items()} for p, t in traces.items()} == {"W": {"carry": (4, 3)},
+                                                                                   "leak": {"carry": (4,)}}
+
+
+def test_a_parameter_shared_by_neurons_is_refused_with_its_name():
+    class SharedLeak(UndeclaredLeaky):
+        def step(self, params, carry, x):
+            c = jax.nn.sigmoid(params["scale"]) * carry + jnp.tanh(x @ params["W"].T)  # one leak for all
+            return c, c
+
+    with pytest.raises(ValueError, match=r"parameter 'scale' has entries that reach several neurons .* use 'rtrl'"):
+        rtrl.online(SharedLeak(3, 4), "diagonal")

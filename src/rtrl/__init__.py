@@ -5,10 +5,12 @@ them), the online step whose ``jax.grad`` is the method's gradient, and ``sequen
 """
 
 from rtrl import cells, compare, methods
+from rtrl.inspection import Inspection, inspect
 from rtrl.methods import METHODS
 from rtrl.online import Learner, OnlineState, online, stream_grad
 from rtrl.sequence import sequence_grad
 
 __version__ = "0.1.0"
 
-__all__ = ["METHODS", "Learner", "OnlineState", "cells", "compare", "methods", "online", "sequence_grad", "stream_grad"]
+__all__ = ["METHODS", "Inspection", "Learner", "OnlineState", "cells", "compare", "inspect", "methods", "online",
+           "sequence_grad", "stream_grad"]

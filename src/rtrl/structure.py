@@ -8,7 +8,9 @@ Every trace method asks the same few questions of a cell's step, and this module
 * ``jacobian_supports(cell, ...)``: the supports of the one-step Jacobians ``I = d carry'/d params`` (C, P) and
   ``J = d carry'/d carry`` (C, C), probed at ``PROBES`` random points (an entry that vanishes at every probe,
   e.g. a relu unit inactive at all of them, chance ``2**-PROBES``, counts as zero). SnAp's patterns come from it.
-* ``couples_neurons(fn, inputs)``: whether an element-wise-looking function lets neuron 0 reach another neuron.
+* ``elementwise(cell, ...)``: whether the step is element-wise (every carry leaf a vector over the same N
+  neurons, the carry coupled only within a neuron, every parameter entry reaching at most one neuron in one
+  step), and if so which neuron each parameter entry reaches: what ``diagonal`` needs, from the step alone.
 * ``flat_step(cell, params, carry, x)``: the carry update as a function of flat vectors, for the methods that
   carry matrices over the flattened carry and parameters (dense RTRL, SnAp, e-prop, UORO).
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -101,47 +104,34 @@ def spec(tree):
     return treedef, tuple(tuple(jnp.shape(a)) for a in leaves)
 
 
-def probe_point(*shapes: tuple[int, ...]) -> list[np.ndarray]:
-    """A fixed random point (uniform in (-1, 1)) of the given shapes, drawn with NumPy: no compilation."""
+def concrete(fn: Callable, *args):
+    """``jax.jit(fn)(*args)`` for concrete ``args``, evaluated now even when called while a method is being
+    traced (a compiled executable is not staged into the enclosing trace)."""
+    return jax.jit(fn).lower(*args).compile()(*args)
+
+
+def probe_points(shapes) -> list[np.ndarray]:
+    """``PROBES`` random points (leading axis) of arrays of the given shapes, drawn with NumPy in the widest float
+    JAX allows, at a scale that keeps pre-activations O(1): they are sums of up to max(size) products of two
+    probe values, so each value has variance ``max(size) ** -0.5``."""
+    dtype = jax.dtypes.canonicalize_dtype(np.float64)
+    scale = max(int(np.prod(s)) for s in shapes) ** -0.25
     rng = np.random.default_rng(0)
-    dtype = jnp.zeros(()).dtype
-    return [rng.uniform(-1, 1, shape).astype(dtype) for shape in shapes]
-
-
-def couples_neurons(fn: Callable, inputs) -> bool:
-    """Whether ``fn`` (``(N,)`` arrays to ``(N,)`` arrays) lets neuron 0 of its inputs reach another neuron, at
-    the point ``inputs``: one ``jvp`` whose tangent is random at neuron 0 of every input and zero elsewhere
-    (evaluated at once, also when called under ``jit``; a non-finite tangent counts as no evidence)."""
-    tangents = [np.zeros_like(a) for a in inputs]
-    for t, value in zip(tangents, probe_point(*[()] * len(inputs)), strict=True):
-        t[0] = value
-
-    def reaches_other_neurons(inputs, tangents):
-        out = jax.jvp(fn, tuple(inputs), tuple(tangents))[1]
-        return jnp.any(jnp.stack([jnp.any(jnp.where(jnp.isfinite(t), t, 0)[1:] != 0) for t in out]))
-
-    with jax.ensure_compile_time_eval():
-        return bool(jax.jit(reaches_other_neurons)(inputs, tangents))
+    return [(scale * rng.standard_normal((PROBES, *s))).astype(dtype) for s in shapes]
 
 
 @functools.lru_cache(maxsize=32)
 def jacobian_supports(cell, params_spec, carry_spec) -> tuple[np.ndarray, np.ndarray]:
     """Supports of the immediate (C, P) and recurrence (C, C) Jacobians of ``cell.step`` for one example, probed
-    at ``PROBES`` random points in the widest float JAX allows, at a scale that keeps pre-activations O(1)."""
-    dtype = jax.dtypes.canonicalize_dtype(np.float64)
+    at ``PROBES`` random points."""
     (p_def, p_shapes), (c_def, c_shapes) = params_spec, carry_spec
-    shapes = [*p_shapes, *c_shapes, (cell.input_size,)]
-    # Pre-activations are sums of up to max(size) products of two probe values: keep their variance ~1.
-    scale = max(int(np.prod(s)) for s in shapes) ** -0.25
-    rng = np.random.default_rng(0)
-    probes = [(scale * rng.standard_normal((PROBES, *s))).astype(dtype) for s in shapes]
+    probes = probe_points([*p_shapes, *c_shapes, (cell.input_size,)])
 
     def abs_jacobians(leaves):
         params = jax.tree.unflatten(p_def, leaves[: len(p_shapes)])
         carry = jax.tree.unflatten(c_def, leaves[len(p_shapes): -1])
         return jax.tree.map(jnp.abs, step_jacobians(cell, params, carry, leaves[-1]))
 
-    @jax.jit
     def total(probes):  # a loop, not a vmap: one probe's Jacobians in memory at a time
         def add(i, acc):
             return jax.tree.map(jnp.add, acc, abs_jacobians([a[i] for a in probes]))
@@ -149,8 +139,7 @@ def jacobian_supports(cell, params_spec, carry_spec) -> tuple[np.ndarray, np.nda
         zero = jax.tree.map(jnp.zeros_like, jax.eval_shape(abs_jacobians, [a[0] for a in probes]))
         return lax.fori_loop(0, PROBES, add, zero)
 
-    with jax.ensure_compile_time_eval():  # concrete even when called while tracing a method
-        immediate, recurrence = total(probes)
+    immediate, recurrence = concrete(total, probes)
     return np.asarray(immediate) > 0, np.asarray(recurrence) > 0
 
 
@@ -160,3 +149,173 @@ def reach(recurrence: np.ndarray, pattern: np.ndarray, steps: int) -> np.ndarray
     for _ in range(steps):
         pattern = pattern | (recurrence @ pattern.astype(np.float32) > 0)
     return pattern
+
+
+# -- element-wise structure -----------------------------------------------------------------------------------
+class Elementwise(NamedTuple):
+    """The element-wise structure of a cell's step for one example (leaves in ``jax.tree.leaves`` order).
+
+    ``placement[j]`` says which neuron each entry of parameter leaf ``j`` reaches in one step: ``None`` (no entry
+    reaches the carry: a readout), an int ``axis`` (entry ``k`` along that axis reaches neuron ``k``, as for a
+    ``(D, N)`` projection or an ``(N,)`` vector), or an int array of the leaf's shape (-1: none). ``reach[j]``
+    lists the carry leaves whose sensitivity to leaf ``j`` is not structurally zero (reached directly or through
+    other leaves); ``direct[t]`` the parameter leaves new carry leaf ``t`` reads, ``deps[t]`` the carry leaves."""
+
+    neurons: int
+    carry_names: tuple[str, ...]
+    param_names: tuple[str, ...]
+    placement: tuple[Any, ...]
+    reach: tuple[tuple[int, ...], ...]
+    direct: tuple[frozenset[int], ...]
+    deps: tuple[frozenset[int], ...]
+
+
+def placement_of(neuron: np.ndarray, N: int):
+    """``Elementwise.placement`` of a leaf from the neuron each entry reaches (-1: none)."""
+    if (neuron < 0).all():
+        return None
+    for axis, size in enumerate(neuron.shape):
+        if size == N and (neuron == np.arange(N).reshape([-1 if a == axis else 1 for a in range(neuron.ndim)])).all():
+            return axis - neuron.ndim  # negative: counts from the end, where a broadcast vector lines up
+    return neuron
+
+
+def spread(v: jax.Array, placement) -> jax.Array:
+    """A per-neuron vector ``v`` (N,) laid out to multiply a parameter leaf whose entries reach neurons as
+    ``placement`` says: broadcast along its axis, or gathered (zero where an entry reaches none)."""
+    if isinstance(placement, int):
+        return v.reshape(v.shape + (1,) * (-placement - 1))
+    return jnp.where(placement >= 0, v[np.maximum(placement, 0)], 0)
+
+
+class Leaves(NamedTuple):
+    """Leaf-level dependencies of one step, from its jaxpr: for each new carry leaf, the parameter leaves
+    (``direct``) and the previous carry leaves (``deps``) it reads."""
+
+    param_names: tuple[str, ...]
+    carry_names: tuple[str, ...]
+    direct: tuple[frozenset[int], ...]
+    deps: tuple[frozenset[int], ...]
+
+    def reach(self, j: int) -> tuple[int, ...]:
+        """The carry leaves that parameter leaf ``j`` reaches, directly or through other leaves."""
+        reached = {t for t in range(len(self.deps)) if j in self.direct[t]}
+        while more := {t for t in range(len(self.deps)) if self.deps[t] & reached} - reached:
+            reached |= more  # a leaf that depends on a reached leaf is reached
+        return tuple(sorted(reached))
+
+
+def names_of(treedef, shapes, dtype) -> tuple[str, ...]:
+    return tuple(leaf_names(jax.tree.unflatten(treedef, [jax.ShapeDtypeStruct(s, dtype) for s in shapes])))
+
+
+def carry_step(cell, params_spec, carry_spec) -> Callable:
+    """``new_carry(*param_leaves, *carry_leaves, x) -> new carry leaves``, checking the carry's structure."""
+    (p_def, p_shapes), (c_def, c_shapes) = params_spec, carry_spec
+    P, S = len(p_shapes), len(c_shapes)
+
+    def new_carry(*leaves):
+        params = jax.tree.unflatten(p_def, leaves[:P])
+        carry = jax.tree.unflatten(c_def, leaves[P:P + S])
+        new = cell.step(params, carry, leaves[-1])[0]
+        if jax.tree.structure(new) != c_def:
+            raise ValueError(f"{cell.name}.step must return a carry of the structure {c_def}, got "
+                             f"{jax.tree.structure(new)}")
+        return tuple(jax.tree.leaves(new))
+
+    return new_carry
+
+
+@functools.lru_cache(maxsize=64)
+def leaf_dependencies(cell, params_spec, carry_spec) -> Leaves:
+    """``Leaves`` of ``cell.step``, read from its jaxpr (structural, so exact)."""
+    (p_def, p_shapes), (c_def, c_shapes) = params_spec, carry_spec
+    P, S = len(p_shapes), len(c_shapes)
+    dtype = jax.dtypes.canonicalize_dtype(np.float64)
+    shapes = [*p_shapes, *c_shapes, (cell.input_size,)]
+    deps = structural_dependencies(carry_step(cell, params_spec, carry_spec),
+                                   *[jax.ShapeDtypeStruct(s, dtype) for s in shapes])
+    return Leaves(names_of(p_def, p_shapes, dtype), names_of(c_def, c_shapes, dtype),
+                  tuple(frozenset(j for j in d if j < P) for d in deps),
+                  tuple(frozenset(j - P for j in d if P <= j < P + S) for d in deps))
+
+
+@functools.lru_cache(maxsize=64)
+def elementwise(cell, params_spec, carry_spec) -> Elementwise | str:
+    """The element-wise structure of ``cell.step``, or a sentence saying why it has none.
+
+    Leaf-level dependencies come from the jaxpr. Neuron-level structure is probed at ``PROBES`` random points
+    with a binary code: with the cotangent (tangent) on neuron ``k`` of every carry leaf scaled by bit ``b`` of
+    ``k``, a parameter entry (carry entry) that reaches one neuron ``k`` gets either exactly nothing or exactly
+    what the all-ones code gives it, and the bits spell ``k``; an entry that reaches two neurons differs from both
+    at a bit where their indices differ. ``1 + log2(N)`` VJPs and JVPs per probe, whatever the parameters."""
+    p_shapes, c_shapes = params_spec[1], carry_spec[1]
+    sizes = {s for s in c_shapes}
+    if len(sizes) != 1 or len(next(iter(sizes))) != 1:
+        return f"its carry leaves are not per-neuron vectors of one size (shapes {list(c_shapes)})"
+    (N,) = next(iter(sizes))
+    P, S = len(p_shapes), len(c_shapes)
+    dtype = jax.dtypes.canonicalize_dtype(np.float64)
+    new_carry = carry_step(cell, params_spec, carry_spec)
+    leaves = leaf_dependencies(cell, params_spec, carry_spec)
+    shapes = [*p_shapes, *c_shapes, (cell.input_size,)]
+
+    bits = max(int(N - 1).bit_length(), 1)
+    codes = np.stack([np.ones(N)] + [(np.arange(N) >> b) & 1 for b in range(bits)]).astype(dtype)  # (1 + bits, N)
+    weights = 1.0 + np.arange(S, dtype=dtype) / S  # distinct per leaf: leaves' contributions do not cancel
+    tol = 1e3 * float(np.finfo(dtype).eps)
+
+    def probe(leaves):
+        """Per parameter leaf, the neuron code of each entry and whether it is consistent; whether the carry
+        couples neurons."""
+        primals = tuple(leaves)
+        out, pull = jax.vjp(lambda *p: new_carry(*p, *primals[P:]), *primals[:P])
+        def coded(code):  # the code on every leaf, each leaf scaled by its weight
+            return tuple((w * code).astype(o.dtype) for w, o in zip(weights, out, strict=True))
+
+        grads = jax.vmap(lambda code: pull(coded(code)))(codes)
+        tangents = jax.vmap(lambda code: jax.jvp(lambda *c: new_carry(*primals[:P], *c, primals[-1]),
+                                                 primals[P:P + S], coded(code))[1])(codes)
+
+        def decode(g):  # g: (1 + bits, *shape) -> neuron index (-1: none seen), consistent
+            g0, gb = g[0], g[1:]
+            seen = jnp.isfinite(g).all(axis=0) & (g0 != 0)
+            near = lambda a, b: jnp.abs(a - b) <= tol * jnp.abs(g0)  # noqa: E731
+            ok = jnp.all(near(gb, 0) | near(gb, g0), axis=0)
+            index = jnp.sum((jnp.abs(gb) > 0.5 * jnp.abs(g0)).astype(jnp.int32) << jnp.arange(bits).reshape(
+                (-1,) + (1,) * g0.ndim), axis=0)
+            return jnp.where(seen, index, -1).astype(jnp.int32), ~seen | (ok & (index < N))
+
+        params = [decode(g) for g in grads]
+        couples = jnp.any(jnp.stack([~decode(t)[1] | (decode(t)[0] >= 0) & (decode(t)[0] != jnp.arange(N))
+                                     for t in tangents]))
+        return params, couples
+
+    probes = probe_points(shapes)
+
+    def survey(probes):
+        def add(i, acc):
+            neurons, consistent, couples = acc
+            params, c = probe([a[i] for a in probes])
+            new_neurons, new_consistent = [], []
+            for n, ok, (index, ok_now) in zip(neurons, consistent, params, strict=True):
+                clash = (n >= 0) & (index >= 0) & (n != index)
+                new_neurons.append(jnp.where(n >= 0, n, index))
+                new_consistent.append(ok & ok_now & ~clash)
+            return new_neurons, new_consistent, couples | c
+
+        init = ([jnp.full(s, -1, jnp.int32) for s in p_shapes], [jnp.ones(s, bool) for s in p_shapes],
+                jnp.zeros((), bool))
+        return lax.fori_loop(0, PROBES, add, init)
+
+    neurons, consistent, couples = jax.tree.map(np.asarray, concrete(survey, probes))
+    if couples:
+        return "its recurrence couples neurons (neuron k's next carry depends on other neurons' carry), so its exact " \
+               "traces are dense"
+    for name, ok in zip(leaves.param_names, consistent, strict=True):
+        if not ok.all():
+            return f"parameter {name!r} has entries that reach several neurons in one step, so its exact traces are " \
+                   "dense"
+    reach = tuple(leaves.reach(j) if (neurons[j] >= 0).any() else () for j in range(P))
+    return Elementwise(N, leaves.carry_names, leaves.param_names, tuple(placement_of(n, N) for n in neurons), reach,
+                       leaves.direct, leaves.deps)

@@ -1,5 +1,6 @@
 """Recurrent cells: hyper-parameters plus pure ``init / initial_carry / step`` functions."""
 
+from rtrl.cells.adapters import AdaptedCell, FunctionCell, from_equinox, from_flax, from_function, from_nnx
 from rtrl.cells.adaptive_iir2 import AdaptiveIIR2
 from rtrl.cells.base import Cell
 from rtrl.cells.elementwise import ElementwiseCell
@@ -13,3 +14,4 @@ CELLS: dict[str, type[Cell]] = {"elman": Elman, "gru": GRU, "iir2": IIR2, "adapt
 
 __all__ = ["CELLS", "ELSTM", "GRU", "IIR2", "AdaptiveIIR2", "Cell", "ElementwiseCell", "Elman", "Stack", "stability",
            "stability_margin"]
+__all__ += ["AdaptedCell", "FunctionCell", "from_equinox", "from_flax", "from_function", "from_nnx"]

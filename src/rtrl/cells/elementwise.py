@@ -88,6 +88,7 @@ class ElementwiseCell(Cell):
 
     def step(self, params: Params, carry: Carry, x: jax.Array) -> tuple[Carry, jax.Array]:
         self.check_input(x)
+        self.check_structure()
         self.check_params(params, self.param_shapes())
         vectors, projections = self.split_params(params)
         carry = self.recur(vectors, carry, self.project(projections, x))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from rtrl.methods.auto import Auto
 from rtrl.methods.base import Method, SequenceMethod, TraceMethod
 from rtrl.methods.bptt import BPTT
 from rtrl.methods.closed_form import ClosedForm
@@ -31,12 +32,14 @@ REGISTRY: dict[str, Callable[..., Method]] = {
     "uoro": UORO,
     "tbptt": TBPTT,
     "layer_local": LayerLocal,
+    "auto": Auto,
 }
 METHODS: tuple[str, ...] = tuple(REGISTRY)
 
 
 def resolve(method: str | Method, cell=None) -> Method:
-    """The method object for a name (or the object itself), checked against ``cell`` when one is given."""
+    """The method object for a name (or the object itself), checked against ``cell`` when one is given; ``auto``
+    given a cell becomes the method it chooses for it."""
     if isinstance(method, str):
         if method not in REGISTRY:
             raise ValueError(f"unknown method {method!r}; expected one of {list(METHODS)}")
@@ -44,9 +47,10 @@ def resolve(method: str | Method, cell=None) -> Method:
     elif not isinstance(method, Method):
         raise ValueError(f"method must be a name from {list(METHODS)} or a Method object, got {method!r}")
     if cell is not None:
+        method = method.choose(cell) if isinstance(method, Auto) else method
         method.check(cell)
     return method
 
 
-__all__ = ["BPTT", "METHODS", "REGISTRY", "TBPTT", "UORO", "ClosedForm", "DenseRTRL", "Diagonal", "EProp",
+__all__ = ["BPTT", "Auto", "METHODS", "REGISTRY", "TBPTT", "UORO", "ClosedForm", "DenseRTRL", "Diagonal", "EProp",
            "LayerLocal", "Method", "Sensitivity", "SequenceMethod", "SnAp", "TraceMethod", "resolve"]

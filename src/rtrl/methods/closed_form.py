@@ -17,8 +17,11 @@ class ClosedForm(TraceMethod):
     name: ClassVar[str] = "closed_form"
     exact: ClassVar[bool] = True
 
+    def applies(self, cell) -> bool:
+        return all(hasattr(cell, f) for f in ("trace_init", "trace_update", "trace_contract"))
+
     def check(self, cell) -> None:
-        if not all(hasattr(cell, f) for f in ("trace_init", "trace_update", "trace_contract")):
+        if not self.applies(cell):
             raise ValueError(
                 f"method 'closed_form' needs hand-derived traces, and {cell.name} provides none; "
                 "use 'diagonal' for an element-wise cell or 'rtrl' for any cell"

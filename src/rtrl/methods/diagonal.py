@@ -1,26 +1,25 @@
-"""Exact RTRL for element-wise cells, derived automatically: traces of parameter size times state order.
+"""Exact RTRL for element-wise cells, found automatically: traces of parameter size times state order.
 
-The cell declares its structure by subclassing ``rtrl.cells.ElementwiseCell``: per example, carry leaves ``c_s``
-(``s = 1..S``, each ``(N,)``), per-neuron vectors ``v`` (N,) and projections ``P`` (D, N) that enter only as
-``u_P = x @ P``, with ``c' = recur(v, c, u)`` acting neuron by neuron. Then every Jacobian of one step is
-diagonal over neurons::
+A step is element-wise when every carry leaf is a vector over the same ``N`` neurons, neuron ``k``'s next carry
+depends on no other neuron's carry, and every parameter entry reaches at most one neuron in one step
+(``rtrl.structure.elementwise`` finds this, and which neuron each entry reaches, from the step function alone:
+any parameter names and shapes, no declaration). Then, per carry leaf ``s`` and neuron ``k``, the Jacobians of
+one step are::
 
-    J[s', s] = dc'_s' / dc_s        I[s', v] = dc'_s' / dv        I[s', P] = dc'_s' / du_P        (each (N,))
+    J[t, s]_k = dc'_{t,k} / dc_{s,k}   (N,)          I[t]_q = dc'_{t,k(q)} / dtheta_q   (the shape of theta)
 
-and forward mode gets each column at once: a ``jvp`` with an all-ones tangent on one input gives, at neuron
-``k``, the derivative with respect to that input's entry ``k``. The traces ``e[v][s] = dc_s/dv`` (N,) and
-``E[P][s][i, k] = dc_{s,k}/dP_{ik}`` (D, N) follow ::
+where ``k(q)`` is the neuron parameter entry ``q`` reaches. Forward mode gives each ``J[:, s]`` at once (a
+``jvp`` with an all-ones tangent on carry leaf ``s``), reverse mode each ``I[t]`` at once (a ``vjp`` with an
+all-ones cotangent on new leaf ``t``: entry ``q`` collects only its own neuron's derivative). The traces
+``e[theta][s]_q = dc_{s,k(q)} / dtheta_q`` (the shape of ``theta``) follow::
 
-    e'[v][s'] = sum_s J[s', s] e[v][s] + I[s', v]
-    E'[P][s'] = sum_s J[s', s] E[P][s] + x (x) I[s', P]
+    e'[theta][t] = sum_s J[t, s]_{k(q)} e[theta][s] + I[t]
 
-and a credit ``g`` on the carry they describe gives ``dL/dv = sum_s g_s e[v][s]``, ``dL/dP = sum_s g_s E[P][s]``
-(broadcast over ``i``); readout parameters get no traces (their gradient is the immediate one).
-
-Sparsity, found in ``recur``'s jaxpr (structural, so exact): a parameter keeps traces only for the carry leaves
-it can reach, and the sums run over the ``J[s', s]`` that are not structurally zero. So the traces are the size
-of the recurrent parameters times the number of leaves each one reaches (IIR2's feedback coefficients reach
-``y1, y2`` but not ``z1, z2``).
+and a credit ``g`` on the carry they describe gives ``dL/dtheta_q = sum_s g_{s,k(q)} e[theta][s]_q``; a
+parameter that reaches no carry (a readout) keeps no traces, its gradient is the immediate one. A parameter
+keeps traces only for the carry leaves it reaches (found in the step's jaxpr, so exactly), and the sums run
+over the ``J[t, s]`` that are not structurally zero: IIR2's feedback coefficients reach ``y1, y2`` but not
+``z1, z2``. Traces are keyed ``{parameter path: {carry leaf name: array}}``.
 """
 
 from __future__ import annotations
@@ -32,136 +31,97 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
-from rtrl.cells.elementwise import ElementwiseCell
+from rtrl import structure
 from rtrl.methods.base import TraceMethod
-from rtrl.structure import couples_neurons, credit_leaves, leaf_names, probe_point, structural_dependencies
 
 
-def flat_recur(cell: ElementwiseCell, carry_tree, S: int):
-    """``recur`` as a function of its inputs' leaves: carry leaves, then vectors, then projections."""
-    vectors, projections = cell.vector_names(), cell.projections()
-
-    def f(*inputs):
-        carry = jax.tree.unflatten(carry_tree, inputs[:S])
-        v = dict(zip(vectors, inputs[S:S + len(vectors)], strict=True))
-        u = dict(zip(projections, inputs[S + len(vectors):], strict=True))
-        new = cell.recur(v, carry, u)
-        if jax.tree.structure(new) != carry_tree:
-            raise ValueError(f"{cell.name}.recur must return a carry of the structure {carry_tree}, "
-                             f"got {jax.tree.structure(new)}")
-        return tuple(jax.tree.leaves(new))
-
-    return f
+def find(cell, params=None, carry=None) -> structure.Elementwise | str:
+    """The cell's element-wise structure (see ``rtrl.structure.elementwise``), or why it has none."""
+    params = jax.eval_shape(cell.init, jax.random.PRNGKey(0)) if params is None else params
+    carry = cell.initial_carry(()) if carry is None else carry
+    return structure.elementwise(cell, structure.spec(params), structure.spec(carry))
 
 
-@functools.lru_cache(maxsize=64)
-def recurrence_structure(cell: ElementwiseCell, dtype) -> tuple[list[str], list[frozenset[int]], dict[str, tuple]]:
-    """``(leaves, deps, reach)`` of the cell's recurrence: carry leaf names; for each new leaf the inputs it
-    depends on directly (indices into carry leaves, vectors, projections); for each recurrent parameter the
-    carry leaves it reaches (directly or through other leaves), which are the leaves it keeps traces for."""
-    carry = cell.initial_carry((), dtype)
-    leaves, tree = jax.tree.flatten(carry)
-    S = len(leaves)
-    params = list(cell.vector_names()) + list(cell.projections())
-    vec = jax.ShapeDtypeStruct((cell.hidden_size,), dtype)
-    deps = structural_dependencies(flat_recur(cell, tree, S), *[vec] * (S + len(params)))
-    reach = {}
-    for j, name in enumerate(params, start=S):
-        reached = {s for s in range(S) if j in deps[s]}
-        while True:  # close over the recurrence: a leaf that depends on a reached leaf is reached
-            more = {s for s in range(S) if deps[s] & reached} - reached
-            if not more:
-                break
-            reached |= more
-        reach[name] = tuple(sorted(reached))
-    return leaf_names(carry), deps, reach
-
-
-@functools.lru_cache(maxsize=64)
-def check_elementwise(cell) -> None:
-    """``ValueError`` unless ``cell`` declares an element-wise structure that its recurrence respects (probed at
-    a random point)."""
-    N = cell.hidden_size
-    leaves, tree = jax.tree.flatten(cell.initial_carry(()))
-    if not isinstance(cell, ElementwiseCell):
-        params = jax.eval_shape(cell.init, jax.random.PRNGKey(0))
-        p_leaves, p_tree = jax.tree.flatten(params)
-        values = probe_point(*(a.shape for a in p_leaves), (cell.input_size,), *(a.shape for a in leaves))
-        params, x = jax.tree.unflatten(p_tree, values[:len(p_leaves)]), values[len(p_leaves)]
-
-        def carry_update(*c):
-            return jax.tree.leaves(cell.step(params, jax.tree.unflatten(tree, c), x)[0])
-
-        if not all(a.shape == (N,) for a in leaves):
-            why = f"its carry leaves are not per-neuron (each of size hidden_size = {N})"
-        elif N > 1 and couples_neurons(carry_update, values[len(p_leaves) + 1:]):
-            why = ("its recurrence couples neurons (neuron k's next carry depends on other neurons' carry), so "
-                   "its exact traces are dense")
-        else:
-            why = "it does not declare its element-wise structure (subclass rtrl.cells.ElementwiseCell)"
+def require(cell, params, carry) -> structure.Elementwise:
+    found = find(cell, params, carry)
+    if isinstance(found, str):
         raise ValueError(f"method 'diagonal' needs a cell whose recurrence is element-wise, and {cell.name} is not "
-                         f"one: {why}; use 'rtrl' (exact for any cell)")
-    cell.check_structure()
-    n_inputs = len(leaves) + len(cell.vector_names()) + len(cell.projections())
-    if N > 1 and couples_neurons(flat_recur(cell, tree, len(leaves)), probe_point(*[(N,)] * n_inputs)):
-        raise ValueError(f"{cell.name}.recur couples neurons (neuron k of the new carry depends on other neurons), "
-                         "so it is not element-wise as ElementwiseCell requires; use 'rtrl' (exact for any cell)")
+                         f"one: {found}; use 'rtrl' (exact for any cell)")
+    return found
 
 
 class Diagonal(TraceMethod):
-    """Exact element-wise RTRL for any ``ElementwiseCell``; traces ``{param: {carry leaf: array}}``."""
+    """Exact element-wise RTRL for any cell whose step is element-wise; traces ``{param: {carry leaf: array}}``."""
 
     name: ClassVar[str] = "diagonal"
     exact: ClassVar[bool] = True
 
     def check(self, cell) -> None:
-        check_elementwise(cell)
+        require(cell, None, None)
 
     def init(self, cell, params, carry):
-        names, _, reach = recurrence_structure(cell, jnp.result_type(*jax.tree.leaves(carry)))
-        return {p: {names[s]: jnp.zeros(jnp.shape(params[p]), jnp.result_type(params[p], *jax.tree.leaves(carry)))
-                    for s in reach[p]}
-                for p in reach}
+        found = require(cell, params, carry)
+        p_leaves = jax.tree.leaves(params)
+        dtype = jnp.result_type(*p_leaves, *jax.tree.leaves(carry))
+        return {found.param_names[j]: {found.carry_names[s]: jnp.zeros(jnp.shape(p), dtype) for s in found.reach[j]}
+                for j, p in enumerate(p_leaves) if found.reach[j]}
 
     def update(self, cell, params, carry, traces, x):
-        leaves, tree = jax.tree.flatten(carry)
-        S = len(leaves)
-        names, deps, _ = recurrence_structure(cell, jnp.result_type(*leaves))
-        vectors, projections = cell.split_params(params)
-        inputs = (*leaves, *vectors.values(), *cell.project(projections, x).values())
-        index = {name: j for j, name in enumerate(list(vectors) + list(projections), start=S)}
-        recur = flat_recur(cell, tree, S)
+        found = require(cell, params, carry)
+        p_leaves, p_tree = jax.tree.flatten(params)
+        c_leaves, c_tree = jax.tree.flatten(carry)
+        S = len(c_leaves)
+
+        def new_carry(p_leaves, c_leaves):
+            return jax.tree.leaves(cell.step(jax.tree.unflatten(p_tree, p_leaves), jax.tree.unflatten(c_tree, c_leaves),
+                                             x)[0])
+
+        def replaced(leaves, j, a):
+            return [a if i == j else leaf for i, leaf in enumerate(leaves)]
 
         @functools.cache
-        def column(j):
-            """``d new_leaf / d input_j`` at every neuron, for every new leaf: a jvp with an all-ones tangent on
-            input ``j`` alone, so only the paths from that input are differentiated. (XLA fuses each column into
-            every (D, N) trace update that uses it and re-evaluates it there: a batched evaluation of all columns
-            at once made that re-evaluation, not the traces' memory traffic, the largest cost.)"""
-            def of_input(a):
-                return recur(*inputs[:j], a, *inputs[j + 1:])
+        def column(s):
+            """``J[:, s]``: a jvp with an all-ones tangent on carry leaf ``s`` alone, so only its paths are
+            differentiated (XLA re-evaluates each column inside every trace update it fuses into)."""
+            return jax.jvp(lambda a: new_carry(p_leaves, replaced(c_leaves, s, a)), (c_leaves[s],),
+                           (jnp.ones_like(c_leaves[s]),))[1]
 
-            return jax.jvp(of_input, (inputs[j],), (jnp.ones_like(inputs[j]),))[1]
+        @functools.cache
+        def immediate(t):
+            """``I[t]`` for every parameter leaf that new leaf ``t`` reads: one vjp, an all-ones cotangent."""
+            readers = sorted(found.direct[t])
+
+            def leaf_t(*read):
+                chosen = dict(zip(readers, read, strict=True))
+                return new_carry([chosen.get(i, p) for i, p in enumerate(p_leaves)], c_leaves)[t]
+
+            out, pull = jax.vjp(leaf_t, *[p_leaves[j] for j in readers])
+            return dict(zip(readers, pull(jnp.ones_like(out)), strict=True))
 
         new = {}
-        for p, trace in traces.items():
-            new[p] = {}
-            for target in trace:
-                t = names.index(target)
-                terms = [column(names.index(s))[t] * e for s, e in trace.items() if names.index(s) in deps[t]]
-                if index[p] in deps[t]:
-                    immediate = column(index[p])[t]
-                    terms.append(x[:, None] * immediate if p in projections else immediate)
-                new[p][target] = functools.reduce(operator.add, terms)
+        for j, name in enumerate(found.param_names):
+            if name not in traces:
+                continue
+            trace, place = traces[name], found.placement[j]
+            new[name] = {}
+            for t in found.reach[j]:
+                target = found.carry_names[t]
+                terms = [structure.spread(column(s)[t], place) * trace[found.carry_names[s]]
+                         for s in range(S) if s in found.deps[t] and found.carry_names[s] in trace]
+                if j in found.direct[t]:
+                    terms.append(immediate(t)[j])
+                new[name][target] = functools.reduce(operator.add, terms)
         return new
 
     def contract(self, cell, params, traces, g_carry):
-        leaves = credit_leaves(g_carry)
-        g = dict(zip(recurrence_structure(cell, jnp.result_type(*jax.tree.leaves(traces)))[0], leaves, strict=True))
-        grads = {p: jnp.zeros_like(a) for p, a in params.items()}
-        for p, trace in traces.items():
-            for s, e in trace.items():
+        found = require(cell, params, cell.initial_carry(()))
+        g = dict(zip(found.carry_names, structure.credit_leaves(g_carry), strict=True))
+        p_leaves, p_tree = jax.tree.flatten(params)
+        grads = []
+        for j, (name, p) in enumerate(zip(found.param_names, p_leaves, strict=True)):
+            total = jnp.zeros_like(p)
+            for s, e in traces.get(name, {}).items():
                 if g[s] is not None:  # no credit on that leaf: skip its traces
-                    grads[p] = grads[p] + g[s] * e
-        return grads
-
+                    total = total + structure.spread(g[s], found.placement[j]) * e
+            grads.append(total)
+        return jax.tree.unflatten(p_tree, grads)

@@ -1,0 +1,308 @@
+"""Bring your own cell: plain JAX functions, Flax (linen and nnx) and Equinox cells as ``rtrl`` cells, unmodified.
+
+Every adapter is a cell written for **one example**: ``init(key) -> params``, ``step(params, carry, x) ->
+(carry, h)``, and a zero carry. The library maps the step over any leading batch dimensions, so the cell
+works with ``rtrl.sequence_grad``, ``rtrl.online`` and the trainer like any other, and every method applies:
+``"auto"`` finds the cheapest exact traces from the step alone (``rtrl.inspect``). Parameters stay the
+framework's own pytree, so gradients go straight back into it and into optax:
+
+* ``from_function(init_fn, step_fn, carry_fn, input_size=, hidden_size=)``: any functions;
+* ``from_flax(module, input_size=)``: a ``flax.linen`` RNN cell (``module(carry, x) -> (carry, h)``); params
+  are ``module.init(...)["params"]``;
+* ``from_nnx(module)``: a ``flax.nnx`` RNN cell; params are its ``nnx.Param`` state (``nnx.split``);
+* ``from_equinox(module)``: an Equinox cell called as ``module(x, state) -> state``; params are
+  ``eqx.partition(module, eqx.is_inexact_array)[0]``; ``h`` is the state, or its first element when the state
+  is a tuple (``LSTMCell``'s ``(h, c)``).
+
+Flax and Equinox are imported only when their adapter is called (``pip install rtrl[flax]`` / ``rtrl[equinox]``).
+Each carry leaf must be a vector per example (every framework's cells satisfy this). An adapter checks the
+step once, at construction, on shapes alone: a step that returns the wrong structure or changes the carry's
+shape, or parameters that do not match ``init``'s, is a ``ValueError`` that names what was expected.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from rtrl.cells.base import Carry, Cell, Params
+from rtrl.checks import default_dtype
+
+
+class Identity:
+    """Holds an object compared and hashed by identity (a cell is a static argument of ``jax.jit``: two cells
+    made from two distinct modules must not share compiled functions)."""
+
+    def __init__(self, obj: Any):
+        self.obj = obj
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Identity) and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __repr__(self) -> str:
+        return type(self.obj).__name__
+
+
+def shapes_of(tree) -> Any:
+    return jax.tree.map(lambda a: jax.ShapeDtypeStruct(jnp.shape(a), jnp.result_type(a)), tree)
+
+
+def describe(tree) -> str:
+    return str(jax.tree.map(lambda a: tuple(jnp.shape(a)), tree))
+
+
+class AdaptedCell(Cell):
+    """A cell from one-example functions (``example_init``, ``example_step``, ``example_carry``), batched here."""
+
+    # -- one example, provided by each adapter ----------------------------------------------------------
+    def example_init(self, key: jax.Array) -> Params:
+        raise NotImplementedError
+
+    def example_step(self, params: Params, carry: Carry, x: jax.Array) -> tuple[Carry, jax.Array]:
+        raise NotImplementedError
+
+    def example_carry(self) -> Carry:
+        raise NotImplementedError
+
+    # -- shared -----------------------------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        if self.hidden_size is None:  # the width of h, from the step itself
+            object.__setattr__(self, "hidden_size", self.h_shape()[0])
+        super().__post_init__()
+        self.check_example()
+
+    @functools.cached_property
+    def params_like(self):
+        return jax.eval_shape(self.example_init, jax.random.PRNGKey(0))
+
+    @functools.cached_property
+    def carry_like(self):
+        return jax.eval_shape(self.example_carry)
+
+    def example_output(self):
+        """``(carry, h)`` of one step of one example, as shapes; ``ValueError`` unless it is such a pair."""
+        carry = self.carry_like
+        bad = [describe(a) for a in jax.tree.leaves(carry) if len(a.shape) != 1]
+        if not jax.tree.leaves(carry) or bad:
+            raise ValueError(f"the carry of {self.name} must be a pytree of vectors (k,) for one example, got "
+                             f"{describe(carry)}")
+        x = jax.ShapeDtypeStruct((self.input_size,), default_dtype())
+        try:
+            out = jax.eval_shape(self.example_step, self.params_like, carry, x)
+        except Exception as e:  # whatever a user's step raises, say where it came from
+            raise ValueError(f"the step of {self.name} fails on one example (input ({self.input_size},), carry "
+                             f"{describe(carry)}): {type(e).__name__}: {e}") from e
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise ValueError(f"the step of {self.name} must return (carry, h), got {describe(out)}")
+        return out
+
+    def h_shape(self) -> tuple[int, ...]:
+        shape = jnp.shape(self.example_output()[1])
+        if len(shape) != 1:
+            raise ValueError(f"the step of {self.name} must return a vector h for one example, got shape {shape}")
+        return shape
+
+    def check_example(self) -> None:
+        """The one-example step, on shapes alone: carry leaves are vectors, the step returns ``(carry, h)`` with
+        the carry's structure and shapes and ``h`` of shape ``(hidden_size,)``."""
+        carry = self.carry_like
+        new, h = self.example_output()
+        if jax.tree.structure(new) != jax.tree.structure(carry) or describe(new) != describe(carry):
+            raise ValueError(f"the step of {self.name} must return a carry like its input {describe(carry)}, got "
+                             f"{describe(new)}")
+        if jnp.shape(h) != (self.hidden_size,):
+            raise ValueError(f"the step of {self.name} must return h of shape (hidden_size,) = ({self.hidden_size},) "
+                             f"for one example, got {jnp.shape(h)}")
+
+    def param_shapes(self) -> Params:
+        return jax.tree.map(lambda a: a.shape, self.params_like)
+
+    def init(self, key: jax.Array, dtype=None) -> Params:
+        """The framework's own parameters, floating leaves in ``dtype`` (default: JAX's default float)."""
+        dtype = default_dtype(dtype)
+        return jax.tree.map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.inexact) else a,
+                            self.example_init(key))
+
+    def initial_carry(self, batch_shape: tuple[int, ...] = (), dtype=None) -> Carry:
+        batch_shape = tuple(batch_shape)
+        if not all(isinstance(n, int) and n >= 0 for n in batch_shape):
+            raise ValueError(f"batch_shape must be a tuple of non-negative ints, got {batch_shape!r}")
+        return jax.tree.map(lambda a: jnp.zeros(batch_shape + a.shape, default_dtype(dtype)), self.carry_like)
+
+    def check_param_tree(self, params: Params) -> None:
+        expected = self.params_like
+        if jax.tree.structure(params) != jax.tree.structure(expected) or describe(params) != describe(expected):
+            raise ValueError(f"params of {self.name} must have the structure and shapes of its init(key), "
+                             f"{describe(expected)}, got {describe(params)}")
+
+    def step(self, params: Params, carry: Carry, x: jax.Array) -> tuple[Carry, jax.Array]:
+        self.check_input(x)
+        self.check_param_tree(params)
+        batch = jnp.shape(x)[:-1]
+        expected = jax.tree.map(lambda a: jax.ShapeDtypeStruct(batch + a.shape, a.dtype), self.carry_like)
+        if jax.tree.structure(carry) != jax.tree.structure(expected) or describe(carry) != describe(expected):
+            raise ValueError(f"carry of {self.name} must be {describe(expected)} for inputs of batch shape {batch}, "
+                             f"got {describe(carry)}")
+        step = self.example_step
+        for _ in batch:
+            step = jax.vmap(step, in_axes=(None, 0, 0))
+        new, h = step(params, carry, x)
+        # A module that computes in its own dtype (nnx.SimpleCell: float32) must not change the carry's: a scan
+        # needs it fixed.
+        return jax.tree.map(lambda n, c: n.astype(c.dtype), new, carry), h
+
+
+class FunctionCell(AdaptedCell):
+    """``from_function``: ``init_fn(key)``, ``step_fn(params, carry, x) -> (carry, h)`` and ``carry_fn()``, for
+    one example."""
+
+    init_fn: Callable = None
+    step_fn: Callable = None
+    carry_fn: Callable = None
+    label: str = "FunctionCell"
+
+    @property
+    def name(self) -> str:
+        return self.label
+
+    def example_init(self, key):
+        return self.init_fn(key)
+
+    def example_step(self, params, carry, x):
+        return self.step_fn(params, carry, x)
+
+    def example_carry(self):
+        return self.carry_fn()
+
+
+def from_function(init_fn: Callable, step_fn: Callable, carry_fn: Callable, *, input_size: int, hidden_size: int,
+                  name: str = "FunctionCell") -> FunctionCell:
+    """A cell from plain functions of one example (see ``FunctionCell``)."""
+    for arg, fn in (("init_fn", init_fn), ("step_fn", step_fn), ("carry_fn", carry_fn)):
+        if not callable(fn):
+            raise ValueError(f"{arg} must be a function, got {fn!r}")
+    return FunctionCell(input_size, hidden_size, init_fn, step_fn, carry_fn, name)
+
+
+class LinenCell(AdaptedCell):
+    """A ``flax.linen`` RNN cell; params are ``module.init(...)["params"]``."""
+
+    module: Any = None
+
+    @property
+    def name(self) -> str:
+        return type(self.module).__name__
+
+    def example_carry(self):
+        carry = self.module.initialize_carry(jax.random.PRNGKey(0), (self.input_size,))
+        return jax.tree.map(jnp.zeros_like, carry)
+
+    def example_init(self, key):
+        return self.module.init(key, self.example_carry(), jnp.zeros((self.input_size,)))["params"]
+
+    def example_step(self, params, carry, x):
+        return self.module.apply({"params": params}, carry, x)
+
+
+def from_flax(module, *, input_size: int) -> LinenCell:
+    """A ``flax.linen`` RNN cell (``SimpleCell``, ``GRUCell``, ``LSTMCell``, ``OptimizedLSTMCell``, ``MGUCell``, a
+    user's ``RNNCellBase``) as an ``rtrl`` cell reading inputs of ``input_size``."""
+    import flax.linen as nn
+
+    if not isinstance(module, nn.Module) or not callable(getattr(module, "initialize_carry", None)):
+        raise ValueError(f"module must be a flax.linen recurrent cell (an nn.RNNCellBase with initialize_carry), "
+                         f"got {module!r}")
+    return LinenCell(input_size, None, module)
+
+
+class NNXCell(AdaptedCell):
+    """A ``flax.nnx`` RNN cell; params are its ``nnx.Param`` state."""
+
+    graphdef: Any = None
+    source: Identity = None  # the module: its parameters and other state
+
+    @property
+    def name(self) -> str:
+        return type(self.source.obj).__name__
+
+    def parts(self):
+        from flax import nnx
+
+        return nnx.split(self.source.obj, nnx.Param, ...)
+
+    def example_carry(self):
+        from flax import nnx
+
+        carry = self.source.obj.initialize_carry((self.input_size,), rngs=nnx.Rngs(0))
+        return jax.tree.map(jnp.zeros_like, carry)
+
+    def example_init(self, key):
+        return self.parts()[1]
+
+    def example_step(self, params, carry, x):
+        from flax import nnx
+
+        return nnx.merge(self.graphdef, params, self.parts()[2])(carry, x)
+
+
+def from_nnx(module) -> NNXCell:
+    """A ``flax.nnx`` RNN cell (``nnx.GRUCell``, ``nnx.LSTMCell``, ``nnx.SimpleCell``, ...) as an ``rtrl`` cell;
+    ``init`` returns the module's own ``nnx.Param`` state (the key is not used)."""
+    from flax import nnx
+
+    if not isinstance(module, nnx.Module) or not callable(getattr(module, "initialize_carry", None)):
+        raise ValueError(f"module must be a flax.nnx recurrent cell (with initialize_carry), got {module!r}")
+    input_size = getattr(module, "in_features", None)
+    if not isinstance(input_size, int):
+        raise ValueError(f"module must have an int in_features (the input size), got {input_size!r}")
+    graphdef = nnx.split(module, nnx.Param, ...)[0]
+    return NNXCell(input_size, None, graphdef, Identity(module))
+
+
+class EquinoxCell(AdaptedCell):
+    """An Equinox cell ``module(x, state) -> state``; params are its inexact arrays."""
+
+    static: Any = None  # the module with its arrays taken out (eqx.partition)
+    source: Identity = None  # the module, whose arrays ``init`` returns
+    tuple_state: bool = False
+
+    @property
+    def name(self) -> str:
+        return type(self.source.obj).__name__
+
+    def example_carry(self):
+        zero = jnp.zeros((self.hidden_size,))
+        return (zero, zero) if self.tuple_state else zero
+
+    def example_init(self, key):
+        import equinox as eqx
+
+        return eqx.partition(self.source.obj, eqx.is_inexact_array)[0]
+
+    def example_step(self, params, carry, x):
+        import equinox as eqx
+
+        state = eqx.combine(params, self.static)(x, carry)
+        return state, state[0] if self.tuple_state else state
+
+
+def from_equinox(module) -> EquinoxCell:
+    """An Equinox cell (``eqx.nn.GRUCell``, ``eqx.nn.LSTMCell``, or a user's module with ``input_size`` and
+    ``hidden_size`` called as ``module(x, state) -> state``; the state is a vector, or a pair of vectors like
+    ``LSTMCell``'s ``(h, c)``) as an ``rtrl`` cell; ``init`` returns the module's own arrays."""
+    import equinox as eqx
+
+    if not isinstance(module, eqx.Module) or not callable(module):
+        raise ValueError(f"module must be an Equinox recurrent cell called as module(x, state), got {module!r}")
+    sizes = [getattr(module, name, None) for name in ("input_size", "hidden_size")]
+    if not all(isinstance(n, int) for n in sizes):
+        raise ValueError(f"module must have int input_size and hidden_size attributes, got {sizes}")
+    static = eqx.partition(module, eqx.is_inexact_array)[1]
+    return EquinoxCell(*sizes, static, Identity(module), isinstance(module, eqx.nn.LSTMCell))

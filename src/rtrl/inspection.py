@@ -1,0 +1,98 @@
+"""``rtrl.inspect(cell)``: what the library finds in a cell's step, and what each method would keep.
+
+``inspect(cell, params=None)`` returns an ``Inspection``: ``.method`` is what ``"auto"`` resolves to for the cell
+(a name from ``rtrl.METHODS``), ``.trace_floats`` the trace floats per example that method keeps,
+``.memory`` the trace floats per example of every trace method that applies (``None`` where a method applies but
+its pattern was not probed: SnAp on a cell with more than ``PROBE_LIMIT`` sensitivity entries), ``.roles`` each
+parameter's role and ``.carry`` the carry's structure; ``str()`` says all of it for a person. Roles:
+
+* ``per-neuron``: every entry reaches its own neuron, one entry per neuron (an element-wise recurrent vector);
+* ``projection``: every entry reaches one neuron, several entries per neuron (input weights, ``(D, N)``);
+* ``readout``: reaches no carry (its gradient is the immediate one; no traces);
+* ``dense``: the carry couples neurons, or the parameter's entries reach several neurons: dense traces.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+
+from rtrl import structure
+from rtrl.methods import REGISTRY, resolve
+from rtrl.methods.sensitivity import SnAp
+
+PROBE_LIMIT = 2_000_000  # SnAp's pattern probes the full (C, P) Jacobian: skipped above this many entries
+
+
+class Inspection(NamedTuple):
+    cell: str
+    method: str
+    trace_floats: int
+    memory: dict[str, int | None]
+    roles: dict[str, str]
+    carry: str
+
+    def __str__(self) -> str:
+        width = max(map(len, self.roles), default=0)
+        lines = [f"{self.cell}: auto -> {self.method} ({self.trace_floats:,} trace floats per example)",
+                 f"carry: {self.carry}", "parameters:"]
+        lines += [f"  {name:<{width}}  {role}" for name, role in self.roles.items()]
+        lines.append("trace floats per example, by method:")
+        lines += [f"  {name:<12} {'not probed (too large)' if n is None else f'{n:,}'}"
+                  for name, n in self.memory.items()]
+        return "\n".join(lines)
+
+
+def floats(tree) -> int:
+    return sum(math.prod(a.shape) for a in jax.tree.leaves(tree))
+
+
+def roles(cell, params, carry) -> tuple[dict[str, str], str]:
+    """Each parameter leaf's role and a sentence on the carry (see the module docstring)."""
+    p_spec, c_spec = structure.spec(params), structure.spec(carry)
+    leaves = structure.leaf_dependencies(cell, p_spec, c_spec)
+    found = structure.elementwise(cell, p_spec, c_spec)
+    shapes = [tuple(a.shape) for a in jax.tree.leaves(params)]
+    sizes = ", ".join(f"{n} {tuple(a.shape)}" for n, a in zip(leaves.carry_names, jax.tree.leaves(carry), strict=True))
+    out = {}
+    for j, (name, shape) in enumerate(zip(leaves.param_names, shapes, strict=True)):
+        if not leaves.reach(j):
+            out[name] = f"readout {shape}: reaches no carry"
+        elif isinstance(found, str):
+            out[name] = f"dense {shape}: reaches carry leaves {[leaves.carry_names[t] for t in leaves.reach(j)]}"
+        else:
+            kind = "per-neuron" if len(shape) == 1 else "projection"
+            out[name] = f"{kind} {shape}: reaches {[leaves.carry_names[t] for t in found.reach[j]]} of its neuron"
+    if isinstance(found, str):
+        return out, f"{sizes}; not element-wise: {found}"
+    return out, f"{sizes}; element-wise over {found.neurons} neurons"
+
+
+def memory(cell, params, carry) -> dict[str, int | None]:
+    """Trace floats per example of each trace method (default options) that applies to ``cell``."""
+    out = {}
+    for name, make in REGISTRY.items():
+        method = make()
+        if not method.online or name == "auto":
+            continue
+        try:
+            method = resolve(method, cell)
+        except ValueError:
+            continue
+        if isinstance(method, SnAp) and floats(carry) * floats(params) > PROBE_LIMIT:
+            out[name] = None
+            continue
+        out[name] = floats(jax.eval_shape(lambda p, c, m=method: m.init(cell, p, c), params, carry))
+    return out
+
+
+def inspect(cell, params=None) -> Inspection:
+    """What ``"auto"`` resolves to for ``cell``, the traces each method keeps and each parameter's role."""
+    params = jax.eval_shape(cell.init, jax.random.PRNGKey(0)) if params is None else params
+    carry = jax.eval_shape(lambda: cell.initial_carry(()))
+    method = resolve("auto", cell)
+    by_method = memory(cell, params, carry)
+    role, carry_text = roles(cell, params, carry)
+    return Inspection(cell.name, method.name, by_method[method.name], by_method, role, carry_text)

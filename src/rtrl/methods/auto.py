@@ -1,0 +1,31 @@
+"""``auto``: the cheapest exact online method for a cell, chosen from the cell itself.
+
+In order: ``closed_form`` where the cell has hand-derived traces; ``diagonal`` where its step is element-wise
+(found from the step alone, ``rtrl.structure.elementwise``: traces of parameter size times state order);
+dense ``rtrl`` otherwise (exact for any cell). ``rtrl.inspect(cell)`` says which, and why.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rtrl.methods import diagonal
+from rtrl.methods.base import Method, TraceMethod
+from rtrl.methods.closed_form import ClosedForm
+from rtrl.methods.sensitivity import DenseRTRL
+
+
+class Auto(Method):
+    """Resolved against a cell (``rtrl.methods.resolve(method, cell)``) to ``closed_form``, ``diagonal`` or ``rtrl``."""
+
+    name: ClassVar[str] = "auto"
+    online: ClassVar[bool] = True
+    exact: ClassVar[bool] = True
+
+    def choose(self, cell) -> TraceMethod:
+        closed_form = ClosedForm()
+        if closed_form.applies(cell):
+            return closed_form
+        if not isinstance(diagonal.find(cell), str):
+            return diagonal.Diagonal()
+        return DenseRTRL()

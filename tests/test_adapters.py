@@ -1,0 +1,197 @@
+"""Bring your own cell: Flax (linen, nnx), Equinox and plain functions, unmodified, under every exact method."""
+
+import equinox as eqx
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+import rtrl
+from exactness import perturbed, reset_error, worst_error
+from oracle import EXACT_TOL, random_carry, random_problem
+from rtrl.cells import from_equinox, from_flax, from_function, from_nnx
+
+D, N = 3, 4
+LENGTHS = (1, 2, 3, 50)
+LINEN = {"SimpleCell": nn.SimpleCell, "GRUCell": nn.GRUCell, "LSTMCell": nn.LSTMCell,
+         "OptimizedLSTMCell": nn.OptimizedLSTMCell, "MGUCell": nn.MGUCell}
+
+
+def linen(name):
+    return from_flax(LINEN[name](features=N), input_size=D)
+
+
+def nnx_cell(name):
+    dtype = {"dtype": jnp.float64} if name == "SimpleCell" else {}  # it computes in float32 by default
+    return from_nnx(getattr(nnx, name)(D, N, rngs=nnx.Rngs(0), **dtype))
+
+
+def equinox_cell(name):
+    return from_equinox(getattr(eqx.nn, name)(D, N, key=jax.random.PRNGKey(0)))
+
+
+# -- plain functions: one element-wise cell (an IndRNN) and one dense cell -------------------------------------
+def indrnn_init(key):
+    k_w, k_u = jax.random.split(key)
+    return {"W": 0.5 * jax.random.normal(k_w, (D, N)), "u": jax.random.uniform(k_u, (N,), minval=-0.9, maxval=0.9),
+            "b": jnp.zeros(N)}
+
+
+def indrnn_step(params, h, x):  # IndRNN: each neuron feeds back only to itself
+    h = jnp.tanh(x @ params["W"] + params["u"] * h + params["b"])
+    return h, h
+
+
+def dense_init(key):
+    k_w, k_r = jax.random.split(key)
+    return {"W": 0.5 * jax.random.normal(k_w, (D, N)), "R": 0.4 * jax.random.normal(k_r, (N, N))}
+
+
+def dense_step(params, h, x):
+    h = jnp.tanh(x @ params["W"] + h @ params["R"])
+    return h, 2.0 * h
+
+
+def zero_carry():
+    return jnp.zeros(N)
+
+
+FUNCTIONS = {"indrnn": (indrnn_init, indrnn_step), "dense": (dense_init, dense_step)}
+
+
+def function_cell(name):
+    init_fn, step_fn = FUNCTIONS[name]
+    return from_function(init_fn, step_fn, zero_carry, input_size=D, hidden_size=N, name=name)
+
+
+CELLS = {**{f"linen.{n}": (linen, n) for n in LINEN},
+         **{f"nnx.{n}": (nnx_cell, n) for n in ("GRUCell", "LSTMCell", "SimpleCell")},
+         **{f"equinox.{n}": (equinox_cell, n) for n in ("GRUCell", "LSTMCell")},
+         **{f"function.{n}": (function_cell, n) for n in FUNCTIONS}}
+
+
+def make(name):
+    factory, arg = CELLS[name]
+    return factory(arg)
+
+
+@pytest.mark.parametrize("batch_shape", [(), (2,)])
+@pytest.mark.parametrize("name", sorted(CELLS))
+def test_exact_methods_equal_bptt(name, batch_shape):
+    """"auto", dense rtrl and (where the step is element-wise) diagonal, for T in {1, 2, 3, 50}, from a zero and
+    from a given carry, in float64."""
+    cell = make(name)
+    params, xs, ys = random_problem(cell, 50, batch_shape, seed=1)
+    params = perturbed(params, 2)
+    carries = (cell.initial_carry(batch_shape), random_carry(cell, batch_shape, 3))
+    methods = ("auto", "rtrl") + (("diagonal",) if name == "function.indrnn" else ())
+    error, where = worst_error(cell, methods, params, xs, ys, carries, LENGTHS)
+    assert error <= EXACT_TOL, where
+
+
+@pytest.mark.parametrize("name", ["linen.GRUCell", "equinox.LSTMCell", "nnx.LSTMCell", "function.indrnn"])
+def test_exact_across_a_reset(name):
+    cell = make(name)
+    params, xs, ys = random_problem(cell, 12, (2,), seed=4)
+    assert reset_error(cell, "auto", perturbed(params, 5), xs, ys, reset_at=5) <= EXACT_TOL
+
+
+def test_auto_finds_the_cheapest_exact_structure():
+    indrnn, dense = function_cell("indrnn"), function_cell("dense")
+    assert rtrl.inspect(indrnn).method == "diagonal"
+    assert rtrl.inspect(indrnn).trace_floats == D * N + N + N  # parameters x state order 1
+    assert rtrl.inspect(dense).method == "rtrl"
+    assert rtrl.inspect(linen("GRUCell")).method == "rtrl"
+
+
+# -- the adapter's forward is the framework's own call -----------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(LINEN))
+def test_linen_forward_is_the_modules_own(name):
+    module = LINEN[name](features=N)
+    cell = from_flax(module, input_size=D)
+    params = cell.init(jax.random.PRNGKey(0))
+    carry = random_carry(cell, (), 1)
+    x = jnp.arange(D, dtype=jnp.float64) / D
+    ours = cell.step(params, carry, x)
+    theirs = module.apply({"params": params}, carry, x)
+    jax.tree.map(lambda a, b: np.testing.assert_array_equal(a, b), ours, theirs)
+    assert jax.tree.structure(params) == jax.tree.structure(module.init(jax.random.PRNGKey(0), carry, x)["params"])
+
+
+@pytest.mark.parametrize("name", ["GRUCell", "LSTMCell", "SimpleCell"])
+def test_nnx_forward_is_the_modules_own(name):
+    module = getattr(nnx, name)(D, N, rngs=nnx.Rngs(0))
+    cell = from_nnx(module)
+    params = cell.init(jax.random.PRNGKey(0), jnp.float32)
+    carry = jax.tree.map(lambda a: a.astype(jnp.float32), random_carry(cell, (), 1))
+    x = jnp.arange(D, dtype=jnp.float32) / D
+    jax.tree.map(np.testing.assert_array_equal, cell.step(params, carry, x), module(carry, x))
+
+
+@pytest.mark.parametrize("name", ["GRUCell", "LSTMCell"])
+def test_equinox_forward_is_the_modules_own(name):
+    module = getattr(eqx.nn, name)(D, N, key=jax.random.PRNGKey(0))
+    cell = from_equinox(module)
+    params = cell.init(jax.random.PRNGKey(0))  # the module's own arrays, in the default float (as the module's)
+    carry = random_carry(cell, (), 1)
+    x = jnp.arange(D, dtype=jnp.float64) / D
+    new, h = cell.step(params, carry, x)
+    state = module(x, carry)
+    jax.tree.map(np.testing.assert_array_equal, new, state)
+    np.testing.assert_array_equal(h, state[0] if name == "LSTMCell" else state)
+    assert jax.tree.structure(params) == jax.tree.structure(eqx.partition(module, eqx.is_inexact_array)[0])
+
+
+def test_batched_step_maps_the_one_example_step():
+    cell = function_cell("dense")
+    params = cell.init(jax.random.PRNGKey(0))
+    carry = random_carry(cell, (3, 2), 1)
+    xs = jax.random.normal(jax.random.PRNGKey(2), (3, 2, D))
+    new, h = cell.step(params, carry, xs)
+    for i in range(3):
+        for j in range(2):
+            one = dense_step(params, carry[i, j], xs[i, j])
+            np.testing.assert_allclose(new[i, j], one[0], rtol=1e-12)
+            np.testing.assert_allclose(h[i, j], one[1], rtol=1e-12)
+
+
+# -- bad input ---------------------------------------------------------------------------------------------------
+def test_a_module_that_is_not_a_recurrent_cell_is_refused():
+    with pytest.raises(ValueError, match="module must be a flax.linen recurrent cell"):
+        from_flax(nn.Dense(4), input_size=D)
+    with pytest.raises(ValueError, match="module must be a flax.nnx recurrent cell"):
+        from_nnx(nnx.Linear(D, N, rngs=nnx.Rngs(0)))
+    with pytest.raises(ValueError, match="module must be an Equinox recurrent cell"):
+        from_equinox(lambda x, h: h)
+    with pytest.raises(ValueError, match="step_fn must be a function"):
+        from_function(indrnn_init, None, zero_carry, input_size=D, hidden_size=N)
+
+
+@pytest.mark.parametrize(("step_fn", "message"), [
+    (lambda p, h, x: h, r"must return \(carry, h\)"),
+    (lambda p, h, x: (jnp.concatenate([h, h]), h), r"must return a carry like its input \(4,\), got \(8,\)"),
+    (lambda p, h, x: ((h, h), h), r"must return a carry like its input"),
+    (lambda p, h, x: (h, h[:2]), r"h of shape \(hidden_size,\) = \(4,\)"),
+    (lambda p, h, x: (h @ p["missing"], h), r"fails on one example"),
+])
+def test_a_step_of_the_wrong_structure_is_refused(step_fn, message):
+    with pytest.raises(ValueError, match=message):
+        from_function(indrnn_init, step_fn, zero_carry, input_size=D, hidden_size=N)
+
+
+def test_a_carry_that_is_not_vectors_is_refused():
+    with pytest.raises(ValueError, match=r"carry of .* must be a pytree of vectors \(k,\)"):
+        from_function(indrnn_init, indrnn_step, lambda: jnp.zeros((2, N)), input_size=D, hidden_size=N)
+
+
+def test_parameters_that_do_not_match_are_refused():
+    cell = function_cell("indrnn")
+    params = cell.init(jax.random.PRNGKey(0))
+    with pytest.raises(ValueError, match=r"params of indrnn must have the structure and shapes of its init"):
+        cell.step({**params, "W": jnp.zeros((D + 1, N))}, cell.initial_carry(), jnp.zeros(D))
+    with pytest.raises(ValueError, match=r"params of GRUCell must have the structure"):
+        linen("GRUCell").step(params, linen("GRUCell").initial_carry(), jnp.zeros(D))
+    with pytest.raises(ValueError, match=r"carry of indrnn must be"):
+        cell.step(params, cell.initial_carry((3,)), jnp.zeros((2, D)))
