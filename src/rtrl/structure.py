@@ -240,6 +240,10 @@ def leaf_dependencies(cell, params_spec, carry_spec) -> Leaves:
                   tuple(frozenset(j - P for j in d if P <= j < P + S) for d in deps))
 
 
+COUPLED = ("its recurrence couples neurons (neuron k's next carry depends on other neurons' carry), so its exact "
+           "traces are dense")
+
+
 @functools.lru_cache(maxsize=64)
 def elementwise(cell, params_spec, carry_spec) -> Elementwise | str:
     """The element-wise structure of ``cell.step``, or a sentence saying why it has none.
@@ -264,6 +268,13 @@ def elementwise(cell, params_spec, carry_spec) -> Elementwise | str:
     codes = np.stack([np.ones(N)] + [(np.arange(N) >> b) & 1 for b in range(bits)]).astype(dtype)  # (1 + bits, N)
     weights = 1.0 + np.arange(S, dtype=dtype) / S  # distinct per leaf: leaves' contributions do not cancel
     tol = 1e3 * float(np.finfo(dtype).eps)
+
+    def couples_at(leaves):
+        """One jvp, a tangent on neuron 0 of every carry leaf: whether it reaches another neuron (a cheap first
+        look that settles dense cells before the full survey)."""
+        tangents = tuple(jnp.zeros(N, dtype).at[0].set(w) for w in weights)
+        out = jax.jvp(lambda *c: new_carry(*leaves[:P], *c, leaves[-1]), tuple(leaves[P:P + S]), tangents)[1]
+        return jnp.any(jnp.stack([jnp.any(jnp.where(jnp.isfinite(t), t, 0)[1:] != 0) for t in out]))
 
     def probe(leaves):
         """Per parameter leaf, the neuron code of each entry and whether it is consistent; whether the carry
@@ -292,6 +303,8 @@ def elementwise(cell, params_spec, carry_spec) -> Elementwise | str:
         return params, couples
 
     probes = probe_points(shapes)
+    if S and N > 1 and concrete(couples_at, [a[0] for a in probes]):
+        return COUPLED
 
     def survey(probes):
         def add(i, acc):
@@ -310,8 +323,7 @@ def elementwise(cell, params_spec, carry_spec) -> Elementwise | str:
 
     neurons, consistent, couples = jax.tree.map(np.asarray, concrete(survey, probes))
     if couples:
-        return "its recurrence couples neurons (neuron k's next carry depends on other neurons' carry), so its exact " \
-               "traces are dense"
+        return COUPLED
     for name, ok in zip(leaves.param_names, consistent, strict=True):
         if not ok.all():
             return f"parameter {name!r} has entries that reach several neurons in one step, so its exact traces are " \
