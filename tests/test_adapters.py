@@ -10,8 +10,9 @@ from flax import nnx
 
 import rtrl
 from exactness import perturbed, reset_error, worst_error
-from oracle import EXACT_TOL, random_carry, random_problem
+from oracle import EXACT_TOL, random_carry, random_problem, squared_error
 from rtrl.cells import from_equinox, from_flax, from_function, from_nnx
+from rtrl.compare import relative_error
 
 D, N = 3, 4
 LENGTHS = (1, 2, 3, 50)
@@ -196,3 +197,15 @@ def test_parameters_that_do_not_match_are_refused():
         linen("GRUCell").step(params, linen("GRUCell").initial_carry(), jnp.zeros(D))
     with pytest.raises(ValueError, match=r"carry of indrnn must be"):
         cell.step(params, cell.initial_carry((3,)), jnp.zeros((2, D)))
+
+
+def test_seed_000_simple_cell_gradient_is_the_elman_closed_form():
+    """linen.SimpleCell is seed 000's cell: i/kernel = W, i/bias = B, h/kernel = R."""
+    cell = linen("SimpleCell")
+    params, xs, ys = random_problem(cell, 30, (2,), seed=7)
+    params = perturbed(params, 8)
+    seed = {"W": params["i"]["kernel"], "B": params["i"]["bias"], "R": params["h"]["kernel"]}
+    _, ours = rtrl.sequence_grad(cell, params, xs, ys, squared_error, method="auto")
+    _, theirs = rtrl.sequence_grad(rtrl.cells.Elman(D, N), seed, xs, ys, squared_error, method="closed_form")
+    mapped = {"i": {"kernel": theirs["W"], "bias": theirs["B"]}, "h": {"kernel": theirs["R"]}}
+    assert relative_error(ours, mapped) <= EXACT_TOL
