@@ -1,13 +1,13 @@
 """The method "auto": the cheapest exact traces, found from the step alone, on library cells and plain functions."""
 
 import jax
-import jax.numpy as jnp
 import pytest
 
 import rtrl
 from exactness import perturbed, worst_error
 from oracle import EXACT_TOL, random_carry, random_problem, squared_error
-from rtrl.cells import ELSTM, GRU, IIR2, AdaptiveIIR2, Elman, Stack, from_function
+from rtrl.benchmarks.adapters import plain_cell
+from rtrl.cells import ELSTM, GRU, IIR2, AdaptiveIIR2, Elman, Stack
 from rtrl.compare import relative_error
 
 D, N = 3, 4
@@ -40,47 +40,27 @@ def test_auto_through_sequence_grad_equals_bptt():
 
 
 # -- element-wise cells written as plain functions of one example, with the library's parameter names ----------
-def elstm_step(p, c, x):  # the carry is a bare vector c
-    """The eLSTM's equations (rtrl.cells.elstm), written out."""
-    f = jax.nn.sigmoid(x @ p["F"] + p["w_f"] * c + p["b_f"])
-    z = jnp.tanh(x @ p["Z"] + p["w_z"] * c + p["b_z"])
-    c = f * c + (1 - f) * z
-    return c, jax.nn.sigmoid(x @ p["O"] + c @ p["W_o"] + p["b_o"]) * c
-
-
-def iir2_step(p, carry, x):
-    """Seed 001's second-order IIR neuron (rtrl.cells.iir2), written out; the carry is a tuple (z1, z2, y1, y2)."""
-    z1, z2, y1, y2 = carry
-    z = x @ p["W"] + p["b"]
-    y = z + p["b0"] * z1 + p["b1"] * z2 - p["a0"] * y1 - p["a1"] * y2
-    return (z, z1, y, y1), jnp.tanh(y)
-
-
-PLAIN = {
-    "elstm": (ELSTM(D, N), elstm_step, lambda: jnp.zeros(N), 1),
-    "iir2": (IIR2(D, N), iir2_step, lambda: (jnp.zeros(N),) * 4, 2),
-}
+ORDER = {"ELSTM": 1, "IIR2": 2, "AdaptiveIIR2": 2}
 
 
 def plain(name):
-    library, step, carry_fn, order = PLAIN[name]
-    cell = from_function(library.init, step, carry_fn, input_size=D, hidden_size=N, name=f"plain {name}")
-    return cell, library, order
+    cell, library = plain_cell(name, D, N)
+    return cell, library, ORDER[name]
 
 
-@pytest.mark.parametrize("name", sorted(PLAIN))
+@pytest.mark.parametrize("name", ["ELSTM", "IIR2"])
 def test_auto_on_a_plain_function_is_diagonal_with_traces_of_parameter_size_times_state_order(name):
     cell, library, order = plain(name)
     info = rtrl.inspect(cell)
     assert info.method == "diagonal"
     recurrent = sum(a.size for p, a in library.init(jax.random.PRNGKey(0)).items()
                     if not info.roles[p].startswith("readout"))
-    assert info.trace_floats <= recurrent * order * (2 if name == "iir2" else 1)  # W, b reach z1, z2 as well
+    assert info.trace_floats <= recurrent * order * (2 if name == "IIR2" else 1)  # W, b reach z1, z2 as well
     assert info.trace_floats == rtrl.inspect(library).memory["diagonal"]
-    assert "readout" in info.roles["W_o"] if name == "elstm" else "per-neuron" in info.roles["a0"]
+    assert "readout" in info.roles["W_o"] if name == "ELSTM" else "per-neuron" in info.roles["b"]
 
 
-@pytest.mark.parametrize("name", sorted(PLAIN))
+@pytest.mark.parametrize("name", ["ELSTM", "IIR2"])
 def test_auto_on_a_plain_function_equals_diagonal_on_the_library_cell_and_bptt(name):
     cell, library, _ = plain(name)
     params, xs, ys = random_problem(library, 30, (2,), seed=3)
