@@ -1,4 +1,4 @@
-"""Element-wise cells: recurrences that act neuron by neuron, declared so that exact traces follow automatically.
+"""Element-wise cells: a convenient way to write a recurrence that acts neuron by neuron.
 
 An ``ElementwiseCell`` splits its parameters into three kinds and writes its step in two parts::
 
@@ -7,14 +7,13 @@ An ``ElementwiseCell`` splits its parameters into three kinds and writes its ste
     h    = output(params, c', x)                           # may mix neurons; the recurrence never sees it
 
 * ``projections()``: names of ``(D, N)`` parameters that enter the recurrence only as ``x @ P``;
-* ``readout()``: names of parameters that never enter the carry update (they get their gradient from the
-  immediate derivative alone);
-* every other parameter is a per-neuron vector ``(N,)`` and ``recur`` receives exactly these (``vectors``),
-  so neuron ``k`` of ``c'`` may depend only on neuron ``k`` of the carry, of ``u`` and of each vector.
+* ``readout()``: names of parameters that never enter the carry update;
+* every other parameter is a per-neuron vector ``(N,)`` and ``recur`` receives exactly these (``vectors``).
 
 Every carry leaf is ``(*batch, N)``. ``step`` is defined here from ``recur`` and ``output``, so the same step
-feeds BPTT and every trace method; the ``diagonal`` method reads the declaration to keep traces of parameter
-size (see ``rtrl.methods.diagonal``).
+feeds BPTT and every trace method, and it checks the declaration. The ``diagonal`` method does not need it: it
+finds the element-wise structure of any cell's step (``rtrl.structure.elementwise``); the declaration is for the
+person writing the cell, and for the hand-derived traces of the library's cells.
 """
 
 from __future__ import annotations
