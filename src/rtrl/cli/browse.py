@@ -20,7 +20,7 @@ def cmd_plot(args) -> int:
 
     out = Path(args.out)
     if not out.parent.is_dir():
-        raise UsageError(f"--out {out}: the folder {out.parent} does not exist")
+        raise UsageError(f"--out {out}: {out.parent} is not an existing folder")
     curves = []
     for path in args.runs:
         config = read_config(path)

@@ -27,15 +27,20 @@ def train_run(run: Run, quiet: bool = False) -> int:
         f"batch {config.batch}, {config.steps} steps",
         flush=True,
     )
-    bar = tqdm(total=config.steps, unit="step", disable=quiet, dynamic_ncols=True, mininterval=0.5)
+    bars = []  # made at the first evaluation, so that a run that cannot start shows only its error
+
+    def bar():
+        if not bars:
+            bars.append(tqdm(total=config.steps, unit="step", disable=quiet, dynamic_ncols=True, mininterval=0.5))
+        return bars[0]
 
     def on_eval(state, record):
-        bar.n = record["step"]
-        bar.set_postfix_str(f"loss {fmt(record['loss'])} {task.metric_name} {fmt(record['metric'])}")
-        bar.refresh()
+        bar().n = record["step"]
+        bar().set_postfix_str(f"loss {fmt(record['loss'])} {task.metric_name} {fmt(record['metric'])}")
+        bar().refresh()
 
     try:
-        run.train(on_eval=on_eval, on_chunk=lambda state, n: bar.update(n))
+        run.train(on_eval=on_eval, on_chunk=lambda state, n: bar().update(n))
     except Diverged as e:
         print(f"rtrl: error: {e}; run stopped. The last good checkpoint (step {run.last_checkpoint_step()}) is "
               f"kept in {run.path}", file=sys.stderr)
@@ -44,7 +49,8 @@ def train_run(run: Run, quiet: bool = False) -> int:
         print(f"interrupted; continue from step {run.last_checkpoint_step()} with: rtrl resume {run.path}")
         return 130
     finally:
-        bar.close()
+        for b in bars:
+            b.close()
     summarise(run)
     return 0
 

@@ -114,10 +114,10 @@ class Run:
     """A run folder and its configuration: ``Run.create(path, config)`` or ``Run.open(path)``, then ``train()``.
     The trainer is built on first use."""
 
-    def __init__(self, path: str | os.PathLike, config: RunConfig):
+    def __init__(self, path: str | os.PathLike, config: RunConfig, trainer=None):
         self.path = Path(path)
         self.config = config
-        self._trainer = None
+        self._trainer = trainer  # None: built from config on first use
         self.lock = filelock.FileLock(str(self.path / LOCK), timeout=0)
 
     @property
@@ -142,10 +142,11 @@ class Run:
             ) from None
 
     @classmethod
-    def create(cls, path: str | os.PathLike, config: RunConfig | dict, overwrite: bool = False) -> Run:
+    def create(cls, path: str | os.PathLike, config: RunConfig | dict, overwrite: bool = False, trainer=None) -> Run:
         """A new run in ``path``; if it already holds the same run (budget aside), that run, to be continued.
         A different run there is an error unless ``overwrite``, which removes the run's files first. Nothing is
-        created when the configuration is invalid or ``path`` cannot hold a run."""
+        created when the configuration is invalid or ``path`` cannot hold a run. ``trainer``: one already built
+        from the same configuration, to reuse its compiled functions."""
         config = (config if isinstance(config, RunConfig) else RunConfig.from_dict(config)).resolved()
         path = Path(path)
         if path.exists() and not path.is_dir():
@@ -161,7 +162,7 @@ class Run:
         elif path.is_dir() and not overwrite and any(p.name not in (LOCK,) for p in path.iterdir()):
             raise RunError(f"{path} exists and is not a run folder; choose another --out")
         created = new_folders(path)
-        run = cls(path, config)
+        run = cls(path, config, trainer)
         try:
             path.mkdir(parents=True, exist_ok=True)
             with run.locked():
@@ -178,10 +179,10 @@ class Run:
         return run
 
     @classmethod
-    def open(cls, path: str | os.PathLike, steps: int | None = None) -> Run:
-        """An existing run, with its step budget changed to ``steps`` if given."""
+    def open(cls, path: str | os.PathLike, steps: int | None = None, trainer=None) -> Run:
+        """An existing run, with its step budget changed to ``steps`` if given (``trainer`` as in ``create``)."""
         config = read_config(path)
-        run = cls(path, config)
+        run = cls(path, config, trainer)
         if steps is not None:
             try:
                 run.config = config.replace(steps=steps).resolved()
@@ -204,7 +205,8 @@ class Run:
                     f"{file} is missing but {self.path / METRICS} goes to step {records[-1]['step']}; nothing was "
                     "changed (restore the checkpoint, or start again with `rtrl train ... --overwrite`)"
                 )
-            self.rewrite_metrics([])
+            if records or self.torn():  # a step-0 record without its checkpoint: written again
+                self.rewrite_metrics([])
             return self.trainer.init(), 0.0
         state, meta = checkpoint.load(file, self.trainer.init())
         kept = [r for r in records if r["step"] <= meta["step"]]
