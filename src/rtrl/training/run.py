@@ -188,8 +188,6 @@ class Run:
                 run.config = config.replace(steps=steps).resolved()
             except ValueError as e:
                 raise RunError(str(e)) from None
-            with run.locked():
-                write_config(run.path, run.config)
         return run
 
     # -- state on disk ----------------------------------------------------------------------------------
@@ -250,6 +248,8 @@ class Run:
         and the plot shows the run up to it."""
         with self.locked():
             state, wall_s = self.load()
+            if read_config(self.path) != self.config:  # a new budget, written once the run is known to continue
+                write_config(self.path, self.config)
 
             def record(state, rec):
                 self.record(state, rec)
