@@ -80,6 +80,3 @@ def main(argv: list[str] | None = None) -> int:
         print("rtrl: interrupted", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":
-    sys.exit(main())
