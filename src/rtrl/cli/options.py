@@ -97,6 +97,8 @@ def options_table() -> str:
         name = f"`{flag_of(field)}" + (f" {metavar}`" if metavar else "`")
         if default is not None and field.type.endswith("| None"):
             name += f", `--no-{field.name.replace('_', '-')}`"
-        shown = "automatic" if default is None else ("none" if default == {} else f"`{default}`")
+        shown = "automatic" if default is None else "none" if default == {} else "off" if default is False \
+            else f"`{default}`"
         lines.append(f"| {name} | {field.metadata['help']} | {shown} |")
     return "\n".join(lines) + "\n"
+

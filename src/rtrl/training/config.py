@@ -56,9 +56,11 @@ def positive_float(value):
 
 def optional(check: Callable) -> Callable:
     def check_optional(value):
-        return None if value is None else check(value)
+        try:
+            return None if value is None else check(value)
+        except Invalid as e:
+            raise Invalid(f"{e} or null") from None
 
-    check_optional.expected = f"{check.__name__} or null"
     return check_optional
 
 
@@ -110,9 +112,9 @@ class RunConfig(Frozen):
         optional(positive_int),
         "K",
     )
-    optimizer: str = option("adam", "the optax optimiser", one_of(OPTIMIZERS), "NAME")
+    optimizer: str = option("adam", "adam or sgd (optax)", one_of(OPTIMIZERS), "NAME")
     lr: float = option(1e-3, "learning rate", positive_float, "LR")
-    clip: float | None = option(1.0, "clip the global gradient norm to this (--no-clip: none)",
+    clip: float | None = option(1.0, "clip the global gradient norm to this (`--no-clip`: do not)",
                                 optional(positive_float), "C")
     steps: int = option(10000, "steps per stream, rounded up to whole updates", positive_int, "S")
     eval_every: int | None = option(None, "steps between evaluations (default: about 25 per run)",
