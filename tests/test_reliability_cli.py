@@ -247,3 +247,18 @@ def test_a_missing_optional_package_is_one_line(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err and "pip install 'rtrl[mnist1d]'" in err
     assert {p.name for p in out.iterdir()} <= {"config.json", ".lock"}  # the run is there, to resume once installed
+
+
+def test_a_write_that_fails_half_way_leaves_no_folder_behind(tmp_path, capsys, monkeypatch):
+    """A read-only or full disk, injected (the tests run as root, for whom permissions do not apply)."""
+    import rtrl.training.run as runs
+
+    def refuse(path, text):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(runs, "atomic_write_text", refuse)
+    out = tmp_path / "new" / "deeper" / "run"
+    code = main(f"train {TINY_ARGS} --out {out}".split())
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and "Permission denied" in err and str(out) in err
+    assert list(tmp_path.iterdir()) == []  # the three folders it made are gone again
