@@ -182,3 +182,14 @@ def test_a_diverging_run_stops_naming_the_step_and_keeps_the_last_good_checkpoin
     assert meta["step"] == 4 and int(state.step) == 4
     assert all(bool(jnp.isfinite(a).all()) for a in jax.tree.leaves(state.params))
     assert (out / "curve.png").is_file()
+
+
+@pytest.mark.parametrize("module", ["rtrl", "rtrl.cli"])  # the README's `python -m rtrl`, the Makefile's rtrl.cli
+def test_python_dash_m_runs_the_command(module):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", module, "bench", "--frobnicate"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and "unrecognized arguments: --frobnicate" in done.stderr
+    assert "Traceback" not in done.stderr

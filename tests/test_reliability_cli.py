@@ -62,6 +62,7 @@ def truncate(name, keep):
         data = (tmp / "run" / name).read_bytes()
         (tmp / "run" / name).write_bytes(data[: keep(len(data))])
 
+    setup.__name__ = f"truncate {name}"
     return setup
 
 
@@ -70,6 +71,7 @@ def remove(name):
         copy_run(tmp, trained)
         (tmp / "run" / name).unlink()
 
+    setup.__name__ = f"remove {name}"
     return setup
 
 
@@ -79,6 +81,7 @@ def edit_config(**changes):
         config = json.loads((tmp / "run" / "config.json").read_text())
         (tmp / "run" / "config.json").write_text(json.dumps({**config, **changes}))
 
+    setup.__name__ = f"config {changes}"
     return setup
 
 

@@ -87,28 +87,27 @@ def torn_record(monkeypatch, at):
     monkeypatch.setattr(Run, "record", record)
 
 
-def record_without_checkpoint(monkeypatch, at):
-    original = checkpoint.save
+def killed_in_save(leave_temporary: bool):
+    """A kill before the checkpoint of step ``at`` is written, or inside its atomic write: then the temporary file
+    is half written and never renamed or removed."""
 
-    def save(path, tree, meta=None):
-        if meta["step"] == at:
-            raise Killed
-        original(path, tree, meta)
+    def crash(monkeypatch, at):
+        original = checkpoint.save
 
-    monkeypatch.setattr(checkpoint, "save", save)
+        def save(path, tree, meta=None):
+            if meta["step"] == at:
+                if leave_temporary:
+                    (path.parent / f".{path.name}.x1y2z3.tmp").write_bytes(b"PK\x03\x04 half")
+                raise Killed
+            original(path, tree, meta)
+
+        monkeypatch.setattr(checkpoint, "save", save)
+
+    crash.__name__ = "checkpoint_write_cut" if leave_temporary else "record_without_checkpoint"
+    return crash
 
 
-def checkpoint_write_cut(monkeypatch, at):
-    """A kill inside the atomic write: the temporary file is half written and never renamed or removed."""
-    original = checkpoint.save
-
-    def save(path, tree, meta=None):
-        if meta["step"] == at:
-            (path.parent / f".{path.name}.x1y2z3.tmp").write_bytes(b"PK\x03\x04 half")
-            raise Killed
-        original(path, tree, meta)
-
-    monkeypatch.setattr(checkpoint, "save", save)
+record_without_checkpoint, checkpoint_write_cut = killed_in_save(False), killed_in_save(True)
 
 
 CRASHES = [(torn_record, 8), (record_without_checkpoint, 8), (checkpoint_write_cut, 8), (checkpoint_write_cut, 0),
