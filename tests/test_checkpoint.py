@@ -2,6 +2,7 @@
 uninterrupted run exactly."""
 
 import json
+import re
 
 import jax
 import jax.numpy as jnp
@@ -58,10 +59,23 @@ def test_load_rejects_a_checkpoint_of_another_model(tmp_path):
     path = tmp_path / "c.npz"
     checkpoint.save(path, tree())
     wrong_shape = {**tree(), "params": {"W": jnp.zeros((3, 3)), "b": jnp.zeros(3)}}
-    with pytest.raises(ValueError, match="expects"):
+    expected = "['params']['W'] is float64[2, 3], the model expects float64[3, 3]"
+    with pytest.raises(ValueError, match=re.escape(expected)):
         checkpoint.load(path, wrong_shape)
-    with pytest.raises(ValueError, match="holds 5 arrays"):
+    expected = "missing ['only']; unexpected ['count'], ['key'], ['params']['W']"
+    with pytest.raises(ValueError, match=re.escape(expected)):
         checkpoint.load(path, {"only": jnp.zeros(2)})
+    wrong_dtype = {**tree(), "count": jnp.array(7, jnp.int64)}
+    with pytest.raises(ValueError, match=re.escape("['count'] is int32[], the model expects int64[]")):
+        checkpoint.load(path, wrong_dtype)
+
+
+def test_the_file_names_every_leaf_by_its_tree_path(tmp_path):
+    path = tmp_path / "c.npz"
+    checkpoint.save(path, tree())
+    with np.load(path) as data:
+        names = set(data.files)
+    assert names == {"['params']['W']", "['params']['b']", "['count']", "['key']", "['typed_key']", "meta"}
 
 
 def test_a_crash_while_writing_keeps_the_previous_checkpoint(tmp_path, monkeypatch):

@@ -11,10 +11,13 @@ import pytest
 from poison import poisoned_adam
 from rtrl.cells import CELLS
 from rtrl.cells.base import Cell
-from rtrl.cli import COMMANDS, demo_config, main
+from rtrl.cli import COMMANDS, main
+from rtrl.cli.demo import CONFIG as DEMO
 from rtrl.methods import METHODS
 from rtrl.training import checkpoint
+from rtrl.training import config as configs
 from rtrl.training import run as runs
+from rtrl.training.config import RunConfig
 from rtrl.training.run import read_metrics
 from rtrl.training.tasks import TASKS
 
@@ -50,7 +53,7 @@ def test_train_writes_the_run_folder_and_resume_continues_it(tmp_path, capsys):
     assert main(rtrl("train", TINY, "--steps 8 --out", out)) == 0
     stdout = capsys.readouterr().out
     assert f"plot: {out / 'curve.png'}" in stdout and "token_accuracy" in stdout
-    assert {p.name for p in out.iterdir()} == {"config.json", "metrics.jsonl", "checkpoint.npz", "curve.png"}
+    assert {p.name for p in out.iterdir()} == {"config.json", "metrics.jsonl", "checkpoint.npz", "curve.png", ".lock"}
     config = json.loads((out / "config.json").read_text())
     assert config["method"] == "closed_form" and config["update_every"] == 1 and config["steps"] == 8
     records = read_metrics(out)
@@ -90,9 +93,9 @@ class Untraced(Cell):
 @pytest.mark.parametrize(
     "argv, expected",
     [
-        ("train --task nope", "unknown task 'nope'"),
-        ("train --cell nope", "unknown cell 'nope'"),
-        ("train --method nope", "unknown method 'nope'"),
+        ("train --task nope", "argument --task: must be one of"),
+        ("train --cell nope", "argument --cell: must be one of"),
+        ("train --method nope", "argument --method: must be one of"),
         ("train --cell untraced --method closed_form", "needs hand-derived traces"),
         ("train --hidden -3", "argument --hidden: must be a positive integer"),
         ("train --batch 0", "argument --batch"),
@@ -102,7 +105,7 @@ class Untraced(Cell):
         ("train --task-arg length", "expects KEY=VALUE"),
         ("train --task-arg nope=1", "has no option ['nope']"),
         ("train --method bptt --stagger", "stagger needs a trace method"),
-        ("train --optimizer adagrad", "optimizer must be one of"),
+        ("train --optimizer adagrad", "argument --optimizer: must be one of"),
     ],
 )
 def test_bad_train_input_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch, argv, expected):
@@ -115,8 +118,9 @@ def test_bad_train_input_is_one_line_and_writes_nothing(tmp_path, capsys, monkey
 
 def test_an_out_holding_a_different_run_is_refused(tmp_path, capsys):
     out = tmp_path / "run"
-    runs.Run.create(out, {"task": "recall", "hidden": 4})
-    code = main(rtrl("train --task recall --hidden 5 --quiet --out", out))
+    runs.Run.create(out, {"task": "recall", "hidden": 4, "task_args": {"delay": 2, "episode_length": 4}})
+    recall = "--task recall --task-arg delay=2 --task-arg episode_length=4"
+    code = main(rtrl("train", recall, "--hidden 5 --quiet --out", out))
     one_line_error(capsys, code, "holds a different run (differs in hidden)")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
@@ -138,18 +142,15 @@ def test_other_bad_input_is_one_line(tmp_path, capsys, argv, expected):
 
 
 def test_budgets_round_up_to_whole_updates():
-    config = runs.complete({"update_every": 3, "steps": 10, "eval_every": 4})
-    assert (config["steps"], config["eval_every"]) == (12, 6)
-    config = runs.complete({"method": "bptt", "task": "copy", "task_args": {"max_length": 2}, "steps": 11})
-    assert config["update_every"] == 5 and config["steps"] == 15  # bptt: windows of whole episodes
+    config = RunConfig(update_every=3, steps=10, eval_every=4).resolved()
+    assert (config.steps, config.eval_every) == (12, 6)
+    config = RunConfig(method="bptt", task="copy", task_args={"max_length": 2}, steps=11).resolved()
+    assert config.update_every == 5 and config.steps == 15  # bptt: windows of whole episodes
 
 
-def test_the_demo_is_exact_online_rtrl_of_an_element_wise_cell_when_there_is_one():
-    config = runs.complete(demo_config())
-    trainer = runs.build(config)
-    assert trainer.method.online and trainer.method.exact and config["update_every"] == 1
-    if "elstm" in CELLS:
-        assert config["cell"] == "elstm"
+def test_the_demo_is_exact_online_rtrl_of_the_element_wise_lstm():
+    _, cell, method = DEMO.parts()
+    assert method.online and method.exact and DEMO.update_every == 1 and cell.name == "ELSTM"
 
 
 def test_the_results_table_rows_are_valid_runs():
@@ -161,7 +162,7 @@ def test_the_results_table_rows_are_valid_runs():
             config = {**experiment.config, "cell": "elman", "method": method, "update_every": row.update_every,
                       "method_args": dict(row.method_args)}
             if method in METHODS:
-                runs.complete(config)
+                RunConfig.from_dict(config).resolved()
 
 
 def test_subcommands_are_a_table():
@@ -169,19 +170,26 @@ def test_subcommands_are_a_table():
 
 
 def test_a_diverging_run_stops_naming_the_step_and_keeps_the_last_good_checkpoint(tmp_path, capsys, monkeypatch):
-    runs.cached_trainer.cache_clear()
-    monkeypatch.setattr(runs, "make_optimizer", lambda name, lr, clip: poisoned_adam(at_update=6))
+    monkeypatch.setattr(configs, "make_optimizer", lambda name, lr, clip: poisoned_adam(at_update=6))
     out = tmp_path / "run"
-    try:
-        code = main(rtrl("train", TINY, "--seed 1 --steps 12 --out", out))
-    finally:
-        runs.cached_trainer.cache_clear()
+    code = main(rtrl("train", TINY, "--seed 1 --steps 12 --out", out))
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err
     assert "the training loss became nan at step 7" in err and "last good checkpoint (step 4)" in err
     assert [r["step"] for r in read_metrics(out)] == [0, 4]
-    template = jax.tree.map(jnp.zeros_like, runs.build(runs.read_config(out)).init())
+    template = jax.tree.map(jnp.zeros_like, runs.read_config(out).trainer().init())
     state, meta = checkpoint.load(out / "checkpoint.npz", template)
     assert meta["step"] == 4 and int(state.step) == 4
     assert all(bool(jnp.isfinite(a).all()) for a in jax.tree.leaves(state.params))
     assert (out / "curve.png").is_file()
+
+
+@pytest.mark.parametrize("module", ["rtrl", "rtrl.cli"])  # the README's `python -m rtrl`, the Makefile's rtrl.cli
+def test_python_dash_m_runs_the_command(module):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", module, "bench", "--frobnicate"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and "unrecognized arguments: --frobnicate" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -155,6 +155,30 @@ def test_mnist1d_is_balanced_standardised_and_learnable():
     assert accuracy > 0.2
 
 
+def test_mnist1d_is_the_published_dataset_and_leaves_numpys_global_random_state_alone():
+    from mnist1d.data import get_dataset_args
+    from mnist1d.data import make_dataset as published
+
+    np.random.seed(123)
+    before = np.random.get_state()
+    signals, labels = MNIST1D().data  # the defaults: 4000 train, 1000 test, seed 42
+    after = np.random.get_state()
+    assert all(np.array_equal(a, b) for a, b in zip(before[1:], after[1:], strict=True)) and before[0] == after[0]
+    reference = published(get_dataset_args())
+    assert np.array_equal(signals, np.concatenate([reference["x"], reference["x_test"]]))
+    assert np.array_equal(labels, np.concatenate([reference["y"], reference["y_test"]]))
+
+
+def test_mnist1d_without_its_package_says_what_to_install(monkeypatch):
+    import sys
+
+    from rtrl.training.tasks.base import MissingPackage
+
+    monkeypatch.setitem(sys.modules, "mnist1d.data", None)  # as if it were not installed
+    with pytest.raises(MissingPackage, match=r"pip install 'rtrl\[mnist1d\]'"):
+        make_dataset(10, 0)
+
+
 def test_mnist1d_episodes_ask_at_the_end_and_evaluate_on_the_test_split():
     task = SMALL["mnist1d"]
     signals, labels = task.data
@@ -194,6 +218,7 @@ def test_streams_are_a_pure_function_of_key_and_position():
         (lambda: Adding(sequence_length=1), "sequence_length must be at least 2"),
         (lambda: Sines(waves=True), "waves must be a positive integer"),
         (lambda: MNIST1D(data_seed=-1), "data_seed must be a non-negative integer"),
+        (lambda: MNIST1D(train_size=61, test_size=30), "must be a multiple of 10"),
     ],
 )
 def test_bad_task_options_are_named(make, message):

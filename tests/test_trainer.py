@@ -34,8 +34,9 @@ def online_trainer():
     return trainer("closed_form", stagger=True)
 
 
-def reference_trajectory(tr: Trainer, steps: int):
-    """Parameters after each step of a plain loop: reset, learner.step, jax.grad, optax, by hand."""
+def reference_trajectory(tr: Trainer, steps: int, losses: list | None = None):
+    """Parameters after each step of a plain loop: reset, learner.step, jax.grad, optax, by hand; each step's
+    weighted loss sum and weight sum are appended to ``losses``."""
     learner = rtrl.online(CELL, "closed_form")
     state0 = tr.init()
     params, opt_state = state0.params, tr.optimizer.init(state0.params)
@@ -48,16 +49,20 @@ def reference_trajectory(tr: Trainer, steps: int):
 
         def loss(p):
             h, next_memory = learner.step(p["cell"], memory, ep.xs)
-            return jnp.sum(TASK.loss(readout(p["readout"], h), ep.targets) * ep.weights) / 2, next_memory
+            y = readout(p["readout"], h)
+            total = jnp.sum(jnp.logaddexp(0.0, y[:, 0]) * ep.weights - y[:, 0] * ep.targets[:, 0] * ep.weights)
+            return total / 2, (next_memory, total, jnp.sum(ep.weights))
 
-        grads, memory = jax.grad(loss, has_aux=True)(params)
+        grads, (memory, total, weight) = jax.grad(loss, has_aux=True)(params)
         updates, opt_state = tr.optimizer.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, memory
+        return optax.apply_updates(params, updates), opt_state, memory, total, weight
 
     trajectory = []
     for t in range(steps):
-        params, opt_state, memory = one_step(params, opt_state, memory, t)
+        params, opt_state, memory, total, weight = one_step(params, opt_state, memory, t)
         trajectory.append(params)
+        if losses is not None:
+            losses.append((float(total), float(weight)))
     return trajectory
 
 
@@ -70,6 +75,21 @@ def test_online_trainer_follows_the_hand_written_loop(online_trainer):
         assert relative_error(state.params, expected[t]) < TOL, t
     assert int(state.step) == steps
     assert relative_error(state.params, online_trainer.init().params) > 1e-3  # it did learn something
+
+
+def test_the_reported_training_loss_is_the_weighted_mean_over_each_interval(online_trainer):
+    """``fit``'s ``loss`` (metrics.jsonl) against the hand-written loop's own per-step losses: the sum of the
+    weighted losses since the previous evaluation over the sum of their weights, the interval starting afresh."""
+    losses = []
+    reference_trajectory(online_trainer, 12, losses)
+    records = []
+    fit(online_trainer, online_trainer.init(), 12, eval_every=4, on_eval=lambda state, r: records.append(r))
+    assert [r["step"] for r in records] == [0, 4, 8, 12] and records[0]["loss"] is None
+    for record in records[1:]:
+        interval = losses[record["step"] - 4 : record["step"]]
+        expected = sum(total for total, _ in interval) / sum(weight for _, weight in interval)
+        assert abs(record["loss"] - expected) <= 1e-12 * abs(expected), record["step"]
+    assert len({round(r["loss"], 6) for r in records[1:]}) == 3  # three different intervals, not one running mean
 
 
 def test_reset_zeroes_carry_and_traces_of_the_streams_that_start_an_episode(online_trainer):

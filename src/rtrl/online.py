@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from rtrl import validate
 from rtrl.methods import TraceMethod, resolve
 from rtrl.structure import unread_as_none
 
@@ -167,7 +168,7 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
                              f"{done.dtype} {done.shape}")
         return OnlineState(zero_where(done, state.carry), zero_where(done, state.traces))
 
-    return Learner(cell, method, init, step, reset)
+    return Learner(cell, method, *validate.online(cell, init, step), reset)
 
 
 def stream_grad(learner: Learner, params, state: OnlineState, xs, targets, loss_fn):

@@ -7,6 +7,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
+from rtrl import validate
 from rtrl.methods import Method, resolve
 from rtrl.online import online, stream_grad
 
@@ -31,6 +32,7 @@ def sequence_grad(cell, params, xs, targets, loss_fn, method: str | Method = "rt
     ``carry`` (default: ``cell.initial_carry(batch)``), and its gradient w.r.t. ``params`` under ``method``."""
     method = resolve(method, cell)
     check_sequence(cell, xs, targets)
+    xs = validate.sequence(cell, params, xs, targets, loss_fn, carry)
     if carry is None:
         carry = cell.initial_carry(jnp.shape(xs)[1:-1], jnp.result_type(xs, *jax.tree.leaves(params)))
     return _compiled(cell, params, xs, targets, loss_fn, method, carry)

@@ -19,7 +19,7 @@ from pathlib import Path
 from rtrl.cells import CELLS
 from rtrl.files import atomic_write_text
 from rtrl.reports.plot import Curve, plot_curves
-from rtrl.training.run import Run, label, read_metrics
+from rtrl.training.run import Run, read_metrics
 from rtrl.training.trainer import Diverged
 
 
@@ -109,10 +109,8 @@ EXPERIMENTS = (
 def cheapest_exact(cell: str) -> str:
     """closed_form if the cell has hand-derived traces, else diagonal if it applies, else dense rtrl."""
     from rtrl import methods
-    from rtrl.training.run import make
 
-    cls = make("cell", CELLS, cell, {})
-    instance = cls(1, 1)
+    instance = CELLS[cell](1, 1)
     for name in ("closed_form", "diagonal", "rtrl"):
         if name not in methods.METHODS:
             continue
@@ -147,7 +145,7 @@ def run_row(experiment: Experiment, row: Row, root: Path) -> dict:
     return {
         "row": row,
         "method": method,
-        "k": run.config["update_every"],
+        "k": run.config.update_every,
         "run": run,
         "metric": records[-1]["metric"],
         "extra": {key: v for key, v in records[-1].items() if key in ("sequence_accuracy",)},
@@ -161,7 +159,7 @@ def table(experiment: Experiment, results: list[dict]) -> str:
     first = next((r for r in results if "run" in r), None)
     if first is None:
         return f"### {experiment.name}\n\nno row could run.\n"
-    task, config = first["run"].trainer.task, first["run"].config
+    task, config = first["run"].trainer.task, first["run"].config.to_dict()
     better = "higher" if task.higher_is_better else "lower"
     lines = [
         f"### {experiment.name}: {experiment.why}",
@@ -207,7 +205,7 @@ def main(argv=None) -> int:
         ran = [r for r in results if "run" in r]
         if ran:
             task = ran[0]["run"].trainer.task
-            curves = [Curve(label(r["run"].config), read_metrics(r["run"].path), task.metric_name, task.chance)
+            curves = [Curve(r["run"].config.label(), read_metrics(r["run"].path), task.metric_name, task.chance)
                       for r in ran]
             plot_curves(curves, root / f"{experiment.name}.png", experiment.why)
         sections.append(table(experiment, results))

@@ -1,13 +1,17 @@
 """Checkpoints: any pytree of arrays saved atomically as one ``.npz`` file, restored into a template's structure.
 
-The file holds the leaves in ``jax.tree.leaves`` order (``leaf_00000``, ...) and a JSON ``meta`` dict. Loading
-needs a template of the same structure (for a training run: ``Trainer.init()``), which fixes the tree and is
-checked leaf by leaf (count, shape, dtype), so nothing but plain arrays is ever unpickled or trusted."""
+Each leaf is stored under its tree path (``jax.tree_util.keystr``: ``.params['cell']['W']``), beside a JSON
+``meta`` entry. Loading needs a template of the same structure (for a training run: ``Trainer.init()``), which
+fixes the tree; every leaf is looked up by its path and checked (present, shape, dtype), and every error names
+the path, so nothing but plain arrays is ever unpickled or trusted. A file that is not a readable checkpoint
+(truncated, garbage) is a ``CheckpointError`` naming the file, never a raw ``zipfile`` or ``numpy`` error.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import zipfile
 
 import jax
 import jax.numpy as jnp
@@ -15,46 +19,72 @@ import numpy as np
 
 from rtrl.files import atomic_write
 
+META = "meta"
+
 
 class CheckpointError(ValueError):
-    """A checkpoint that does not fit the model it is loaded into."""
+    """A checkpoint that cannot be read, or does not fit the model it is loaded into."""
 
 
 def is_key(leaf) -> bool:
     return jax.dtypes.issubdtype(jnp.asarray(leaf).dtype, jax.dtypes.prng_key)
 
 
+def named_leaves(tree) -> list[tuple[str, object]]:
+    """``(path, leaf)`` pairs in ``jax.tree.leaves`` order; a bare leaf is named ``<root>``."""
+    return [(jax.tree_util.keystr(path) or "<root>", leaf) for path, leaf in jax.tree_util.tree_leaves_with_path(tree)]
+
+
 def save(path: str | os.PathLike, tree, meta: dict | None = None) -> None:
-    """Write ``tree``'s leaves and ``meta`` (JSON-able) to ``path`` atomically."""
-    leaves = [jax.random.key_data(a) if is_key(a) else a for a in jax.tree.leaves(tree)]
-    arrays = {f"leaf_{i:05d}": np.asarray(a) for i, a in enumerate(leaves)}
-    arrays["meta"] = np.frombuffer(json.dumps(meta or {}).encode(), np.uint8)
+    """Write ``tree``'s leaves (by path) and ``meta`` (JSON-able) to ``path`` atomically."""
+    arrays = {name: np.asarray(jax.random.key_data(a) if is_key(a) else a) for name, a in named_leaves(tree)}
+    arrays[META] = np.frombuffer(json.dumps(meta or {}, allow_nan=False).encode(), np.uint8)
     atomic_write(path, lambda f: np.savez(f, **arrays))
 
 
+def read(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict]:
+    """Every array of the file by name, and its meta; ``CheckpointError`` if it is not a readable checkpoint."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+        meta = json.loads(arrays.pop(META).tobytes().decode())
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, UnicodeDecodeError) as e:
+        raise CheckpointError(f"checkpoint {path} is damaged or not a checkpoint ({type(e).__name__}: {e})") from None
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"checkpoint {path} is damaged: its meta is not a JSON object")
+    return arrays, meta
+
+
 def read_meta(path: str | os.PathLike) -> dict:
-    with np.load(path, allow_pickle=False) as data:
-        return json.loads(data["meta"].tobytes().decode())
+    return read(path)[1]
 
 
 def load(path: str | os.PathLike, template):
     """``(tree, meta)``: the leaves saved at ``path`` in the structure of ``template``."""
-    leaves, treedef = jax.tree.flatten(template)
-    with np.load(path, allow_pickle=False) as data:
-        meta = json.loads(data["meta"].tobytes().decode())
-        saved = [data[f"leaf_{i:05d}"] for i in range(len(data.files) - 1)]
-    if len(saved) != len(leaves):
-        raise CheckpointError(f"checkpoint {path} holds {len(saved)} arrays, the model expects {len(leaves)}")
+    arrays, meta = read(path)
+    leaves = named_leaves(template)
+    names = [name for name, _ in leaves]
+    missing, extra = [n for n in names if n not in arrays], sorted(set(arrays) - set(names))
+    if missing or extra:
+        raise CheckpointError(
+            f"checkpoint {path} does not fit the model: "
+            + "; ".join(f"{what} {', '.join(names)}" for what, names in (("missing", missing), ("unexpected", extra))
+                        if names)
+        )
     restored = []
-    for i, (array, like) in enumerate(zip(saved, leaves, strict=True)):
+    for name, like in leaves:
+        array = arrays[name]
         if is_key(like):
+            like_data = jax.random.key_data(like)
+            if array.shape != like_data.shape or array.dtype != like_data.dtype:
+                raise CheckpointError(f"checkpoint {path}: {name} is not a key of {jax.random.key_impl(like)}")
             restored.append(jax.random.wrap_key_data(array, impl=jax.random.key_impl(like)))
             continue
         like = np.asarray(like)
         if array.shape != like.shape or array.dtype != like.dtype:
             raise CheckpointError(
-                f"checkpoint {path}: array {i} is {array.dtype}{list(array.shape)}, "
+                f"checkpoint {path}: {name} is {array.dtype}{list(array.shape)}, "
                 f"the model expects {like.dtype}{list(like.shape)}"
             )
         restored.append(jnp.asarray(array))
-    return jax.tree.unflatten(treedef, restored), meta
+    return jax.tree.unflatten(jax.tree.structure(template), restored), meta

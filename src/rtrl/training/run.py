@@ -2,269 +2,266 @@
 
 Files in ``runs/NAME/``:
 
-* ``config.json``: everything that defines the run (task, cell, method and their options, sizes, optimiser,
-  budget, seed); ``build`` turns it back into a ``Trainer``;
-* ``metrics.jsonl``: one JSON object per evaluation: ``step``, ``loss`` (training loss since the previous
-  evaluation, ``null`` at step 0), ``metric`` (the task's held-out headline metric), ``eval_loss``, any other
-  metric of the task, and ``wall_s`` (seconds of training so far, across resumptions);
+* ``config.json``: the run's ``RunConfig`` (task, cell, method and their options, sizes, optimiser, budget, seed),
+  complete and resolved; ``RunConfig.trainer()`` turns it back into a ``Trainer``;
+* ``metrics.jsonl``: one strict-JSON object per evaluation (never ``NaN``): ``step``, ``loss`` (training loss since
+  the previous evaluation, ``null`` at step 0), ``metric`` (the task's held-out headline metric), ``eval_loss``,
+  any other metric of the task, and ``wall_s`` (seconds of training so far, across resumptions);
 * ``checkpoint.npz``: the whole ``TrainState`` at the last evaluation (parameters, optimiser state, carries,
   traces, data key, stream position), written atomically;
-* ``curve.png``: the learning curves (training loss and metric, chance dashed).
+* ``curve.png``: the learning curves (training loss and metric, chance dashed);
+* ``.lock``: held (``filelock``) by the one process that writes the folder; a second writer is refused.
 
 A stopped run resumes from its checkpoint and replays exactly what the uninterrupted run would have done: the
 data is a pure function of the data key and the step, and everything else is in the checkpoint.
+
+What the folder promises (docs/reliability.md lists the tests that hold each promise): every file is written
+atomically except ``metrics.jsonl``, which is appended one line per evaluation before the checkpoint that
+covers it, so a crash leaves at worst a torn last line past the checkpoint, which a resume drops; a run whose
+history does not match its checkpoint (the checkpoint missing or unreadable, records missing) is reported,
+never silently restarted; nothing is deleted or rewritten unless ``overwrite`` is asked for.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
+import contextlib
 import json
 import os
 from pathlib import Path
 
-from rtrl import methods
-from rtrl.cells import CELLS
+import filelock
+
 from rtrl.files import atomic_write_text
 from rtrl.reports.plot import Curve, plot_curves
 from rtrl.training import checkpoint
-from rtrl.training.tasks import TASKS
-from rtrl.training.trainer import Diverged, Trainer, TrainState, fit, make_optimizer
+from rtrl.training.config import RunConfig
+from rtrl.training.trainer import Diverged, TrainState, fit
 
-CONFIG, METRICS, CHECKPOINT, CURVE = "config.json", "metrics.jsonl", "checkpoint.npz", "curve.png"
-BUDGET_KEYS = ("steps",)  # may change between a run and its resumption
-
-
-def default_config() -> dict:
-    return {
-        "task": "copy",
-        "task_args": {},
-        "cell": "elman",
-        "cell_args": {},
-        "hidden": 32,
-        "method": "rtrl",
-        "method_args": {},
-        "batch": 16,
-        "update_every": None,  # None: 1 for a trace method, the episode length for a sequence method
-        "optimizer": "adam",
-        "lr": 1e-3,
-        "clip": 1.0,
-        "steps": 10000,
-        "eval_every": None,  # None: about 25 evaluations per run
-        "eval_size": 256,
-        "stagger": False,
-        "seed": 0,
-    }
+CONFIG, METRICS, CHECKPOINT, CURVE, LOCK = "config.json", "metrics.jsonl", "checkpoint.npz", "curve.png", ".lock"
+FILES = (CONFIG, METRICS, CHECKPOINT, CURVE)
 
 
-def option_names(cls, exclude=()) -> dict[str, object]:
-    """Keyword options of a constructor and their defaults."""
-    return {
-        name: p.default
-        for name, p in inspect.signature(cls).parameters.items()
-        if name not in exclude and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    }
+class RunError(ValueError):
+    """A run folder that cannot be used as asked (damaged, in use, another run); the message names the file."""
 
 
-def make(kind: str, registry: dict, name: str, args: dict, exclude=()):
-    """The class ``registry[name]``, with ``args`` checked against its options."""
-    if name not in registry:
-        raise ValueError(f"unknown {kind} {name!r}; expected one of {sorted(registry)}")
-    cls = registry[name]
-    unknown = set(args) - set(option_names(cls, exclude))
-    if unknown:
-        raise ValueError(
-            f"{kind} {name!r} has no option {sorted(unknown)}; its options are {sorted(option_names(cls, exclude))}"
-        )
-    return cls
+def reject_constant(name: str):
+    raise ValueError(f"{name} is not strict JSON")
 
 
-def method_object(name: str, args: dict):
-    """The method ``name`` with options ``args`` (registry entries may be classes or ``functools.partial``)."""
-    return make("method", methods.REGISTRY, name, args)(**args)
+def parse_json(text: str):
+    """Strict JSON: ``NaN`` and ``Infinity`` are refused (``json.loads`` would accept them)."""
+    return json.loads(text, parse_constant=reject_constant)
 
 
-def make_method(name: str, args: dict, cell):
-    return methods.resolve(method_object(name, args), cell)
-
-
-def complete(config: dict) -> dict:
-    """``config`` with defaults filled in and checked; raises ``ValueError`` naming what is wrong."""
-    full = default_config()
-    unknown = set(config) - set(full)
-    if unknown:
-        raise ValueError(f"unknown config keys {sorted(unknown)}")
-    full.update(config)
-    for name in ("hidden", "batch", "steps", "eval_size"):
-        value = full[name]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    task = make("task", TASKS, full["task"], full["task_args"])(**full["task_args"])
-    online = method_object(full["method"], full["method_args"]).online
-    if full["update_every"] is None:
-        full["update_every"] = 1 if online else task.length
-    k = full["update_every"]
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"update_every must be a positive integer, got {k!r}")
-    if full["eval_every"] is None:
-        full["eval_every"] = k * max(1, round(full["steps"] / 25 / k))
-    if isinstance(full["eval_every"], bool) or not isinstance(full["eval_every"], int) or full["eval_every"] < 1:
-        raise ValueError(f"eval_every must be a positive integer, got {full['eval_every']!r}")
-    for name in ("steps", "eval_every"):  # whole updates only
-        full[name] = -(-full[name] // k) * k
-    return full
-
-
-def build(config: dict) -> Trainer:
-    """The trainer a complete config describes; raises ``ValueError`` on bad options. A trainer is immutable,
-    so runs that differ only in budget share one (and its compiled functions)."""
-    key = json.dumps({k: v for k, v in config.items() if k not in ("steps", "eval_every")}, sort_keys=True)
-    return cached_trainer(key)
-
-
-@functools.lru_cache(maxsize=8)
-def cached_trainer(key: str) -> Trainer:
-    config = json.loads(key)
-    task = make("task", TASKS, config["task"], config["task_args"])(**config["task_args"])
-    cell_cls = make("cell", CELLS, config["cell"], config["cell_args"], exclude=("input_size", "hidden_size"))
-    cell = cell_cls(task.input_size, config["hidden"], **config["cell_args"])
-    method = make_method(config["method"], config["method_args"], cell)
-    return Trainer(
-        task,
-        cell,
-        method,
-        batch=config["batch"],
-        update_every=config["update_every"],
-        optimizer=make_optimizer(config["optimizer"], config["lr"], config["clip"]),
-        eval_size=config["eval_size"],
-        stagger=config["stagger"],
-        seed=config["seed"],
-    )
-
-
-def same_run(a: dict, b: dict) -> bool:
-    def strip(c):
-        return {k: v for k, v in c.items() if k not in BUDGET_KEYS}
-
-    return strip(a) == strip(b)
-
-
-def read_config(path: str | os.PathLike) -> dict:
+def read_config(path: str | os.PathLike) -> RunConfig:
+    """The configuration of the run in ``path``; ``RunError`` naming the file if it is missing or damaged."""
     file = Path(path) / CONFIG
     if not file.is_file():
-        raise ValueError(f"{path} holds no run (no {CONFIG})")
-    return json.loads(file.read_text())
+        raise RunError(f"{path} holds no run (no {CONFIG})")
+    try:
+        data = parse_json(file.read_text())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise RunError(f"{file} is not valid JSON ({e})") from None
+    try:
+        return RunConfig.from_dict(data, where=str(file), complete=True)
+    except ValueError as e:
+        raise RunError(str(e)) from None
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict]:
+    """The records of ``metrics.jsonl`` (none if it does not exist). A torn last line (what a crash while
+    appending leaves; past the checkpoint, so a resume writes it again) is left out; any other line that is not
+    a strict-JSON record is a ``RunError`` naming the file and line."""
     file = Path(path) / METRICS
     if not file.is_file():
         return []
-    return [json.loads(line) for line in file.read_text().splitlines() if line.strip()]
+    text = file.read_text(errors="replace")
+    lines = text.split("\n")
+    records = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            record = parse_json(line)
+            if not isinstance(record, dict) or not isinstance(record.get("step"), int):
+                raise ValueError("not a record with a step")
+        except ValueError as e:
+            if i == len(lines) - 1:  # no newline after it: the write was cut short
+                break
+            raise RunError(f"{file} line {i + 1} is damaged ({e}); restore it, or start again with --overwrite") \
+                from None
+        records.append(record)
+    return records
 
 
-def label(config: dict) -> str:
-    return f"{config['cell']} {config['method']} k={config['update_every']}"
+def write_config(path: Path, config: RunConfig) -> None:
+    atomic_write_text(path / CONFIG, json.dumps(config.to_dict(), indent=2, allow_nan=False) + "\n")
+
+
+def new_folders(path: Path) -> list[Path]:
+    """``path`` and those of its parents that do not exist yet, outermost first."""
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        if path.parent == path:
+            break
+        path = path.parent
+    return missing[::-1]
 
 
 class Run:
-    """A run folder and its trainer: ``Run.create(path, config)`` or ``Run.open(path)``, then ``train()``."""
+    """A run folder and its configuration: ``Run.create(path, config)`` or ``Run.open(path)``, then ``train()``.
+    The trainer is built on first use."""
 
-    def __init__(self, path: str | os.PathLike, config: dict, trainer: Trainer | None = None):
+    def __init__(self, path: str | os.PathLike, config: RunConfig, trainer=None):
         self.path = Path(path)
         self.config = config
-        self.trainer = trainer if trainer is not None else build(config)
+        self._trainer = trainer  # None: built from config on first use
+        self.lock = filelock.FileLock(str(self.path / LOCK), timeout=0)
+
+    @property
+    def trainer(self):
+        if self._trainer is None:
+            self._trainer = self.config.trainer()
+        return self._trainer
+
+    @contextlib.contextmanager
+    def locked(self):
+        """Hold the folder's lock (re-entrant within this object); a ``RunError`` if another process holds it.
+        Temporary files that a killed writer left behind are removed once the lock is ours."""
+        try:
+            with self.lock:
+                if self.lock.lock_counter == 1:
+                    for orphan in self.path.glob(".*.tmp"):
+                        orphan.unlink(missing_ok=True)
+                yield
+        except filelock.Timeout:
+            raise RunError(
+                f"{self.path} is in use by another process (it holds {self.path / LOCK}); wait for it to finish"
+            ) from None
 
     @classmethod
-    def create(cls, path: str | os.PathLike, config: dict, overwrite: bool = False) -> Run:
+    def create(cls, path: str | os.PathLike, config: RunConfig | dict, overwrite: bool = False, trainer=None) -> Run:
         """A new run in ``path``; if it already holds the same run (budget aside), that run, to be continued.
-        A different run there is an error unless ``overwrite``, which removes the run's files first."""
-        config = complete(config)
-        trainer = build(config)  # every option checked before anything is written
+        A different run there is an error unless ``overwrite``, which removes the run's files first. Nothing is
+        created when the configuration is invalid or ``path`` cannot hold a run. ``trainer``: one already built
+        from the same configuration, to reuse its compiled functions."""
+        config = (config if isinstance(config, RunConfig) else RunConfig.from_dict(config)).resolved()
         path = Path(path)
-        if (path / CONFIG).is_file():
-            if overwrite:
-                for name in (CONFIG, METRICS, CHECKPOINT, CURVE):
-                    (path / name).unlink(missing_ok=True)
-            else:
-                existing = read_config(path)
-                if not same_run(existing, config):
-                    diff = sorted(k for k in config if existing.get(k) != config[k] and k not in BUDGET_KEYS)
-                    raise ValueError(
-                        f"{path} holds a different run (differs in {', '.join(diff)}); "
-                        "choose another --out, or continue that run with `rtrl resume`"
-                    )
-        elif path.exists() and (not path.is_dir() or any(path.iterdir())):
-            raise ValueError(f"{path} exists and is not a run folder; choose another --out")
-        path.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path / CONFIG, json.dumps(config, indent=2) + "\n")
-        return cls(path, config, trainer)
+        if path.exists() and not path.is_dir():
+            raise RunError(f"{path} is a file, not a run folder; choose another --out")
+        if (path / CONFIG).exists() and not overwrite:
+            existing = read_config(path)
+            diff = existing.differences(config)
+            if diff:
+                raise RunError(
+                    f"{path} holds a different run (differs in {', '.join(diff)}); choose another --out, "
+                    "continue that run with `rtrl resume`, or replace it with --overwrite"
+                )
+        elif path.is_dir() and not overwrite and any(p.name not in (LOCK,) for p in path.iterdir()):
+            raise RunError(f"{path} exists and is not a run folder; choose another --out")
+        created = new_folders(path)
+        run = cls(path, config, trainer)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            with run.locked():
+                if overwrite:
+                    for name in FILES:
+                        (path / name).unlink(missing_ok=True)
+                write_config(path, config)
+        except BaseException:
+            for folder in reversed(created):  # leave nothing half-created
+                with contextlib.suppress(OSError):
+                    (folder / LOCK).unlink(missing_ok=True)
+                    folder.rmdir()
+            raise
+        return run
 
     @classmethod
-    def open(cls, path: str | os.PathLike, steps: int | None = None) -> Run:
-        """An existing run, with its step budget changed to ``steps`` if given."""
+    def open(cls, path: str | os.PathLike, steps: int | None = None, trainer=None) -> Run:
+        """An existing run, with its step budget changed to ``steps`` if given (``trainer`` as in ``create``)."""
         config = read_config(path)
+        run = cls(path, config, trainer)
         if steps is not None:
-            config = complete({**config, "steps": steps})
-        run = cls(path, config)
-        if steps is not None:
-            atomic_write_text(Path(path) / CONFIG, json.dumps(config, indent=2) + "\n")
+            try:
+                run.config = config.replace(steps=steps).resolved()
+            except ValueError as e:
+                raise RunError(str(e)) from None
         return run
 
     # -- state on disk ----------------------------------------------------------------------------------
     def load(self) -> tuple[TrainState, float]:
-        """The checkpointed state and wall time; a fresh state if there is no checkpoint yet. Metrics past
-        the checkpoint (written before a crash) are dropped, as the resumed run will write them again."""
-        state = self.trainer.init()
+        """The checkpointed state and wall time; a fresh state if the run has not passed step 0. Records past
+        the checkpoint (written before a crash) are dropped, as the resumed run writes them again. A history
+        that the checkpoint does not account for is a ``RunError``: nothing is restarted or rewritten."""
+        records = read_metrics(self.path)
         file = self.path / CHECKPOINT
-        if not file.is_file():
-            self.rewrite_metrics([])
-            return state, 0.0
-        state, meta = checkpoint.load(file, state)
-        self.rewrite_metrics([r for r in read_metrics(self.path) if r["step"] <= meta["step"]])
+        if not file.exists():
+            if any(r["step"] > 0 for r in records):
+                raise RunError(
+                    f"{file} is missing but {self.path / METRICS} goes to step {records[-1]['step']}; nothing was "
+                    "changed (restore the checkpoint, or start again with `rtrl train ... --overwrite`)"
+                )
+            if records or self.torn():  # a step-0 record without its checkpoint: written again
+                self.rewrite_metrics([])
+            return self.trainer.init(), 0.0
+        state, meta = checkpoint.load(file, self.trainer.init())
+        kept = [r for r in records if r["step"] <= meta["step"]]
+        if not kept or kept[-1]["step"] != meta["step"]:
+            raise RunError(
+                f"{self.path / METRICS} has no record of step {meta['step']}, where {file} stands: the history "
+                "was truncated; nothing was changed (restore it, or start again with --overwrite)"
+            )
+        if len(kept) < len(records) or self.torn():
+            self.rewrite_metrics(kept)
         return state, meta["wall_s"]
 
+    def torn(self) -> bool:
+        file = self.path / METRICS
+        return file.exists() and file.stat().st_size > 0 and not file.read_bytes().endswith(b"\n")
+
     def rewrite_metrics(self, records: list[dict]) -> None:
-        atomic_write_text(self.path / METRICS, "".join(json.dumps(r) + "\n" for r in records))
+        atomic_write_text(self.path / METRICS, "".join(json.dumps(r, allow_nan=False) + "\n" for r in records))
 
     def record(self, state: TrainState, record: dict) -> None:
-        """After an evaluation: append the metrics line, then checkpoint (so a checkpoint never runs ahead of
-        the metrics it comes with)."""
+        """After an evaluation: append the metrics line (one write), then checkpoint, so a checkpoint never runs
+        ahead of the records it comes with."""
+        line = json.dumps(record, allow_nan=False) + "\n"
         with open(self.path / METRICS, "a") as f:
-            f.write(json.dumps(record) + "\n")
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
         checkpoint.save(self.path / CHECKPOINT, state, {"step": record["step"], "wall_s": record["wall_s"]})
 
     def plot(self) -> Path:
         task = self.trainer.task
-        curve = Curve(label(self.config), read_metrics(self.path), task.metric_name, task.chance)
-        title = f"{task.name}: {label(self.config)}, hidden {self.config['hidden']}, batch {self.config['batch']}"
+        curve = Curve(self.config.label(), read_metrics(self.path), task.metric_name, task.chance)
+        title = f"{task.name}: {self.config.label()}, hidden {self.config.hidden}, batch {self.config.batch}"
         plot_curves([curve], self.path / CURVE, title)
         return self.path / CURVE
 
     # -- training ---------------------------------------------------------------------------------------
     def train(self, on_eval=None, on_chunk=None) -> TrainState:
-        """Continue from the checkpoint up to ``config["steps"]``; writes metrics, checkpoints and the plot.
-        On ``Diverged`` the last good checkpoint stays, and the plot shows the run up to it."""
-        state, wall_s = self.load()
+        """Continue from the checkpoint up to ``config.steps``, holding the folder's lock; writes metrics,
+        checkpoints and the plot. On ``Diverged`` the last checkpoint (all of whose records are finite) stays,
+        and the plot shows the run up to it."""
+        with self.locked():
+            state, wall_s = self.load()
+            if read_config(self.path) != self.config:  # a new budget, written once the run is known to continue
+                write_config(self.path, self.config)
 
-        def record(state, rec):
-            self.record(state, rec)
-            if on_eval is not None:
-                on_eval(state, rec)
+            def record(state, rec):
+                self.record(state, rec)
+                if on_eval is not None:
+                    on_eval(state, rec)
 
-        try:
-            state = fit(
-                self.trainer,
-                state,
-                self.config["steps"],
-                self.config["eval_every"],
-                on_eval=record,
-                on_chunk=on_chunk,
-                wall_s=wall_s,
-            )
-        finally:
-            if read_metrics(self.path):
-                self.plot()
+            try:
+                state = fit(self.trainer, state, self.config.steps, self.config.eval_every, on_eval=record,
+                            on_chunk=on_chunk, wall_s=wall_s)
+            finally:
+                if read_metrics(self.path):
+                    self.plot()
         return state
 
     def last_checkpoint_step(self) -> int | None:
@@ -272,4 +269,5 @@ class Run:
         return checkpoint.read_meta(file)["step"] if file.is_file() else None
 
 
-__all__ = ["Diverged", "Run", "build", "complete", "default_config", "read_config", "read_metrics"]
+__all__ = ["CHECKPOINT", "CONFIG", "CURVE", "METRICS", "Diverged", "Run", "RunConfig", "RunError", "read_config",
+           "read_metrics"]

@@ -7,25 +7,24 @@ streams::
 
     J = sum_{t in window} (1/B) sum_b w[t, b] * loss(readout(h[t, b]), target[t, b])
 
-* Trace methods (``rtrl``, ``closed_form``, ``diagonal``, approximations): ``jax.grad`` of each step's loss through
-  ``learner.step`` is the method's gradient; they are summed over the window and applied at its end. Carry and
-  traces run on across updates (k = 1 is fully online RTRL).
-* Sequence methods (``bptt``, ``tbptt``): ``method.sequence_grad`` over each window from the carried carry, so
-  the gradient is truncated at window boundaries: ``bptt`` with ``k`` = the episode length (windows aligned with
-  episodes) is full BPTT, a shorter ``k`` is truncated BPTT. The model they differentiate is
-  ``rtrl.training.model.ReadoutModel`` (resets inside a window cut the gradient as the learner's reset does).
+How a window of k steps becomes a gradient is one of two small objects (``rtrl.training.windows``): traces
+(``TraceWindow``: carry and traces run on across updates, k = 1 is fully online RTRL) or a whole-window method
+(``SequenceWindow``: ``bptt``, ``tbptt`` over each window from the carried carry, so the gradient is truncated at
+window boundaries; ``bptt`` with ``k`` = the episode length is full BPTT).
 
 With ``k > 1`` the two differ by design: traces keep the credit of steps before the window (as RTRL does), BPTT
 windows drop it; where every window starts with an episode they agree exactly (tested).
 
 The inner loop is one jitted ``lax.scan`` per chunk of updates; data comes from ``rtrl.training.tasks.stream_chunk``, a
 pure function of the data key and the step, so the whole run is a pure function of its ``TrainState``.
-``fit`` drives chunks, evaluates every ``eval_every`` steps and stops with ``Diverged`` on a non-finite loss.
+``fit`` drives chunks, evaluates every ``eval_every`` steps and stops with ``Diverged`` at the first non-finite
+training loss or held-out metric.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -39,8 +38,9 @@ from jax import lax
 from rtrl.checks import check_positive_int
 from rtrl.methods import Method, resolve
 from rtrl.online import UNROLL, online
-from rtrl.training.model import ReadoutModel, readout, with_reset_flag
+from rtrl.training.model import ReadoutModel, with_reset_flag
 from rtrl.training.tasks import Task, stream_chunk
+from rtrl.training.windows import SequenceWindow, TraceWindow
 
 
 class TrainState(NamedTuple):
@@ -56,11 +56,12 @@ class TrainState(NamedTuple):
 
 
 class Diverged(RuntimeError):
-    """The training loss became NaN or infinite; ``step`` is the first step where it did."""
+    """A quantity (the training loss, a held-out metric, the parameters) became NaN or infinite; ``step`` is the
+    first step where it did."""
 
-    def __init__(self, step: int, value: float):
-        super().__init__(f"the training loss became {value} at step {step}")
-        self.step = step
+    def __init__(self, step: int, value: float, quantity: str = "the training loss"):
+        super().__init__(f"{quantity} became {value} at step {step}")
+        self.step, self.quantity = step, quantity
 
 
 def make_optimizer(name: str = "adam", lr: float = 1e-3, clip: float | None = 1.0) -> optax.GradientTransformation:
@@ -68,10 +69,10 @@ def make_optimizer(name: str = "adam", lr: float = 1e-3, clip: float | None = 1.
     optimizers = {"adam": optax.adam, "sgd": optax.sgd}
     if name not in optimizers:
         raise ValueError(f"optimizer must be one of {sorted(optimizers)}, got {name!r}")
-    if not lr > 0:
-        raise ValueError(f"lr must be positive, got {lr!r}")
-    if clip is not None and not clip > 0:
-        raise ValueError(f"clip must be positive (or None for no clipping), got {clip!r}")
+    if not 0 < lr < math.inf:
+        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
+    if clip is not None and not 0 < clip < math.inf:
+        raise ValueError(f"clip must be a positive finite number (or None for no clipping), got {clip!r}")
     clipping = optax.clip_by_global_norm(clip) if clip is not None else optax.identity()
     return optax.chain(clipping, optimizers[name](lr))
 
@@ -111,7 +112,8 @@ class Trainer:
         self.batch, self.update_every, self.seed = batch, update_every, seed
         self.optimizer = optimizer if optimizer is not None else make_optimizer()
         self.model = ReadoutModel.of(cell, task.output_size)
-        self.learner = online(cell, self.method) if self.method.online else None
+        self.window = (TraceWindow(online(cell, self.method), self.scored, batch) if self.method.online
+                       else SequenceWindow(self.method, self.model, self.scored, batch))
         self.offsets = (jnp.arange(batch) * task.length) // batch if stagger else jnp.zeros((batch,), jnp.int32)
         self.eval_size = eval_size
         self._train = jax.jit(self._train_chunk, static_argnums=1)
@@ -128,10 +130,7 @@ class Trainer:
         root = jax.random.PRNGKey(self.seed)
         params = self.model.init(jax.random.fold_in(root, 0))
         dtype = jnp.result_type(*jax.tree.leaves(params))
-        if self.learner is not None:
-            memory = self.learner.init(params["cell"], batch_shape=(self.batch,))
-        else:
-            memory = self.model.initial_carry((self.batch,), dtype)
+        memory = self.window.init(params)
         zero = jnp.zeros((), dtype)
         step, key = jnp.zeros((), jnp.int32), jax.random.fold_in(root, 1)
         return TrainState(params, self.optimizer.init(params), memory, step, key, zero, zero)
@@ -140,45 +139,9 @@ class Trainer:
         """Start a new evaluation interval: zero the running training loss."""
         return state._replace(loss_sum=jnp.zeros_like(state.loss_sum), weight_sum=jnp.zeros_like(state.weight_sum))
 
-    # -- one window of k steps -> (memory, gradient, per-step loss sums, per-step weights) ---------------
     def scored(self, outputs, targets, weights):
         """Each stream's loss times the task's weight for it (zero where nothing is asked)."""
         return self.task.loss(outputs, targets) * weights
-
-    def trace_window(self, params, memory, episodes, done):
-        learner, B = self.learner, self.batch
-
-        def one_step(carry, data):
-            memory, grads = carry
-            ep, done_t = data
-            memory = learner.reset(memory, done_t)
-
-            def loss(p):
-                h, next_memory = learner.step(p["cell"], memory, ep.xs)
-                weighted = self.scored(readout(p["readout"], h), ep.targets, ep.weights)
-                return jnp.sum(weighted) / B, (next_memory, jnp.sum(weighted))
-
-            (_, (memory, total)), g = jax.value_and_grad(loss, has_aux=True)(params)
-            return (memory, jax.tree.map(jnp.add, grads, g)), (total, jnp.sum(ep.weights))
-
-        zero = jax.tree.map(jnp.zeros_like, params)
-        (memory, grads), (losses, weights) = lax.scan(one_step, (memory, zero), (episodes, done), unroll=UNROLL)
-        return memory, grads, losses, weights
-
-    def sequence_window(self, params, carry, episodes, done):
-        B = self.batch
-        xs = with_reset_flag(episodes.xs, done)
-
-        def loss_fn(y, target_weight):
-            return jnp.sum(self.scored(y, *target_weight)) / B
-
-        _, grads = self.method.sequence_grad(
-            self.model, params, xs, (episodes.targets, episodes.weights), loss_fn, carry
-        )
-        # sequence_grad returns no carry: one more forward pass gives the next window's carry and the losses
-        carry, outputs = self.forward(params, carry, xs)
-        losses = self.scored(outputs, episodes.targets, episodes.weights)
-        return carry, grads, losses.sum(axis=1), episodes.weights.sum(axis=1)
 
     def forward(self, params, carry, xs):
         """The model over ``xs`` (T, B, D + 1): final carry and outputs (T, B, O)."""
@@ -189,11 +152,10 @@ class Trainer:
         k = self.update_every
         episodes, done = stream_chunk(self.task, state.key, state.step, n_updates * k, self.offsets)
         windows = jax.tree.map(lambda a: a.reshape((n_updates, k) + a.shape[1:]), (episodes, done))
-        window = self.trace_window if self.learner is not None else self.sequence_window
 
         def update(carry, data):
             params, opt_state, memory = carry
-            memory, grads, losses, weights = window(params, memory, *data)
+            memory, grads, losses, weights = self.window(params, memory, *data)
             updates, opt_state = self.optimizer.update(grads, opt_state, params)
             return (optax.apply_updates(params, updates), opt_state, memory), (losses, weights)
 
@@ -247,6 +209,14 @@ def evaluation(trainer: Trainer, state: TrainState) -> dict[str, float]:
     return {("eval_loss" if name == "loss" else name): v for name, v in trainer.evaluate(state.params).items()}
 
 
+def checked(step: int, record: dict) -> dict:
+    """``record``, unless one of its numbers is not finite: then ``Diverged`` naming the first such quantity."""
+    for name, value in record.items():
+        if isinstance(value, float) and not np.isfinite(value):
+            raise Diverged(step, value, "the held-out " + name if name != "loss" else "the training loss")
+    return record
+
+
 def fit(
     trainer: Trainer,
     state: TrainState,
@@ -262,16 +232,18 @@ def fit(
     training loss (weighted mean) since the previous evaluation and the rest are ``trainer.evaluate``'s; the
     state it gets is the one to checkpoint. ``on_chunk(state, n)`` is told of every ``n`` steps done.
     ``wall_s`` is the time already spent (for a resumed run). Raises ``Diverged`` naming the first step whose
-    loss is not finite; ``on_eval`` has then not seen anything past the previous evaluation."""
+    loss, held-out metric or parameter is not finite; ``on_eval`` has then not seen anything past the previous
+    evaluation, so every record it saw is finite."""
     k = trainer.update_every
     for name, value in (("steps", steps), ("eval_every", eval_every)):
+        check_positive_int(name, value)
         if value % k:
             raise ValueError(f"{name} must be a multiple of update_every={k}, got {value}")
     chunk = chunk_size(eval_every, k)
     step = int(state.step)
     start = time.perf_counter() - wall_s
     if step == 0 and on_eval is not None:  # where learning starts from
-        on_eval(state, {"step": 0, "loss": None, **evaluation(trainer, state), "wall_s": 0.0})
+        on_eval(state, checked(0, {"step": 0, "loss": None, **evaluation(trainer, state), "wall_s": 0.0}))
     while step < steps:
         boundary = min((step // eval_every + 1) * eval_every, steps)
         while step < boundary:
@@ -285,12 +257,12 @@ def fit(
             if on_chunk is not None:
                 on_chunk(state, n)
         if not all(np.isfinite(np.asarray(a)).all() for a in jax.tree.leaves(state.params)):
-            raise Diverged(step, float("nan"))
+            raise Diverged(step, float("nan"), "a parameter")
         weight = float(state.weight_sum)
         record = {"step": step, "loss": float(state.loss_sum) / weight if weight > 0 else None}
         record.update(evaluation(trainer, state))
         record["wall_s"] = round(time.perf_counter() - start, 3)
         state = trainer.reset_interval(state)
         if on_eval is not None:
-            on_eval(state, record)
+            on_eval(state, checked(step, record))
     return state

@@ -12,7 +12,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rtrl.training.tasks.base import Episodes, Task, below, default_dtype, squared_error, weighted_mean
+from rtrl.checks import default_dtype
+from rtrl.training.tasks.base import Episodes, Task, below, squared_error, weighted_mean
 
 
 class Adding(Task):

@@ -19,13 +19,13 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from rtrl.checks import default_dtype
 from rtrl.training.tasks.base import (
     Episodes,
     Task,
     below,
     binary_cross_entropy,
     bits_correct,
-    default_dtype,
     weighted_mean,
 )
 

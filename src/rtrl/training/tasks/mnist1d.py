@@ -1,10 +1,9 @@
-"""MNIST-1D (Greydanus 2020), generated locally: classify a noisy 1-D digit read one value per step.
+"""MNIST-1D (Greydanus 2020): classify a noisy 1-D digit read one value per step.
 
-Each of the ten digits is a 12-point template curve; an example is its template padded with 36..60 zeros,
-stretched to 72 points, scaled by a random factor in [0.8, 1.2], circularly shifted by up to 48 points, its
-padding filled with smooth (Gaussian-filtered) noise, plus white noise and a random linear shear, then resampled
-to 40 points; the whole set is standardised. This is a numpy re-implementation of the published recipe from a
-seed, not the reference pickle (no download): numbers are comparable in difficulty, not identical.
+The data is the dataset author's own generator, ``mnist1d.data.make_dataset`` from the ``mnist1d`` package
+(``pip install 'rtrl[mnist1d]'``; imported on first use, never ``get_dataset``, which downloads): ten 12-point
+template curves padded, stretched, scaled, shifted, filled with correlated noise, sheared and resampled to 40
+points, from a seed, so the default task (4000 train, 1000 test, seed 42) is the published dataset exactly.
 
 Input (1 channel): the 40 values, one per step. Target: the digit, scored at the last step only (softmax
 cross-entropy over 10 logits). Metric: ``accuracy`` on the held-out split; chance 0.1 (classes are balanced).
@@ -18,56 +17,30 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rtrl.training.tasks.base import Episodes, Task, below, default_dtype, softmax_cross_entropy, weighted_mean
-
-TEMPLATES = np.array(
-    [
-        [5, 6, 6.5, 6.75, 7, 7, 7, 7, 6.75, 6.5, 6, 5],
-        [5, 3, 3, 3.4, 3.8, 4.2, 4.6, 5, 5.4, 5.8, 5, 5],
-        [5, 6, 6.5, 6.5, 6, 5.25, 4.75, 4, 3.5, 3.5, 4, 5],
-        [5, 6, 6.5, 6.5, 6, 5, 5, 6, 6.5, 6.5, 6, 5],
-        [5, 4.4, 3.8, 3.2, 2.6, 2.6, 5, 5, 5, 5, 5, 5],
-        [5, 3, 3, 3, 3, 5, 6, 6.5, 6.5, 6, 4.5, 5],
-        [5, 4, 3.5, 3.25, 3, 3, 3, 3, 3.25, 3.5, 4, 5],
-        [5, 7, 7, 6.6, 6.2, 5.8, 5.4, 5, 4.6, 4.2, 5, 5],
-        [5, 4, 3.5, 3.5, 4, 5, 5, 4, 3.5, 3.5, 4, 5],
-        [5, 4, 3.5, 3.5, 4, 5, 5, 5, 5, 4.7, 4.3, 5],
-    ]
-)
+from rtrl.checks import default_dtype
+from rtrl.training.tasks.base import Episodes, MissingPackage, Task, below, softmax_cross_entropy, weighted_mean
 
 
-def resample(x: np.ndarray, n: int) -> np.ndarray:
-    """Linear interpolation of ``x`` onto ``n`` evenly spaced points over the same span."""
-    return np.interp(np.linspace(0, 1, n), np.linspace(0, 1, len(x)), x)
-
-
-def smooth(noise: np.ndarray, sigma: float = 2.0) -> np.ndarray:
-    """Gaussian filter (reflecting edges), as the recipe's correlated noise."""
-    radius = int(4 * sigma + 0.5)
-    kernel = np.exp(-0.5 * (np.arange(-radius, radius + 1) / sigma) ** 2)
-    return np.convolve(np.pad(noise, radius, mode="symmetric"), kernel / kernel.sum(), mode="valid")
-
-
-def make_example(template: np.ndarray, rng: np.random.Generator, length: int) -> np.ndarray:
-    padded = np.concatenate([template + 1e-8, np.zeros(rng.integers(36, 61))])
-    x = resample(padded, 12 + 60) * (1 + 0.4 * (rng.random() - 0.5))
-    shift = rng.integers(0, 48)
-    x = np.roll(x, shift)
-    x = np.where(x != 0, x, smooth(0.25 * rng.standard_normal(len(x))))
-    x = x + 0.02 * rng.standard_normal(len(x))
-    x = x - 0.75 * (rng.random() - 0.5) * np.linspace(-0.5, 0.5, len(x))
-    return resample(x, length)
-
-
-def make_dataset(n: int, seed: int, length: int = 40) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` standardised examples ``(n, length)`` and their labels ``(n,)``, balanced and shuffled."""
-    templates = TEMPLATES - TEMPLATES.mean(1, keepdims=True)
-    templates = templates / templates.std(1, keepdims=True)
-    templates = (templates - templates[:, :1]) / 6.0  # every curve starts and ends at 0
-    rng = np.random.default_rng(seed)
-    labels = rng.permutation(np.arange(n) % 10)
-    xs = np.stack([make_example(templates[y], rng, length) for y in labels])
-    return (xs - xs.mean()) / xs.std(), labels
+def make_dataset(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` standardised examples ``(n, 40)`` and their labels ``(n,)``, ``n / 10`` of each digit, shuffled:
+    the ``mnist1d`` package's recipe with its default arguments but ``n`` and ``seed``. That package seeds
+    numpy's global random state; it is restored afterwards, so generating the data changes nothing else."""
+    try:
+        from mnist1d.data import get_dataset_args
+        from mnist1d.data import make_dataset as generate
+    except ImportError:
+        raise MissingPackage(
+            "the mnist1d task needs the `mnist1d` package (the dataset author's generator): "
+            "pip install 'rtrl[mnist1d]'"
+        ) from None
+    args = get_dataset_args()
+    args.num_samples, args.seed, args.train_split = n, seed, 1.0  # one split here; the task cuts its own
+    saved = np.random.get_state()
+    try:
+        data = generate(args)
+    finally:
+        np.random.set_state(saved)
+    return data["x"], data["y"]
 
 
 class MNIST1D(Task):
@@ -81,6 +54,14 @@ class MNIST1D(Task):
     input_size = 1
     output_size = 10
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if (self.train_size + self.test_size) % 10:
+            raise ValueError(
+                f"train_size + test_size must be a multiple of 10 (the digits are balanced), got "
+                f"{self.train_size} + {self.test_size}"
+            )
+
     @property
     def length(self) -> int:
         return 40
@@ -92,7 +73,7 @@ class MNIST1D(Task):
     @functools.cached_property
     def data(self) -> tuple[np.ndarray, np.ndarray]:
         """The whole set, train split first; generated once per task object."""
-        return make_dataset(self.train_size + self.test_size, self.data_seed, self.length)
+        return make_dataset(self.train_size + self.test_size, self.data_seed)
 
     def as_episodes(self, signals, labels) -> Episodes:
         """Time-major episodes of a batch of signals ``(..., 40)``; the label is asked at the last step."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rtrl.training.tasks.base import Episodes, Task, binary_cross_entropy, bits_correct, default_dtype, weighted_mean
+from rtrl.checks import default_dtype
+from rtrl.training.tasks.base import Episodes, Task, binary_cross_entropy, bits_correct, weighted_mean
 
 
 class Recall(Task):

@@ -18,7 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rtrl.training.tasks.base import Episodes, Task, below, default_dtype, squared_error, weighted_mean
+from rtrl.checks import default_dtype
+from rtrl.training.tasks.base import Episodes, Task, below, squared_error, weighted_mean
 
 
 class Sines(Task):

@@ -1,0 +1,80 @@
+"""The trainer's two ways of turning one window of k steps into a gradient: traces, or a whole-window method.
+
+Both are called as ``window(params, memory, episodes, done) -> (memory, grads, losses, weights)``, where
+``memory`` is what runs on from one window to the next, ``losses`` and ``weights`` are the per-step weighted
+loss sums and weight sums (``(k,)``) and ``grads`` is the gradient of the window's objective
+``sum_t (1/B) sum_b w[t, b] loss(y[t, b], target[t, b])``. ``score(outputs, targets, weights)`` is the task's
+per-stream loss times its weight.
+
+* ``TraceWindow`` (trace methods): ``jax.grad`` of each step's loss through ``learner.step`` is the method's
+  gradient; they are summed over the window. ``memory`` is the learner's ``OnlineState``: carry and traces run on
+  across updates (k = 1 is fully online RTRL).
+* ``SequenceWindow`` (``bptt``, ``tbptt``): ``method.sequence_grad`` of the ``ReadoutModel`` over the window from
+  the carried carry, so the gradient is cut at window boundaries. ``memory`` is the carry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from rtrl.methods import SequenceMethod
+from rtrl.online import UNROLL, Learner
+from rtrl.training.model import ReadoutModel, readout, with_reset_flag
+
+
+class TraceWindow(NamedTuple):
+    learner: Learner
+    score: Callable
+    batch: int
+
+    def init(self, params) -> Any:
+        return self.learner.init(params["cell"], batch_shape=(self.batch,))
+
+    def __call__(self, params, memory, episodes, done):
+        learner, B = self.learner, self.batch
+
+        def one_step(carry, data):
+            memory, grads = carry
+            ep, done_t = data
+            memory = learner.reset(memory, done_t)
+
+            def loss(p):
+                h, next_memory = learner.step(p["cell"], memory, ep.xs)
+                weighted = self.score(readout(p["readout"], h), ep.targets, ep.weights)
+                return jnp.sum(weighted) / B, (next_memory, jnp.sum(weighted))
+
+            (_, (memory, total)), g = jax.value_and_grad(loss, has_aux=True)(params)
+            return (memory, jax.tree.map(jnp.add, grads, g)), (total, jnp.sum(ep.weights))
+
+        zero = jax.tree.map(jnp.zeros_like, params)
+        (memory, grads), (losses, weights) = lax.scan(one_step, (memory, zero), (episodes, done), unroll=UNROLL)
+        return memory, grads, losses, weights
+
+
+class SequenceWindow(NamedTuple):
+    method: SequenceMethod
+    model: ReadoutModel
+    score: Callable
+    batch: int
+
+    def init(self, params) -> Any:
+        return self.model.initial_carry((self.batch,), jnp.result_type(*jax.tree.leaves(params)))
+
+    def __call__(self, params, carry, episodes, done):
+        xs = with_reset_flag(episodes.xs, done)
+
+        def loss_fn(y, target_weight):
+            return jnp.sum(self.score(y, *target_weight)) / self.batch
+
+        _, grads = self.method.sequence_grad(
+            self.model, params, xs, (episodes.targets, episodes.weights), loss_fn, carry
+        )
+        # sequence_grad returns no carry: one more forward pass gives the next window's carry and the losses
+        carry, outputs = lax.scan(lambda c, x: self.model.step(params, c, x), carry, xs)
+        losses = self.score(outputs, episodes.targets, episodes.weights)
+        return carry, grads, losses.sum(axis=1), episodes.weights.sum(axis=1)

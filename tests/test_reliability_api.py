@@ -1,0 +1,94 @@
+"""The Python API refuses bad input at its boundary with a ValueError naming the argument, the same for every
+method, and accepts integer or boolean inputs as BPTT does (cast to the parameters' dtype)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rtrl
+from rtrl.compare import relative_error
+from rtrl.training.tasks import Copy
+from rtrl.training.trainer import Trainer, fit, make_optimizer
+
+CELL = rtrl.cells.ELSTM(3, 4)  # element-wise: every online method applies (closed_form, diagonal, ...)
+PARAMS = CELL.init(jax.random.PRNGKey(0))
+XS = (jax.random.uniform(jax.random.PRNGKey(1), (3, 2, 3)) < 0.5).astype(jnp.int32)  # 0/1 integer inputs
+YS = jax.random.normal(jax.random.PRNGKey(2), (3, 2, 4))
+
+
+def loss_fn(h, y):
+    return jnp.sum((h - y) ** 2)
+
+
+APPLICABLE = [m for m in rtrl.METHODS if m != "layer_local"]  # layer_local applies to stacks only
+
+
+@pytest.mark.parametrize("method", APPLICABLE)
+def test_integer_and_boolean_inputs_are_the_float_inputs_for_every_method(method):
+    floats = XS.astype(jnp.float64)
+    expected = rtrl.sequence_grad(CELL, PARAMS, floats, YS, loss_fn, method=method)
+    for xs in (XS, XS.astype(bool)):
+        got = rtrl.sequence_grad(CELL, PARAMS, xs, YS, loss_fn, method=method)
+        assert relative_error(got, expected) == 0.0, (method, xs.dtype)
+
+
+@pytest.mark.parametrize("method", ["closed_form", "snap1"])  # the two backward passes: new and previous traces
+def test_the_online_step_takes_integer_inputs(method):
+    learner = rtrl.online(CELL, method)
+    state = learner.init(PARAMS, batch_shape=(2,))
+
+    @jax.jit
+    def grad(x):
+        return jax.grad(lambda p: jnp.sum(learner.step(p, state, x)[0]))(PARAMS)
+
+    assert relative_error(grad(XS[0]), grad(XS[0].astype(jnp.float64))) == 0.0
+
+
+GRU = rtrl.cells.GRU(3, 4).init(jax.random.PRNGKey(0))
+
+
+@pytest.mark.parametrize("params, message", [
+    (jnp.zeros(3), "params do not fit ELSTM (missing ['F']"),
+    ([PARAMS], "params do not fit ELSTM"),
+    ({k: v for k, v in PARAMS.items() if k != "F"}, "missing ['F']"),
+    ({**PARAMS, "extra": jnp.zeros(2)}, "unexpected ['extra']"),
+    (GRU, "params do not fit ELSTM (missing"),
+    ({**PARAMS, "F": jnp.zeros((4, 4))}, "params['F'] of ELSTM must have shape (3, 4), got (4, 4)"),
+    ({**PARAMS, "F": jnp.zeros((3, 4), jnp.int32)}, "params['F'] of ELSTM must be floating-point"),
+])
+def test_parameter_trees_that_do_not_fit_the_cell_are_named(params, message):
+    with pytest.raises(ValueError) as info:
+        rtrl.sequence_grad(CELL, params, XS, YS, loss_fn)
+    assert message in str(info.value)
+    learner = rtrl.online(CELL, "closed_form")
+    with pytest.raises(ValueError) as info:
+        learner.init(params, batch_shape=(2,))
+    assert message in str(info.value)
+
+
+def test_a_carry_of_another_shape_and_a_loss_that_is_not_a_scalar_are_named():
+    with pytest.raises(ValueError, match=r"carry\['c'\] of ELSTM with batch shape \(2,\) must have shape \(2, 4\)"):
+        rtrl.sequence_grad(CELL, PARAMS, XS, YS, loss_fn, carry={"c": jnp.zeros((3, 4))})
+    with pytest.raises(ValueError, match="carry do not fit ELSTM with batch shape"):
+        rtrl.sequence_grad(CELL, PARAMS, XS, YS, loss_fn, carry=jnp.zeros((2, 4)))
+    with pytest.raises(ValueError, match=r"loss_fn must return a scalar .* got shape \(2, 4\)"):
+        rtrl.sequence_grad(CELL, PARAMS, XS, YS, lambda h, y: (h - y) ** 2)
+    with pytest.raises(ValueError, match="carry do not fit"):
+        rtrl.online(CELL, "rtrl").init(PARAMS, carry=jnp.zeros((2, 5)))
+
+
+def test_fit_and_the_optimiser_refuse_bad_arguments():
+    task = Copy(max_length=2)
+    trainer = Trainer(task, rtrl.cells.Elman(task.input_size, 2), "closed_form", batch=1, eval_size=2)
+    state = trainer.init()
+    for steps, every, name in ((-4, 4, "steps"), (0, 4, "steps"), (4, 0, "eval_every"), (4, -1, "eval_every"),
+                               (4.0, 4, "steps")):
+        with pytest.raises(ValueError, match=f"{name} must be a positive integer"):
+            fit(trainer, state, steps, every)
+    for lr in (0.0, -1e-3, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="lr must be a positive finite number"):
+            make_optimizer("adam", lr)
+    with pytest.raises(ValueError, match="clip must be a positive finite number"):
+        make_optimizer("adam", 1e-3, float("inf"))
+    assert np.isfinite(float(state.loss_sum))

@@ -1,0 +1,237 @@
+"""Fault injection on run folders, one test per promise (docs/reliability.md):
+
+* a crash at any write (a torn metrics line, between a record and its checkpoint, in the middle of a checkpoint
+  write, inside an interval, during the first evaluation) or a real ``kill -9`` resumes to exactly the
+  uninterrupted run, and leaves no temporary file behind;
+* damaging any file of a finished run folder (truncated to nothing, to half, by one byte) is either recovered
+  (the resumed run equals the uninterrupted one) or reported with nothing changed; never a silent loss;
+* a second writer is refused while the folder is locked;
+* divergence of a held-out metric stops the run at that step, keeping only finite, strict-JSON records.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import numpy as np
+import pytest
+
+from rtrl.cli import main
+from rtrl.training import checkpoint
+from rtrl.training import run as runs
+from rtrl.training.config import RunConfig
+from rtrl.training.run import CHECKPOINT, METRICS, Run, RunError, read_metrics
+from rtrl.training.trainer import Diverged
+
+TINY = {"task": "copy", "task_args": {"max_length": 2}, "cell": "elman", "hidden": 3, "method": "closed_form",
+        "batch": 2, "lr": 0.05, "eval_every": 4, "eval_size": 8, "steps": 16}
+
+
+class Killed(BaseException):
+    """What a crash looks like from inside: nothing after it runs (but the OS releases the lock)."""
+
+
+@pytest.fixture(scope="module")
+def trainer():
+    """One trainer for the module: every run here has the same configuration, so they share its compilations."""
+    return RunConfig.from_dict(TINY).trainer()
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory, trainer):
+    """The uninterrupted run: its records and its final state."""
+    path = tmp_path_factory.mktemp("whole") / "run"
+    final = Run.create(path, TINY, trainer=trainer).train()
+    return without_wall_time(read_metrics(path)), final, path
+
+
+def without_wall_time(records):
+    return [{k: v for k, v in r.items() if k != "wall_s"} for r in records]
+
+
+def same_state(a, b) -> bool:
+    def data(x):
+        return np.asarray(jax.random.key_data(x) if checkpoint.is_key(x) else x)
+
+    return all(np.array_equal(data(x), data(y)) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
+
+
+def assert_resumes_to_the_whole_run(path, trainer, whole):
+    records, final, _ = whole
+    state = Run.open(path, trainer=trainer).train()
+    assert without_wall_time(read_metrics(path)) == records
+    assert same_state(state, final)
+    restored, meta = checkpoint.load(path / CHECKPOINT, final)
+    assert meta["step"] == 16 and same_state(restored, final)
+    assert not list(path.glob(".*.tmp")), "a temporary file was left behind"
+    for line in (path / METRICS).read_text().splitlines():  # strict JSON only
+        json.loads(line, parse_constant=lambda c: pytest.fail(f"{c} in metrics.jsonl"))
+
+
+# -- crash points: (run, step) -> patch that raises Killed there -----------------------------------------------
+def torn_record(monkeypatch, at):
+    original = Run.record
+
+    def record(self, state, rec):
+        if rec["step"] == at:
+            with open(self.path / METRICS, "a") as f:
+                f.write(json.dumps(rec)[:25])  # the first half of the line, as a kill in the middle of write()
+            raise Killed
+        original(self, state, rec)
+
+    monkeypatch.setattr(Run, "record", record)
+
+
+def killed_in_save(leave_temporary: bool):
+    """A kill before the checkpoint of step ``at`` is written, or inside its atomic write: then the temporary file
+    is half written and never renamed or removed."""
+
+    def crash(monkeypatch, at):
+        original = checkpoint.save
+
+        def save(path, tree, meta=None):
+            if meta["step"] == at:
+                if leave_temporary:
+                    (path.parent / f".{path.name}.x1y2z3.tmp").write_bytes(b"PK\x03\x04 half")
+                raise Killed
+            original(path, tree, meta)
+
+        monkeypatch.setattr(checkpoint, "save", save)
+
+    crash.__name__ = "checkpoint_write_cut" if leave_temporary else "record_without_checkpoint"
+    return crash
+
+
+record_without_checkpoint, checkpoint_write_cut = killed_in_save(False), killed_in_save(True)
+
+
+CRASHES = [(torn_record, 8), (record_without_checkpoint, 8), (checkpoint_write_cut, 8), (checkpoint_write_cut, 0),
+           (record_without_checkpoint, 0), (torn_record, 0), (None, 12)]
+
+
+@pytest.mark.parametrize("crash, at", CRASHES, ids=[f"{c.__name__ if c else 'interrupt'}@{at}" for c, at in CRASHES])
+def test_a_crash_at_any_write_resumes_to_the_uninterrupted_run(tmp_path, monkeypatch, trainer, whole, crash, at):
+    path = tmp_path / "run"
+    run = Run.create(path, TINY, trainer=trainer)
+    with monkeypatch.context() as patch:
+        if crash is not None:
+            crash(patch, at)
+            with pytest.raises(Killed):
+                run.train()
+        else:
+            def interrupt(state, n):
+                if int(state.step) == at:
+                    raise KeyboardInterrupt
+
+            with pytest.raises(KeyboardInterrupt):
+                run.train(on_chunk=interrupt)
+    assert_resumes_to_the_whole_run(path, trainer, whole)
+
+
+def test_kill_9_while_training_then_resume_is_the_uninterrupted_run(tmp_path, trainer):
+    """A real SIGKILL of `rtrl train` (no finally, no atexit) after a few checkpoints, then a resume."""
+    config = {**TINY, "steps": 200}
+    path = tmp_path / "run"
+    args = ["train", "--task", "copy", "--task-arg", "max_length=2", "--cell", "elman", "--hidden", "3", "--method",
+            "closed_form", "--batch", "2", "--lr", "0.05", "--eval-every", "4", "--eval-size", "8", "--steps", "200",
+            "--quiet", "--out", str(path)]
+    env = {**os.environ, "JAX_ENABLE_X64": "1", "JAX_PLATFORMS": "cpu"}
+    process = subprocess.Popen([sys.executable, "-m", "rtrl", *args], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and process.poll() is None:
+            if (path / METRICS).exists() and (path / METRICS).read_text().count("\n") >= 5:
+                break
+            time.sleep(0.01)
+        assert process.poll() is None, "the run finished before it could be killed"
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.wait()
+    killed_at = runs.Run.open(path).last_checkpoint_step()
+    assert killed_at is not None and killed_at < 200
+    Run.open(path, trainer=trainer).train()  # the lock died with the process
+    resumed = without_wall_time(read_metrics(path))
+    reference = tmp_path / "whole"
+    Run.create(reference, config, trainer=trainer).train()
+    assert resumed == without_wall_time(read_metrics(reference))
+    assert not list(path.glob(".*.tmp"))
+
+
+def damaged(name, keep):
+    return lambda data: data[: keep(len(data))]
+
+
+DAMAGE = [(name, keep) for name in ("config.json", "metrics.jsonl", "checkpoint.npz", "curve.png")
+          for keep in ("nothing", "half", "all but the last byte")]
+KEEP = {"nothing": lambda n: 0, "half": lambda n: n // 2, "all but the last byte": lambda n: n - 1}
+
+
+@pytest.mark.parametrize("name, keep", DAMAGE, ids=[f"{n}:{k}" for n, k in DAMAGE])
+def test_a_damaged_file_is_recovered_or_reported_never_lost(tmp_path, trainer, whole, name, keep):
+    """Stop a run at step 8, truncate one of its files, resume: either the resumed run is the uninterrupted
+    one, or a one-line error names the file and every file is as it was."""
+    path = tmp_path / "run"
+    run = Run.create(path, {**TINY, "steps": 8}, trainer=trainer)
+    run.train()
+    file = path / name
+    file.write_bytes(file.read_bytes()[: KEEP[keep](file.stat().st_size)])
+    before = {p.name: p.read_bytes() for p in path.iterdir()}
+    try:
+        Run.open(path, steps=16, trainer=trainer).train()
+    except (RunError, checkpoint.CheckpointError) as e:
+        assert name in str(e) or (name == METRICS and "no record" in str(e)), e
+        assert {p.name: p.read_bytes() for p in path.iterdir()} == before, "a failed resume changed the folder"
+        return
+    records, final, _ = whole
+    assert without_wall_time(read_metrics(path)) == records
+
+
+def test_a_second_writer_is_refused_while_the_folder_is_locked(tmp_path, capsys, trainer):
+    path = tmp_path / "run"
+    first = Run.create(path, {**TINY, "steps": 4}, trainer=trainer)
+    first.train()
+    before = {p.name: p.read_bytes() for p in path.iterdir()}
+    with first.locked():  # as a process that is writing the folder
+        assert main(["resume", str(path), "--steps", "8", "--quiet"]) == 2
+        assert "in use by another process" in capsys.readouterr().err
+        with pytest.raises(RunError, match="in use"):
+            Run.create(path, {**TINY, "steps": 8}, overwrite=True)
+        with pytest.raises(RunError, match="in use"):
+            Run.open(path, trainer=trainer).train()
+        assert {p.name: p.read_bytes() for p in path.iterdir()} == before
+    Run.open(path, steps=8, trainer=trainer).train()  # once released, it continues
+    assert [r["step"] for r in read_metrics(path)] == [0, 4, 8]
+
+
+def test_a_non_finite_held_out_metric_stops_the_run_and_keeps_only_finite_records(tmp_path, monkeypatch, trainer):
+    evaluate, step = trainer.evaluate, [0]
+    monkeypatch.setattr(trainer, "evaluate", lambda params: {**evaluate(params), "metric": float("nan")}
+                        if step[0] >= 8 else evaluate(params))  # undone after this test
+    path = tmp_path / "run"
+    run = Run.create(path, TINY, trainer=trainer)
+    with pytest.raises(Diverged, match="the held-out metric became nan at step 8") as info:
+        run.train(on_chunk=lambda state, n: step.__setitem__(0, int(state.step)))
+    assert info.value.step == 8
+    assert [r["step"] for r in read_metrics(path)] == [0, 4]
+    assert run.last_checkpoint_step() == 4
+    for line in (path / METRICS).read_text().splitlines():
+        json.loads(line, parse_constant=lambda c: pytest.fail(f"{c} in metrics.jsonl"))
+    assert (path / "curve.png").is_file()
+
+
+def test_overwrite_is_the_only_way_to_replace_a_run(tmp_path, trainer):
+    path = tmp_path / "run"
+    Run.create(path, {**TINY, "steps": 4}, trainer=trainer).train()
+    before = {p.name: p.read_bytes() for p in path.iterdir()}
+    with pytest.raises(RunError, match="different run"):
+        Run.create(path, {**TINY, "hidden": 4})
+    assert {p.name: p.read_bytes() for p in path.iterdir()} == before
+    replaced = Run.create(path, {**TINY, "hidden": 4}, overwrite=True)
+    assert replaced.config.hidden == 4 and sorted(p.name for p in path.iterdir()) == [".lock", "config.json"]
+    shutil.rmtree(path)
