@@ -22,6 +22,8 @@ def scan_loss(cell, params, xs, targets, loss_fn, carry):
 
 
 class BPTT(SequenceMethod):
+    """Back-propagation through time: ``jax.grad`` through ``lax.scan``, the oracle."""
+
     name: ClassVar[str] = "bptt"
     exact: ClassVar[bool] = True
 

@@ -14,6 +14,8 @@ from rtrl.methods.base import TraceMethod
 
 
 class ClosedForm(TraceMethod):
+    """The cell's own hand-derived traces (``trace_init / trace_update / trace_contract``)."""
+
     name: ClassVar[str] = "closed_form"
     exact: ClassVar[bool] = True
 
