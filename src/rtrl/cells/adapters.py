@@ -218,7 +218,7 @@ def from_flax(module, *, input_size: int) -> LinenCell:
 
     if not isinstance(module, nn.Module) or not callable(getattr(module, "initialize_carry", None)):
         raise ValueError(f"module must be a flax.linen recurrent cell (an nn.RNNCellBase with initialize_carry), "
-                         f"got {module!r}")
+                         f"got a {type(module).__name__}")
     return LinenCell(input_size, None, module)
 
 
@@ -258,7 +258,7 @@ def from_nnx(module) -> NNXCell:
     from flax import nnx
 
     if not isinstance(module, nnx.Module) or not callable(getattr(module, "initialize_carry", None)):
-        raise ValueError(f"module must be a flax.nnx recurrent cell (with initialize_carry), got {module!r}")
+        raise ValueError(f"module must be a flax.nnx recurrent cell (with initialize_carry), got a {type(module).__name__}")
     input_size = getattr(module, "in_features", None)
     if not isinstance(input_size, int):
         raise ValueError(f"module must have an int in_features (the input size), got {input_size!r}")
@@ -300,9 +300,72 @@ def from_equinox(module) -> EquinoxCell:
     import equinox as eqx
 
     if not isinstance(module, eqx.Module) or not callable(module):
-        raise ValueError(f"module must be an Equinox recurrent cell called as module(x, state), got {module!r}")
+        raise ValueError(f"module must be an Equinox recurrent cell called as module(x, state), got a {type(module).__name__}")
     sizes = [getattr(module, name, None) for name in ("input_size", "hidden_size")]
     if not all(isinstance(n, int) for n in sizes):
         raise ValueError(f"module must have int input_size and hidden_size attributes, got {sizes}")
     static = eqx.partition(module, eqx.is_inexact_array)[1]
     return EquinoxCell(*sizes, static, Identity(module), isinstance(module, eqx.nn.LSTMCell))
+
+
+def from_import_path(path: str, *, input_size: int, hidden_size: int, **options) -> Cell:
+    """The cell that ``"module.path:Name"`` names, built for ``input_size`` and ``hidden_size`` (how the command
+    line takes a cell it does not register, e.g. ``--cell flax.linen:GRUCell``):
+
+    * an ``rtrl`` cell class: ``Name(input_size, hidden_size, **options)``;
+    * a ``flax.linen`` cell class: ``from_flax(Name(features=hidden_size, **options), input_size=input_size)``;
+    * a ``flax.nnx`` cell class: ``from_nnx(Name(input_size, hidden_size, rngs=nnx.Rngs(0), **options))``;
+    * an Equinox cell class: ``from_equinox(Name(input_size, hidden_size, key=PRNGKey(0), **options))``;
+    * any other callable (a user's factory): ``Name(input_size, hidden_size, **options)``, which returns one of
+      the above (an ``rtrl`` cell, or a Flax or Equinox cell instance).
+    """
+    import importlib
+
+    module_name, sep, name = path.partition(":")
+    if not sep or not module_name or not name:
+        raise ValueError(f"a cell's import path is 'module.path:Name', got {path!r}")
+    try:
+        obj = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"cannot import the cell {path!r}: {e}") from None
+    if isinstance(obj, type) and issubclass(obj, Cell):
+        return obj(input_size, hidden_size, **options)
+    if isinstance(obj, type) and framework_of(obj):
+        return adapt({"linen": lambda: obj(features=hidden_size, **options),
+                      "nnx": lambda: obj(input_size, hidden_size, rngs=nnx_rngs(), **options),
+                      "equinox": lambda: obj(input_size, hidden_size, key=jax.random.PRNGKey(0), **options),
+                      }[framework_of(obj)](), input_size)
+    if not callable(obj):
+        raise ValueError(f"{path!r} is neither a cell class nor a factory of cells")
+    made = obj(input_size, hidden_size, **options)
+    if isinstance(made, Cell):
+        return made
+    if framework_of(type(made)):
+        return adapt(made, input_size)
+    raise ValueError(f"the factory {path!r} returned {made!r}, which is not an rtrl cell, nor a Flax or Equinox cell")
+
+
+def framework_of(cls: type) -> str | None:
+    """``"linen"``, ``"nnx"`` or ``"equinox"`` for a module class of that framework (looked up only if the
+    framework is already imported: otherwise nothing can be one of its modules), else ``None``."""
+    import sys
+
+    checks = (("linen", "flax.linen", "Module"), ("nnx", "flax.nnx", "Module"), ("equinox", "equinox", "Module"))
+    for name, module, base in checks:
+        if module in sys.modules and issubclass(cls, getattr(sys.modules[module], base)):
+            return name
+    return None
+
+
+def adapt(module, input_size: int) -> AdaptedCell:
+    """A Flax or Equinox cell instance as an ``rtrl`` cell."""
+    kind = framework_of(type(module))
+    if kind == "linen":
+        return from_flax(module, input_size=input_size)
+    return from_nnx(module) if kind == "nnx" else from_equinox(module)
+
+
+def nnx_rngs():
+    from flax import nnx
+
+    return nnx.Rngs(0)
