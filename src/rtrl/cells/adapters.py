@@ -258,7 +258,8 @@ def from_nnx(module) -> NNXCell:
     from flax import nnx
 
     if not isinstance(module, nnx.Module) or not callable(getattr(module, "initialize_carry", None)):
-        raise ValueError(f"module must be a flax.nnx recurrent cell (with initialize_carry), got a {type(module).__name__}")
+        raise ValueError(f"module must be a flax.nnx recurrent cell (with initialize_carry), got a "
+                         f"{type(module).__name__}")
     input_size = getattr(module, "in_features", None)
     if not isinstance(input_size, int):
         raise ValueError(f"module must have an int in_features (the input size), got {input_size!r}")
@@ -300,7 +301,8 @@ def from_equinox(module) -> EquinoxCell:
     import equinox as eqx
 
     if not isinstance(module, eqx.Module) or not callable(module):
-        raise ValueError(f"module must be an Equinox recurrent cell called as module(x, state), got a {type(module).__name__}")
+        raise ValueError(f"module must be an Equinox recurrent cell called as module(x, state), got a "
+                         f"{type(module).__name__}")
     sizes = [getattr(module, name, None) for name in ("input_size", "hidden_size")]
     if not all(isinstance(n, int) for n in sizes):
         raise ValueError(f"module must have int input_size and hidden_size attributes, got {sizes}")
