@@ -111,6 +111,14 @@ def plot(results: dict, out: Path) -> None:
     save_png(fig, out, dpi=110)
 
 
+def duration(seconds: float) -> str:
+    """Three significant digits in us, ms or s, whichever keeps them without an exponent."""
+    for unit, scale in (("us", 1e6), ("ms", 1e3)):
+        if seconds * scale < 999.5:
+            return f"{seconds * scale:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
 def table(header: list[str], rows: list[list]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
         "| " + " | ".join(map(str, row)) + " |" for row in rows]
@@ -122,7 +130,7 @@ def per_step_markdown(results: dict) -> list[str]:
     body = []
     for (cell, D, N, B), group in itertools.groupby(rows, key=lambda r: (r["cell"], r["D"], r["N"], r["B"])):
         by_method = {r["method"]: r for r in group}
-        body.append([cell, f"{D} x {N} x {B}", f"{by_method['forward']['seconds'] * 1e6:.3g} us"]
+        body.append([cell, f"{D} x {N} x {B}", duration(by_method["forward"]["seconds"])]
                     + [f"{by_method[m]['ratio_to_forward']:.3g}x" if m in by_method else "-" for m in methods])
     return [f"**Per step**, as a ratio to the forward-only step of the same cell: the cell scanned with the same "
             f"per-step loss and no gradient (T = {config['per_step_T']}; dense `rtrl` on 10 steps, only up to N = "
@@ -133,7 +141,7 @@ def per_step_markdown(results: dict) -> list[str]:
 def sequence_markdown(results: dict) -> list[str]:
     rows, (D, N, B) = results["sequence"], results["config"]["sequence_size"]
     bptt = {r["T"]: r["seconds"] for r in rows if r["method"] == "bptt"}
-    body = [[r["T"], f"`{r['method']}`", f"{r['seconds'] * 1e3:.3g} ms",
+    body = [[r["T"], f"`{r['method']}`", duration(r["seconds"]),
              f"{r['seconds'] / bptt[r['T']]:.2f}x" if r["T"] in bptt else "-", f"{r['temp_bytes'] / 2**20:.3g} MiB",
              f"{r['peak_rss_bytes'] / 2**20:.0f} MiB" if "peak_rss_bytes" in r else "-"] for r in rows]
     return [f"**Whole-sequence gradient** of ELSTM ({D} x {N} x {B}) against the sequence length T: its time, XLA's "
@@ -144,7 +152,7 @@ def sequence_markdown(results: dict) -> list[str]:
 def scaling_markdown(results: dict) -> list[str]:
     sc = results["scaling"]
     cf, dense = sc["seconds"]["closed_form"], sc["seconds"]["rtrl"]
-    body = [[N, f"{c * 1e3:.3g} ms", f"{d * 1e3:.3g} ms", f"{d / c:.2f}x"]
+    body = [[N, duration(c), duration(d), f"{d / c:.2f}x"]
             for N, c, d in zip(sc["sizes"], cf, dense, strict=True)]
     fits = ", ".join(f"`{m}` as N^{a:.2f}" for m, a in sc["exponents"].items())
     return [f"**Elman, exact RTRL against N** (D = {sc['D']}, B = {sc['B']}, T = {sc['T']}): closed-form traces "
@@ -155,8 +163,8 @@ def scaling_markdown(results: dict) -> list[str]:
 def roofline_markdown(results: dict) -> list[str]:
     rows, (D, N, B) = results["roofline"], results["config"]["roofline_size"]
     body = [[r["cell"], f"`{r['method']}`", f"{r['trace_traffic_bytes'] / 2**20:.3g} MiB",
-             f"{r['bandwidth'] / 1e9:.3g} GB/s", f"{r['bound_seconds'] * 1e6:.3g} us",
-             f"{r['step_seconds'] * 1e6:.3g} us", f"{r['fraction_of_bound']:.0%}"] for r in rows]
+             f"{r['bandwidth'] / 1e9:.3g} GB/s", duration(r["bound_seconds"]),
+             duration(r["step_seconds"]), f"{r['fraction_of_bound']:.0%}"] for r in rows]
     return [f"**Memory traffic** ({D} x {N} x {B}): a trace method reads its traces and writes them back every step; "
             "at the bandwidth measured updating a buffer of that size in place "
             f"({rows[0]['dram_bandwidth'] / 1e9:.3g} GB/s from DRAM) that bounds its step time from below:", "",
