@@ -3,9 +3,12 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
+import rtrl
 from rtrl import cli
-from rtrl.benchmarks import roofline, scaling, sequence, suite
+from rtrl.benchmarks import loop, roofline, scaling, sequence, suite
+from rtrl.benchmarks.timing import random_problem
 
 
 def test_compiled_memory_is_flat_in_T_for_rtrl_and_grows_for_bptt():
@@ -55,7 +58,7 @@ def fake_results() -> dict:
              "bandwidth": 80e9, "dram_bandwidth": 22e9, "bound_seconds": 1e-4, "step_seconds": 2e-3,
              "fraction_of_bound": 0.05}]
     return {"machine": suite.machine(), "config": config, "per_step": per_step, "sequence": sequence,
-            "scaling": scaling, "roofline": roof}
+            "scaling": scaling, "roofline": roof, "loop": {"plain": 1.86e-3, "donated": 1.36e-3, "scan": 8.4e-4}}
 
 
 def test_figures_as_markdown_name_the_machine_and_the_date():
@@ -68,6 +71,7 @@ def test_figures_as_markdown_name_the_machine_and_the_date():
     assert "| 100 | `closed_form` | 20 ms | 2.00x | 0.34 MiB | 300 MiB |" in text
     assert "| 16 | 4 ms | 6 ms | 1.50x |" in text and "`rtrl` as N^1.58" in text
     assert "| elstm | `closed_form` | 8 MiB | 80 GB/s | 100 us | 2 ms | 5% |" in text
+    assert "| `donated` | 1.36 ms |" in text and "| `scan` | 840 us |" in text
     assert "smoke test" in suite.markdown(fake_results(), quick=True) and "smoke test" not in text
 
 
@@ -89,3 +93,17 @@ def test_bench_refuses_a_page_without_markers_before_measuring(tmp_path, capsys)
     assert not (tmp_path / "bench").exists() and page.read_text() == "# Performance\n\nno markers\n"
     assert cli.main(["bench", "--markdown", str(tmp_path / "nowhere" / "performance.md")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_the_loop_variants_compute_the_same_training():
+    """The per-step loop section times three spellings of one computation: plain, donated and scanned."""
+    cell = rtrl.cells.ELSTM(2, 3)
+    params, xs, ys = random_problem(cell, 4, 2)
+    learner, optimizer = rtrl.online(cell, "closed_form"), optax.adam(1e-2)
+    runs = loop.variants(loop.train_step_fn(learner, optimizer))
+    finals = {name: runs[name](params, optimizer.init(params), learner.init(params, batch_shape=(2,)),
+                               *((xs, ys) if name == "scan" else (list(xs), list(ys)))) for name in loop.VARIANTS}
+    for name in ("donated", "scan"):
+        for a, b in zip(jax.tree.leaves(finals[name]), jax.tree.leaves(finals["plain"]), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(finals["plain"][0]["F"], params["F"])  # it trained

@@ -6,7 +6,8 @@ Sections (each also runs alone, see its module):
 1. per-step cost of every exact element-wise method against a forward-only step (``elementwise``);
 2. whole-sequence gradient time and memory against T, RTRL against BPTT (``sequence``);
 3. Elman's exact RTRL against N, closed form against generic, with fitted exponents (``scaling``);
-4. the memory-traffic bound of the trace methods and the fraction of it reached (``roofline``).
+4. the memory-traffic bound of the trace methods and the fraction of it reached (``roofline``);
+5. the README's per-step Python loop, with and without donating the state, against a scan (``loop``).
 ``--quick`` shrinks every section to finish in a minute or two (for a smoke test, not for figures).
 ``--markdown PAGE`` writes the figures, with the machine and the date, into the documentation page between its
 ``BEGIN`` and ``END`` markers; the text around them (what the figures mean) is kept.
@@ -24,16 +25,16 @@ from pathlib import Path
 
 import jax
 
-from rtrl.benchmarks import elementwise, roofline, scaling, sequence
+from rtrl.benchmarks import elementwise, loop, roofline, scaling, sequence
 from rtrl.files import atomic_write_text
 from rtrl.reports.plot import pyplot, save_png
 
 FULL = {"per_step_sizes": [(64, 256, 32), (32, 64, 8)], "per_step_T": 100, "rtrl_max_hidden": 64,
         "sequence_size": (32, 64, 8), "lengths": [100, 1000, 10000], "scaling_sizes": [8, 16, 32, 64],
-        "roofline_size": (64, 256, 32)}
+        "roofline_size": (64, 256, 32), "loop_size": (64, 256, 32), "loop_T": 100}
 QUICK = {"per_step_sizes": [(8, 16, 4)], "per_step_T": 20, "rtrl_max_hidden": 16,
          "sequence_size": (4, 8, 2), "lengths": [10, 100], "scaling_sizes": [4, 8],
-         "roofline_size": (8, 16, 4)}
+         "roofline_size": (8, 16, 4), "loop_size": (8, 16, 4), "loop_T": 20}
 
 
 def per_step_rows(config) -> list[dict]:
@@ -92,6 +93,10 @@ def run(config, rss: bool = True) -> dict:
     results["roofline"] = [r for name in ("elstm", "adaptive_iir2")
                            for r in roofline.measure(name, *config["roofline_size"], ["closed_form", "diagonal"])]
     roofline.print_rows(results["roofline"])
+    print("5. the per-step Python loop (ELSTM, closed_form)", flush=True)
+    results["loop"] = loop.measure("elstm", *config["loop_size"], "closed_form", config["loop_T"])
+    for name, seconds in results["loop"].items():
+        print(f"  {name:>8} {seconds * 1e3:8.3f} ms a step")
     return results
 
 
@@ -171,6 +176,15 @@ def roofline_markdown(results: dict) -> list[str]:
             *table(["cell", "method", "traces read + written", "bandwidth", "bound", "step", "of bound"], body)]
 
 
+def loop_markdown(results: dict) -> list[str]:
+    D, N, B = results["config"]["loop_size"]
+    body = [[f"`{name}`", duration(s)] for name, s in results["loop"].items()]
+    return [f"**A per-step loop in Python** (ELSTM {D} x {N} x {B}, `closed_form`, a gradient and an Adam update "
+            "every step, as in the README): the jitted step called once a step, then the same calling with the "
+            "state donated, then the steps scanned inside one `jax.jit`:", "",
+            *table(["variant", "per step"], body)]
+
+
 def markdown(results: dict, quick: bool = False) -> str:
     """The figures of one ``run`` as Markdown: the machine and the date, then one table per section."""
     m = results["machine"]
@@ -178,7 +192,7 @@ def markdown(results: dict, quick: bool = False) -> str:
             f"{m['platform']} backend ({m['device']}), float32; every figure a median of repeated jitted calls.")
     if quick:
         head += " **`--quick` sizes: a smoke test, not figures.**"
-    sections = [per_step_markdown, sequence_markdown, scaling_markdown, roofline_markdown]
+    sections = [per_step_markdown, sequence_markdown, scaling_markdown, roofline_markdown, loop_markdown]
     return "\n\n".join([head] + ["\n".join(section(results)) for section in sections])
 
 
