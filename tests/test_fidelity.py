@@ -64,6 +64,7 @@ def test_markdown_page_holds_the_table_and_the_command_that_wrote_it(tmp_path, m
     assert f"rtrl fidelity --out {tmp_path / 'run'} --lengths 1 4 --seeds 2 --hidden 3 --input 2 --methods rtrl " \
            f"eprop --markdown {page}" in text
     assert "problems per entry: 2; hidden size 3, input size 2" in text and "`eprop` = `EProp()`" in text
+    assert "at every T): `rtrl` on every cell. Every other row is an approximation." in text  # eprop is not
 
 
 def test_markdown_page_in_a_missing_folder_is_refused_before_computing(tmp_path, capsys):

@@ -27,7 +27,6 @@ import jax.numpy as jnp
 
 import rtrl
 from rtrl.cells import CELLS, Elman, Stack
-from rtrl.cli.argtypes import positive_int
 from rtrl.compare import cosine, relative_error
 from rtrl.files import atomic_write_text
 from rtrl.methods import Method, resolve
@@ -116,11 +115,28 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-NOTES = """Reading the table: SnAp-2 is exact on dense one-layer recurrences (two steps of
-dense connectivity reach every sensitivity); SnAp-1 and e-prop are exact on element-wise cells with one state per
-neuron, coincide on Elman (each parameter touches one carry entry per step) and part on GRU and the stack; UORO is
-unbiased (tested over 2000 seeds) but one draw is far off. What each method keeps and drops, and its cost:
-[methods.md](methods.md)."""
+NOTES = """SnAp-2 is exact wherever two steps of connectivity reach every sensitivity (any dense one-layer
+recurrence); SnAp-1 and e-prop wherever a parameter's influence never leaves the carry entries it touches in one
+step (element-wise cells with one state per neuron). SnAp-1 and e-prop coincide on Elman (each parameter touches
+one carry entry per step) and part on GRU and the stack. UORO is unbiased (`tests/test_approximations.py` averages
+2000 seeds) but one draw is far off. What each method keeps and drops, and its cost: [methods.md](methods.md)."""
+
+
+def exact_summary(rows: list[dict], tolerance: float = 1e-9) -> str:
+    """Which methods matched BPTT on which cells, read from the table: mean relative error within ``tolerance``
+    at every length."""
+    worst: dict[tuple[str, str], float] = {}
+    for r in rows:
+        key = (r["method"], r["cell"])
+        worst[key] = max(worst.get(key, 0.0), r["relative_error"])
+    parts = []
+    for method in dict.fromkeys(m for m, _ in worst):
+        cells = [c for (m, c), e in worst.items() if m == method]
+        exact = [c for c in cells if worst[method, c] <= tolerance]
+        if exact:
+            parts.append(f"`{method}` on " + ("every cell" if exact == cells else ", ".join(exact)))
+    return (f"Exact in this table (mean relative error at most {tolerance:g} at every T): " + "; ".join(parts)
+            + ". Every other row is an approximation." if parts else "No method is exact in this table.")
 
 
 def command_line(args: argparse.Namespace) -> str:
@@ -155,6 +171,8 @@ rounding); it also writes `fidelity.csv`, `fidelity.json` and the plot `fidelity
 ```
 
 {markdown(rows)}
+
+{exact_summary(rows)}
 
 {NOTES}
 """
@@ -201,6 +219,8 @@ def page_path(path: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from rtrl.cli.argtypes import positive_int  # here: rtrl.cli imports this module to list its commands
+
     parser.add_argument("--out", required=True, help="folder for fidelity.csv, fidelity.json, fidelity.png")
     parser.add_argument("--lengths", type=positive_int, nargs="+", default=list(LENGTHS), help="sequence lengths T")
     parser.add_argument("--seeds", type=positive_int, default=SEEDS, help="random problems averaged per entry")
