@@ -36,3 +36,15 @@ def test_readme_links_lead_to_files_and_headings():
         assert target.is_file(), f"README links to {link}, which does not exist"
         if anchor:
             assert anchor in heading_anchors(target.read_text()), f"README links to {link}: no such heading"
+
+
+def test_readme_layout_names_every_module_and_package():
+    """The Layout section's tree lists exactly the modules and packages at the top of ``src/rtrl/``."""
+    text = README.read_text()
+    section = text[text.index("## Layout"):]
+    tree = re.search(r"```text\n(.*?)```", section, re.S).group(1)
+    listed = set(re.findall(r"^  (\S+)", tree, re.M))
+    package = ROOT / "src" / "rtrl"
+    present = {p.name for p in package.glob("*.py")} | {p.name + "/" for p in package.iterdir()
+                                                         if (p / "__init__.py").is_file()}
+    assert listed == present
