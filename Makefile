@@ -5,12 +5,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench results
+.PHONY: run test lint bench results docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[dev,docs,flax,equinox,mnist1d]"
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -23,7 +23,12 @@ lint: $(STAMP)
 	$(PY) -m ruff check src tests
 
 bench: $(STAMP)
-	$(PY) -m rtrl.cli bench --out runs/bench
+	$(PY) -m rtrl.cli bench --out runs/bench --markdown docs/performance.md
 
 results: $(STAMP)
 	$(PY) -m rtrl.reports.results
+
+# The documentation site with the API reference, into build/site; any warning (a broken link, a docstring
+# reference that does not resolve) fails it.
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict

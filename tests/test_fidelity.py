@@ -48,3 +48,27 @@ def test_cell_labels_tell_variants_of_one_cell_apart():
     labels = [fidelity.cell_label(IIR2(2, 3)), fidelity.cell_label(IIR2(2, 3, parameterisation="stable")),
               fidelity.cell_label(Stack((Elman(2, 3), Elman(3, 3, activation="relu"))))]
     assert labels == ["IIR2", "IIR2(parameterisation='stable')", "Stack(Elman+Elman(activation='relu'))"]
+
+
+def test_markdown_page_holds_the_table_and_the_command_that_wrote_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(fidelity, "default_cells", lambda D, N: [Elman(D, N)])
+    page = tmp_path / "docs" / "fidelity.md"
+    page.parent.mkdir()
+    argv = ["--out", str(tmp_path / "run"), "--lengths", "1", "4", "--seeds", "2", "--hidden", "3", "--input", "2",
+            "--methods", "rtrl", "eprop", "--markdown", str(page)]
+    assert fidelity.main(argv) == 0
+    text = page.read_text()
+    rows = json.loads((tmp_path / "run" / "fidelity.json").read_text())
+    assert fidelity.markdown(rows) in text
+    assert "| Elman | eprop | 1.0000 / 0 | " in text  # at T = 1 every method is exact
+    assert f"rtrl fidelity --out {tmp_path / 'run'} --lengths 1 4 --seeds 2 --hidden 3 --input 2 --methods rtrl " \
+           f"eprop --markdown {page}" in text
+    assert "problems per entry: 2; hidden size 3, input size 2" in text and "`eprop` = `EProp()`" in text
+    assert "at every T): `rtrl` on every cell. Every other row is an approximation." in text  # eprop is not
+
+
+def test_markdown_page_in_a_missing_folder_is_refused_before_computing(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        fidelity.main(["--out", str(tmp_path), "--markdown", str(tmp_path / "nowhere" / "fidelity.md")])
+    assert "does not exist" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -1,34 +1,40 @@
 """``rtrl bench``: every benchmark in one run, printed as medians and ratios, saved as JSON and a plot.
 
-    rtrl bench [--out bench] [--quick]
+    rtrl bench [--out bench] [--quick] [--markdown docs/performance.md]
 
 Sections (each also runs alone, see its module):
 1. per-step cost of every exact element-wise method against a forward-only step (``elementwise``);
 2. whole-sequence gradient time and memory against T, RTRL against BPTT (``sequence``);
 3. Elman's exact RTRL against N, closed form against generic, with fitted exponents (``scaling``);
-4. the memory-traffic bound of the trace methods and the fraction of it reached (``roofline``).
+4. the memory-traffic bound of the trace methods and the fraction of it reached (``roofline``);
+5. the README's per-step Python loop, with and without donating the state, against a scan (``loop``).
 ``--quick`` shrinks every section to finish in a minute or two (for a smoke test, not for figures).
+``--markdown PAGE`` writes the figures, with the machine and the date, into the documentation page between its
+``BEGIN`` and ``END`` markers; the text around them (what the figures mean) is kept.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import itertools
 import json
+import os
 import platform
 from pathlib import Path
 
 import jax
 
-from rtrl.benchmarks import elementwise, roofline, scaling, sequence
+from rtrl.benchmarks import elementwise, loop, roofline, scaling, sequence
 from rtrl.files import atomic_write_text
 from rtrl.reports.plot import pyplot, save_png
 
 FULL = {"per_step_sizes": [(64, 256, 32), (32, 64, 8)], "per_step_T": 100, "rtrl_max_hidden": 64,
         "sequence_size": (32, 64, 8), "lengths": [100, 1000, 10000], "scaling_sizes": [8, 16, 32, 64],
-        "roofline_size": (64, 256, 32)}
+        "roofline_size": (64, 256, 32), "loop_size": (64, 256, 32), "loop_T": 100}
 QUICK = {"per_step_sizes": [(8, 16, 4)], "per_step_T": 20, "rtrl_max_hidden": 16,
          "sequence_size": (4, 8, 2), "lengths": [10, 100], "scaling_sizes": [4, 8],
-         "roofline_size": (8, 16, 4)}
+         "roofline_size": (8, 16, 4), "loop_size": (8, 16, 4), "loop_T": 20}
 
 
 def per_step_rows(config) -> list[dict]:
@@ -42,9 +48,30 @@ def per_step_rows(config) -> list[dict]:
     return rows
 
 
+SCALING = {"D": 8, "B": 4, "T": 20}
+BEGIN = "<!-- BEGIN: written by `rtrl bench --markdown`; edit outside these markers -->"
+END = "<!-- END: written by `rtrl bench --markdown` -->"
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name (Linux's /proc/cpuinfo), else what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+def machine() -> dict:
+    """What the figures were measured on, and when."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"platform": jax.default_backend(), "device": jax.devices()[0].device_kind, "processor": cpu_model(),
+            "cores": cores, "jax": jax.__version__, "python": platform.python_version(),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
 def run(config, rss: bool = True) -> dict:
-    results = {"machine": {"platform": jax.devices()[0].platform, "processor": platform.processor()
-                           or platform.machine(), "jax": jax.__version__}}
+    results = {"machine": machine(), "config": config}
     print("1. per-step time, float32, ratio to the forward-only step", flush=True)
     results["per_step"] = per_step_rows(config)
     for r in results["per_step"]:
@@ -55,8 +82,8 @@ def run(config, rss: bool = True) -> dict:
     sequence.print_rows(results["sequence"])
     print("3. Elman: closed form against generic rtrl", flush=True)
     sizes = config["scaling_sizes"]
-    times = scaling.measure(sizes, 8, 4, 20)
-    results["scaling"] = {"sizes": sizes, "seconds": times,
+    times = scaling.measure(sizes, SCALING["D"], SCALING["B"], SCALING["T"])
+    results["scaling"] = {**SCALING, "sizes": sizes, "seconds": times,
                           "exponents": {m: scaling.fitted_exponent(sizes, t) for m, t in times.items()}}
     for i, N in enumerate(sizes):
         print(f"  N={N:>4} closed_form {times['closed_form'][i] * 1e3:8.3f} ms, rtrl {times['rtrl'][i] * 1e3:8.3f} "
@@ -66,6 +93,10 @@ def run(config, rss: bool = True) -> dict:
     results["roofline"] = [r for name in ("elstm", "adaptive_iir2")
                            for r in roofline.measure(name, *config["roofline_size"], ["closed_form", "diagonal"])]
     roofline.print_rows(results["roofline"])
+    print("5. the per-step Python loop (ELSTM, closed_form)", flush=True)
+    results["loop"] = loop.measure("elstm", *config["loop_size"], "closed_form", config["loop_T"])
+    for name, seconds in results["loop"].items():
+        print(f"  {name:>8} {seconds * 1e3:8.3f} ms a step")
     return results
 
 
@@ -85,9 +116,114 @@ def plot(results: dict, out: Path) -> None:
     save_png(fig, out, dpi=110)
 
 
+def duration(seconds: float) -> str:
+    """Three significant digits in us, ms or s, whichever keeps them without an exponent."""
+    for unit, scale in (("us", 1e6), ("ms", 1e3)):
+        if seconds * scale < 999.5:
+            return f"{seconds * scale:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def table(header: list[str], rows: list[list]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(map(str, row)) + " |" for row in rows]
+
+
+def per_step_markdown(results: dict) -> list[str]:
+    config, rows = results["config"], results["per_step"]
+    methods = list(dict.fromkeys(r["method"] for r in rows if r["method"] != "forward"))
+    body = []
+    for (cell, D, N, B), group in itertools.groupby(rows, key=lambda r: (r["cell"], r["D"], r["N"], r["B"])):
+        by_method = {r["method"]: r for r in group}
+        body.append([cell, f"{D} x {N} x {B}", duration(by_method["forward"]["seconds"])]
+                    + [f"{by_method[m]['ratio_to_forward']:.3g}x" if m in by_method else "-" for m in methods])
+    return [f"**Per step**, as a ratio to the forward-only step of the same cell: the cell scanned with the same "
+            f"per-step loss and no gradient (T = {config['per_step_T']}; dense `rtrl` on 10 steps, only up to N = "
+            f"{config['rtrl_max_hidden']}):", "",
+            *table(["cell", "D x N x B", "forward", *(f"`{m}`" for m in methods)], body)]
+
+
+def sequence_markdown(results: dict) -> list[str]:
+    rows, (D, N, B) = results["sequence"], results["config"]["sequence_size"]
+    bptt = {r["T"]: r["seconds"] for r in rows if r["method"] == "bptt"}
+    body = [[r["T"], f"`{r['method']}`", duration(r["seconds"]),
+             f"{r['seconds'] / bptt[r['T']]:.2f}x" if r["T"] in bptt else "-", f"{r['temp_bytes'] / 2**20:.3g} MiB",
+             f"{r['peak_rss_bytes'] / 2**20:.0f} MiB" if "peak_rss_bytes" in r else "-"] for r in rows]
+    return [f"**Whole-sequence gradient** of ELSTM ({D} x {N} x {B}) against the sequence length T: its time, XLA's "
+            "compiled temporary memory, and the peak resident memory of a fresh process that computes it once:", "",
+            *table(["T", "method", "time", "vs `bptt`", "XLA temporary", "peak RSS"], body)]
+
+
+def scaling_markdown(results: dict) -> list[str]:
+    sc = results["scaling"]
+    cf, dense = sc["seconds"]["closed_form"], sc["seconds"]["rtrl"]
+    body = [[N, duration(c), duration(d), f"{d / c:.2f}x"]
+            for N, c, d in zip(sc["sizes"], cf, dense, strict=True)]
+    fits = ", ".join(f"`{m}` as N^{a:.2f}" for m, a in sc["exponents"].items())
+    return [f"**Elman, exact RTRL against N** (D = {sc['D']}, B = {sc['B']}, T = {sc['T']}): closed-form traces "
+            f"against generic `rtrl`, time of a whole-sequence gradient; fitted, {fits}:", "",
+            *table(["N", "`closed_form`", "`rtrl`", "`rtrl` / `closed_form`"], body)]
+
+
+def roofline_markdown(results: dict) -> list[str]:
+    rows, (D, N, B) = results["roofline"], results["config"]["roofline_size"]
+    body = [[r["cell"], f"`{r['method']}`", f"{r['trace_traffic_bytes'] / 2**20:.3g} MiB",
+             f"{r['bandwidth'] / 1e9:.3g} GB/s", duration(r["bound_seconds"]),
+             duration(r["step_seconds"]), f"{r['fraction_of_bound']:.0%}"] for r in rows]
+    return [f"**Memory traffic** ({D} x {N} x {B}): a trace method reads its traces and writes them back every step; "
+            "at the bandwidth measured updating a buffer of that size in place "
+            f"({rows[0]['dram_bandwidth'] / 1e9:.3g} GB/s from DRAM) that bounds its step time from below:", "",
+            *table(["cell", "method", "traces read + written", "bandwidth", "bound", "step", "of bound"], body)]
+
+
+def loop_markdown(results: dict) -> list[str]:
+    D, N, B = results["config"]["loop_size"]
+    body = [[f"`{name}`", duration(s)] for name, s in results["loop"].items()]
+    return [f"**A per-step loop in Python** (ELSTM {D} x {N} x {B}, `closed_form`, a gradient and an Adam update "
+            "every step, as in the README): the jitted step called once a step, then the same calling with the "
+            "state donated, then the steps scanned inside one `jax.jit`:", "",
+            *table(["variant", "per step"], body)]
+
+
+def markdown(results: dict, quick: bool = False) -> str:
+    """The figures of one ``run`` as Markdown: the machine and the date, then one table per section."""
+    m = results["machine"]
+    head = (f"Measured {m['date']} on {m['processor']} ({m['cores']} cores available), JAX {m['jax']} on the "
+            f"{m['platform']} backend ({m['device']}), float32; every figure a median of repeated jitted calls.")
+    if quick:
+        head += " **`--quick` sizes: a smoke test, not figures.**"
+    sections = [per_step_markdown, sequence_markdown, scaling_markdown, roofline_markdown, loop_markdown]
+    return "\n\n".join([head] + ["\n".join(section(results)) for section in sections])
+
+
+def new_page(title: str = "Performance") -> str:
+    return f"# {title}\n\n{BEGIN}\n{END}\n"
+
+
+def figures_page(path: str) -> Path:
+    """``--markdown``: a page with the markers once each, or a new page in an existing folder (an argparse type,
+    so a wrong page is refused before the benchmarks run)."""
+    page = Path(path)
+    if not page.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{path}: the folder {str(page.parent)!r} does not exist")
+    if page.exists():
+        text = page.read_text()
+        if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
+            raise argparse.ArgumentTypeError(f"{path} must hold the line {BEGIN!r} once, then {END!r} once")
+    return page
+
+
+def with_figures(text: str, figures: str) -> str:
+    """``text`` with what lies between its markers replaced by ``figures``."""
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    return text[:start] + "\n" + figures.strip("\n") + "\n" + text[end:]
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="bench", help="folder for bench.json and bench.png (default %(default)s)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test, not figures")
+    parser.add_argument("--markdown", type=figures_page, metavar="PAGE",
+                        help="write the figures between the markers of this page (docs/performance.md)")
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -97,6 +233,11 @@ def run_command(args: argparse.Namespace) -> int:
     atomic_write_text(out / "bench.json", json.dumps(results, indent=1))
     plot(results, out / "bench.png")
     print(f"wrote {out / 'bench.json'} and {out / 'bench.png'}")
+    if args.markdown is not None:
+        page = args.markdown
+        text = page.read_text() if page.exists() else new_page()
+        atomic_write_text(page, with_figures(text, markdown(results, quick=args.quick)))
+        print(f"wrote the figures into {page}")
     return 0
 
 

@@ -1,0 +1,71 @@
+"""``import rtrl`` needs only jax, optax and numpy: it loads no plotting, progress-bar, Flax, Equinox or
+environment library, and it works where they are not installed."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+OPTIONAL = ("matplotlib", "tqdm", "flax", "equinox", "gymnax")
+
+# Runs in a fresh interpreter: a meta-path finder makes the packages named in argv[1] look uninstalled, then runs
+# the body and reports which OPTIONAL packages got loaded.
+SCRIPT = """
+import importlib.abc, json, sys
+
+BLOCKED = set(sys.argv[1].split(",")) - {""}
+OPTIONAL = set(sys.argv[2].split(","))
+
+class NotInstalled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)", name=name)
+        return None
+
+sys.meta_path.insert(0, NotInstalled())
+{body}
+print(json.dumps(sorted(m for m in sys.modules if m.partition(".")[0] in OPTIONAL)))
+"""
+
+USE_THE_CORE = """
+import jax, jax.numpy as jnp, rtrl
+cell = rtrl.cells.ELSTM(2, 3)
+params = cell.init(jax.random.PRNGKey(0))
+xs, ys = jnp.ones((4, 2, 2)), jnp.zeros((4, 2, 3))
+loss = lambda h, y: jnp.sum((h - y) ** 2)
+for method in ("closed_form", "bptt"):
+    rtrl.sequence_grad(cell, params, xs, ys, loss, method=method)
+learner = rtrl.online(cell, "closed_form")
+state = learner.init(params, batch_shape=(2,))
+jax.grad(lambda p: jnp.sum(learner.step(p, state, xs[0])[0]))(params)
+"""
+
+
+def run(body: str, blocked=OPTIONAL) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", SCRIPT.replace("{body}", body), ",".join(blocked),
+                           ",".join(OPTIONAL)], capture_output=True, text=True, timeout=300)
+
+
+def loaded(out: subprocess.CompletedProcess) -> list[str]:
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_the_core_loads_none_of_the_optional_packages():
+    """With all of them installed (as here), using the core imports none of them, not even tentatively."""
+    assert loaded(run(USE_THE_CORE, blocked=())) == []
+
+
+def test_the_core_works_without_the_optional_packages():
+    assert loaded(run(USE_THE_CORE)) == []
+
+
+@pytest.mark.parametrize("package", ["matplotlib", "tqdm"])
+def test_the_blocker_blocks_an_installed_package(package):
+    """The check above can fail: a core that imported an optional package would stop at the import."""
+    assert importlib.util.find_spec(package) is not None  # installed here, so only the blocker can stop it
+    assert loaded(run(f"import {package}", blocked=())) != []
+    out = run(f"import {package}.pyplot" if package == "matplotlib" else f"from {package} import tqdm")
+    assert out.returncode != 0 and "blocked by the test" in out.stderr
