@@ -107,8 +107,9 @@ def test_stopped_and_resumed_run_reproduces_the_uninterrupted_run(tmp_path, meth
     whole = Run.create(tmp_path / "whole", {**config, "steps": 16})
     whole.train()
 
-    # stop with an interruption after step 8's checkpoint, once steps 9..12 are done but not yet evaluated
-    parts = Run.create(tmp_path / "parts", {**config, "steps": 16})
+    # stop with an interruption after step 8's checkpoint, once steps 9..12 are done but not yet evaluated; the
+    # three runs have one configuration, so they share one trainer (and its compilations)
+    parts = Run.create(tmp_path / "parts", {**config, "steps": 16}, trainer=whole.trainer)
 
     def interrupt(state, n):
         if int(state.step) == 12:
@@ -117,7 +118,7 @@ def test_stopped_and_resumed_run_reproduces_the_uninterrupted_run(tmp_path, meth
     with pytest.raises(KeyboardInterrupt):
         parts.train(on_chunk=interrupt)
     assert parts.last_checkpoint_step() == 8
-    resumed = Run.open(tmp_path / "parts")
+    resumed = Run.open(tmp_path / "parts", trainer=whole.trainer)
     final = resumed.train()
 
     assert without_wall_time(read_metrics(resumed.path)) == without_wall_time(read_metrics(whole.path))
@@ -133,5 +134,5 @@ def test_metrics_written_after_the_last_checkpoint_are_replaced_on_resume(tmp_pa
     # a crash between writing a metrics line and its checkpoint leaves a line the checkpoint does not cover
     with open(run.path / METRICS, "a") as f:
         f.write(json.dumps({"step": 12, "loss": 0.0, "metric": 1.0, "wall_s": 0.0}) + "\n")
-    Run.open(run.path).load()
+    Run.open(run.path, trainer=run.trainer).load()
     assert read_metrics(run.path) == good
