@@ -209,3 +209,30 @@ def test_seed_000_simple_cell_gradient_is_the_elman_closed_form():
     _, theirs = rtrl.sequence_grad(rtrl.cells.Elman(D, N), seed, xs, ys, squared_error, method="closed_form")
     mapped = {"i": {"kernel": theirs["W"], "bias": theirs["B"]}, "h": {"kernel": theirs["R"]}}
     assert relative_error(ours, mapped) <= EXACT_TOL
+
+
+# -- the command line takes a cell by import path -------------------------------------------------------------
+def test_rtrl_train_and_inspect_take_a_cell_by_import_path(tmp_path, capsys):
+    from rtrl.cli import main
+
+    out = tmp_path / "run"
+    args = ["train", "--task", "copy", "--task-arg", "max_length=2", "--cell", "equinox.nn:GRUCell", "--method",
+            "auto", "--hidden", "4", "--batch", "2", "--steps", "8", "--eval-every", "4", "--eval-size", "4",
+            "--out", str(out), "--quiet"]
+    assert main(args) == 0
+    assert (out / "checkpoint.npz").is_file()
+    capsys.readouterr()
+    assert main(["inspect", "--cell", "flax.linen:MGUCell", "--hidden", "4"]) == 0
+    text = capsys.readouterr().out
+    assert "MGUCell: auto -> rtrl" in text and "hf/kernel" in text
+
+
+@pytest.mark.parametrize(("cell", "word"), [("nope.module:X", "cannot import"), ("flax.linen:Dense", "recurrent cell"),
+                                            ("os:sep", "neither a cell class nor a factory"), ("lstm", "import path")])
+def test_a_bad_cell_path_exits_2_with_one_line(tmp_path, capsys, cell, word):
+    from rtrl.cli import main
+
+    assert main(["train", "--cell", cell, "--out", str(tmp_path / "run"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert word in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "run").exists()

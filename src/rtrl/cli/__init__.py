@@ -1,4 +1,4 @@
-"""The ``rtrl`` command: ``train``, ``resume``, ``plot``, ``list``, ``demo``, ``fidelity`` and ``bench``.
+"""The ``rtrl`` command: ``train``, ``resume``, ``plot``, ``list``, ``inspect``, ``demo``, ``fidelity`` and ``bench``.
 
 Each subcommand is an entry of ``COMMANDS``: a help line, a function adding its arguments to a parser and a
 function running it (returning the exit status), so a new subcommand is one more entry; each lives in a module
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 
 from rtrl.benchmarks import suite
-from rtrl.cli.browse import add_plot_arguments, cmd_list, cmd_plot
+from rtrl.cli.browse import add_inspect_arguments, add_plot_arguments, cmd_inspect, cmd_list, cmd_plot
 from rtrl.cli.demo import add_demo_arguments, cmd_demo
 from rtrl.cli.train import add_resume_arguments, add_train_arguments, cmd_resume, cmd_train
 from rtrl.cli.usage import Parser, UsageError
@@ -38,6 +38,8 @@ COMMANDS: dict[str, Command] = {
     "resume": Command("continue a stopped run from its checkpoint", add_resume_arguments, cmd_resume),
     "plot": Command("overlay the learning curves of runs", add_plot_arguments, cmd_plot),
     "list": Command("list tasks, cells and methods", lambda p: None, cmd_list),
+    "inspect": Command("what method auto chooses for a cell, each parameter's role, each method's trace memory",
+                       add_inspect_arguments, cmd_inspect),
     "demo": Command("a half-minute online-learning demonstration (make run)", add_demo_arguments, cmd_demo),
     "fidelity": Command("cosine and relative error of every method's gradient against BPTT (table and plot)",
                         fidelity.add_arguments, fidelity.run),

@@ -1,4 +1,5 @@
-"""``rtrl plot`` (overlaid learning curves of run folders) and ``rtrl list`` (tasks, cells, methods)."""
+"""``rtrl plot`` (overlaid learning curves of run folders), ``rtrl list`` (tasks, cells, methods) and ``rtrl inspect``
+(what ``auto`` finds in a cell)."""
 
 from __future__ import annotations
 
@@ -55,4 +56,33 @@ def cmd_list(args) -> int:
         method = make()
         kind = ("online" if method.online else "whole windows") + (", exact" if method.exact else ", approximate")
         print(f"  {name:14s} [{kind}] {first_line(type(method))}")
+    return 0
+
+
+def add_inspect_arguments(p: argparse.ArgumentParser) -> None:
+    from rtrl.cli.argtypes import positive_int
+
+    p.add_argument("--cell", required=True, help="a cell from `rtrl list`, or an import path, e.g. flax.linen:GRUCell")
+    p.add_argument("--cell-arg", action="append", metavar="KEY=VALUE", help="a cell option (repeatable)")
+    p.add_argument("--input", type=positive_int, default=3, help="input size (default %(default)s)")
+    p.add_argument("--hidden", type=positive_int, default=8, help="hidden size (default %(default)s)")
+
+
+def cmd_inspect(args) -> int:
+    import rtrl
+    from rtrl.cells import CELLS
+    from rtrl.cells.adapters import from_import_path
+    from rtrl.cli.options import parse_options
+    from rtrl.training.config import make
+
+    options = parse_options(args.cell_arg, "--cell-arg")
+    try:
+        if ":" in args.cell:
+            cell = from_import_path(args.cell, input_size=args.input, hidden_size=args.hidden, **options)
+        else:
+            cell = make("cell", CELLS, args.cell, options, exclude=("input_size", "hidden_size"),
+                        positional=(args.input, args.hidden))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    print(rtrl.inspect(cell))
     return 0

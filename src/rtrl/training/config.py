@@ -18,6 +18,7 @@ from typing import Any
 
 from rtrl import methods
 from rtrl.cells import CELLS
+from rtrl.cells.adapters import from_import_path
 from rtrl.frozen import Frozen
 from rtrl.training.tasks import TASKS
 from rtrl.training.trainer import Trainer, make_optimizer
@@ -73,6 +74,14 @@ def one_of(names) -> Callable:
     return check_name
 
 
+def cell_name(value):
+    """A registered cell's name, or the import path ``module.path:Name`` of any other (a Flax or Equinox cell,
+    an rtrl cell class, or a factory of either: ``rtrl.cells.adapters.from_import_path``)."""
+    if isinstance(value, str) and (value in CELLS or ":" in value):
+        return value
+    raise Invalid(f"one of {sorted(CELLS)} or an import path module.path:Name (e.g. flax.linen:GRUCell)")
+
+
 def options(value):
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise Invalid("an object of options (KEY: VALUE)")
@@ -99,7 +108,8 @@ class RunConfig(Frozen):
 
     task: str = option("copy", "a task from `rtrl list`", one_of(TASKS), "NAME")
     task_args: dict = option({}, "a task option, e.g. max_length=8 (repeatable)", options, "KEY=VALUE")
-    cell: str = option("elman", "a cell from `rtrl list`", one_of(CELLS), "NAME")
+    cell: str = option("elman", "a cell from `rtrl list`, or the import path of any other, e.g. flax.linen:GRUCell",
+                       cell_name, "NAME")
     cell_args: dict = option({}, "a cell option, e.g. activation=relu (repeatable)", options, "KEY=VALUE")
     hidden: int = option(32, "hidden size", positive_int, "N")
     method: str = option("rtrl", "a gradient method from `rtrl list`", one_of(methods.REGISTRY), "NAME")
@@ -137,8 +147,11 @@ class RunConfig(Frozen):
         """``(task, cell, method)`` objects; ``ValueError`` naming an unknown option or a method that does not
         apply."""
         task = make("task", TASKS, self.task, self.task_args)
-        cell = make("cell", CELLS, self.cell, self.cell_args, exclude=("input_size", "hidden_size"),
-                    positional=(task.input_size, self.hidden))
+        if ":" in self.cell:
+            cell = from_import_path(self.cell, input_size=task.input_size, hidden_size=self.hidden, **self.cell_args)
+        else:
+            cell = make("cell", CELLS, self.cell, self.cell_args, exclude=("input_size", "hidden_size"),
+                        positional=(task.input_size, self.hidden))
         method = methods.resolve(make("method", methods.REGISTRY, self.method, self.method_args), cell)
         if self.stagger and not method.online:
             raise ValueError(f"stagger needs a trace method; {self.method!r} updates on aligned windows")
