@@ -93,7 +93,7 @@ def ring_init(key: jax.Array, shape, dtype, r_min: float, r_max: float, max_phas
     k_r, k_p = jax.random.split(key)
     u_r = 1 - jax.random.uniform(k_r, shape, dtype)  # in (0, 1]: r > 0 and the phase > 0, so both logs are finite
     u_p = 1 - jax.random.uniform(k_p, shape, dtype)
-    r = jnp.sqrt(r_min**2 + u_r * (r_max**2 - r_min**2))
+    r = jnp.maximum(jnp.sqrt(r_min**2 + u_r * (r_max**2 - r_min**2)), jnp.finfo(dtype).tiny)  # r^2 may underflow
     return {"nu": jnp.log(-jnp.log(r / RHO)), "theta": jnp.log(max_phase * u_p)}
 
 
