@@ -55,9 +55,9 @@ def run(args) -> dict:
     def report(state, record):
         last.update(record)
         print(f"step {record['step']:>8}  wall {time.perf_counter() - start:7.1f}s  "
-              f"{task.metric_name} {record[task.metric_name]:.4f}  train loss {record['loss']}", flush=True)
+              f"{task.metric_name} {record['metric']:.4f}  train loss {record['loss']}", flush=True)
 
-    while time.perf_counter() - start < 60 * args.minutes and last.get(task.metric_name, 0) < args.target:
+    while time.perf_counter() - start < 60 * args.minutes and last.get("metric", 0) < args.target:
         state = fit(trainer, state, int(state.step) + args.eval_every, args.eval_every, on_eval=report)
     return last
 
