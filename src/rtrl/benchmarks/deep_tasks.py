@@ -43,11 +43,11 @@ def run(args) -> dict:
     task = make_task(args)
     cell = CELLS[args.cell]
     net = Network(layers=tuple(cell(args.width, args.width, r_min=args.r_min, r_max=args.r_max)
-                               for _ in range(args.depth)), input_size=task.input_size)
+                               for _ in range(args.depth)), input_size=task.input_size, norm=args.norm)
     trainer = Trainer(task, net, make_method(args.method), batch=args.batch,
                       update_every=args.update_every, optimizer=make_optimizer("adam", args.lr, clip=1.0),
                       seed=args.seed)
-    print(f"{task.name} {task}, {args.depth} x {args.cell.upper()} width {args.width}, {args.method} "
+    print(f"{task.name} {task}, {args.depth} x {args.cell.upper()} width {args.width}, norm {args.norm}, {args.method} "
           f"(update every {args.update_every}), batch {args.batch}, lr {args.lr}; {jax.devices()[0].platform}",
           flush=True)
     state, last, start = trainer.init(), {}, time.perf_counter()
@@ -73,6 +73,7 @@ def main(argv=None) -> None:
     parser.add_argument("--cell", choices=sorted(CELLS), default="lru")
     parser.add_argument("--depth", type=int, default=2)
     parser.add_argument("--width", type=int, default=64)
+    parser.add_argument("--norm", choices=["layer", "rms", "none"], default="layer")
     parser.add_argument("--r-min", type=float, default=0.9)
     parser.add_argument("--r-max", type=float, default=0.999)
     parser.add_argument("--batch", type=int, default=16)
