@@ -8,10 +8,14 @@ from rtrl.cells.elman import Elman
 from rtrl.cells.elstm import ELSTM
 from rtrl.cells.gru import GRU
 from rtrl.cells.iir2 import IIR2, stability, stability_margin
+from rtrl.cells.lru import LRU
+from rtrl.cells.network import Network
+from rtrl.cells.rtu import RTU
 from rtrl.cells.stack import Stack
 
-CELLS: dict[str, type[Cell]] = {"elman": Elman, "gru": GRU, "iir2": IIR2, "adaptive_iir2": AdaptiveIIR2, "elstm": ELSTM}
+CELLS: dict[str, type[Cell]] = {"elman": Elman, "gru": GRU, "iir2": IIR2, "adaptive_iir2": AdaptiveIIR2, "elstm": ELSTM,
+                                 "lru": LRU, "rtu": RTU}
 
-__all__ = ["CELLS", "ELSTM", "GRU", "IIR2", "AdaptiveIIR2", "Cell", "ElementwiseCell", "Elman", "Stack", "stability",
-           "stability_margin"]
-__all__ += ["AdaptedCell", "FunctionCell", "from_equinox", "from_flax", "from_function", "from_nnx"]
+__all__ = ["CELLS", "ELSTM", "GRU", "IIR2", "LRU", "RTU", "AdaptedCell", "AdaptiveIIR2", "Cell", "ElementwiseCell",
+           "Elman", "FunctionCell", "Network", "Stack", "from_equinox", "from_flax", "from_function", "from_nnx",
+           "stability", "stability_margin"]

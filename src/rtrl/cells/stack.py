@@ -9,7 +9,8 @@ For layers ``0 .. L-1`` with parameters ``params["layer{i}"]`` and carries ``car
 The carry is the tuple of the layers' carries. Exact RTRL of a stack is dense even when every layer is
 element-wise, because a lower layer's parameters reach the upper layers' carries through their inputs; the
 ``rtrl`` method gives it (sensitivities of the whole carry w.r.t. all parameters), and ``layer_local``
-(``rtrl.methods.LayerLocal``) keeps only each layer's own block.
+(``rtrl.methods.LayerLocal``) keeps only each layer's own block, through the layered protocol below
+(``layer_params``, ``layer_inputs``, ``from_layer_grads``; shared with ``rtrl.cells.Network``).
 """
 
 from __future__ import annotations
@@ -62,8 +63,23 @@ class Stack(Cell):
                              f"got {sorted(params) if isinstance(params, dict) else type(params).__name__}")
         if not isinstance(carry, tuple) or len(carry) != len(self.layers):
             raise ValueError(f"carry of a {len(self.layers)}-layer Stack must be a tuple of the layers' carries")
-        carries = []
-        for name, cell, c in zip(names, self.layers, carry, strict=True):
-            c, x = cell.step(params[name], c, x)
+        return self.forward(params, carry, x)[:2]
+
+    def forward(self, params: Params, carry: Carry, x: jax.Array) -> tuple[Carry, jax.Array, tuple]:
+        """``(carry', h, inputs)``: one step, and the input each layer read."""
+        carries, inputs = [], []
+        for i, (cell, c) in enumerate(zip(self.layers, carry, strict=True)):
+            inputs.append(x)
+            c, x = cell.step(params[layer_name(i)], c, x)
             carries.append(c)
-        return tuple(carries), x
+        return tuple(carries), x, tuple(inputs)
+
+    # -- the layered protocol (rtrl.methods.LayerLocal) ---------------------------------------------------
+    def layer_params(self, params: Params) -> tuple:
+        return tuple(params[layer_name(i)] for i in range(len(self.layers)))
+
+    def layer_inputs(self, params: Params, carry: Carry, x: jax.Array) -> tuple:
+        return self.forward(params, carry, x)[2]
+
+    def from_layer_grads(self, params: Params, grads: tuple) -> Params:
+        return {layer_name(i): g for i, g in enumerate(grads)}

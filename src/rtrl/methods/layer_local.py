@@ -1,25 +1,31 @@
-"""Layer-local RTRL for a ``Stack``: each layer keeps its own traces, of its own parameters, w.r.t. its own carry.
+"""Layer-local RTRL for layered cells: each recurrent layer keeps its own traces, of its own parameters, w.r.t.
+its own carry.
 
-For layer ``i`` with parameters ``theta_i``, carry ``c_i`` and input ``x_i`` (the output of layer ``i - 1`` at
-the same step), the inner method traces ``M_i = d c_i / d theta_i`` as if ``x_i`` did not depend on any
-parameter. Dropped: every block ``d c_j / d theta_i`` with ``j > i``, the influence of a lower layer's
-parameters on the upper layers' carries through their inputs, accumulated over time. Kept exactly: the
-credit. The online step back-propagates ``dL/dh_t`` through the whole stack within step ``t`` (space only), so
-the immediate gradients of every layer (including a lower layer's parameters through the upper layers at the
-same step) and the credit ``dL/dc_i`` on each layer's previous carry are exact; each layer turns its credit
-into a gradient with its own traces.
+A layered cell (``rtrl.cells.Stack``, ``rtrl.cells.Network``) exposes ``layers``, ``layer_params(params)``,
+``layer_inputs(params, carry, x)`` (the input each layer reads at this step) and ``from_layer_grads(params,
+grads)``. For layer ``i`` with parameters ``theta_i``, carry ``c_i`` and input ``x_i``, the inner method traces
+``M_i = d c_i / d theta_i`` as if ``x_i`` did not depend on any parameter. Dropped: every block
+``d c_j / d theta`` with ``j`` above the layer that owns ``theta``, i.e. the influence of a lower layer's
+parameters (and of the parameters outside the cells: a network's encoder and mixing layers) on the upper layers'
+carries through their inputs, accumulated over time. Kept exactly: the credit. The online step back-propagates
+``dL/dh_t`` through the whole network within step ``t`` (space only), so the immediate gradients of every
+parameter (including a lower layer's through the upper layers at the same step) and the credit ``dL/dc_i`` on
+each layer's previous carry are exact; each layer turns its credit into a gradient with its own traces.
 
-With one layer this is the inner method on that layer. Cost per step: the sum of the inner method's costs on
-the layers; with the dense inner ``rtrl``, O(sum_i C_i^2 P_i) time and O(sum_i C_i P_i) memory, against
-O((sum_i C_i)^2 sum_i P_i) and O(sum_i C_i sum_i P_i) for exact RTRL of the whole stack.
+With one layer, and no parameter below its cell, this is the inner method on that layer (exact). Cost per step:
+the sum of the inner method's costs on the layers plus one forward and backward pass of the network; with the
+dense inner ``rtrl``, O(sum_i C_i^2 P_i) time and O(sum_i C_i P_i) memory, against O((sum_i C_i)^2 sum_i P_i) and
+O(sum_i C_i sum_i P_i) for exact RTRL of the whole stack; with ``closed_form`` or ``diagonal`` on element-wise
+cells (LRU, RTU, IIR2), traces the size of the cells' recurrent parameters times their state order.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from rtrl.cells.stack import Stack, layer_name
 from rtrl.methods.base import TraceMethod
+
+PROTOCOL = ("layers", "layer_params", "layer_inputs", "from_layer_grads")
 
 
 class LayerLocal(TraceMethod):
@@ -37,28 +43,26 @@ class LayerLocal(TraceMethod):
         return method
 
     def check(self, cell) -> None:
-        if not isinstance(cell, Stack):
-            raise ValueError(f"method 'layer_local' applies to a rtrl.cells.Stack, got {cell.name}; "
-                             "use the inner method directly on a single cell")
+        if not all(hasattr(cell, name) for name in PROTOCOL):
+            raise ValueError(f"method 'layer_local' applies to a rtrl.cells.Stack or rtrl.cells.Network (a layered "
+                             f"cell), got {cell.name}; use the inner method directly on a single cell")
         inner = self.inner_method()
         for layer in cell.layers:
             inner.check(layer)
 
     def init(self, cell, params, carry):
         inner = self.inner_method()
-        return tuple(inner.init(layer, params[layer_name(i)], c)
-                     for i, (layer, c) in enumerate(zip(cell.layers, carry, strict=True)))
+        return tuple(inner.init(layer, p, c)
+                     for layer, p, c in zip(cell.layers, cell.layer_params(params), carry, strict=True))
 
     def update(self, cell, params, carry, traces, x):
         inner = self.inner_method()
-        new = []
-        for i, (layer, c, tr) in enumerate(zip(cell.layers, carry, traces, strict=True)):
-            p = params[layer_name(i)]
-            new.append(inner.update(layer, p, c, tr, x))
-            x = layer.step(p, c, x)[1]  # the next layer's input, a constant for its traces
-        return tuple(new)
+        inputs = cell.layer_inputs(params, carry, x)  # constants for each layer's traces
+        return tuple(inner.update(layer, p, c, tr, xi) for layer, p, c, tr, xi in
+                     zip(cell.layers, cell.layer_params(params), carry, traces, inputs, strict=True))
 
     def contract(self, cell, params, traces, g_carry):
         inner = self.inner_method()
-        return {layer_name(i): inner.contract(layer, params[layer_name(i)], tr, g)
-                for i, (layer, tr, g) in enumerate(zip(cell.layers, traces, g_carry, strict=True))}
+        grads = tuple(inner.contract(layer, p, tr, g) for layer, p, tr, g in
+                      zip(cell.layers, cell.layer_params(params), traces, g_carry, strict=True))
+        return cell.from_layer_grads(params, grads)
