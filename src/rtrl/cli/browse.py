@@ -51,6 +51,11 @@ def cmd_list(args) -> int:
     print("cells:")
     for name, cls in CELLS.items():
         print(f"  {name:14s} {first_line(cls)}")
+    from rtrl.training.presets import PRESETS
+
+    print("presets (rtrl train --preset NAME):")
+    for name, preset in PRESETS.items():
+        print(f"  {name:14s} {preset.summary}")
     print("methods:")
     for name, make in REGISTRY.items():
         method = make()

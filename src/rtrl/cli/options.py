@@ -16,6 +16,7 @@ from rtrl.cli.usage import UsageError
 from rtrl.training.config import Invalid, RunConfig, flag, options
 
 DEFAULT = RunConfig()
+UNSET = object()  # an option not given on the command line: the preset's value, else RunConfig's default
 
 
 def parse_value(text: str):
@@ -59,16 +60,22 @@ def argument_type(field: dataclasses.Field):
 
 
 def add_config_arguments(p: argparse.ArgumentParser) -> None:
+    from rtrl.training.presets import PRESETS
+
+    p.add_argument("--preset", choices=sorted(PRESETS), metavar="NAME",
+                   help=f"a named configuration ({', '.join(sorted(PRESETS))}; `rtrl list`); options given beside "
+                        "it override its own")
     for field in dataclasses.fields(RunConfig):
         default, help_text = getattr(DEFAULT, field.name), field.metadata["help"]
         if field.metadata["check"] is options:
             p.add_argument(flag_of(field), dest=field.name, action="append", metavar=field.metadata["metavar"],
                            help=help_text)
         elif field.metadata["check"] is flag:
-            p.add_argument(flag_of(field), dest=field.name, action="store_true", help=help_text)
+            p.add_argument(flag_of(field), dest=field.name, action="store_const", const=True, default=UNSET,
+                           help=help_text)
         else:
             shown = "" if default is None else f" (default {default})"
-            p.add_argument(flag_of(field), dest=field.name, type=argument_type(field), default=default,
+            p.add_argument(flag_of(field), dest=field.name, type=argument_type(field), default=UNSET,
                            metavar=field.metadata["metavar"], help=help_text + shown)
             if default is not None and field.type.endswith("| None"):
                 p.add_argument(f"--no-{field.name.replace('_', '-')}", dest=field.name, action="store_const",
@@ -76,12 +83,19 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
-    """The ``RunConfig`` of parsed ``rtrl train`` arguments; ``UsageError`` naming what is wrong."""
+    """The ``RunConfig`` of parsed ``rtrl train`` arguments (over the preset's options, if one is named);
+    ``UsageError`` naming what is wrong."""
+    from rtrl.training.presets import PRESETS
+
+    preset = PRESETS[args.preset].options if getattr(args, "preset", None) else {}
     values = {}
     for field in dataclasses.fields(RunConfig):
         value = getattr(args, field.name)
+        base = preset.get(field.name, getattr(DEFAULT, field.name))
         if field.metadata["check"] is options:
-            value = parse_options(value, flag_of(field))
+            value = {**base, **parse_options(value, flag_of(field))}
+        elif value is UNSET:
+            value = base
         values[field.name] = value
     try:
         return RunConfig(**values)
