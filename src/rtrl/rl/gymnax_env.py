@@ -69,5 +69,5 @@ class Gymnax(Env):
 
     def transition(self, key, state, action):
         obs, state, reward, done, _ = self._env.step_env(key, state, action, self.params)
-        done = done | self._env.is_terminal(state, self.params)
+        done = done | self._env.is_truncated(state, self.params)  # the time limit ends an episode too
         return jnp.asarray(obs, jnp.float32), state, jnp.asarray(reward, jnp.float32), done

@@ -26,6 +26,8 @@ chunks of ``record_every`` steps, one jitted ``lax.scan`` each, and returns metr
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -230,7 +232,7 @@ class OnlineActorCritic:
         return_stats = running_update(state.return_stats, discounted) if c.scale_rewards else state.return_stats
         scaled = reward / jnp.sqrt(running_var(return_stats) + 1e-8) if c.scale_rewards else reward
         memory = agent.reset(memory, done)
-        tally = tally._replace(episodes=tally.episodes + done.sum(),
+        tally = tally._replace(episodes=tally.episodes + done.sum(dtype=jnp.int32),
                                returns=tally.returns + jnp.where(done, env_state.last_return, 0.0).sum())
         return RLState(params, opt_state, memory, env_state, obs.astype(self.dtype), obs_stats, return_stats,
                        discounted, Pending(value, scaled, done, jnp.array(True)), traces, history, age, key,
@@ -255,13 +257,24 @@ def cleared(state: RLState) -> RLState:
     return state._replace(tally=jax.tree.map(jnp.zeros_like, state.tally))
 
 
+@functools.cache
+def _runner(config: RLConfig) -> OnlineActorCritic:
+    return OnlineActorCritic(config)
+
+
+def runner(config: RLConfig) -> OnlineActorCritic:
+    """The compiled pieces of ``config``, shared by every config that differs only in the run's length (so
+    ``train`` called again, to resume or with more steps, compiles nothing new)."""
+    return _runner(dataclasses.replace(config, steps=1, record_every=1))
+
+
 def train(config: RLConfig, state: RLState | None = None,
           on_record: Callable[[dict, RLState], None] | None = None) -> tuple[RLState, list[dict]]:
     """Run ``config`` up to ``config.steps`` steps per environment (from ``state``, or from the start), one record
     every ``record_every`` steps (the last chunk may be shorter); ``on_record(record, state)`` after each (a
     checkpoint there resumes the run exactly). Stops with ``FloatingPointError`` if the parameters stop being
     finite."""
-    run = OnlineActorCritic(config)
+    run = runner(config)
     state = run.init() if state is None else state
     records, start = [], time.perf_counter()
     while int(state.step) < config.steps:

@@ -29,6 +29,7 @@ class Window(NamedTuple):
     start: Any  # the carry before the oldest input of the window
     xs: jax.Array  # (K, *batch, input_size): the last K inputs, oldest first
     fresh: jax.Array  # (K, *batch) bool: an episode begins at that input (the carry is zeroed before it)
+    filled: jax.Array  # (K,) bool: the slot holds an input (the first K - 1 steps leave slots empty)
     pending: jax.Array  # (*batch,) bool: the next input begins an episode
 
 
@@ -51,27 +52,28 @@ def rolling_tbptt(cell, truncation: int) -> Learner:
             carry = cell.initial_carry(batch_shape, dtype)
         else:
             batch_shape = jax.tree.leaves(carry)[0].shape[:-1]
-        # Every slot of the empty window is fresh, so the zeros standing for inputs never reach a gradient.
-        return Window(carry, jnp.zeros((K, *batch_shape, cell.input_size), dtype),
-                      jnp.ones((K, *batch_shape), bool), jnp.zeros(batch_shape, bool))
+        return Window(carry, jnp.zeros((K, *batch_shape, cell.input_size), dtype), jnp.zeros((K, *batch_shape), bool),
+                      jnp.zeros((K,), bool), jnp.zeros(batch_shape, bool))
 
-    def unroll(params, start, xs, fresh):
-        def body(carry, x_fresh):
-            x, f = x_fresh
-            carry, h = cell.step(params, zero_where(f, carry), x)
+    def unroll(params, start, xs, fresh, filled):
+        def body(carry, slot):
+            x, f, filled = slot
+            new, h = cell.step(params, zero_where(f, carry), x)
+            carry = jax.tree.map(lambda a, b: jnp.where(filled, a, b), new, carry)  # an empty slot passes it on
             return carry, (carry, h)
 
-        _, (carries, hs) = lax.scan(body, start, (xs, fresh))
+        _, (carries, hs) = lax.scan(body, start, (xs, fresh, filled))
         return carries, hs
 
     def step(params, window: Window, x) -> tuple[jax.Array, Window]:
         cell.check_input(x)
         xs = jnp.concatenate([window.xs[1:], jnp.asarray(x, window.xs.dtype)[None]])
         fresh = jnp.concatenate([window.fresh[1:], window.pending[None]])
-        carries, hs = unroll(params, window.start, xs, fresh)
-        # The carry after the oldest input starts the next window; nothing flows back past it.
+        filled = jnp.concatenate([window.filled[1:], jnp.ones((1,), bool)])
+        carries, hs = unroll(params, window.start, xs, fresh, filled)
+        # The carry after the oldest slot starts the next window; nothing flows back past it.
         start = lax.stop_gradient(jax.tree.map(lambda a: a[0], carries))
-        return hs[-1], Window(start, lax.stop_gradient(xs), fresh, jnp.zeros_like(window.pending))
+        return hs[-1], Window(start, lax.stop_gradient(xs), fresh, filled, jnp.zeros_like(window.pending))
 
     def reset(window: Window, done: jax.Array) -> Window:
         done = jnp.asarray(done)
