@@ -150,7 +150,7 @@ def make_optimizer(config: RLConfig) -> optax.GradientTransformationExtraArgs:
 
 
 class OnlineActorCritic:
-    """The compiled pieces of a run: ``init()``, ``advance(state, n)`` and the environment and agent."""
+    """The compiled pieces of a run: ``init(seed)``, ``advance(state, n)``, the environment and the agent."""
 
     def __init__(self, config: RLConfig):
         self.config = config
@@ -167,9 +167,9 @@ class OnlineActorCritic:
         self.history = self.env.max_steps if config.fidelity_every else 0
         self.advance = jax.jit(self._advance, static_argnums=1)
 
-    def init(self) -> RLState:
-        c, E, dtype = self.config, self.config.envs, self.dtype
-        k_params, k_env, key = jax.random.split(jax.random.PRNGKey(c.seed), 3)
+    def init(self, seed: int) -> RLState:
+        E, dtype = self.config.envs, self.dtype
+        k_params, k_env, key = jax.random.split(jax.random.PRNGKey(seed), 3)
         params = self.agent.init(k_params, dtype)
         obs, env_state = jax.vmap(self.env.reset)(jax.random.split(k_env, E))
         zeros = jnp.zeros((E,), dtype)
@@ -263,9 +263,9 @@ def _runner(config: RLConfig) -> OnlineActorCritic:
 
 
 def runner(config: RLConfig) -> OnlineActorCritic:
-    """The compiled pieces of ``config``, shared by every config that differs only in the run's length (so
-    ``train`` called again, to resume or with more steps, compiles nothing new)."""
-    return _runner(dataclasses.replace(config, steps=1, record_every=1))
+    """The compiled pieces of ``config``, shared by every config that differs only in the run's length or seed (so
+    ``train`` called again, to resume, with more steps or another seed, compiles nothing new)."""
+    return _runner(dataclasses.replace(config, steps=1, record_every=1, seed=0))
 
 
 def train(config: RLConfig, state: RLState | None = None,
@@ -275,7 +275,7 @@ def train(config: RLConfig, state: RLState | None = None,
     checkpoint there resumes the run exactly). Stops with ``FloatingPointError`` if the parameters stop being
     finite."""
     run = runner(config)
-    state = run.init() if state is None else state
+    state = run.init(config.seed) if state is None else state
     records, start = [], time.perf_counter()
     while int(state.step) < config.steps:
         n = min(config.record_every, config.steps - int(state.step))
