@@ -12,6 +12,7 @@ from oracle import EXACT_TOL
 from rtrl.online import zero_where
 from rtrl.rl import ActorCritic, EpisodeStats, Masked, RLConfig, TMaze, make, train
 from rtrl.rl.agent import heads, objectives
+from rtrl.rl.loop import runner
 from rtrl.rl.tmaze import FORWARD, LEFT, RIGHT, TMazeState
 
 T, E = 14, 2
@@ -247,3 +248,15 @@ def test_agent_learns_the_short_tmaze(method):
                       method=method, truncation=4, seed=0)
     records = train(config)[1]
     assert records[-1]["return"] > 0.6, records
+
+
+def test_update_every_k_changes_the_parameters_at_every_kth_step_only():
+    config = RLConfig(**{**SMALL.__dict__, "update_every": 3, "fidelity_every": 0})
+    run = runner(config)
+    state = run.init(0)
+    changed = []
+    for _ in range(7):
+        before = state.params
+        state = run.advance(state, 1)
+        changed.append(not np.array_equal(before["value"]["W"], state.params["value"]["W"]))
+    assert changed == [False, False, True, False, False, True, False]

@@ -6,7 +6,8 @@ error of the previous step is known once ``v_t`` is::
 
     delta_{t-1} = r_{t-1} + gamma * (1 - done_{t-1}) * v_t - v_{t-1}
 
-and the update (ascent) is AC(lambda) with eligibility traces in parameter space, one per environment::
+and the update (ascent) is AC(lambda) with eligibility traces in parameter space, one per environment (with
+``update_every = k``, the ascents of k steps are summed and applied at the k-th)::
 
     u = mean_e [ delta_{t-1,e} * z_{t-1,e} ] + entropy * mean_e g_H,t,e
     z_t = gamma * lambda * (1 - done_{t-1}) * z_{t-1} + value_coef * g_v,t + g_logp,t
@@ -71,6 +72,7 @@ class RLConfig(Frozen):
     clip: float | None = 1.0  # adam / sgd: global-norm clipping of the update
     normalize_obs: bool = True
     scale_rewards: bool = True
+    update_every: int = 1  # k: the updates of k steps are summed and applied together
     record_every: int = 1000
     fidelity_every: int = 0  # 0: off
     seed: int = 0
@@ -79,7 +81,7 @@ class RLConfig(Frozen):
     def __post_init__(self) -> None:
         if self.env not in ENVS:
             raise ValueError(f"unknown environment {self.env!r}; expected one of {sorted(ENVS)}")
-        for name in ("hidden", "truncation", "envs", "steps", "record_every"):
+        for name in ("hidden", "truncation", "envs", "steps", "update_every", "record_every"):
             check_positive_int(name, getattr(self, name))
         if isinstance(self.fidelity_every, bool) or not isinstance(self.fidelity_every, int) or self.fidelity_every < 0:
             raise ValueError(f"fidelity_every must be a non-negative integer (0: off), got {self.fidelity_every!r}")
@@ -131,6 +133,7 @@ class RLState(NamedTuple):
     discounted: jax.Array  # (E,) running discounted return
     pending: Pending
     traces: Any  # z, like params with leading axis E
+    accumulated: Any  # (ascent, overshoot) summed since the last update (update_every > 1)
     history: jax.Array  # (H, E, obs_size) the torso's last inputs (H = 0 without the fidelity check)
     age: jax.Array  # (E,) steps of the current episode, this one included
     key: jax.Array
@@ -189,6 +192,7 @@ class OnlineActorCritic:
             return_stats=running_init((), dtype), discounted=zeros,
             pending=Pending(zeros, zeros, jnp.zeros((E,), bool), jnp.array(False)),
             traces=jax.tree.map(lambda a: jnp.zeros((E, *a.shape), dtype), params),
+            accumulated=(jax.tree.map(jnp.zeros_like, params), jnp.zeros((), dtype)),
             history=jnp.zeros((self.history, E, self.env.obs_size), dtype), age=jnp.zeros((E,), jnp.int32),
             key=key, step=jnp.zeros((), jnp.int32),
             tally=Tally(jnp.zeros((), jnp.int32), jnp.zeros((), dtype), jnp.zeros((2,), dtype),
@@ -229,9 +233,20 @@ class OnlineActorCritic:
                               state.traces, g_entropy)
         l1 = sum(jnp.abs(z).reshape(E, -1).sum(axis=1) for z in jax.tree.leaves(state.traces))
         overshoot = (jnp.maximum(jnp.abs(delta), 1.0) * l1).mean()
-        updates, opt_state = self.optimizer.update(jax.tree.map(jnp.negative, ascent), state.opt_state, params,
-                                                   overshoot=overshoot)
-        params = optax.apply_updates(params, updates)
+        ascent = jax.tree.map(jnp.add, state.accumulated[0], ascent)
+        overshoot = state.accumulated[1] + overshoot
+
+        def update(_):
+            updates, opt_state = self.optimizer.update(jax.tree.map(jnp.negative, ascent), state.opt_state, params,
+                                                       overshoot=overshoot)
+            return optax.apply_updates(params, updates), opt_state, jax.tree.map(jnp.zeros_like, (ascent, overshoot))
+
+        if c.update_every == 1:
+            params, opt_state, accumulated = update(None)
+        else:
+            due = (state.step + 1) % c.update_every == 0
+            params, opt_state, accumulated = lax.cond(due, update, lambda _: (params, state.opt_state,
+                                                                              (ascent, overshoot)), None)
         decay = c.gamma * c.lam * jnp.where(p.done, 0.0, 1.0)
         traces = jax.tree.map(lambda z, gv, gp: decay.reshape((E,) + (1,) * (z.ndim - 1)) * z + c.value_coef * gv + gp,
                               state.traces, g_v, g_logp)
@@ -245,8 +260,8 @@ class OnlineActorCritic:
         tally = tally._replace(episodes=tally.episodes + done.sum(dtype=jnp.int32),
                                returns=tally.returns + jnp.where(done, env_state.last_return, 0.0).sum())
         return RLState(params, opt_state, memory, env_state, obs.astype(self.dtype), obs_stats, return_stats,
-                       discounted, Pending(value, scaled, done, jnp.array(True)), traces, history, age, key,
-                       state.step + 1, tally), None
+                       discounted, Pending(value, scaled, done, jnp.array(True)), traces, accumulated, history, age,
+                       key, state.step + 1, tally), None
 
     def _advance(self, state: RLState, n: int) -> RLState:
         return lax.scan(self._one, state, None, length=n)[0]
