@@ -18,7 +18,7 @@ from rtrl.files import atomic_write_text
 from rtrl.rl.loop import PRESETS, mean_return, train
 
 METHODS = ("rtrl", "tbptt", "snap1", "eprop", "uoro")
-TARGETS = {"cartpole-masked": 400.0, "memory-chain": 0.8}
+TARGETS = {"cartpole-masked": 400.0, "memory-chain": 0.8, "memory-chain-40": 0.8}
 FIDELITY_EVERY = 250
 
 
