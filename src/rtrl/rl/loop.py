@@ -148,7 +148,7 @@ PRESETS = {
     "memory-chain": RLConfig(env="memory-chain", env_args=(("memory_length", 20),), hidden=16, envs=16,
                              steps=20_000, truncation=10, record_every=2_000),
     "memory-chain-40": RLConfig(env="memory-chain", env_args=(("memory_length", 40),), hidden=16, envs=16,
-                                steps=40_000, truncation=20, record_every=4_000),
+                                steps=120_000, truncation=20, record_every=12_000),
 }
 
 
