@@ -25,7 +25,7 @@ def test_cartpole_masked_shows_position_and_angle_only():
     full, masked = make("cartpole"), make("cartpole-masked")
     assert (full.obs_size, masked.obs_size, masked.max_steps) == (4, 2, 500)
     key = jax.random.PRNGKey(3)
-    (obs_full, _), (obs, state) = full.reset(key), masked.reset(key)
+    (obs_full, _), (obs, _) = full.reset(key), masked.reset(key)
     np.testing.assert_array_equal(obs, obs_full[jnp.array([0, 2])])
     _, reference_params = gymnax.make("CartPole-v1")
     assert masked.env.env.params == reference_params
@@ -42,7 +42,6 @@ def test_an_option_the_environment_does_not_have(build, words):
 
 def test_agent_runs_on_masked_cartpole():
     state, records = train(RLConfig(env="cartpole-masked", hidden=8, envs=2, steps=40, record_every=20,
-                                    method="snap1", fidelity_every=10))
-    assert [r["step"] for r in records] == [20, 40]
+                                    method="snap1"))
+    assert [r["step"] for r in records] == [20, 40] and all(r["episodes"] >= 0 for r in records)
     assert all(np.isfinite(a).all() for a in jax.tree.leaves(state.params))
-    assert -1 <= records[-1]["cos_value"] <= 1
