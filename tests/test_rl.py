@@ -1,6 +1,9 @@
 """Online RL (rtrl.rl) without gymnax: the agent's per-step gradients against BPTT, the T-maze's rules, the
 wrappers, bad input, determinism and resume."""
 
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -260,3 +263,8 @@ def test_update_every_k_changes_the_parameters_at_every_kth_step_only():
         state = run.advance(state, 1)
         changed.append(not np.array_equal(before["value"]["W"], state.params["value"]["W"]))
     assert changed == [False, False, True, False, False, True, False]
+
+
+def test_importing_rtrl_rl_does_not_import_gymnax():
+    code = "import sys, rtrl, rtrl.rl; rtrl.rl.make('tmaze'); assert 'gymnax' not in sys.modules, 'gymnax imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
