@@ -1,0 +1,110 @@
+"""The recurrent actor-critic: a cell under an online learner (the torso), and linear policy and value heads.
+
+Parameters are ``{"torso": <the cell's>, "policy": {"W": (N, A), "b": (A,)}, "value": {"W": (N, 1), "b": (1,)}}``.
+One environment's step (``act``) runs the torso's online step on the observation, samples an action and returns,
+besides it, the gradients w.r.t. all parameters of three per-step objectives of this step::
+
+    v_t = V(h_t),    log pi(a_t | h_t),    H(pi(. | h_t))   (the policy's entropy)
+
+with ``jax.vjp`` through ``learner.step``: under a trace method the torso's share is the method's gradient (exact
+RTRL: BPTT's over the episode so far, the parameters held fixed), under ``tbptt`` the rolling window's. The three
+come from one backward pass (the vjp mapped over three cotangents). ``bptt_grads`` computes the same three by BPTT
+over a stored history, for the fidelity check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from rtrl.cells.base import Cell, glorot
+from rtrl.checks import check_positive_int
+from rtrl.methods import TBPTT, Method, resolve
+from rtrl.online import Learner, online, zero_where
+from rtrl.rl.rolling import rolling_tbptt
+
+
+def learner_of(cell: Cell, method: str | Method, truncation: int) -> Learner:
+    """``rtrl.online(cell, method)`` for a trace method; the rolling window for ``tbptt`` (its own ``truncation``
+    when ``method`` is a ``TBPTT`` object); ``ValueError`` for a method an online agent cannot use."""
+    if method == "tbptt" or isinstance(method, TBPTT):
+        return rolling_tbptt(cell, method.truncation if isinstance(method, TBPTT) else truncation)
+    method = resolve(method, cell)
+    if not method.online:
+        raise ValueError(f"method {method.name!r} needs whole episodes and cannot drive an online agent; use a "
+                         "trace method (e.g. 'rtrl') or 'tbptt' (rolling truncated BPTT, window 'truncation')")
+    return online(cell, method)
+
+
+def heads(params, h: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(logits, value)`` of one hidden state ``h`` (N,)."""
+    return h @ params["policy"]["W"] + params["policy"]["b"], (h @ params["value"]["W"] + params["value"]["b"])[0]
+
+
+def objectives(logits: jax.Array, action: jax.Array) -> jax.Array:
+    """``[log pi(action), entropy]`` of the policy ``softmax(logits)``."""
+    logp = jax.nn.log_softmax(logits)
+    return jnp.stack([logp[action], -(jnp.exp(logp) * logp).sum()])
+
+
+class ActorCritic:
+    """``ActorCritic(cell, num_actions, method="rtrl", truncation=8)``."""
+
+    def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8):
+        if not isinstance(cell, Cell):
+            raise ValueError(f"cell must be an rtrl cell (rtrl.cells.*), got {cell!r}")
+        check_positive_int("num_actions", num_actions)
+        self.cell, self.num_actions = cell, num_actions
+        self.learner = learner_of(cell, method, truncation)
+
+    def init(self, key: jax.Array, dtype=jnp.float32):
+        k_torso, k_policy, k_value = jax.random.split(key, 3)
+        N, A = self.cell.hidden_size, self.num_actions
+        # A small policy head starts near the uniform policy (as PPO's 0.01-scaled one does).
+        return {"torso": self.cell.init(k_torso, dtype),
+                "policy": {"W": 0.01 * glorot(k_policy, (N, A), dtype), "b": jnp.zeros((A,), dtype)},
+                "value": {"W": glorot(k_value, (N, 1), dtype), "b": jnp.zeros((1,), dtype)}}
+
+    def memory(self, params, envs: int):
+        """The torso's online state for ``envs`` environments (leading axis), each mapped separately by ``act``."""
+        one = self.learner.init(params["torso"])
+        return jax.tree.map(lambda a: jnp.broadcast_to(a, (envs, *a.shape)), one)
+
+    def act(self, params, memory, x: jax.Array, key: jax.Array):
+        """One environment: ``(action, value, grads, memory')``; ``grads`` stacks (leading axis 3) the gradients
+        of ``v_t``, ``log pi(a_t)`` and the entropy."""
+
+        def forward(p):
+            h, memory_next = self.learner.step(p["torso"], memory, x)
+            return heads(p, h), memory_next
+
+        (logits, value), vjp, memory = jax.vjp(forward, params, has_aux=True)
+        action = jax.random.categorical(key, logits)
+        d_logits = jax.jacrev(objectives)(logits, action)  # (2, A)
+        cotangents = (jnp.stack([jnp.zeros_like(logits), *d_logits]), jnp.array([1.0, 0.0, 0.0], value.dtype))
+        grads = jax.vmap(vjp)(cotangents)[0]
+        return action, value, grads, memory
+
+    def reset(self, memory, done: jax.Array):
+        """Zero the torso's state where an episode ended (``done``: (E,) bool)."""
+        return jax.vmap(self.learner.reset)(memory, done)
+
+    def bptt_grads(self, params, xs: jax.Array, start: jax.Array, action: jax.Array) -> Any:
+        """One environment's three gradients by BPTT: ``xs`` (H, D) the torso's inputs, the last one the current
+        step's; the episode began at ``xs[start]`` (the carry is zeroed there; earlier inputs do not count)."""
+
+        def values(p):
+            def body(carry, jx):
+                j, x = jx
+                carry, h = self.cell.step(p["torso"], zero_where(j == start, carry), x)
+                return carry, h
+
+            zero = self.cell.initial_carry((), xs.dtype)
+            _, hs = lax.scan(body, zero, (jnp.arange(xs.shape[0]), xs))
+            logits, value = heads(p, hs[-1])
+            return jnp.concatenate([value[None], objectives(logits, action)])
+
+        return jax.jacrev(values)(params)

@@ -1,0 +1,178 @@
+"""Environments as pure functions, in the style of gymnax, and the registry ``make(name, **options)``.
+
+An environment is a frozen dataclass of its options (``rtrl.frozen.Frozen``) with::
+
+    obs, state = env.reset(key)
+    obs, state, reward, done = env.step(key, state, action)   # where done, obs and state begin the next episode
+
+``step`` resets automatically, so E environments run side by side under ``jax.vmap`` with no branch. ``obs`` is a
+float vector of ``obs_size``, ``action`` an integer in ``range(num_actions)``; no episode is longer than
+``max_steps``. A subclass writes ``reset`` and ``transition`` (one step, no reset); wrappers hold the environment
+they wrap in the field ``env``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from rtrl.frozen import Frozen
+
+
+def select(done: jax.Array, new, old):
+    """``new`` where ``done`` (a scalar) else ``old``, leaf by leaf."""
+    return jax.tree.map(lambda a, b: jnp.where(done, a, b), new, old)
+
+
+class Env(Frozen):
+    """Base of every environment: ``reset``, an auto-resetting ``step`` and the sizes."""
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def obs_size(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def num_actions(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def max_steps(self) -> int:
+        """No episode is longer (the fidelity check keeps this many steps of history)."""
+        raise NotImplementedError
+
+    def reset(self, key: jax.Array) -> tuple[jax.Array, Any]:
+        raise NotImplementedError
+
+    def transition(self, key: jax.Array, state, action) -> tuple[jax.Array, Any, jax.Array, jax.Array]:
+        """One step without the automatic reset: ``(obs, state, reward, done)``."""
+        raise NotImplementedError
+
+    def step(self, key: jax.Array, state, action) -> tuple[jax.Array, Any, jax.Array, jax.Array]:
+        k_step, k_reset = jax.random.split(key)
+        obs, state, reward, done = self.transition(k_step, state, action)
+        fresh = self.reset(k_reset)
+        obs, state = select(done, fresh, (obs, state))
+        return obs, state, reward, done
+
+
+class Masked(Env):
+    """``env`` with only the observation entries ``keep`` visible (``keep=(0, 2)`` hides CartPole's velocities)."""
+
+    env: Env = None
+    keep: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.env, Env):
+            raise ValueError(f"env must be an rtrl.rl environment, got {self.env!r}")
+        size = self.env.obs_size
+        if not self.keep or any(not isinstance(i, int) or not 0 <= i < size for i in self.keep):
+            raise ValueError(f"keep must be a non-empty tuple of observation indices in [0, {size}), "
+                             f"got {self.keep!r}")
+
+    @property
+    def name(self) -> str:
+        return f"Masked({self.env.name}, keep={list(self.keep)})"
+
+    obs_size = property(lambda self: len(self.keep))
+    num_actions = property(lambda self: self.env.num_actions)
+    max_steps = property(lambda self: self.env.max_steps)
+
+    def mask(self, obs: jax.Array) -> jax.Array:
+        return obs[jnp.asarray(self.keep)]
+
+    def reset(self, key):
+        obs, state = self.env.reset(key)
+        return self.mask(obs), state
+
+    def transition(self, key, state, action):
+        obs, state, reward, done = self.env.transition(key, state, action)
+        return self.mask(obs), state, reward, done
+
+    def step(self, key, state, action):
+        obs, state, reward, done = self.env.step(key, state, action)
+        return self.mask(obs), state, reward, done
+
+
+class StatsState(NamedTuple):
+    env: Any
+    episode_return: jax.Array  # of the episode under way
+    episode_length: jax.Array
+    last_return: jax.Array  # of the episode that ended last (read it where ``done``)
+    last_length: jax.Array
+
+
+class EpisodeStats(Env):
+    """``env`` whose state also counts each episode's return and length: where a step ends an episode,
+    ``state.last_return`` and ``state.last_length`` are that episode's."""
+
+    env: Env = None
+
+    name = property(lambda self: self.env.name)
+    obs_size = property(lambda self: self.env.obs_size)
+    num_actions = property(lambda self: self.env.num_actions)
+    max_steps = property(lambda self: self.env.max_steps)
+
+    def reset(self, key):
+        obs, state = self.env.reset(key)
+        zero = jnp.zeros((), jnp.float32)
+        return obs, StatsState(state, zero, jnp.zeros((), jnp.int32), zero, jnp.zeros((), jnp.int32))
+
+    def step(self, key, state, action):
+        obs, inner, reward, done = self.env.step(key, state.env, action)
+        episode_return = state.episode_return + reward
+        length = state.episode_length + 1
+        stats = StatsState(inner, jnp.where(done, 0.0, episode_return), jnp.where(done, 0, length),
+                           jnp.where(done, episode_return, state.last_return),
+                           jnp.where(done, length, state.last_length))
+        return obs, stats, reward, done
+
+
+def option_fields(cls) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def built(cls, name: str, options: dict):
+    """``cls(**options)``, with a ``ValueError`` naming an option ``cls`` does not have."""
+    unknown = sorted(set(options) - set(option_fields(cls)))
+    if unknown:
+        raise ValueError(f"environment {name!r} has no option {unknown[0]!r}; its options are {option_fields(cls)}")
+    return cls(**options)
+
+
+def _tmaze(**options):
+    from rtrl.rl.tmaze import TMaze
+
+    return built(TMaze, "tmaze", options)
+
+
+def _gymnax(gymnax_name: str, keep: tuple[int, ...] | None = None):
+    def make_env(**options):
+        from rtrl.rl.gymnax_env import Gymnax
+
+        env = Gymnax(gymnax_name, tuple(sorted(options.items())))
+        return Masked(env, keep) if keep is not None else env
+
+    return make_env
+
+
+# name -> constructor(**options). The gymnax ones need the ``rl`` extra (gymnax is imported only when built).
+ENVS = {
+    "tmaze": _tmaze,
+    "memory-chain": _gymnax("MemoryChain-bsuite"),
+    "cartpole": _gymnax("CartPole-v1"),
+    "cartpole-masked": _gymnax("CartPole-v1", keep=(0, 2)),  # cart position and pole angle, no velocities
+}
+
+
+def make(name: str, **options) -> Env:
+    """The environment ``name`` from ``ENVS`` with its options, wrapped in ``EpisodeStats``."""
+    if name not in ENVS:
+        raise ValueError(f"unknown environment {name!r}; expected one of {sorted(ENVS)}")
+    return EpisodeStats(ENVS[name](**options))

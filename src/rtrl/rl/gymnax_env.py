@@ -1,0 +1,73 @@
+"""gymnax environments (the ``rl`` extra: ``pip install rtrl[rl]``) behind the ``rtrl.rl`` environment API.
+
+gymnax is imported here, when an environment is built, never by ``import rtrl`` or ``import rtrl.rl``.
+``options`` are fields of the gymnax environment's ``EnvParams`` (``memory_length`` of ``MemoryChain-bsuite``,
+``max_steps_in_episode`` ...), as sorted ``(name, value)`` pairs so the object stays hashable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import jax.numpy as jnp
+
+from rtrl.rl.envs import Env
+
+
+@functools.cache
+def _gymnax(name: str):
+    try:
+        import gymnax
+    except ImportError as error:  # pragma: no cover - depends on the installation
+        raise ValueError(f"environment {name!r} needs gymnax: pip install 'rtrl[rl]'") from error
+    return gymnax.make(name)
+
+
+class Gymnax(Env):
+    gymnax_name: str = "CartPole-v1"
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        env, default = _gymnax(self.gymnax_name)
+        fields = [f.name for f in dataclasses.fields(default)]
+        for key, _ in self.options:
+            if key not in fields:
+                raise ValueError(f"environment {self.gymnax_name!r} has no option {key!r}; its options are {fields}")
+
+    @property
+    def name(self) -> str:
+        return self.gymnax_name + "".join(f" {k}={v}" for k, v in self.options)
+
+    @property
+    def _env(self):
+        return _gymnax(self.gymnax_name)[0]
+
+    @property
+    def params(self):
+        return _gymnax(self.gymnax_name)[1].replace(**dict(self.options))
+
+    @property
+    def obs_size(self) -> int:
+        return int(self._env.observation_space(self.params).shape[0])
+
+    @property
+    def num_actions(self) -> int:
+        return int(self._env.num_actions)
+
+    @property
+    def max_steps(self) -> int:
+        params = self.params
+        if self.gymnax_name == "MemoryChain-bsuite":  # it ends after memory_length + 1 steps
+            return min(int(params.memory_length) + 1, int(params.max_steps_in_episode))
+        return int(params.max_steps_in_episode)
+
+    def reset(self, key):
+        obs, state = self._env.reset_env(key, self.params)
+        return jnp.asarray(obs, jnp.float32), state
+
+    def transition(self, key, state, action):
+        obs, state, reward, done, _ = self._env.step_env(key, state, action, self.params)
+        done = done | self._env.is_truncated(state, self.params)  # the time limit ends an episode too
+        return jnp.asarray(obs, jnp.float32), state, jnp.asarray(reward, jnp.float32), done

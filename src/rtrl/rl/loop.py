@@ -1,0 +1,323 @@
+"""Online actor-critic training: E environments stepped in parallel, a parameter update at every step.
+
+Every step, for each environment ``e`` (``ActorCritic.act``, mapped over E), the torso advances on the normalised
+observation and gives ``v_t``, an action ``a_t`` and the per-step gradients ``g_v``, ``g_logp``, ``g_H``. The TD
+error of the previous step is known once ``v_t`` is::
+
+    delta_{t-1} = r_{t-1} + gamma * (1 - done_{t-1}) * v_t - v_{t-1}
+
+and the update (ascent) is AC(lambda) with eligibility traces in parameter space, one per environment (with
+``update_every = k``, the ascents of k steps are summed and applied at the k-th)::
+
+    u = mean_e [ delta_{t-1,e} * z_{t-1,e} ] + entropy * mean_e g_H,t,e
+    z_t = gamma * lambda * (1 - done_{t-1}) * z_{t-1} + value_coef * g_v,t + g_logp,t
+
+applied by optax (``obgd``: Elsayed et al.'s step-size bound, or ``adam`` / ``sgd`` with global-norm clipping).
+The torso's traces (or rolling window) run on across updates and are zeroed where an episode ends; ``lam = 0``
+is one-step actor-critic. Rewards are scaled by the running deviation of the discounted return and observations
+normalised by running statistics (both options).
+
+``fidelity_every = M``: every M steps, the cosine (torso parameters only: the heads' gradients are exact anyway)
+between each environment's online ``g_v`` and ``g_logp`` and the BPTT gradients of the same objectives over the
+episode so far, with the current parameters; a history of ``env.max_steps`` inputs is kept for that.
+
+The whole run is a pure function of ``RLState`` (a pytree: checkpoint it to resume bit for bit); ``train`` drives
+chunks of ``record_every`` steps, one jitted ``lax.scan`` each, and returns metrics records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from jax import lax
+
+from rtrl.cells import CELLS, Cell
+from rtrl.checks import check_positive_int
+from rtrl.frozen import Frozen
+from rtrl.rl.agent import ActorCritic
+from rtrl.rl.envs import ENVS, make
+from rtrl.rl.normalize import Running, normalized, running_init, running_update, running_var
+from rtrl.rl.obgd import obgd
+
+OPTIMIZERS = ("obgd", "adam", "sgd")
+
+
+class RLConfig(Frozen):
+    """Everything that defines a run (the run folder's ``config.json``)."""
+
+    env: str = "tmaze"
+    env_args: tuple[tuple[str, Any], ...] = ()  # the environment's options, as (name, value) pairs
+    cell: Any = "elman"  # a name from rtrl.cells.CELLS (sized by the environment and ``hidden``), or a Cell
+    hidden: int = 32
+    method: Any = "rtrl"  # a trace method's name or object, or "tbptt" (rolling window of ``truncation`` steps)
+    truncation: int = 8
+    envs: int = 16
+    steps: int = 100_000  # environment steps per environment
+    gamma: float = 0.99
+    lam: float = 0.8
+    entropy: float = 0.01
+    value_coef: float = 1.0
+    optimizer: str = "adam"  # measured (docs/rl.md): obgd at lr 1, kappa 2 was slower on masked CartPole and did
+    # not learn MemoryChain(20) in its budget
+    lr: float = 1e-3
+    kappa: float = 2.0  # obgd's bound
+    clip: float | None = 1.0  # adam / sgd: global-norm clipping of the update
+    normalize_obs: bool = True
+    scale_rewards: bool = True
+    update_every: int = 1  # k: the updates of k steps are summed and applied together
+    record_every: int = 1000
+    fidelity_every: int = 0  # 0: off
+    seed: int = 0
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        if self.env not in ENVS:
+            raise ValueError(f"unknown environment {self.env!r}; expected one of {sorted(ENVS)}")
+        for name in ("hidden", "truncation", "envs", "steps", "update_every", "record_every"):
+            check_positive_int(name, getattr(self, name))
+        if isinstance(self.fidelity_every, bool) or not isinstance(self.fidelity_every, int) or self.fidelity_every < 0:
+            raise ValueError(f"fidelity_every must be a non-negative integer (0: off), got {self.fidelity_every!r}")
+        if not (isinstance(self.cell, Cell) or self.cell in CELLS):
+            raise ValueError(f"cell must be a name from {sorted(CELLS)} or an rtrl cell, got {self.cell!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {list(OPTIMIZERS)}, got {self.optimizer!r}")
+        for name in ("gamma", "lam"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must lie in [0, 1], got {getattr(self, name)!r}")
+        for name in ("entropy", "value_coef"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be non-negative, got {getattr(self, name)!r}")
+        for name in ("lr", "kappa"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+        if self.clip is not None and not self.clip > 0:
+            raise ValueError(f"clip must be positive (or None for no clipping), got {self.clip!r}")
+        if self.dtype not in ("float32", "float64"):
+            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+
+
+class Pending(NamedTuple):
+    """The previous step, whose TD error the next value completes."""
+
+    value: jax.Array  # (E,)
+    reward: jax.Array  # (E,) scaled
+    done: jax.Array  # (E,) bool
+    valid: jax.Array  # scalar bool: false before the first step
+
+
+class Tally(NamedTuple):
+    """Sums since the last record."""
+
+    episodes: jax.Array
+    returns: jax.Array
+    cosines: jax.Array  # (2,) value, policy
+    checks: jax.Array
+
+
+class RLState(NamedTuple):
+    params: Any
+    opt_state: Any
+    memory: Any  # the torso's online state, leading axis E
+    env_state: Any
+    obs: jax.Array  # (E, obs_size): the observation the next step acts on
+    obs_stats: Running
+    return_stats: Running  # of the discounted return, for reward scaling
+    discounted: jax.Array  # (E,) running discounted return
+    pending: Pending
+    traces: Any  # z, like params with leading axis E
+    accumulated: Any  # (ascent, overshoot) summed since the last update (update_every > 1)
+    history: jax.Array  # (H, E, obs_size) the torso's last inputs (H = 0 without the fidelity check)
+    age: jax.Array  # (E,) steps of the current episode, this one included
+    key: jax.Array
+    step: jax.Array  # environment steps per environment so far
+    tally: Tally
+
+
+# Named configurations (``rtrl rl --preset NAME``); docs/rl.md has their measured results.
+PRESETS = {
+    "cartpole-masked": RLConfig(env="cartpole-masked", hidden=16, envs=16, steps=80_000, lr=3e-4, entropy=0.001,
+                                record_every=8_000),
+    "memory-chain": RLConfig(env="memory-chain", env_args=(("memory_length", 20),), hidden=16, envs=16,
+                             steps=20_000, truncation=10, record_every=2_000),
+    "memory-chain-40": RLConfig(env="memory-chain", env_args=(("memory_length", 40),), hidden=16, envs=16,
+                                steps=120_000, truncation=20, record_every=12_000),
+}
+
+
+def torso_cosine(a, b) -> jax.Array:
+    a, b = (jnp.concatenate([x.ravel() for x in jax.tree.leaves(t["torso"])]) for t in (a, b))
+    return a @ b / jnp.maximum(jnp.linalg.norm(a) * jnp.linalg.norm(b), jnp.finfo(a.dtype).tiny)
+
+
+def make_optimizer(config: RLConfig) -> optax.GradientTransformationExtraArgs:
+    if config.optimizer == "obgd":
+        return obgd(config.lr, config.kappa)
+    clipping = optax.clip_by_global_norm(config.clip) if config.clip is not None else optax.identity()
+    return optax.chain(clipping, {"adam": optax.adam, "sgd": optax.sgd}[config.optimizer](config.lr))
+
+
+class OnlineActorCritic:
+    """The compiled pieces of a run: ``init(seed)``, ``advance(state, n)``, the environment and the agent."""
+
+    def __init__(self, config: RLConfig):
+        self.config = config
+        self.env = make(config.env, **dict(config.env_args))
+        cell = config.cell
+        if isinstance(cell, str):
+            cell = CELLS[cell](input_size=self.env.obs_size, hidden_size=config.hidden)
+        if cell.input_size != self.env.obs_size:
+            raise ValueError(f"cell input_size must be the observation size {self.env.obs_size} of "
+                             f"{self.env.name}, got {cell.input_size}")
+        self.agent = ActorCritic(cell, self.env.num_actions, config.method, config.truncation)
+        self.optimizer = make_optimizer(config)
+        self.dtype = jnp.dtype(config.dtype)
+        self.history = self.env.max_steps if config.fidelity_every else 0
+        self.advance = jax.jit(self._advance, static_argnums=1)
+
+    def init(self, seed: int) -> RLState:
+        E, dtype = self.config.envs, self.dtype
+        k_params, k_env, key = jax.random.split(jax.random.PRNGKey(seed), 3)
+        params = self.agent.init(k_params, dtype)
+        obs, env_state = jax.vmap(self.env.reset)(jax.random.split(k_env, E))
+        zeros = jnp.zeros((E,), dtype)
+        return RLState(
+            params=params, opt_state=self.optimizer.init(params), memory=self.agent.memory(params, E),
+            env_state=env_state, obs=obs.astype(dtype), obs_stats=running_init((self.env.obs_size,), dtype),
+            return_stats=running_init((), dtype), discounted=zeros,
+            pending=Pending(zeros, zeros, jnp.zeros((E,), bool), jnp.array(False)),
+            traces=jax.tree.map(lambda a: jnp.zeros((E, *a.shape), dtype), params),
+            accumulated=(jax.tree.map(jnp.zeros_like, params), jnp.zeros((), dtype)),
+            history=jnp.zeros((self.history, E, self.env.obs_size), dtype), age=jnp.zeros((E,), jnp.int32),
+            key=key, step=jnp.zeros((), jnp.int32),
+            tally=Tally(jnp.zeros((), jnp.int32), jnp.zeros((), dtype), jnp.zeros((2,), dtype),
+                        jnp.zeros((), jnp.int32)))
+
+    def _one(self, state: RLState, _) -> tuple[RLState, None]:
+        c, agent, E = self.config, self.agent, self.config.envs
+        key, k_act, k_env = jax.random.split(state.key, 3)
+        obs_stats = running_update(state.obs_stats, state.obs) if c.normalize_obs else state.obs_stats
+        x = normalized(obs_stats, state.obs) if c.normalize_obs else state.obs
+        params = state.params
+        action, value, grads, memory = jax.vmap(agent.act, in_axes=(None, 0, 0, 0))(
+            params, state.memory, x, jax.random.split(k_act, E))
+        g_v, g_logp, g_entropy = (jax.tree.map(lambda a, i=i: a[:, i], grads) for i in range(3))
+        age = jnp.where(state.pending.done | ~state.pending.valid, 1, state.age + 1)
+
+        tally = state.tally
+        if c.fidelity_every:
+            H = self.history
+            history = jnp.roll(state.history, -1, axis=0).at[-1].set(x)
+
+            def check(_):
+                bptt = jax.vmap(agent.bptt_grads, in_axes=(None, 1, 0, 0))(params, history, H - age, action)
+                ref_v, ref_logp = (jax.tree.map(lambda a, i=i: a[:, i], bptt) for i in range(2))
+                return jnp.stack([jax.vmap(torso_cosine)(g_v, ref_v).mean(),
+                                  jax.vmap(torso_cosine)(g_logp, ref_logp).mean()])
+
+            due = state.step % c.fidelity_every == 0
+            cosines = lax.cond(due, check, lambda _: jnp.zeros((2,), self.dtype), None)
+            tally = tally._replace(cosines=tally.cosines + cosines, checks=tally.checks + due)
+        else:
+            history = state.history
+
+        # The previous step's TD error, and the update it makes with the traces up to that step.
+        p = state.pending
+        delta = jnp.where(p.valid, p.reward + c.gamma * jnp.where(p.done, 0.0, value) - p.value, 0.0)
+        ascent = jax.tree.map(lambda z, h: jnp.tensordot(delta, z, 1) / E + c.entropy * h.mean(axis=0),
+                              state.traces, g_entropy)
+        l1 = sum(jnp.abs(z).reshape(E, -1).sum(axis=1) for z in jax.tree.leaves(state.traces))
+        overshoot = (jnp.maximum(jnp.abs(delta), 1.0) * l1).mean()
+        ascent = jax.tree.map(jnp.add, state.accumulated[0], ascent)
+        overshoot = state.accumulated[1] + overshoot
+
+        def update(_):
+            updates, opt_state = self.optimizer.update(jax.tree.map(jnp.negative, ascent), state.opt_state, params,
+                                                       overshoot=overshoot)
+            return optax.apply_updates(params, updates), opt_state, jax.tree.map(jnp.zeros_like, (ascent, overshoot))
+
+        if c.update_every == 1:
+            params, opt_state, accumulated = update(None)
+        else:
+            due = (state.step + 1) % c.update_every == 0
+            params, opt_state, accumulated = lax.cond(due, update, lambda _: (params, state.opt_state,
+                                                                              (ascent, overshoot)), None)
+        decay = c.gamma * c.lam * jnp.where(p.done, 0.0, 1.0)
+        traces = jax.tree.map(lambda z, gv, gp: decay.reshape((E,) + (1,) * (z.ndim - 1)) * z + c.value_coef * gv + gp,
+                              state.traces, g_v, g_logp)
+
+        obs, env_state, reward, done = jax.vmap(self.env.step)(jax.random.split(k_env, E), state.env_state, action)
+        reward = reward.astype(self.dtype)
+        discounted = c.gamma * jnp.where(p.done, 0.0, state.discounted) + reward
+        return_stats = running_update(state.return_stats, discounted) if c.scale_rewards else state.return_stats
+        scaled = reward / jnp.sqrt(running_var(return_stats) + 1e-8) if c.scale_rewards else reward
+        memory = agent.reset(memory, done)
+        tally = tally._replace(episodes=tally.episodes + done.sum(dtype=jnp.int32),
+                               returns=tally.returns + jnp.where(done, env_state.last_return, 0.0).sum())
+        return RLState(params, opt_state, memory, env_state, obs.astype(self.dtype), obs_stats, return_stats,
+                       discounted, Pending(value, scaled, done, jnp.array(True)), traces, accumulated, history, age,
+                       key, state.step + 1, tally), None
+
+    def _advance(self, state: RLState, n: int) -> RLState:
+        return lax.scan(self._one, state, None, length=n)[0]
+
+
+def record(state: RLState) -> dict:
+    """The metrics record of the steps since the last one (``return`` is None where no episode ended)."""
+    t = jax.device_get(state.tally)
+    episodes = int(t.episodes)
+    rec = {"step": int(state.step), "return": float(t.returns) / episodes if episodes else None,
+           "episodes": episodes}
+    if int(t.checks):
+        rec["cos_value"], rec["cos_policy"] = (float(v) / int(t.checks) for v in t.cosines)
+    return rec
+
+
+def cleared(state: RLState) -> RLState:
+    return state._replace(tally=jax.tree.map(jnp.zeros_like, state.tally))
+
+
+@functools.cache
+def _runner(config: RLConfig) -> OnlineActorCritic:
+    return OnlineActorCritic(config)
+
+
+def runner(config: RLConfig) -> OnlineActorCritic:
+    """The compiled pieces of ``config``, shared by every config that differs only in the run's length or seed (so
+    ``train`` called again, to resume, with more steps or another seed, compiles nothing new)."""
+    return _runner(dataclasses.replace(config, steps=1, record_every=1, seed=0))
+
+
+def train(config: RLConfig, state: RLState | None = None,
+          on_record: Callable[[dict, RLState], None] | None = None) -> tuple[RLState, list[dict]]:
+    """Run ``config`` up to ``config.steps`` steps per environment (from ``state``, or from the start), one record
+    every ``record_every`` steps (the last chunk may be shorter); ``on_record(record, state)`` after each (a
+    checkpoint there resumes the run exactly). Stops with ``FloatingPointError`` if the parameters stop being
+    finite."""
+    run = runner(config)
+    state = run.init(config.seed) if state is None else state
+    records, start = [], time.perf_counter()
+    while int(state.step) < config.steps:
+        n = min(config.record_every, config.steps - int(state.step))
+        state = run.advance(state, n)
+        if not all(bool(jnp.isfinite(a).all()) for a in jax.tree.leaves(state.params)):
+            raise FloatingPointError(f"the parameters became non-finite by step {int(state.step)}")
+        rec = {**record(state), "wall_s": time.perf_counter() - start}
+        state = cleared(state)
+        records.append(rec)
+        if on_record is not None:
+            on_record(rec, state)
+    return state, records
+
+
+def mean_return(records: list[dict], last: int = 1) -> float:
+    """Mean of the last ``last`` records' returns (those where episodes ended)."""
+    values = [r["return"] for r in records[-last:] if r["return"] is not None]
+    return sum(values) / len(values) if values else math.nan
