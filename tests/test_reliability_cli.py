@@ -180,6 +180,12 @@ BAD_INPUT = [
     ("resume {run}", middle_line_damaged, 2, "line 2"),
     ("resume {run}", nan_record, 2, "line 2"),
     # rtrl plot
+    ("inspect --cell nope", nothing, 2, "unknown cell"),
+    ("inspect --cell elstm --cell-arg foo=1", nothing, 2, "no option"),
+    ("inspect --cell no.such.module:Cell", nothing, 2, "cannot import"),
+    ("inspect --cell elman --hidden 0", nothing, 2, "--hidden"),
+    ("train --preset copy99 --out {tmp}/new", nothing, 2, "--preset"),
+    ("train --cell os:sep --out {tmp}/new", nothing, 2, "neither a cell class"),
     ("plot {tmp}/missing --out {tmp}/x.png", nothing, 2, "holds no run"),
     ("plot {run} --out {tmp}/nowhere/x.png", copy_run, 2, "not an existing folder"),
     ("plot {run} --out {tmp}/file/x.png", a_file, 2, "not an existing folder"),
