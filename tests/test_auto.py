@@ -7,7 +7,7 @@ import rtrl
 from exactness import perturbed, worst_error
 from oracle import EXACT_TOL, random_carry, random_problem, squared_error
 from rtrl.benchmarks.adapters import plain_cell
-from rtrl.cells import ELSTM, GRU, IIR2, AdaptiveIIR2, Elman, Stack
+from rtrl.cells import ELSTM, GRU, IIR2, LRU, RTU, AdaptiveIIR2, Elman, Stack
 from rtrl.compare import relative_error
 
 D, N = 3, 4
@@ -18,6 +18,8 @@ LIBRARY = {
     "AdaptiveIIR2": (lambda: AdaptiveIIR2(D, N, parameterisation="stable"), "closed_form"),
     "ELSTM": (lambda: ELSTM(D, N), "closed_form"),
     "Stack": (lambda: Stack((ELSTM(D, N), ELSTM(N, N))), "rtrl"),  # two element-wise layers make a dense stack
+    "LRU": (lambda: LRU(D, N), "closed_form"),
+    "RTU": (lambda: RTU(D, N, variant="nonlinear"), "closed_form"),
 }
 
 

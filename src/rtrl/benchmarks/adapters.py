@@ -5,7 +5,9 @@ and ``closed_form`` on the library's cells, per step, as ratios to the library c
 
 The plain cells (``PLAIN``) are the cells' equations written out for one example with the library's parameter
 names, wrapped by ``rtrl.cells.from_function`` and batched by the library; ``auto`` finds their element-wise
-structure from the step alone and resolves to the generic ``diagonal`` method. Target: within 1.2x of
+structure from the step alone and resolves to the generic ``diagonal`` method. ``+output_fn`` also gives
+``from_function`` the function that makes ``h`` from the new carry, as the library cells declare ``output``: the
+online step then contracts the new traces, with no backward pass through the recurrence. Target: within 1.2x of
 ``diagonal`` on the library cell. All timed round-robin in one run (``interleaved_seconds``), float32.
 """
 
@@ -46,30 +48,41 @@ def adaptive_iir2_step(p, carry, x):
     return (z, z1, y, y1), jnp.tanh(y)
 
 
-# name -> (library cell class, plain step, zero carry of N neurons)
+def elstm_output(p, c, x):
+    return jax.nn.sigmoid(x @ p["O"] + c @ p["W_o"] + p["b_o"]) * c
+
+
+def filter_output(p, carry, x):
+    return jnp.tanh(carry[2])
+
+
+# name -> (library cell class, plain step, zero carry of N neurons, h from the new carry)
 PLAIN = {
-    "ELSTM": (rtrl.cells.ELSTM, elstm_step, lambda N: jnp.zeros(N)),
-    "IIR2": (rtrl.cells.IIR2, iir2_step, lambda N: (jnp.zeros(N),) * 4),
-    "AdaptiveIIR2": (rtrl.cells.AdaptiveIIR2, adaptive_iir2_step, lambda N: (jnp.zeros(N),) * 4),
+    "ELSTM": (rtrl.cells.ELSTM, elstm_step, lambda N: jnp.zeros(N), elstm_output),
+    "IIR2": (rtrl.cells.IIR2, iir2_step, lambda N: (jnp.zeros(N),) * 4, filter_output),
+    "AdaptiveIIR2": (rtrl.cells.AdaptiveIIR2, adaptive_iir2_step, lambda N: (jnp.zeros(N),) * 4, filter_output),
 }
 
 
-def plain_cell(name: str, D: int, N: int):
-    """``(plain cell, library cell)``: the same equations and parameters, one of them a plain function."""
-    cls, step, carry = PLAIN[name]
+def plain_cell(name: str, D: int, N: int, with_output: bool = False):
+    """``(plain cell, library cell)``: the same equations and parameters, one of them a plain function (given its
+    ``output_fn`` too if ``with_output``)."""
+    cls, step, carry, output = PLAIN[name]
     library = cls(D, N)
     return rtrl.cells.from_function(library.init, step, lambda: carry(N), input_size=D, hidden_size=N,
-                                    name=f"plain {name}"), library
+                                    name=f"plain {name}", output_fn=output if with_output else None), library
 
 
 def measure(name: str, D: int, N: int, B: int, T: int) -> dict[str, float]:
     """Seconds per step: the library cell's forward step, its closed_form and diagonal, the plain cell's auto."""
     plain, library = plain_cell(name, D, N)
+    with_output, _ = plain_cell(name, D, N, with_output=True)
     params, xs, ys = random_problem(library, T, B)
     calls = {"forward": (forward_fn(library), (params, xs, ys)),
              "closed_form": (gradient_fn(library, "closed_form"), (params, xs, ys)),
              "diagonal": (gradient_fn(library, "diagonal"), (params, xs, ys)),
-             "plain auto": (gradient_fn(plain, "auto"), (params, xs, ys))}
+             "plain auto": (gradient_fn(plain, "auto"), (params, xs, ys)),
+             "+output_fn": (gradient_fn(with_output, "auto"), (params, xs, ys))}
     return {k: v / T for k, v in interleaved_seconds(calls).items()}
 
 
@@ -81,13 +94,13 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     D, N, B = args.size
     print(f"float32, T={args.steps}, {D}x{N}x{B}; per-step time as a ratio to the library cell's forward step")
-    print(f"{'cell':>13} {'forward (us)':>13} {'closed_form':>12} {'diagonal':>12} {'plain auto':>12} "
-          f"{'auto/diagonal':>14}")
+    columns = ("closed_form", "diagonal", "plain auto", "+output_fn")
+    print(f"{'cell':>13} {'forward (us)':>13} " + " ".join(f"{c:>12}" for c in columns)
+          + f" {'auto/diagonal':>14} {'+output_fn/diagonal':>20}")
     for name in args.cells:
         t = measure(name, D, N, B, args.steps)
-        print(f"{name:>13} {t['forward'] * 1e6:>13.1f} " + " ".join(
-            f"{t[m] / t['forward']:>11.1f}x" for m in ("closed_form", "diagonal", "plain auto"))
-            + f" {t['plain auto'] / t['diagonal']:>13.2f}x", flush=True)
+        print(f"{name:>13} {t['forward'] * 1e6:>13.1f} " + " ".join(f"{t[m] / t['forward']:>11.1f}x" for m in columns)
+              + f" {t['plain auto'] / t['diagonal']:>13.2f}x {t['+output_fn'] / t['diagonal']:>19.2f}x", flush=True)
 
 
 if __name__ == "__main__":

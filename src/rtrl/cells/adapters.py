@@ -58,6 +58,13 @@ def describe(tree) -> str:
     return str(jax.tree.map(lambda a: tuple(jnp.shape(a)), tree))
 
 
+def over_examples(fn: Callable, batch_ndim: int) -> Callable:
+    """``fn(params, carry, x)`` of one example mapped over ``batch_ndim`` leading dimensions of carry and x."""
+    for _ in range(batch_ndim):
+        fn = jax.vmap(fn, in_axes=(None, 0, 0))
+    return fn
+
+
 class AdaptedCell(Cell):
     """A cell from one-example functions (``example_init``, ``example_step``, ``example_carry``), batched here."""
 
@@ -150,10 +157,7 @@ class AdaptedCell(Cell):
         if jax.tree.structure(carry) != jax.tree.structure(expected) or describe(carry) != describe(expected):
             raise ValueError(f"carry of {self.name} must be {describe(expected)} for inputs of batch shape {batch}, "
                              f"got {describe(carry)}")
-        step = self.example_step
-        for _ in batch:
-            step = jax.vmap(step, in_axes=(None, 0, 0))
-        new, h = step(params, carry, x)
+        new, h = over_examples(self.example_step, len(batch))(params, carry, x)
         # A module that computes in its own dtype (nnx.SimpleCell: float32) must not change the carry's: a scan
         # needs it fixed.
         return jax.tree.map(lambda n, c: n.astype(c.dtype), new, carry), h
@@ -161,16 +165,25 @@ class AdaptedCell(Cell):
 
 class FunctionCell(AdaptedCell):
     """``from_function``: ``init_fn(key)``, ``step_fn(params, carry, x) -> (carry, h)`` and ``carry_fn()``, for
-    one example."""
+    one example; optionally ``output_fn(params, new_carry, x) -> h``."""
 
     init_fn: Callable = None
     step_fn: Callable = None
     carry_fn: Callable = None
     label: str = "FunctionCell"
+    output_fn: Callable | None = None
 
     @property
     def name(self) -> str:
         return self.label
+
+    @property
+    def output(self) -> Callable:
+        """``h`` from the new carry (only when ``output_fn`` is given: exact methods then contract the new traces,
+        with no backward pass through the recurrence, see ``rtrl.online``)."""
+        if self.output_fn is None:
+            raise AttributeError("output")  # hasattr(cell, "output") is False: the online step's other form
+        return lambda params, carry, x: over_examples(self.output_fn, jnp.ndim(x) - 1)(params, carry, x)
 
     def example_init(self, key):
         return self.init_fn(key)
@@ -183,12 +196,30 @@ class FunctionCell(AdaptedCell):
 
 
 def from_function(init_fn: Callable, step_fn: Callable, carry_fn: Callable, *, input_size: int, hidden_size: int,
-                  name: str = "FunctionCell") -> FunctionCell:
-    """A cell from plain functions of one example (see ``FunctionCell``)."""
+                  name: str = "FunctionCell", output_fn: Callable | None = None) -> FunctionCell:
+    """A cell from plain functions of one example (see ``FunctionCell``). ``output_fn(params, new_carry, x) -> h``,
+    if given, must be how ``step_fn`` makes ``h`` from its new carry: exact methods then skip the backward pass
+    through the recurrence (faster; checked at one random point)."""
     for arg, fn in (("init_fn", init_fn), ("step_fn", step_fn), ("carry_fn", carry_fn)):
         if not callable(fn):
             raise ValueError(f"{arg} must be a function, got {fn!r}")
-    return FunctionCell(input_size, hidden_size, init_fn, step_fn, carry_fn, name)
+    if output_fn is not None and not callable(output_fn):
+        raise ValueError(f"output_fn must be a function or None, got {output_fn!r}")
+    cell = FunctionCell(input_size, hidden_size, init_fn, step_fn, carry_fn, name, output_fn)
+    if output_fn is not None:
+        check_output(cell)
+    return cell
+
+
+def check_output(cell: FunctionCell) -> None:
+    """``ValueError`` unless ``output_fn`` gives the step's own ``h`` at a random point (one example)."""
+    key = jax.random.PRNGKey(0)
+    params = cell.example_init(key)
+    carry = jax.tree.map(lambda a: jax.random.normal(key, a.shape, a.dtype), cell.example_carry())
+    x = jax.random.normal(jax.random.PRNGKey(1), (cell.input_size,))
+    new, h = cell.example_step(params, carry, x)
+    if not jnp.allclose(cell.output_fn(params, new, x), h, rtol=1e-5, atol=1e-6):
+        raise ValueError(f"output_fn of {cell.name} must give the step's h from its new carry; it does not")
 
 
 class LinenCell(AdaptedCell):
