@@ -236,3 +236,22 @@ def test_a_bad_cell_path_exits_2_with_one_line(tmp_path, capsys, cell, word):
     err = capsys.readouterr().err.strip()
     assert word in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "run").exists()
+
+
+def test_an_output_fn_gives_the_new_traces_form_and_stays_exact():
+    """With output_fn the online step contracts the new traces (the library cells' fast form); same gradient."""
+    def output_fn(params, h, x):
+        return h
+
+    cell = from_function(indrnn_init, indrnn_step, zero_carry, input_size=D, hidden_size=N, output_fn=output_fn)
+    assert hasattr(cell, "output") and not hasattr(function_cell("indrnn"), "output")
+    params, xs, ys = random_problem(cell, 20, (2,), seed=9)
+    carries = (cell.initial_carry((2,)), random_carry(cell, (2,), 10))
+    error, where = worst_error(cell, ("auto",), perturbed(params, 11), xs, ys, carries, (1, 2, 20))
+    assert error <= EXACT_TOL, where
+
+
+def test_an_output_fn_that_is_not_the_steps_is_refused():
+    with pytest.raises(ValueError, match="output_fn of .* must give the step's h from its new carry"):
+        from_function(dense_init, dense_step, zero_carry, input_size=D, hidden_size=N,
+                      output_fn=lambda params, h, x: h)  # dense_step returns 2 h
