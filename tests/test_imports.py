@@ -69,3 +69,11 @@ def test_the_blocker_blocks_an_installed_package(package):
     assert loaded(run(f"import {package}", blocked=())) != []
     out = run(f"import {package}.pyplot" if package == "matplotlib" else f"from {package} import tqdm")
     assert out.returncode != 0 and "blocked by the test" in out.stderr
+
+
+@pytest.mark.parametrize("module", ["rtrl.benchmarks.suite", "rtrl.reports.fidelity", "rtrl.reports.results",
+                                    "rtrl.cli", "rtrl.rl.loop", "rtrl.training.run"])
+def test_each_layer_imports_first_in_a_fresh_interpreter(module):
+    """No circular import: each layer's entry module is importable on its own, before anything else."""
+    done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -15,7 +15,6 @@ import os
 import sys
 from collections.abc import Callable
 
-from rtrl.benchmarks import suite
 from rtrl.cli.browse import add_inspect_arguments, add_plot_arguments, cmd_inspect, cmd_list, cmd_plot
 from rtrl.cli.demo import add_demo_arguments, cmd_demo
 from rtrl.cli.train import add_resume_arguments, add_train_arguments, cmd_resume, cmd_train
@@ -24,6 +23,14 @@ from rtrl.reports import fidelity
 from rtrl.training.checkpoint import CheckpointError
 from rtrl.training.run import RunError
 from rtrl.training.tasks.base import MissingPackage
+
+
+def bench_suite():
+    """``rtrl.benchmarks.suite``, imported when ``rtrl bench`` is used: its sections import this package's argument
+    types, so importing it here at the top would make ``from rtrl.benchmarks import suite`` circular."""
+    from rtrl.benchmarks import suite
+
+    return suite
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +51,7 @@ COMMANDS: dict[str, Command] = {
     "fidelity": Command("cosine and relative error of every method's gradient against BPTT (table and plot)",
                         fidelity.add_arguments, fidelity.run),
     "bench": Command("time and memory of the methods against a forward step and BPTT (JSON and plot)",
-                     suite.add_arguments, suite.run_command),
+                     lambda p: bench_suite().add_arguments(p), lambda args: bench_suite().run_command(args)),
 }
 
 
