@@ -298,8 +298,9 @@ def elementwise(cell, params_spec, carry_spec) -> Elementwise | str:
             return jnp.where(seen, index, -1).astype(jnp.int32), ~seen | (ok & (index < N))
 
         params = [decode(g) for g in grads]
-        couples = jnp.any(jnp.stack([~decode(t)[1] | (decode(t)[0] >= 0) & (decode(t)[0] != jnp.arange(N))
-                                     for t in tangents]))
+        # A new carry entry seen from a neuron other than its own, or from two neurons, means coupling.
+        carry = [decode(t) for t in tangents]
+        couples = jnp.any(jnp.stack([~ok | (index >= 0) & (index != jnp.arange(N)) for index, ok in carry]))
         return params, couples
 
     probes = probe_points(shapes)

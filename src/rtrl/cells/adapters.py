@@ -50,10 +50,6 @@ class Identity:
         return type(self.obj).__name__
 
 
-def shapes_of(tree) -> Any:
-    return jax.tree.map(lambda a: jax.ShapeDtypeStruct(jnp.shape(a), jnp.result_type(a)), tree)
-
-
 def describe(tree) -> str:
     return str(jax.tree.map(lambda a: tuple(jnp.shape(a)), tree))
 

@@ -70,17 +70,12 @@ class Cell(Frozen):
 
     def init(self, key: jax.Array, dtype=None) -> Params:
         """Every parameter of ``param_shapes()`` drawn by ``init_param``, each from its own key."""
-        shapes = self.param_shapes()
-        keys = jax.random.split(key, len(shapes))
-        return {name: self.init_param(name, shape, k, default_dtype(dtype))
-                for (name, shape), k in zip(shapes.items(), keys, strict=True)}
+        return init_params(self.param_shapes(), key, default_dtype(dtype), self.init_param)
 
     def init_param(self, name: str, shape: tuple[int, ...], key: jax.Array, dtype) -> jax.Array:
-        """The default by shape: a matrix Glorot-uniform, anything else zeros. A cell overrides this for the
-        parameters it initialises otherwise (and falls back on it for the rest)."""
-        if len(shape) == 2:
-            return glorot(key, shape, dtype)
-        return jnp.zeros(shape, dtype)
+        """The default by shape (``default_param``). A cell overrides this for the parameters it initialises
+        otherwise (and falls back on it for the rest)."""
+        return default_param(name, shape, key, dtype)
 
     def initial_carry(self, batch_shape: tuple[int, ...] = (), dtype=None) -> Carry:
         """Zeros, the state before the first input."""
@@ -111,6 +106,18 @@ class Cell(Frozen):
                 raise ValueError(
                     f"params[{name!r}] of {self.name} must have shape {shape}, got {jnp.shape(params[name])}"
                 )
+
+
+def default_param(name: str, shape: tuple[int, ...], key: jax.Array, dtype) -> jax.Array:
+    """A matrix Glorot-uniform, anything else zeros."""
+    return glorot(key, shape, dtype) if len(shape) == 2 else jnp.zeros(shape, dtype)
+
+
+def init_params(shapes: dict[str, tuple[int, ...]], key: jax.Array, dtype,
+                init_param: Callable = default_param) -> Params:
+    """``{name: init_param(name, shape, key_i, dtype)}``, each parameter from its own split of ``key``."""
+    keys = jax.random.split(key, max(len(shapes), 1))
+    return {name: init_param(name, shape, k, dtype) for (name, shape), k in zip(shapes.items(), keys, strict=False)}
 
 
 class Activation(NamedTuple):

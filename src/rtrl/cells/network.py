@@ -33,7 +33,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from rtrl.cells.base import Carry, Cell, Params, glorot
+from rtrl.cells.base import Carry, Cell, Params, init_params
 from rtrl.checks import check_positive_int, default_dtype
 
 NORMS = ("layer", "rms", "none")
@@ -68,12 +68,6 @@ def mix(kind: str, p: Params, o: jax.Array) -> jax.Array:
     if kind == "glu":
         return (a @ p["W"] + p["b"]) * jax.nn.sigmoid(a @ p["V"] + p["c"])
     return a
-
-
-def dense_init(shapes: dict[str, tuple[int, ...]], key: jax.Array, dtype) -> Params:
-    keys = jax.random.split(key, max(len(shapes), 1))
-    return {name: glorot(k, shape, dtype) if len(shape) == 2 else jnp.zeros(shape, dtype)
-            for (name, shape), k in zip(shapes.items(), keys, strict=False)}
 
 
 class Network(Cell):
@@ -124,11 +118,11 @@ class Network(Cell):
         dtype = default_dtype(dtype)
         keys = jax.random.split(key, len(self.layers) + 1)
         params = {block_name(i): {"cell": cell.init(k, dtype),
-                                  "mix": dense_init(mix_shapes(self.mix, cell.hidden_size, self.hidden_size),
+                                  "mix": init_params(mix_shapes(self.mix, cell.hidden_size, self.hidden_size),
                                                     jax.random.fold_in(k, 1), dtype)}
                   for i, (cell, k) in enumerate(zip(self.layers, keys[1:], strict=True))}
         if self.encoded:
-            params["encoder"] = dense_init({"W": (self.input_size, self.hidden_size), "b": (self.hidden_size,)},
+            params["encoder"] = init_params({"W": (self.input_size, self.hidden_size), "b": (self.hidden_size,)},
                                            keys[0], dtype)
         return params
 

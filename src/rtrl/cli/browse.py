@@ -75,18 +75,11 @@ def add_inspect_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_inspect(args) -> int:
     import rtrl
-    from rtrl.cells import CELLS
-    from rtrl.cells.adapters import from_import_path
     from rtrl.cli.options import parse_options
-    from rtrl.training.config import make
+    from rtrl.training.config import make_cell
 
-    options = parse_options(args.cell_arg, "--cell-arg")
     try:
-        if ":" in args.cell:
-            cell = from_import_path(args.cell, input_size=args.input, hidden_size=args.hidden, **options)
-        else:
-            cell = make("cell", CELLS, args.cell, options, exclude=("input_size", "hidden_size"),
-                        positional=(args.input, args.hidden))
+        cell = make_cell(args.cell, parse_options(args.cell_arg, "--cell-arg"), args.input, args.hidden)
     except ValueError as e:
         raise UsageError(str(e)) from None
     print(rtrl.inspect(cell))

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 
 import rtrl
+from rtrl.benchmarks.timing import squared_error
 from rtrl.cells import CELLS, Elman, Stack
 from rtrl.compare import cosine, relative_error
 from rtrl.files import atomic_write_text
@@ -37,10 +38,6 @@ LENGTHS = (1, 10, 100)
 SEEDS = 3
 BATCH = 2
 FIELDS = ("cell", "method", "T", "cosine", "cosine_min", "relative_error", "seeds")
-
-
-def squared_error(h, y):
-    return jnp.sum((h - y) ** 2)
 
 
 def default_cells(input_size: int = 4, hidden_size: int = 16) -> list:

@@ -147,11 +147,7 @@ class RunConfig(Frozen):
         """``(task, cell, method)`` objects; ``ValueError`` naming an unknown option or a method that does not
         apply."""
         task = make("task", TASKS, self.task, self.task_args)
-        if ":" in self.cell:
-            cell = from_import_path(self.cell, input_size=task.input_size, hidden_size=self.hidden, **self.cell_args)
-        else:
-            cell = make("cell", CELLS, self.cell, self.cell_args, exclude=("input_size", "hidden_size"),
-                        positional=(task.input_size, self.hidden))
+        cell = make_cell(self.cell, self.cell_args, task.input_size, self.hidden)
         method = methods.resolve(make("method", methods.REGISTRY, self.method, self.method_args), cell)
         if self.stagger and not method.online:
             raise ValueError(f"stagger needs a trace method; {self.method!r} updates on aligned windows")
@@ -220,6 +216,13 @@ def option_names(cls, exclude=()) -> dict[str, object]:
         for name, p in inspect.signature(cls).parameters.items()
         if name not in exclude and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     }
+
+
+def make_cell(name: str, args: dict, input_size: int, hidden_size: int):
+    """The cell a run names: a registered one, or any other by its import path ``module.path:Name``."""
+    if ":" in name:
+        return from_import_path(name, input_size=input_size, hidden_size=hidden_size, **args)
+    return make("cell", CELLS, name, args, exclude=("input_size", "hidden_size"), positional=(input_size, hidden_size))
 
 
 def make(kind: str, registry: dict, name: str, args: dict, exclude=(), positional=()):
