@@ -58,7 +58,8 @@ def fake_results() -> dict:
              "bandwidth": 80e9, "dram_bandwidth": 22e9, "bound_seconds": 1e-4, "step_seconds": 2e-3,
              "fraction_of_bound": 0.05}]
     return {"machine": suite.machine(), "config": config, "per_step": per_step, "sequence": sequence,
-            "scaling": scaling, "roofline": roof, "loop": {"plain": 1.86e-3, "donated": 1.36e-3, "scan": 8.4e-4}}
+            "scaling": scaling, "roofline": roof, "loop": {"plain": 1.86e-3, "donated": 1.36e-3, "scan": 8.4e-4},
+            "deep": {"forward": 1e-4, "layer_local(closed_form)": 5e-4, "layer_local(diagonal)": 6e-4, "bptt": 4e-4}}
 
 
 def test_figures_as_markdown_name_the_machine_and_the_date():
@@ -72,6 +73,7 @@ def test_figures_as_markdown_name_the_machine_and_the_date():
     assert "| 16 | 4 ms | 6 ms | 1.50x |" in text and "`rtrl` as N^1.58" in text
     assert "| elstm | `closed_form` | 8 MiB | 80 GB/s | 100 us | 2 ms | 5% |" in text
     assert "| `donated` | 1.36 ms |" in text and "| `scan` | 840 us |" in text
+    assert "4 LRU blocks of width 128" in text and "| `layer_local(closed_form)` | 500 us | 5x | 1.25x |" in text
     assert "smoke test" in suite.markdown(fake_results(), quick=True) and "smoke test" not in text
 
 

@@ -7,7 +7,8 @@ Sections (each also runs alone, see its module):
 2. whole-sequence gradient time and memory against T, RTRL against BPTT (``sequence``);
 3. Elman's exact RTRL against N, closed form against generic, with fitted exponents (``scaling``);
 4. the memory-traffic bound of the trace methods and the fraction of it reached (``roofline``);
-5. the README's per-step Python loop, with and without donating the state, against a scan (``loop``).
+5. the README's per-step Python loop, with and without donating the state, against a scan (``loop``);
+6. a deep LRU network trained online with layer-local traces against its forward step and its BPTT (``deep``).
 ``--quick`` shrinks every section to finish in a minute or two (for a smoke test, not for figures).
 ``--markdown PAGE`` writes the figures, with the machine and the date, into the documentation page between its
 ``BEGIN`` and ``END`` markers; the text around them (what the figures mean) is kept.
@@ -25,16 +26,18 @@ from pathlib import Path
 
 import jax
 
-from rtrl.benchmarks import elementwise, loop, roofline, scaling, sequence
+from rtrl.benchmarks import deep, elementwise, loop, roofline, scaling, sequence
 from rtrl.files import atomic_write_text
 from rtrl.reports.plot import pyplot, save_png
 
 FULL = {"per_step_sizes": [(64, 256, 32), (32, 64, 8)], "per_step_T": 100, "rtrl_max_hidden": 64,
         "sequence_size": (32, 64, 8), "lengths": [100, 1000, 10000], "scaling_sizes": [8, 16, 32, 64],
-        "roofline_size": (64, 256, 32), "loop_size": (64, 256, 32), "loop_T": 100}
+        "roofline_size": (64, 256, 32), "loop_size": (64, 256, 32), "loop_T": 100,
+        "deep": {"depth": 4, "width": 128, "input": 8, "batch": 32, "T": 100}}
 QUICK = {"per_step_sizes": [(8, 16, 4)], "per_step_T": 20, "rtrl_max_hidden": 16,
          "sequence_size": (4, 8, 2), "lengths": [10, 100], "scaling_sizes": [4, 8],
-         "roofline_size": (8, 16, 4), "loop_size": (8, 16, 4), "loop_T": 20}
+         "roofline_size": (8, 16, 4), "loop_size": (8, 16, 4), "loop_T": 20,
+         "deep": {"depth": 2, "width": 8, "input": 4, "batch": 2, "T": 20}}
 
 
 def per_step_rows(config) -> list[dict]:
@@ -97,6 +100,12 @@ def run(config, rss: bool = True) -> dict:
     results["loop"] = loop.measure("elstm", *config["loop_size"], "closed_form", config["loop_T"])
     for name, seconds in results["loop"].items():
         print(f"  {name:>8} {seconds * 1e3:8.3f} ms a step")
+    print("6. deep LRU network, layer-local traces", flush=True)
+    d = config["deep"]
+    results["deep"] = deep.measure(deep.network("lru", d["depth"], d["width"], d["input"]), d["batch"], d["T"])
+    for name, seconds in results["deep"].items():
+        print(f"  {name:>24} {seconds * 1e6:10.1f} us {seconds / results['deep']['forward']:6.1f}x forward "
+              f"{seconds / results['deep']['bptt']:5.2f}x bptt", flush=True)
     return results
 
 
@@ -185,6 +194,15 @@ def loop_markdown(results: dict) -> list[str]:
             *table(["variant", "per step"], body)]
 
 
+def deep_markdown(results: dict) -> list[str]:
+    d, t = results["config"]["deep"], results["deep"]
+    body = [[f"`{name}`", duration(s), f"{s / t['forward']:.3g}x", f"{s / t['bptt']:.2f}x"] for name, s in t.items()]
+    return [f"**A deep network online**: {d['depth']} LRU blocks of width {d['width']} (input {d['input']}, batch "
+            f"{d['batch']}, T = {d['T']}), per step; layer-local traces (exact inside each block, back-propagated "
+            "through the stack in space only) against the forward step and BPTT:", "",
+            *table(["method", "per step", "vs forward", "vs `bptt`"], body)]
+
+
 def markdown(results: dict, quick: bool = False) -> str:
     """The figures of one ``run`` as Markdown: the machine and the date, then one table per section."""
     m = results["machine"]
@@ -192,7 +210,8 @@ def markdown(results: dict, quick: bool = False) -> str:
             f"{m['platform']} backend ({m['device']}), float32; every figure a median of repeated jitted calls.")
     if quick:
         head += " **`--quick` sizes: a smoke test, not figures.**"
-    sections = [per_step_markdown, sequence_markdown, scaling_markdown, roofline_markdown, loop_markdown]
+    sections = [per_step_markdown, sequence_markdown, scaling_markdown, roofline_markdown, loop_markdown,
+                deep_markdown]
     return "\n\n".join([head] + ["\n".join(section(results)) for section in sections])
 
 
