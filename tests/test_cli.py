@@ -153,18 +153,6 @@ def test_the_demo_is_exact_online_rtrl_of_the_element_wise_lstm():
     assert method.online and method.exact and DEMO.update_every == 1 and cell.name == "ELSTM"
 
 
-def test_the_results_table_rows_are_valid_runs():
-    from rtrl.reports.results import EXPERIMENTS
-
-    for experiment in EXPERIMENTS:
-        for row in experiment.rows:
-            method = "rtrl" if row.method == "auto" else row.method
-            config = {**experiment.config, "cell": "elman", "method": method, "update_every": row.update_every,
-                      "method_args": dict(row.method_args)}
-            if method in METHODS:
-                RunConfig.from_dict(config).resolved()
-
-
 def test_subcommands_are_a_table():
     assert {"train", "resume", "plot", "list", "demo"} <= set(COMMANDS)
 

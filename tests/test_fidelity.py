@@ -6,7 +6,7 @@ import json
 import jax
 import pytest
 
-from rtrl.cells import IIR2, Elman, Stack
+from rtrl.cells import GRU, IIR2, LRU, Elman, Network, Stack
 from rtrl.reports import fidelity
 
 
@@ -48,6 +48,17 @@ def test_cell_labels_tell_variants_of_one_cell_apart():
     labels = [fidelity.cell_label(IIR2(2, 3)), fidelity.cell_label(IIR2(2, 3, parameterisation="stable")),
               fidelity.cell_label(Stack((Elman(2, 3), Elman(3, 3, activation="relu"))))]
     assert labels == ["IIR2", "IIR2(parameterisation='stable')", "Stack(Elman+Elman(activation='relu'))"]
+    networks = [Network(layers=(LRU(3, 3), LRU(3, 3))), Network(layers=(LRU(3, 3), GRU(3, 3)), norm="rms")]
+    assert [fidelity.cell_label(n) for n in networks] == ["Network(2 x LRU)", "Network(LRU+GRU, norm='rms')"]
+
+
+def test_the_report_holds_deep_networks_of_each_long_memory_cell():
+    deep = [c for c in fidelity.default_cells(3, 4) if isinstance(c, Network)]
+    assert sorted((type(c.layers[0]).__name__, len(c.layers)) for c in deep) == [
+        ("LRU", 2), ("LRU", 4), ("RTU", 2), ("RTU", 4)]
+    assert all(c.input_size == 3 and c.hidden_size == 4 for c in deep)
+    (row,) = fidelity.fidelity_table([deep[0]], ["layer_local"], [6], seeds=1)
+    assert row["cell"] == "Network(2 x LRU)" and 0.5 < row["cosine"] < 1 - 1e-6  # approximate, not unrelated
 
 
 def test_markdown_page_holds_the_table_and_the_command_that_wrote_it(tmp_path, monkeypatch):

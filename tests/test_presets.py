@@ -7,8 +7,9 @@ import pytest
 from rtrl.cells import LRU, Network
 from rtrl.cli import main
 from rtrl.methods import LayerLocal
+from rtrl.reports.results import with_section
 from rtrl.training.config import RunConfig
-from rtrl.training.presets import PRESETS
+from rtrl.training.presets import EXPERIMENTS, PRESETS
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -40,3 +41,23 @@ def test_rtrl_train_runs_a_preset_and_options_override_it(tmp_path, capsys):
 def test_an_unknown_preset_exits_2(tmp_path, capsys):
     assert main(["train", "--preset", "copy99", "--out", str(tmp_path / "run")]) == 2
     assert "copy99" in capsys.readouterr().err
+
+
+def test_every_row_of_the_results_tables_is_a_preset_and_the_table_names_it():
+    for experiment in EXPERIMENTS:
+        for row in experiment.rows:
+            name = experiment.preset_name(row)
+            assert PRESETS[name].options == experiment.options(row)
+    assert len(PRESETS) == sum(len(e.rows) for e in EXPERIMENTS)  # no two rows share a name
+    config = RunConfig(**PRESETS["recall50/lru_network-bptt-k10"].options).resolved()
+    assert config.update_every == 10 and config.task_args["delay"] == 50 and config.method == "bptt"
+
+
+def test_a_results_section_is_replaced_in_place_and_the_text_around_it_kept():
+    page = "# Results\n\nintro\n"
+    page = with_section(page, "copy", "table A")
+    page = with_section(page, "recall", "table B")
+    page = page.replace("\n<!-- results:recall", "\nReading of copy.\n\n<!-- results:recall")
+    page = with_section(page, "copy", "table A2\n")
+    assert page.startswith("# Results\n\nintro\n") and page.index("table A2") < page.index("Reading of copy.")
+    assert "table A\n" not in page and page.count("table B") == 1 and page.count("<!-- results:copy -->") == 1

@@ -29,40 +29,40 @@ PROTOCOL = ("layers", "layer_params", "layer_inputs", "from_layer_grads")
 
 
 class LayerLocal(TraceMethod):
-    """Per-layer traces under ``inner`` (a trace method name or object, default ``"rtrl"``)."""
+    """Per-layer traces under ``inner``: a trace method name or object, resolved for each layer (the default
+    ``"auto"`` gives every layer its own cheapest exact method: closed form, diagonal or dense)."""
 
-    inner: Any = "rtrl"
+    inner: Any = "auto"
     name: ClassVar[str] = "layer_local"
 
-    def inner_method(self) -> TraceMethod:
+    def inner_methods(self, cell) -> tuple[TraceMethod, ...]:
+        """The method of each layer of ``cell``, checked against it."""
         from rtrl.methods import resolve  # the registry imports this module
 
-        method = resolve(self.inner)
-        if not method.online:
-            raise ValueError(f"inner must be a trace method, got {method.name!r}, which has no traces")
-        return method
+        methods = tuple(resolve(self.inner, layer) for layer in cell.layers)
+        for method in methods:
+            if not method.online:
+                raise ValueError(f"inner must be a trace method, got {method.name!r}, which has no traces")
+        return methods
 
     def check(self, cell) -> None:
         if not all(hasattr(cell, name) for name in PROTOCOL):
             raise ValueError(f"method 'layer_local' applies to a rtrl.cells.Stack or rtrl.cells.Network (a layered "
                              f"cell), got {cell.name}; use the inner method directly on a single cell")
-        inner = self.inner_method()
-        for layer in cell.layers:
-            inner.check(layer)
+        self.inner_methods(cell)
 
     def init(self, cell, params, carry):
-        inner = self.inner_method()
-        return tuple(inner.init(layer, p, c)
-                     for layer, p, c in zip(cell.layers, cell.layer_params(params), carry, strict=True))
+        return tuple(inner.init(layer, p, c) for inner, layer, p, c in
+                     zip(self.inner_methods(cell), cell.layers, cell.layer_params(params), carry, strict=True))
 
     def update(self, cell, params, carry, traces, x):
-        inner = self.inner_method()
         inputs = cell.layer_inputs(params, carry, x)  # constants for each layer's traces
-        return tuple(inner.update(layer, p, c, tr, xi) for layer, p, c, tr, xi in
-                     zip(cell.layers, cell.layer_params(params), carry, traces, inputs, strict=True))
+        return tuple(inner.update(layer, p, c, tr, xi) for inner, layer, p, c, tr, xi in
+                     zip(self.inner_methods(cell), cell.layers, cell.layer_params(params), carry, traces, inputs,
+                         strict=True))
 
     def contract(self, cell, params, traces, g_carry):
-        inner = self.inner_method()
-        grads = tuple(inner.contract(layer, p, tr, g) for layer, p, tr, g in
-                      zip(cell.layers, cell.layer_params(params), traces, g_carry, strict=True))
+        grads = tuple(inner.contract(layer, p, tr, g) for inner, layer, p, tr, g in
+                      zip(self.inner_methods(cell), cell.layers, cell.layer_params(params), traces, g_carry,
+                          strict=True))
         return cell.from_layer_grads(params, grads)

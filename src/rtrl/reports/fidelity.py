@@ -27,7 +27,7 @@ import jax.numpy as jnp
 
 import rtrl
 from rtrl.benchmarks.timing import squared_error
-from rtrl.cells import CELLS, Elman, Stack
+from rtrl.cells import CELLS, LRU, RTU, Elman, Network, Stack
 from rtrl.compare import cosine, relative_error
 from rtrl.files import atomic_write_text
 from rtrl.methods import Method, resolve
@@ -40,10 +40,16 @@ BATCH = 2
 FIELDS = ("cell", "method", "T", "cosine", "cosine_min", "relative_error", "seeds")
 
 
+DEEP_CELLS, DEPTHS = (LRU, RTU), (2, 4)
+
+
 def default_cells(input_size: int = 4, hidden_size: int = 16) -> list:
-    """Every registered cell at the given sizes, and a two-layer Elman stack."""
+    """Every registered cell at the given sizes, a two-layer Elman stack, and deep networks (2 and 4 residual
+    blocks of LRU, then of RTU, cells of width ``hidden_size``)."""
     cells = [cls(input_size=input_size, hidden_size=hidden_size) for cls in CELLS.values()]
-    return cells + [Stack((Elman(input_size, hidden_size), Elman(hidden_size, hidden_size)))]
+    networks = [Network(layers=tuple(cls(hidden_size, hidden_size) for _ in range(depth)), input_size=input_size)
+                for cls in DEEP_CELLS for depth in DEPTHS]
+    return cells + [Stack((Elman(input_size, hidden_size), Elman(hidden_size, hidden_size)))] + networks
 
 
 def cell_label(cell) -> str:
@@ -51,6 +57,12 @@ def cell_label(cell) -> str:
     one cell (IIR2's parameterisations, activations) get two rows."""
     if isinstance(cell, Stack):
         return "Stack(" + "+".join(cell_label(layer) for layer in cell.layers) + ")"
+    if isinstance(cell, Network):
+        labels = [cell_label(layer) for layer in cell.layers]
+        blocks = f"{len(labels)} x {labels[0]}" if len(set(labels)) == 1 else "+".join(labels)
+        options = "".join(f", {name}={getattr(cell, name)!r}" for name in ("norm", "mix")
+                          if getattr(cell, name) != Network.__dataclass_fields__[name].default)
+        return f"Network({blocks}{options})"
     options = [f"{f.name}={getattr(cell, f.name)!r}" for f in dataclasses.fields(cell)
                if f.name not in ("input_size", "hidden_size") and getattr(cell, f.name) != f.default]
     return f"{cell.name}({', '.join(options)})" if options else cell.name

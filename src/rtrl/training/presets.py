@@ -1,16 +1,21 @@
 """Named run configurations: ``rtrl train --preset NAME`` (options given beside it override the preset's).
 
-Each preset is a set of ``RunConfig`` options and a line saying what it is for; ``rtrl list`` shows them. Deep
-networks are named by an import path to a factory here (``lru_network``), since a ``Network``'s layers are not
-one registered cell.
+Every row of the results tables (``docs/results.md``, written by ``rtrl.reports.results``) is a preset, so a row
+is rerun alone with ``rtrl train --preset NAME --out DIR``, and the table and the presets cannot drift apart. An
+``Experiment`` is one table: a task and a budget shared by its rows; a ``Row`` is what differs (cell, method,
+update interval). A row is named ``EXPERIMENT/CELL-METHOD-kK`` unless it has a short name of its own (``copy20``,
+``copy5``). ``rtrl list`` shows them all.
+
+Deep networks are named by an import path to a factory here (``lru_network``), since a ``Network``'s layers are
+not one registered cell.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 from rtrl.cells import LRU, RTU, Network
-from rtrl.methods import LayerLocal  # noqa: F401 (documents what method_args name)
 
 
 class Preset(NamedTuple):
@@ -27,15 +32,154 @@ def lru_network(input_size: int, hidden_size: int, depth: int = 2, cell: str = "
                    input_size=input_size, norm=norm)
 
 
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One row of a results table: what differs from the experiment's budget."""
+
+    cell: str
+    method: str  # a method name; "auto": the cell's cheapest exact online method
+    update_every: int | None = None  # None: 1 for trace methods, the episode length for bptt (full BPTT)
+    note: str = ""
+    method_args: tuple[tuple[str, object], ...] = ()
+    name: str | None = None  # a short preset name, else EXPERIMENT/CELL-METHOD-kK
+    cell_args: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def cell_label(self) -> str:
+        """The cell as the table shows it: a factory's name (``lru_network``) with its options."""
+        name = self.cell.rpartition(":")[2]
+        return name + "".join(f" {key}={value}" for key, value in self.cell_args)
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """One results table: a task and the budget shared by all its rows. ``long``: minutes a row, so the results
+    command runs it only when it is named."""
+
+    name: str
+    why: str
+    config: dict  # task, task_args, hidden, batch, lr, steps, eval_every, ...
+    rows: tuple[Row, ...]
+    long: bool = False
+
+    def preset_name(self, row: Row) -> str:
+        if row.name:
+            return row.name
+        options = "".join(f"-{key}{value}" for key, value in row.method_args)
+        return f"{self.name}/{row.cell_label.replace(' ', '-')}-{row.method}{options}-k{row.update_every or 'episode'}"
+
+    def options(self, row: Row) -> dict:
+        """The ``RunConfig`` options of ``row``."""
+        options = {**self.config, "cell": row.cell, "method": row.method, "update_every": row.update_every,
+                   "method_args": dict(row.method_args)}
+        return options | ({"cell_args": dict(row.cell_args)} if row.cell_args else {})
+
+
+def exact_online(cells=("elman", "elstm", "iir2", "adaptive_iir2")) -> tuple[Row, ...]:
+    """For each cell, its cheapest exact online method: closed-form traces, else diagonal, else dense RTRL."""
+    return tuple(Row(cell, "auto", 1) for cell in cells)
+
+
+FULL_BPTT = "full BPTT: an update per episode"
+EPISODE_UPDATES = "exact RTRL updating once per episode: full BPTT's gradient, computed online"
+NETWORK = "rtrl.training.presets:lru_network"
+LAYER_LOCAL = (("inner", "closed_form"),)
+DEEP = {"cell": NETWORK, "hidden": 64, "batch": 16, "lr": 3e-3}
+
+EXPERIMENTS = (
+    Experiment(
+        "copy",
+        "copy a bit pattern of length 1..5 after a go signal (memory up to 6 steps), fully online (k = 1)",
+        {"task": "copy", "task_args": {"max_length": 5}, "hidden": 32, "batch": 16, "lr": 3e-3, "steps": 6000},
+        (Row("elman", "closed_form", 1, "the seed's closed-form traces", name="copy5"),)
+        + exact_online(("elstm", "iir2", "adaptive_iir2", "gru")) + (Row("elman", "bptt", None, FULL_BPTT),),
+    ),
+    Experiment(
+        "recall",
+        "recall the bit from 12 steps ago: RTRL online against truncated BPTT (windows of 6) and full BPTT",
+        {"task": "recall", "task_args": {"delay": 12, "episode_length": 48}, "hidden": 32, "batch": 16, "lr": 3e-3,
+         "steps": 4800},
+        (
+            Row("elman", "rtrl", 1, "exact RTRL, dense traces"),
+            Row("elman", "closed_form", 1, "exact RTRL, the seed's closed-form traces"),
+            Row("elman", "bptt", 6, "truncated BPTT: an update per window of 6 steps < delay"),
+            Row("elman", "tbptt", None, "TBPTT(6): chunks of 6 within each episode, an update per episode",
+                (("truncation", 6),)),
+            Row("elman", "bptt", None, FULL_BPTT),
+            Row("elstm", "auto", 1, "exact RTRL"),
+            Row("elstm", "bptt", 6, "truncated BPTT: an update per window of 6 steps < delay"),
+            Row("elstm", "bptt", None, FULL_BPTT),
+            Row("elman", "snap1", 1, "approximate"),
+            Row("elman", "eprop", 1, "approximate"),
+            Row("elman", "uoro", 1, "approximate"),
+        ),
+    ),
+    Experiment(
+        "adding",
+        "add the two marked numbers of 20 (memory of ~10 steps; chance 0.167)",
+        {"task": "adding", "task_args": {"sequence_length": 20}, "hidden": 32, "batch": 16, "lr": 3e-3,
+         "steps": 6000},
+        exact_online() + (Row("elman", "bptt", None, FULL_BPTT),),
+    ),
+    Experiment(
+        "sines",
+        "generate one of two sums of sines after a one-step cue, for 40 steps",
+        {"task": "sines", "hidden": 32, "batch": 16, "lr": 1e-3, "steps": 6000},
+        exact_online() + (Row("elman", "bptt", None, FULL_BPTT), Row("elman", "closed_form", 40, EPISODE_UPDATES)),
+    ),
+    Experiment(
+        "mnist1d",
+        "classify MNIST-1D digits read one value per step (40 steps; answer at the end); 6000 steps x 32 "
+        "streams is 4800 examples, 1.2 passes over the training split",
+        {"task": "mnist1d", "hidden": 32, "batch": 32, "lr": 3e-3, "steps": 6000},
+        exact_online() + (Row("elman", "bptt", None, FULL_BPTT), Row("elman", "closed_form", 40, EPISODE_UPDATES)),
+    ),
+    Experiment(
+        "copy20",
+        "copy patterns of up to 20 bits (memory up to 21 steps) with a 2-block LRU network (width 64): "
+        "layer-local traces fully online against truncated and full BPTT, same architecture and step budget",
+        {"task": "copy", "task_args": {"max_length": 20}, **DEEP, "steps": 60000, "eval_every": 2000},
+        (
+            Row(NETWORK, "layer_local", 1, "fully online: layer-local closed-form traces, an update every step",
+                LAYER_LOCAL, name="copy20"),
+            Row(NETWORK, "bptt", 10, "truncated BPTT: an update per window of 10 steps"),
+            Row(NETWORK, "bptt", None, FULL_BPTT),
+        ),
+        long=True,
+    ),
+    Experiment(
+        "recall50",
+        "recall the bit from 50 steps ago with a 2-block LRU network (width 64): layer-local traces fully online "
+        "against truncated BPTT (windows of 10 < delay) and full BPTT",
+        {"task": "recall", "task_args": {"delay": 50, "episode_length": 100}, **DEEP, "steps": 30000,
+         "eval_every": 2000},
+        (
+            Row(NETWORK, "layer_local", 1, "fully online: layer-local closed-form traces", LAYER_LOCAL,
+                name="recall50"),
+            Row(NETWORK, "bptt", 10, "truncated BPTT: an update per window of 10 steps < delay"),
+            Row(NETWORK, "bptt", None, FULL_BPTT),
+        ),
+        long=True,
+    ),
+    Experiment(
+        "mnist1d-deep",
+        "classify MNIST-1D digits read one value per step with a 2-block LRU network (width 64): layer-local "
+        "traces fully online against full BPTT",
+        {"task": "mnist1d", **DEEP, "batch": 32, "steps": 30000, "eval_every": 2000},
+        (
+            Row(NETWORK, "layer_local", 1, "fully online: layer-local closed-form traces", LAYER_LOCAL,
+                name="mnist1d-deep"),
+            Row(NETWORK, "bptt", None, FULL_BPTT),
+        ),
+        long=True,
+    ),
+)
+
 PRESETS: dict[str, Preset] = {
-    "copy20": Preset(
-        "copy patterns of up to 20 bits fully online (an update at every step): a 2-block LRU network, "
-        "layer-local closed-form traces",
-        {"task": "copy", "task_args": {"max_length": 20}, "cell": "rtrl.training.presets:lru_network",
-         "cell_args": {"depth": 2}, "hidden": 64, "method": "layer_local", "method_args": {"inner": "closed_form"},
-         "batch": 16, "update_every": 1, "lr": 3e-3, "steps": 60000, "eval_every": 2000}),
-    "copy5": Preset(
-        "copy patterns of up to 5 bits fully online with Elman's closed-form traces (seed 000)",
-        {"task": "copy", "task_args": {"max_length": 5}, "cell": "elman", "method": "closed_form", "lr": 3e-3,
-         "steps": 6000, "update_every": 1}),
+    experiment.preset_name(row): Preset(
+        f"{experiment.name} table: {row.cell_label}, {row.method}"
+        + {None: " per episode", 1: " every step"}.get(row.update_every, f" every {row.update_every} steps")
+        + (f" ({row.note})" if row.note else ""),
+        experiment.options(row))
+    for experiment in EXPERIMENTS for row in experiment.rows
 }
