@@ -34,8 +34,10 @@ def train_run(run: Run, quiet: bool = False) -> int:
     try:
         run.train(on_eval=on_record, on_chunk=lambda state, n: bar().update(n))
     except Diverged as e:
-        print(f"rtrl: error: {e}; run stopped. The last good checkpoint (step {run.last_checkpoint_step()}) is "
-              f"kept in {run.path}", file=sys.stderr)
+        step = run.last_checkpoint_step()
+        kept = (f"The last good checkpoint (step {step}) is kept in {run.path}" if step is not None else
+                f"It diverged before its first record: {run.path} holds no checkpoint")
+        print(f"rtrl: error: {e}; run stopped. {kept}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"interrupted; continue from step {run.last_checkpoint_step()} with: rtrl resume {run.path}")
