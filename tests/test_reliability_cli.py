@@ -155,6 +155,37 @@ BAD_INPUT = [
     ("train {tiny} --out {tmp}/notes", not_a_run, 2, "not a run folder"),
     ("train {tiny} --hidden 4 --out {run}", copy_run, 2, "different run"),
     ("train {tiny} --out {run}", edit("config.json", "{}"), 2, "lacks options"),
+    # rtrl rl: options (tests/test_rl_cli.py has the RL run folder's damaged files)
+    ("rl --env nope --out {tmp}/new", nothing, 2, "--env"),
+    ("rl --env-arg corridor=3 --out {tmp}/new", nothing, 2, "no option 'corridor'"),
+    ("rl --env-arg length=0 --out {tmp}/new", nothing, 2, "length must be a positive integer"),
+    ("rl --env-arg length --out {tmp}/new", nothing, 2, "KEY=VALUE"),
+    ("rl --env memory-chain --env-arg memory=20 --out {tmp}/new", nothing, 2, "no option 'memory'"),
+    ("rl --method bptt --out {tmp}/new", nothing, 2, "needs whole episodes"),
+    ("rl --method tbptt --truncation 0 --out {tmp}/new", nothing, 2, "--truncation"),
+    ("rl --cell gru --method closed_form --out {tmp}/new", nothing, 2, "hand-derived traces"),
+    ("rl --method nope --out {tmp}/new", nothing, 2, "--method"),
+    ("rl --cell nope --out {tmp}/new", nothing, 2, "--cell"),
+    ("rl --cell os:sep --out {tmp}/new", nothing, 2, "neither a cell class"),
+    ("rl --cell-arg nope=1 --out {tmp}/new", nothing, 2, "no option"),
+    ("rl --envs 0 --out {tmp}/new", nothing, 2, "--envs"),
+    ("rl --envs 2.5 --out {tmp}/new", nothing, 2, "--envs"),
+    ("rl --steps -1 --out {tmp}/new", nothing, 2, "--steps"),
+    ("rl --gamma 1.5 --out {tmp}/new", nothing, 2, "--gamma"),
+    ("rl --lam -0.1 --out {tmp}/new", nothing, 2, "--lam"),
+    ("rl --entropy -1 --out {tmp}/new", nothing, 2, "--entropy"),
+    ("rl --lr nan --out {tmp}/new", nothing, 2, "--lr"),
+    ("rl --kappa 0 --out {tmp}/new", nothing, 2, "--kappa"),
+    ("rl --fidelity-every -1 --out {tmp}/new", nothing, 2, "--fidelity-every"),
+    ("rl --record-every 0 --out {tmp}/new", nothing, 2, "--record-every"),
+    ("rl --optimizer rmsprop --out {tmp}/new", nothing, 2, "--optimizer"),
+    ("rl --dtype float16 --out {tmp}/new", nothing, 2, "--dtype"),
+    ("rl --seed -1 --out {tmp}/new", nothing, 2, "--seed"),
+    ("rl --preset memory-chain-99 --out {tmp}/new", nothing, 2, "--preset"),
+    ("rl --task copy --out {tmp}/new", nothing, 2, "unrecognized"),
+    ("rl", nothing, 2, "--out"),
+    ("rl --out {run}", copy_run, 2, "different run (differs in kind)"),
+    ("rl --out {tmp}/file", a_file, 2, "is a file"),
     # rtrl resume: the run folder's files
     ("resume {tmp}/missing", nothing, 2, "holds no run"),
     ("resume {tmp}/file", a_file, 2, "holds no run"),
@@ -214,16 +245,21 @@ def test_bad_input_exits_with_one_line_and_changes_nothing(tmp_path, trained, ca
     monkeypatch.setitem(CELLS, "untraced", Untraced)
     monkeypatch.chdir(tmp_path)  # a default --out (the demo's runs/demo) lands here
     setup(tmp_path, trained)
-    before = snapshot(tmp_path)
-    argv = command.format(tmp=tmp_path, run=tmp_path / "run", tiny=TINY_ARGS).split()
+    refused(tmp_path, capsys, command.format(tmp=tmp_path, run=tmp_path / "run", tiny=TINY_ARGS).split(), status,
+            word)
+
+
+def refused(root, capsys, argv, status, word):
+    """``main(argv)`` exits with ``status`` and one line naming ``word``, and nothing under ``root`` changed."""
+    before = snapshot(root)
     code = main(argv)
     err = capsys.readouterr().err
     assert code == status, err
     assert "Traceback" not in err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("rtrl") and word in lines[0], err
-    assert snapshot(tmp_path) == before  # nothing lost, rewritten or half-created
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({p.split(os.sep)[0] for p in before}), "created"
+    assert snapshot(root) == before  # nothing lost, rewritten or half-created
+    assert sorted(p.name for p in root.iterdir()) == sorted({p.split(os.sep)[0] for p in before}), "created"
 
 
 def test_the_table_covers_every_command():

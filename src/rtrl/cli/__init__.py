@@ -1,8 +1,9 @@
-"""The ``rtrl`` command: ``train``, ``resume``, ``plot``, ``list``, ``inspect``, ``demo``, ``fidelity`` and ``bench``.
+"""The ``rtrl`` command: ``train``, ``rl``, ``resume``, ``plot``, ``list``, ``inspect``, ``demo``, ``fidelity`` and
+``bench``.
 
 Each subcommand is an entry of ``COMMANDS``: a help line, a function adding its arguments to a parser and a
 function running it (returning the exit status), so a new subcommand is one more entry; each lives in a module
-of its own (``train``: train and resume; ``demo``; ``browse``: plot and list). ``main`` is where every problem
+of its own (``train``: train and resume; ``rl``; ``demo``; ``browse``: plot and list). ``main`` is where every problem
 the user can fix becomes one line on stderr and exit status 2 (bad options, unusable run folders or
 checkpoints, filesystem errors); a diverging run exits with status 1 after saying at which step and what became
 non-finite; an interrupted one with 130. Anything else is a bug, and shows its traceback.
@@ -17,6 +18,7 @@ from collections.abc import Callable
 
 from rtrl.cli.browse import add_inspect_arguments, add_plot_arguments, cmd_inspect, cmd_list, cmd_plot
 from rtrl.cli.demo import add_demo_arguments, cmd_demo
+from rtrl.cli.rl import add_rl_arguments, cmd_rl
 from rtrl.cli.train import add_resume_arguments, add_train_arguments, cmd_resume, cmd_train
 from rtrl.cli.usage import Parser, UsageError
 from rtrl.reports import fidelity
@@ -42,9 +44,11 @@ class Command:
 
 COMMANDS: dict[str, Command] = {
     "train": Command("train a model online on a task, writing a run folder", add_train_arguments, cmd_train),
+    "rl": Command("train a recurrent actor-critic online in an environment, writing a run folder", add_rl_arguments,
+                  cmd_rl),
     "resume": Command("continue a stopped run from its checkpoint", add_resume_arguments, cmd_resume),
     "plot": Command("overlay the learning curves of runs", add_plot_arguments, cmd_plot),
-    "list": Command("list tasks, cells and methods", lambda p: None, cmd_list),
+    "list": Command("list tasks, environments, cells, methods and presets", lambda p: None, cmd_list),
     "inspect": Command("what method auto chooses for a cell, each parameter's role, each method's trace memory",
                        add_inspect_arguments, cmd_inspect),
     "demo": Command("a half-minute online-learning demonstration (make run)", add_demo_arguments, cmd_demo),

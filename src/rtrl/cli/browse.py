@@ -1,5 +1,5 @@
-"""``rtrl plot`` (overlaid learning curves of run folders), ``rtrl list`` (tasks, cells, methods) and ``rtrl inspect``
-(what ``auto`` finds in a cell)."""
+"""``rtrl plot`` (overlaid learning curves of run folders of either kind), ``rtrl list`` (tasks, environments, cells,
+methods, presets) and ``rtrl inspect`` (what ``auto`` finds in a cell)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from rtrl.cli.usage import UsageError
-from rtrl.training.run import read_config, read_metrics
+from rtrl.training.run import Run, read_metrics
 
 
 def add_plot_arguments(p: argparse.ArgumentParser) -> None:
@@ -17,19 +17,17 @@ def add_plot_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_plot(args) -> int:
-    from rtrl.reports.plot import Curve, plot_curves
+    from rtrl.reports.plot import plot_curves
 
     out = Path(args.out)
     if not out.parent.is_dir():
         raise UsageError(f"--out {out}: {out.parent} is not an existing folder")
     curves = []
     for path in args.runs:
-        config = read_config(path)
-        records = read_metrics(path)
-        if not records:
+        run = Run.open(path)
+        if not read_metrics(path):
             raise UsageError(f"{path} has no metrics yet")
-        task, _, _ = config.parts()
-        curves.append(Curve(f"{Path(path).name}: {config.label()}", records, task.metric_name, task.chance))
+        curves.append(run.curve(f"{Path(path).name}: {run.config.label()}"))
     plot_curves(curves, out)
     print(out)
     return 0
@@ -40,27 +38,35 @@ def first_line(obj) -> str:
     return doc.strip().splitlines()[0] if doc.strip() else ""
 
 
+WIDTH = 22  # of the name column of `rtrl list`
+
+
 def cmd_list(args) -> int:
     from rtrl.cells import CELLS
     from rtrl.methods import REGISTRY
+    from rtrl.rl.envs import ENVS
+    from rtrl.rl.presets import PRESETS as RL_PRESETS
+    from rtrl.training.presets import PRESETS
     from rtrl.training.tasks import TASKS
 
     print("tasks:")
     for name, cls in TASKS.items():
-        print(f"  {name:14s} {cls().describe()}")
+        print(f"  {name:{WIDTH}s} {cls().describe()}")
+    print("environments (rtrl rl):")
+    for name, make in ENVS.items():
+        print(f"  {name:{WIDTH}s} {first_line(make)}")
     print("cells:")
     for name, cls in CELLS.items():
-        print(f"  {name:14s} {first_line(cls)}")
-    from rtrl.training.presets import PRESETS
-
-    print("presets (rtrl train --preset NAME):")
-    for name, preset in PRESETS.items():
-        print(f"  {name:14s} {preset.summary}")
+        print(f"  {name:{WIDTH}s} {first_line(cls)}")
+    for command, presets in (("rtrl train", PRESETS), ("rtrl rl", RL_PRESETS)):
+        print(f"presets ({command} --preset NAME):")
+        for name, preset in presets.items():
+            print(f"  {name:{WIDTH}s} {preset.summary}")
     print("methods:")
     for name, make in REGISTRY.items():
         method = make()
         kind = ("online" if method.online else "whole windows") + (", exact" if method.exact else ", approximate")
-        print(f"  {name:14s} [{kind}] {first_line(type(method))}")
+        print(f"  {name:{WIDTH}s} [{kind}] {first_line(type(method))}")
     return 0
 
 

@@ -1,9 +1,11 @@
-"""``rtrl train``'s options, built from the fields of ``RunConfig`` (one spelling of the schema).
+"""The options of ``rtrl train`` and ``rtrl rl``, built from the fields of their configuration (``RunConfig``,
+``rtrl.rl.RLConfig``: one spelling of each schema).
 
-Each field ``name`` becomes ``--name`` (underscores as dashes) with the field's help and default; a dict field
-``X_args`` becomes a repeatable ``--X-arg KEY=VALUE``; a flag field a switch; an optional field with a default
-(``clip``) also gets ``--no-NAME``. The argument types call the field's own check, so the CLI refuses exactly
-what ``RunConfig`` refuses, with the same words. ``options_table()`` is the Markdown reference in docs/cli.md.
+Each field ``name`` becomes ``--name`` (underscores as dashes) with the field's help and default; an options field
+``X_args`` becomes a repeatable ``--X-arg KEY=VALUE``; a flag field a switch (and ``--no-NAME`` where it is on by
+default); an optional field with a default (``clip``) also gets ``--no-NAME``. The argument types call the field's
+own check, so the CLI refuses exactly what the configuration refuses, with the same words. ``--preset NAME`` starts
+from a named configuration's options. ``options_table(cls)`` is the Markdown reference in docs/cli.md.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ import dataclasses
 import json
 
 from rtrl.cli.usage import UsageError
-from rtrl.training.config import Invalid, RunConfig, flag, options
+from rtrl.training.config import Invalid, Options, RunConfig, flag, options, pairs
+from rtrl.training.presets import PRESETS, Preset
 
-DEFAULT = RunConfig()
-UNSET = object()  # an option not given on the command line: the preset's value, else RunConfig's default
+UNSET = object()  # an option not given on the command line: the preset's value, else the configuration's default
 
 
 def parse_value(text: str):
@@ -37,8 +39,19 @@ def parse_options(pairs: list[str] | None, flag_name: str) -> dict:
     return result
 
 
+def is_options(field: dataclasses.Field) -> bool:
+    return field.metadata["check"] in (options, pairs)
+
+
+def negated(field: dataclasses.Field, default) -> bool:
+    """Whether the field also gets ``--no-NAME``: an optional one with a default, or a flag that is on."""
+    if field.metadata["check"] is flag:
+        return default is True
+    return default is not None and field.type.endswith("| None")
+
+
 def flag_of(field: dataclasses.Field) -> str:
-    if field.metadata["check"] is options:
+    if is_options(field):
         return "--" + field.name.removesuffix("s").replace("_", "-")
     return "--" + field.name.replace("_", "-")
 
@@ -59,60 +72,61 @@ def argument_type(field: dataclasses.Field):
     return parse
 
 
-def add_config_arguments(p: argparse.ArgumentParser) -> None:
-    from rtrl.training.presets import PRESETS
-
-    p.add_argument("--preset", choices=sorted(PRESETS), metavar="NAME",
-                   help=f"a named configuration ({', '.join(sorted(PRESETS))}; `rtrl list`); options given beside "
+def add_config_arguments(p: argparse.ArgumentParser, cls: type[Options] = RunConfig,
+                         presets: dict[str, Preset] = PRESETS) -> None:
+    """An option per field of ``cls``, and ``--preset`` naming one of ``presets``."""
+    p.add_argument("--preset", choices=sorted(presets), metavar="NAME",
+                   help=f"a named configuration ({', '.join(sorted(presets))}; `rtrl list`); options given beside "
                         "it override its own")
-    for field in dataclasses.fields(RunConfig):
-        default, help_text = getattr(DEFAULT, field.name), field.metadata["help"]
-        if field.metadata["check"] is options:
+    default = cls()
+    for field in dataclasses.fields(cls):
+        value, help_text = getattr(default, field.name), field.metadata["help"]
+        if is_options(field):
             p.add_argument(flag_of(field), dest=field.name, action="append", metavar=field.metadata["metavar"],
                            help=help_text)
         elif field.metadata["check"] is flag:
             p.add_argument(flag_of(field), dest=field.name, action="store_const", const=True, default=UNSET,
                            help=help_text)
         else:
-            shown = "" if default is None else f" (default {default})"
+            shown = "" if value is None else f" (default {value})"
             p.add_argument(flag_of(field), dest=field.name, type=argument_type(field), default=UNSET,
                            metavar=field.metadata["metavar"], help=help_text + shown)
-            if default is not None and field.type.endswith("| None"):
-                p.add_argument(f"--no-{field.name.replace('_', '-')}", dest=field.name, action="store_const",
-                               const=None, help=f"no {field.name}")
+        if negated(field, value):
+            p.add_argument(f"--no-{field.name.replace('_', '-')}", dest=field.name, action="store_const",
+                           const=None if field.metadata["check"] is not flag else False, help=f"no {field.name}")
 
 
-def config_from_args(args: argparse.Namespace) -> RunConfig:
-    """The ``RunConfig`` of parsed ``rtrl train`` arguments (over the preset's options, if one is named);
-    ``UsageError`` naming what is wrong."""
-    from rtrl.training.presets import PRESETS
-
-    preset = PRESETS[args.preset].options if getattr(args, "preset", None) else {}
+def config_from_args(args: argparse.Namespace, cls: type[Options] = RunConfig,
+                     presets: dict[str, Preset] = PRESETS) -> Options:
+    """The configuration of parsed arguments (over the preset's options, if one is named); ``UsageError`` naming
+    what is wrong."""
+    preset = presets[args.preset].options if getattr(args, "preset", None) else {}
+    default = cls()
     values = {}
-    for field in dataclasses.fields(RunConfig):
+    for field in dataclasses.fields(cls):
         value = getattr(args, field.name)
-        base = preset.get(field.name, getattr(DEFAULT, field.name))
-        if field.metadata["check"] is options:
-            value = {**base, **parse_options(value, flag_of(field))}
+        base = preset.get(field.name, getattr(default, field.name))
+        if is_options(field):
+            value = {**dict(base), **parse_options(value, flag_of(field))}
         elif value is UNSET:
             value = base
         values[field.name] = value
     try:
-        return RunConfig(**values)
+        return cls(**values)
     except ValueError as e:
         raise UsageError(str(e)) from None
 
 
-def options_table() -> str:
-    """The Markdown table of ``rtrl train``'s run options (docs/cli.md), from ``RunConfig``'s fields."""
+def options_table(cls: type[Options] = RunConfig) -> str:
+    """The Markdown table of a configuration's options (docs/cli.md: ``rtrl train``'s, ``rtrl rl``'s)."""
     lines = ["| option | meaning | default |", "|---|---|---|"]
-    for field in dataclasses.fields(RunConfig):
-        default, metavar = getattr(DEFAULT, field.name), field.metadata["metavar"]
+    default = cls()
+    for field in dataclasses.fields(cls):
+        value, metavar = getattr(default, field.name), field.metadata["metavar"]
         name = f"`{flag_of(field)}" + (f" {metavar}`" if metavar else "`")
-        if default is not None and field.type.endswith("| None"):
+        if negated(field, value):
             name += f", `--no-{field.name.replace('_', '-')}`"
-        shown = "automatic" if default is None else "none" if default == {} else "off" if default is False \
-            else f"`{default}`"
+        shown = "automatic" if value is None else "none" if value in ({}, ()) else "off" if value is False \
+            else "on" if value is True else f"`{value}`"
         lines.append(f"| {name} | {field.metadata['help']} | {shown} |")
     return "\n".join(lines) + "\n"
-

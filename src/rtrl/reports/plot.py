@@ -1,4 +1,5 @@
-"""Learning curves: the training loss and the task's metric against steps, for one run or several overlaid."""
+"""Learning curves: the training loss and the task's metric (an RL run's mean return) against steps, for one run
+or several overlaid."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from rtrl.files import atomic_write
 
 class Curve(NamedTuple):
     label: str
-    records: list[dict]  # metrics.jsonl: step, loss, metric, ...
+    records: list[dict]  # metrics.jsonl: step, loss, metric, ... (an RL run's: step, return, ...)
     metric_name: str
     chance: float | None
+    key: str = "metric"  # the records' field plotted against the step (records where it is null are left out)
 
 
 def pyplot():
@@ -36,22 +38,27 @@ def save_png(fig, out: str | os.PathLike, dpi: int = 100) -> None:
 
 
 def plot_curves(curves: Sequence[Curve], out: str | os.PathLike, title: str = "") -> None:
-    """Two panels (training loss, log scale; held-out metric with each chance level dashed), written atomically."""
-    fig, (ax_loss, ax_metric) = pyplot().subplots(1, 2, figsize=(11, 4))
-    for i, curve in enumerate(curves):
+    """The training loss (log scale; a panel only where some curve has one) and each curve's metric against steps,
+    each chance level dashed; written atomically."""
+    trained = [[r for r in c.records if r.get("loss") is not None] for c in curves]
+    panels = 2 if any(trained) else 1
+    fig, axes = pyplot().subplots(1, panels, figsize=(5.5 * panels, 4), squeeze=False)
+    ax_metric = axes[0, -1]
+    for i, (curve, losses) in enumerate(zip(curves, trained, strict=True)):
         colour = f"C{i % 10}"
-        trained = [r for r in curve.records if r.get("loss") is not None]
-        if trained:
-            ax_loss.plot([r["step"] for r in trained], [r["loss"] for r in trained], color=colour, label=curve.label)
-        ax_metric.plot(
-            [r["step"] for r in curve.records], [r["metric"] for r in curve.records], color=colour, label=curve.label
-        )
+        if losses:
+            axes[0, 0].plot([r["step"] for r in losses], [r["loss"] for r in losses], color=colour, label=curve.label)
+        points = [r for r in curve.records if r.get(curve.key) is not None]
+        ax_metric.plot([r["step"] for r in points], [r[curve.key] for r in points], color=colour, label=curve.label)
         if curve.chance is not None:
             ax_metric.axhline(curve.chance, color=colour, linestyle="--", linewidth=0.8)
-    ax_loss.set(xlabel="step", ylabel="training loss", yscale="log")
-    names = sorted({c.metric_name for c in curves})
-    ax_metric.set(xlabel="step", ylabel=" / ".join(names) + " (held out; dashed: chance)")
-    for ax in (ax_loss, ax_metric):
+    if panels == 2:
+        axes[0, 0].set(xlabel="step", ylabel="training loss", yscale="log")
+    names = " / ".join(sorted({c.metric_name for c in curves}))
+    chance = "; dashed: chance" if any(c.chance is not None for c in curves) else ""
+    held_out = " (held out" + chance + ")" if any(c.key == "metric" for c in curves) else ""
+    ax_metric.set(xlabel="step", ylabel=names + held_out)
+    for ax in axes[0]:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     if title:

@@ -147,27 +147,31 @@ def built(cls, name: str, options: dict):
 
 
 def _tmaze(**options):
+    """Built here (rtrl.rl.TMaze): a cue at the start, the matching turn at the end of a corridor (length, max_steps)"""
     from rtrl.rl.tmaze import TMaze
 
     return built(TMaze, "tmaze", options)
 
 
-def _gymnax(gymnax_name: str, keep: tuple[int, ...] | None = None):
+def _gymnax(gymnax_name: str, what: str, keep: tuple[int, ...] | None = None):
     def make_env(**options):
         from rtrl.rl.gymnax_env import Gymnax
 
         env = Gymnax(gymnax_name, tuple(sorted(options.items())))
         return Masked(env, keep) if keep is not None else env
 
+    make_env.__doc__ = f"gymnax {gymnax_name}{what} (options: its EnvParams fields; the rl extra)"
     return make_env
 
 
-# name -> constructor(**options). The gymnax ones need the ``rl`` extra (gymnax is imported only when built).
+# name -> constructor(**options), its docstring's line what `rtrl list` shows. The gymnax ones need the ``rl``
+# extra (gymnax is imported only when built).
 ENVS = {
     "tmaze": _tmaze,
-    "memory-chain": _gymnax("MemoryChain-bsuite"),
-    "cartpole": _gymnax("CartPole-v1"),
-    "cartpole-masked": _gymnax("CartPole-v1", keep=(0, 2)),  # cart position and pole angle, no velocities
+    "memory-chain": _gymnax("MemoryChain-bsuite", ": a context bit at the start, to repeat after memory_length steps"),
+    "cartpole": _gymnax("CartPole-v1", ""),
+    "cartpole-masked": _gymnax("CartPole-v1", " with cart position and pole angle only, no velocities (a POMDP)",
+                               keep=(0, 2)),
 }
 
 

@@ -39,69 +39,104 @@ import jax.numpy as jnp
 import optax
 from jax import lax
 
-from rtrl.cells import CELLS, Cell
-from rtrl.checks import check_positive_int
-from rtrl.frozen import Frozen
+from rtrl.cells import Cell
+from rtrl.methods import REGISTRY, Method
 from rtrl.rl.agent import ActorCritic
-from rtrl.rl.envs import ENVS, make
+from rtrl.rl.envs import ENVS, Env, make
 from rtrl.rl.normalize import Running, normalized, running_init, running_update, running_var
 from rtrl.rl.obgd import obgd
+from rtrl.training.config import (
+    Options,
+    cell_name,
+    flag,
+    make_cell,
+    non_negative_float,
+    non_negative_int,
+    one_of,
+    option,
+    optional,
+    pairs,
+    positive_float,
+    positive_int,
+    unit_interval,
+)
+from rtrl.training.config import seed as a_seed
+from rtrl.training.trainer import finite_or_diverged
 
 OPTIMIZERS = ("obgd", "adam", "sgd")
+CHUNK = 500  # steps per jitted call at most (a progress-bar tick; the parameters are checked after each)
 
 
-class RLConfig(Frozen):
-    """Everything that defines a run (the run folder's ``config.json``)."""
+def cell_or_name(value):
+    """An rtrl cell object (from Python), or what ``rtrl train --cell`` takes: a registered name or an import path."""
+    return value if isinstance(value, Cell) else cell_name(value)
 
-    env: str = "tmaze"
-    env_args: tuple[tuple[str, Any], ...] = ()  # the environment's options, as (name, value) pairs
-    cell: Any = "elman"  # a name from rtrl.cells.CELLS (sized by the environment and ``hidden``), or a Cell
-    hidden: int = 32
-    method: Any = "rtrl"  # a trace method's name or object, or "tbptt" (rolling window of ``truncation`` steps)
-    truncation: int = 8
-    envs: int = 16
-    steps: int = 100_000  # environment steps per environment
-    gamma: float = 0.99
-    lam: float = 0.8
-    entropy: float = 0.01
-    value_coef: float = 1.0
-    optimizer: str = "adam"  # measured (docs/rl.md): obgd at lr 1, kappa 2 was slower on masked CartPole and did
-    # not learn MemoryChain(20) in its budget
-    lr: float = 1e-3
-    kappa: float = 2.0  # obgd's bound
-    clip: float | None = 1.0  # adam / sgd: global-norm clipping of the update
-    normalize_obs: bool = True
-    scale_rewards: bool = True
-    update_every: int = 1  # k: the updates of k steps are summed and applied together
-    record_every: int = 1000
-    fidelity_every: int = 0  # 0: off
-    seed: int = 0
-    dtype: str = "float32"
+
+def method_or_name(value):
+    """A method object, or a name from ``rtrl.METHODS`` (``tbptt``: the rolling window of ``truncation`` steps)."""
+    return value if isinstance(value, Method) else one_of(REGISTRY)(value)
+
+
+class RLConfig(Options):
+    """Everything that defines a run (the run folder's ``config.json``; ``rtrl rl``'s options). Construction checks
+    every field, builds the environment and the agent, so an unknown environment option or a method that does not
+    apply is a ``ValueError`` here."""
+
+    command = "rtrl rl"
+    env: str = option("tmaze", "an environment from `rtrl list`", one_of(ENVS), "NAME")
+    env_args: tuple = option((), "an environment option, e.g. memory_length=20 (repeatable)", pairs, "KEY=VALUE")
+    cell: Any = option("elman", "a cell from `rtrl list`, or the import path of any other, e.g. flax.linen:GRUCell "
+                       "(sized by the observation and --hidden)", cell_or_name, "NAME")
+    cell_args: tuple = option((), "a cell option, e.g. activation=relu (repeatable)", pairs, "KEY=VALUE")
+    hidden: int = option(32, "hidden size of the recurrent torso", positive_int, "N")
+    method: Any = option("rtrl", "a trace method from `rtrl list`, or tbptt (a rolling window of --truncation steps)",
+                         method_or_name, "NAME")
+    truncation: int = option(8, "tbptt's window", positive_int, "K")
+    envs: int = option(16, "environments stepped in parallel", positive_int, "E")
+    steps: int = option(100_000, "environment steps per environment", positive_int, "S")
+    gamma: float = option(0.99, "discount", unit_interval, "G")
+    lam: float = option(0.8, "lambda of the parameter-space eligibility traces (0: one-step actor-critic)",
+                        unit_interval, "L")
+    entropy: float = option(0.01, "weight of the policy's entropy", non_negative_float, "C")
+    value_coef: float = option(1.0, "weight of the value's gradient in the traces", non_negative_float, "C")
+    # measured (docs/rl.md): obgd at lr 1, kappa 2 was slower on masked CartPole and did not learn MemoryChain(20)
+    optimizer: str = option("adam", "adam, sgd or obgd (Elsayed et al.'s overshooting-bounded step)",
+                            one_of(OPTIMIZERS), "NAME")
+    lr: float = option(1e-3, "learning rate", positive_float, "LR")
+    kappa: float = option(2.0, "obgd's bound", positive_float, "K")
+    clip: float | None = option(1.0, "adam / sgd: clip the update's global norm to this (`--no-clip`: do not)",
+                                optional(positive_float), "C")
+    normalize_obs: bool = option(True, "normalise observations by running mean and variance", flag)
+    scale_rewards: bool = option(True, "scale rewards by the running deviation of the discounted return", flag)
+    update_every: int = option(1, "an update every k steps (the ascents of k steps summed)", positive_int, "K")
+    record_every: int = option(1000, "steps between metrics records (and checkpoints)", positive_int, "R")
+    fidelity_every: int = option(0, "every M steps, the cosine of the online gradients with BPTT's (0: off)",
+                                 non_negative_int, "M")
+    seed: int = option(0, "seed of the parameters, the environments and the actions", a_seed, "SEED")
+    dtype: str = option("float32", "float32 or float64", one_of(("float32", "float64")), "DTYPE")
 
     def __post_init__(self) -> None:
-        if self.env not in ENVS:
-            raise ValueError(f"unknown environment {self.env!r}; expected one of {sorted(ENVS)}")
-        for name in ("hidden", "truncation", "envs", "steps", "update_every", "record_every"):
-            check_positive_int(name, getattr(self, name))
-        if isinstance(self.fidelity_every, bool) or not isinstance(self.fidelity_every, int) or self.fidelity_every < 0:
-            raise ValueError(f"fidelity_every must be a non-negative integer (0: off), got {self.fidelity_every!r}")
-        if not (isinstance(self.cell, Cell) or self.cell in CELLS):
-            raise ValueError(f"cell must be a name from {sorted(CELLS)} or an rtrl cell, got {self.cell!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {list(OPTIMIZERS)}, got {self.optimizer!r}")
-        for name in ("gamma", "lam"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"{name} must lie in [0, 1], got {getattr(self, name)!r}")
-        for name in ("entropy", "value_coef"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be non-negative, got {getattr(self, name)!r}")
-        for name in ("lr", "kappa"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
-        if self.clip is not None and not self.clip > 0:
-            raise ValueError(f"clip must be positive (or None for no clipping), got {self.clip!r}")
-        if self.dtype not in ("float32", "float64"):
-            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        super().__post_init__()
+        self.parts()
+
+    def parts(self) -> tuple[Env, ActorCritic]:
+        """``(environment, agent)``; ``ValueError`` naming an option the environment or the cell does not have, a
+        cell that does not read the observation, or a method that does not apply."""
+        env = make(self.env, **dict(self.env_args))
+        cell = self.cell
+        if isinstance(cell, str):
+            cell = make_cell(cell, dict(self.cell_args), env.obs_size, self.hidden)
+        elif self.cell_args:
+            raise ValueError("cell_args apply to a cell given by name; this one is an object")
+        if cell.input_size != env.obs_size:
+            raise ValueError(f"cell input_size must be the observation size {env.obs_size} of {env.name}, got "
+                             f"{cell.input_size}")
+        return env, ActorCritic(cell, env.num_actions, self.method, self.truncation)
+
+    def label(self) -> str:
+        method = getattr(self.method, "name", self.method)
+        return f"{getattr(self.cell, 'name', self.cell)} {method}" + (f" K={self.truncation}" if method == "tbptt"
+                                                                     else "")
 
 
 class Pending(NamedTuple):
@@ -141,17 +176,6 @@ class RLState(NamedTuple):
     tally: Tally
 
 
-# Named configurations (``rtrl rl --preset NAME``); docs/rl.md has their measured results.
-PRESETS = {
-    "cartpole-masked": RLConfig(env="cartpole-masked", hidden=16, envs=16, steps=80_000, lr=3e-4, entropy=0.001,
-                                record_every=8_000),
-    "memory-chain": RLConfig(env="memory-chain", env_args=(("memory_length", 20),), hidden=16, envs=16,
-                             steps=20_000, truncation=10, record_every=2_000),
-    "memory-chain-40": RLConfig(env="memory-chain", env_args=(("memory_length", 40),), hidden=16, envs=16,
-                                steps=120_000, truncation=20, record_every=12_000),
-}
-
-
 def torso_cosine(a, b) -> jax.Array:
     a, b = (jnp.concatenate([x.ravel() for x in jax.tree.leaves(t["torso"])]) for t in (a, b))
     return a @ b / jnp.maximum(jnp.linalg.norm(a) * jnp.linalg.norm(b), jnp.finfo(a.dtype).tiny)
@@ -169,14 +193,7 @@ class OnlineActorCritic:
 
     def __init__(self, config: RLConfig):
         self.config = config
-        self.env = make(config.env, **dict(config.env_args))
-        cell = config.cell
-        if isinstance(cell, str):
-            cell = CELLS[cell](input_size=self.env.obs_size, hidden_size=config.hidden)
-        if cell.input_size != self.env.obs_size:
-            raise ValueError(f"cell input_size must be the observation size {self.env.obs_size} of "
-                             f"{self.env.name}, got {cell.input_size}")
-        self.agent = ActorCritic(cell, self.env.num_actions, config.method, config.truncation)
+        self.env, self.agent = config.parts()
         self.optimizer = make_optimizer(config)
         self.dtype = jnp.dtype(config.dtype)
         self.history = self.env.max_steps if config.fidelity_every else 0
@@ -296,20 +313,27 @@ def runner(config: RLConfig) -> OnlineActorCritic:
 
 
 def train(config: RLConfig, state: RLState | None = None,
-          on_record: Callable[[dict, RLState], None] | None = None) -> tuple[RLState, list[dict]]:
-    """Run ``config`` up to ``config.steps`` steps per environment (from ``state``, or from the start), one record
-    every ``record_every`` steps (the last chunk may be shorter); ``on_record(record, state)`` after each (a
-    checkpoint there resumes the run exactly). Stops with ``FloatingPointError`` if the parameters stop being
-    finite."""
+          on_record: Callable[[dict, RLState], None] | None = None,
+          on_chunk: Callable[[RLState, int], None] | None = None, wall_s: float = 0.0) -> tuple[RLState, list[dict]]:
+    """Run ``config`` up to ``config.steps`` steps per environment (from ``state``, or from the start), one record at
+    every multiple of ``record_every`` and at the end; ``on_record(record, state)`` after each (a checkpoint there
+    resumes the run exactly), ``on_chunk(state, n)`` after every ``n`` steps done (one jitted call). ``wall_s``: the
+    time already spent (a resumed run). Stops with ``rtrl.training.trainer.Diverged`` if a parameter stops being
+    finite (``on_record`` has seen nothing past the previous record)."""
     run = runner(config)
     state = run.init(config.seed) if state is None else state
-    records, start = [], time.perf_counter()
-    while int(state.step) < config.steps:
-        n = min(config.record_every, config.steps - int(state.step))
-        state = run.advance(state, n)
-        if not all(bool(jnp.isfinite(a).all()) for a in jax.tree.leaves(state.params)):
-            raise FloatingPointError(f"the parameters became non-finite by step {int(state.step)}")
-        rec = {**record(state), "wall_s": time.perf_counter() - start}
+    records, start = [], time.perf_counter() - wall_s
+    step = int(state.step)
+    while step < config.steps:
+        boundary = min((step // config.record_every + 1) * config.record_every, config.steps)
+        while step < boundary:
+            n = min(CHUNK, boundary - step)
+            state = run.advance(state, n)
+            step += n
+            finite_or_diverged(step, state.params)
+            if on_chunk is not None:
+                on_chunk(state, n)
+        rec = {**record(state), "wall_s": round(time.perf_counter() - start, 3)}
         state = cleared(state)
         records.append(rec)
         if on_record is not None:

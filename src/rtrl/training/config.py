@@ -88,6 +88,36 @@ def options(value):
     return value
 
 
+def pairs(value):
+    """``options`` as a sorted tuple of ``(name, value)`` pairs, so that the configuration stays hashable (a dict,
+    or the JSON lists of pairs that ``config.json`` holds, are accepted)."""
+    try:
+        items = dict(value).items() if not isinstance(value, str) else None
+    except (TypeError, ValueError):
+        items = None
+    if items is None or not all(isinstance(k, str) for k, _ in items):
+        raise Invalid("an object of options (KEY: VALUE)")
+    return tuple(sorted(items))
+
+
+def non_negative_int(value):
+    if not is_int(value) or value < 0:
+        raise Invalid("a non-negative integer")
+    return value
+
+
+def non_negative_float(value):
+    if not (is_int(value) or isinstance(value, float)) or not (math.isfinite(value) and value >= 0):
+        raise Invalid("a non-negative finite number")
+    return float(value)
+
+
+def unit_interval(value):
+    if not (is_int(value) or isinstance(value, float)) or not 0 <= value <= 1:
+        raise Invalid("a number in [0, 1]")
+    return float(value)
+
+
 def flag(value):
     if not isinstance(value, bool):
         raise Invalid("true or false")
@@ -95,14 +125,68 @@ def flag(value):
 
 
 def option(default, help: str, check: Callable, metavar: str | None = None):
-    """A field of ``RunConfig``: its default, help line (for ``rtrl train --help`` and docs/cli.md) and check."""
+    """A field of a configuration (``RunConfig``, ``rtrl.rl.RLConfig``): its default, help line (for ``--help`` and
+    docs/cli.md) and check."""
     meta = {"help": help, "check": check, "metavar": metavar}
     if isinstance(default, dict):
         return dataclasses.field(default_factory=dict, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
 
 
-class RunConfig(Frozen):
+class Options(Frozen):
+    """A configuration whose fields are ``option()``s: construction runs every field's check (a ``ValueError``
+    naming the field and what was expected); ``to_dict`` / ``from_dict`` are its ``config.json``. ``RunConfig``
+    (``rtrl train``) and ``rtrl.rl.RLConfig`` (``rtrl rl``) are ones."""
+
+    command = "rtrl train"  # what writes it, for messages
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            try:
+                object.__setattr__(self, field.name, field.metadata["check"](value))
+            except Invalid as e:
+                raise ValueError(f"{field.name} must be {e}, got {value!r}") from None
+
+    def resolved(self) -> Options:
+        """The defaults that depend on other options filled in (none here; ``RunConfig`` has some)."""
+        return self
+
+    # -- as data ------------------------------------------------------------------------------------------------
+    def replace(self, **changes) -> Options:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-like (options kept as ``pairs`` written as an object, as ``config.json`` shows them)."""
+        return {f.name: dict(getattr(self, f.name)) if f.metadata["check"] is pairs else getattr(self, f.name)
+                for f in dataclasses.fields(self)}
+
+    def differences(self, other: Options, ignore=BUDGET_KEYS) -> list[str]:
+        """Names of the options (outside ``ignore``) whose values differ (``["kind"]`` for another kind of run)."""
+        if type(other) is not type(self):
+            return ["kind"]
+        return [k for k, v in self.to_dict().items() if k not in ignore and other.to_dict()[k] != v]
+
+    @classmethod
+    def from_dict(cls, data, where: str = "the configuration", complete: bool = False) -> Options:
+        """A configuration from JSON-like ``data``; ``complete``: every option must be present (a file we wrote).
+        Errors name ``where``."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{where} must be a JSON object of run options, got {type(data).__name__}")
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(data) - set(names))
+        if unknown:
+            raise ValueError(f"{where} has unknown options {unknown}; the options are {names}")
+        missing = [n for n in names if n not in data]
+        if complete and missing:
+            raise ValueError(f"{where} lacks options {missing}: it was not written by `{cls.command}`")
+        try:
+            return cls(**data)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+
+
+class RunConfig(Options):
     """Everything that defines a training run. ``RunConfig(**options)`` raises a ``ValueError`` naming the first
     bad option; ``RunConfig.from_dict(d, where)`` also names where ``d`` came from (a file)."""
 
@@ -134,12 +218,7 @@ class RunConfig(Frozen):
     seed: int = option(0, "seed of the parameters and of the data", seed, "SEED")
 
     def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            try:
-                object.__setattr__(self, field.name, field.metadata["check"](value))
-            except Invalid as e:
-                raise ValueError(f"{field.name} must be {e}, got {value!r}") from None
+        super().__post_init__()
         self.parts()  # names, options, and whether the method applies to the cell and its windows
 
     # -- what it describes --------------------------------------------------------------------------------------
@@ -178,35 +257,6 @@ class RunConfig(Frozen):
 
     def label(self) -> str:
         return f"{self.cell} {self.method} k={self.update_every}"
-
-    # -- as data ------------------------------------------------------------------------------------------------
-    def replace(self, **changes) -> RunConfig:
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
-    def differences(self, other: RunConfig, ignore=BUDGET_KEYS) -> list[str]:
-        """Names of the options (outside ``ignore``) whose values differ."""
-        return [k for k, v in self.to_dict().items() if k not in ignore and other.to_dict()[k] != v]
-
-    @classmethod
-    def from_dict(cls, data, where: str = "the configuration", complete: bool = False) -> RunConfig:
-        """A configuration from JSON-like ``data``; ``complete``: every option must be present (a file we wrote).
-        Errors name ``where``."""
-        if not isinstance(data, dict):
-            raise ValueError(f"{where} must be a JSON object of run options, got {type(data).__name__}")
-        names = [f.name for f in dataclasses.fields(cls)]
-        unknown = sorted(set(data) - set(names))
-        if unknown:
-            raise ValueError(f"{where} has unknown options {unknown}; the options are {names}")
-        missing = [n for n in names if n not in data]
-        if complete and missing:
-            raise ValueError(f"{where} lacks options {missing}: it was not written by `rtrl train`")
-        try:
-            return cls(**data)
-        except ValueError as e:
-            raise ValueError(f"{where}: {e}") from None
 
 
 def option_names(cls, exclude=()) -> dict[str, object]:

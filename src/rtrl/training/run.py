@@ -1,19 +1,26 @@
 """A run folder: one training run that can be started, stopped, resumed and compared.
 
-Files in ``runs/NAME/``:
+Two kinds share it: a training run of ``rtrl train`` (``Run``: a model trained online on a task) and an online
+reinforcement-learning run of ``rtrl rl`` (``RLRun``: ``rtrl.rl``'s actor-critic); ``Run.open`` picks the kind
+from ``config.json``. Files in ``runs/NAME/``:
 
-* ``config.json``: the run's ``RunConfig`` (task, cell, method and their options, sizes, optimiser, budget, seed),
-  complete and resolved; ``RunConfig.trainer()`` turns it back into a ``Trainer``;
+* ``config.json``: the run's configuration, complete and resolved: a ``RunConfig`` (task, cell, method and their
+  options, sizes, optimiser, budget, seed; ``RunConfig.trainer()`` turns it back into a ``Trainer``) or, where it
+  names an ``env``, an ``rtrl.rl.RLConfig``;
 * ``metrics.jsonl``: one strict-JSON object per evaluation (never ``NaN``): ``step``, ``loss`` (training loss since
   the previous evaluation, ``null`` at step 0), ``metric`` (the task's held-out headline metric), ``eval_loss``,
-  any other metric of the task, and ``wall_s`` (seconds of training so far, across resumptions);
-* ``checkpoint.npz``: the whole ``TrainState`` at the last evaluation (parameters, optimiser state, carries,
-  traces, data key, stream position), written atomically;
-* ``curve.png``: the learning curves (training loss and metric, chance dashed);
+  any other metric of the task, and ``wall_s`` (seconds of training so far, across resumptions). An RL run's
+  records (one every ``record_every`` steps): ``step`` (environment steps per environment), ``return`` (mean
+  return of the episodes that ended since the previous record, ``null`` if none did), ``episodes``, ``wall_s``,
+  and ``cos_value`` / ``cos_policy`` where the fidelity check is on;
+* ``checkpoint.npz``: the whole ``TrainState`` (or ``RLState``) at the last record (parameters, optimiser state,
+  carries, traces, data key or environment states, position), written atomically;
+* ``curve.png``: the learning curves (training loss and metric, chance dashed; an RL run's mean return);
 * ``.lock``: held (``filelock``) by the one process that writes the folder; a second writer is refused.
 
 A stopped run resumes from its checkpoint and replays exactly what the uninterrupted run would have done: the
-data is a pure function of the data key and the step, and everything else is in the checkpoint.
+data (or the environments and the actions) is a pure function of the checkpointed keys and the step, and
+everything else is in the checkpoint.
 
 What the folder promises (docs/reliability.md lists the tests that hold each promise): every file is written
 atomically except ``metrics.jsonl``, which is appended one line per evaluation before the checkpoint that
@@ -33,9 +40,12 @@ import filelock
 
 from rtrl.files import atomic_write_text
 from rtrl.reports.plot import Curve, plot_curves
+from rtrl.rl.loop import RLConfig
+from rtrl.rl.loop import runner as rl_runner
+from rtrl.rl.loop import train as rl_train
 from rtrl.training import checkpoint
-from rtrl.training.config import RunConfig
-from rtrl.training.trainer import Diverged, TrainState, fit
+from rtrl.training.config import Options, RunConfig
+from rtrl.training.trainer import Diverged, fit
 
 CONFIG, METRICS, CHECKPOINT, CURVE, LOCK = "config.json", "metrics.jsonl", "checkpoint.npz", "curve.png", ".lock"
 FILES = (CONFIG, METRICS, CHECKPOINT, CURVE)
@@ -54,8 +64,18 @@ def parse_json(text: str):
     return json.loads(text, parse_constant=reject_constant)
 
 
-def read_config(path: str | os.PathLike) -> RunConfig:
-    """The configuration of the run in ``path``; ``RunError`` naming the file if it is missing or damaged."""
+def config_class(data) -> type[Options]:
+    """What ``config.json`` holds: an ``RLConfig`` where it names an ``env`` (``rtrl rl``), else a ``RunConfig``."""
+    return RLConfig if isinstance(data, dict) and "env" in data else RunConfig
+
+
+def fmt(value) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def read_config(path: str | os.PathLike) -> Options:
+    """The configuration of the run in ``path`` (either kind); ``RunError`` naming the file if it is missing or
+    damaged."""
     file = Path(path) / CONFIG
     if not file.is_file():
         raise RunError(f"{path} holds no run (no {CONFIG})")
@@ -64,7 +84,7 @@ def read_config(path: str | os.PathLike) -> RunConfig:
     except (ValueError, UnicodeDecodeError) as e:
         raise RunError(f"{file} is not valid JSON ({e})") from None
     try:
-        return RunConfig.from_dict(data, where=str(file), complete=True)
+        return config_class(data).from_dict(data, where=str(file), complete=True)
     except ValueError as e:
         raise RunError(str(e)) from None
 
@@ -95,8 +115,12 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
     return records
 
 
-def write_config(path: Path, config: RunConfig) -> None:
-    atomic_write_text(path / CONFIG, json.dumps(config.to_dict(), indent=2, allow_nan=False) + "\n")
+def write_config(path: Path, config: Options) -> None:
+    try:
+        text = json.dumps(config.to_dict(), indent=2, allow_nan=False)
+    except TypeError as e:  # a cell or method given as an object (from Python), not by name
+        raise RunError(f"a run folder's config.json needs every option as a name or a number: {e}") from None
+    atomic_write_text(path / CONFIG, text + "\n")
 
 
 def new_folders(path: Path) -> list[Path]:
@@ -112,9 +136,10 @@ def new_folders(path: Path) -> list[Path]:
 
 class Run:
     """A run folder and its configuration: ``Run.create(path, config)`` or ``Run.open(path)``, then ``train()``.
-    The trainer is built on first use."""
+    The trainer is built on first use. This class is the training run's kind (``RunConfig``); ``create`` and
+    ``open`` return the kind the configuration asks for (``RLRun`` for an ``RLConfig``)."""
 
-    def __init__(self, path: str | os.PathLike, config: RunConfig, trainer=None):
+    def __init__(self, path: str | os.PathLike, config: Options, trainer=None):
         self.path = Path(path)
         self.config = config
         self._trainer = trainer  # None: built from config on first use
@@ -123,8 +148,48 @@ class Run:
     @property
     def trainer(self):
         if self._trainer is None:
-            self._trainer = self.config.trainer()
+            self._trainer = self.build()
         return self._trainer
+
+    # -- what differs between the kinds ---------------------------------------------------------------
+    def build(self):
+        """The compiled pieces of the run (here a ``Trainer``)."""
+        return self.config.trainer()
+
+    def fresh(self):
+        """The state at step 0 (the template a checkpoint is loaded into)."""
+        return self.trainer.init()
+
+    def fit(self, state, wall_s: float, on_record, on_chunk):
+        """Continue ``state`` to ``config.steps``, ``on_record(state, record)`` after each record."""
+        return fit(self.trainer, state, self.config.steps, self.config.eval_every, on_eval=on_record,
+                   on_chunk=on_chunk, wall_s=wall_s)
+
+    def curve(self, label: str | None = None) -> Curve:
+        task = self.config.parts()[0]
+        return Curve(label or self.config.label(), read_metrics(self.path), task.metric_name, task.chance)
+
+    def title(self) -> str:
+        config = self.config
+        return f"{self.trainer.task.name}: {config.label()}, hidden {config.hidden}, batch {config.batch}"
+
+    def describe(self) -> str:
+        """One line: what the run trains."""
+        config, task = self.config, self.trainer.task
+        return (f"{task.name} ({task.metric_name}, chance {task.chance:.3g}) | {config.cell} hidden {config.hidden} "
+                f"| {config.method}, update every {config.update_every} | batch {config.batch}, {config.steps} steps")
+
+    def status(self, record: dict) -> str:
+        """A record in a few words (the progress bar's)."""
+        return f"loss {fmt(record['loss'])} {self.trainer.task.metric_name} {fmt(record['metric'])}"
+
+    def summary(self) -> str:
+        """Where the run started and where it stands."""
+        records, task = read_metrics(self.path), self.trainer.task
+        first, last = records[0], records[-1]
+        extra = ", ".join(f"{k} {fmt(v)}" for k, v in last.items() if k not in ("step", "loss", "metric", "wall_s"))
+        return (f"{task.metric_name}: {fmt(first['metric'])} at step {first['step']} -> {fmt(last['metric'])} at "
+                f"step {last['step']} (chance {task.chance:.3g}; {extra}) in {last['wall_s']:.1f} s")
 
     @contextlib.contextmanager
     def locked(self):
@@ -142,12 +207,12 @@ class Run:
             ) from None
 
     @classmethod
-    def create(cls, path: str | os.PathLike, config: RunConfig | dict, overwrite: bool = False, trainer=None) -> Run:
+    def create(cls, path: str | os.PathLike, config: Options | dict, overwrite: bool = False, trainer=None) -> Run:
         """A new run in ``path``; if it already holds the same run (budget aside), that run, to be continued.
         A different run there is an error unless ``overwrite``, which removes the run's files first. Nothing is
         created when the configuration is invalid or ``path`` cannot hold a run. ``trainer``: one already built
         from the same configuration, to reuse its compiled functions."""
-        config = (config if isinstance(config, RunConfig) else RunConfig.from_dict(config)).resolved()
+        config = (config if isinstance(config, Options) else config_class(config).from_dict(config)).resolved()
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise RunError(f"{path} is a file, not a run folder; choose another --out")
@@ -162,7 +227,7 @@ class Run:
         elif path.is_dir() and not overwrite and any(p.name not in (LOCK,) for p in path.iterdir()):
             raise RunError(f"{path} exists and is not a run folder; choose another --out")
         created = new_folders(path)
-        run = cls(path, config, trainer)
+        run = KINDS[type(config)](path, config, trainer)
         try:
             path.mkdir(parents=True, exist_ok=True)
             with run.locked():
@@ -182,7 +247,7 @@ class Run:
     def open(cls, path: str | os.PathLike, steps: int | None = None, trainer=None) -> Run:
         """An existing run, with its step budget changed to ``steps`` if given (``trainer`` as in ``create``)."""
         config = read_config(path)
-        run = cls(path, config, trainer)
+        run = KINDS[type(config)](path, config, trainer)
         if steps is not None:
             try:
                 run.config = config.replace(steps=steps).resolved()
@@ -191,7 +256,7 @@ class Run:
         return run
 
     # -- state on disk ----------------------------------------------------------------------------------
-    def load(self) -> tuple[TrainState, float]:
+    def load(self) -> tuple[object, float]:
         """The checkpointed state and wall time; a fresh state if the run has not passed step 0. Records past
         the checkpoint (written before a crash) are dropped, as the resumed run writes them again. A history
         that the checkpoint does not account for is a ``RunError``: nothing is restarted or rewritten."""
@@ -205,8 +270,8 @@ class Run:
                 )
             if records or self.torn():  # a step-0 record without its checkpoint: written again
                 self.rewrite_metrics([])
-            return self.trainer.init(), 0.0
-        state, meta = checkpoint.load(file, self.trainer.init())
+            return self.fresh(), 0.0
+        state, meta = checkpoint.load(file, self.fresh())
         kept = [r for r in records if r["step"] <= meta["step"]]
         if not kept or kept[-1]["step"] != meta["step"]:
             raise RunError(
@@ -224,7 +289,7 @@ class Run:
     def rewrite_metrics(self, records: list[dict]) -> None:
         atomic_write_text(self.path / METRICS, "".join(json.dumps(r, allow_nan=False) + "\n" for r in records))
 
-    def record(self, state: TrainState, record: dict) -> None:
+    def record(self, state, record: dict) -> None:
         """After an evaluation: append the metrics line (one write), then checkpoint, so a checkpoint never runs
         ahead of the records it comes with."""
         line = json.dumps(record, allow_nan=False) + "\n"
@@ -235,14 +300,11 @@ class Run:
         checkpoint.save(self.path / CHECKPOINT, state, {"step": record["step"], "wall_s": record["wall_s"]})
 
     def plot(self) -> Path:
-        task = self.trainer.task
-        curve = Curve(self.config.label(), read_metrics(self.path), task.metric_name, task.chance)
-        title = f"{task.name}: {self.config.label()}, hidden {self.config.hidden}, batch {self.config.batch}"
-        plot_curves([curve], self.path / CURVE, title)
+        plot_curves([self.curve()], self.path / CURVE, self.title())
         return self.path / CURVE
 
     # -- training ---------------------------------------------------------------------------------------
-    def train(self, on_eval=None, on_chunk=None) -> TrainState:
+    def train(self, on_eval=None, on_chunk=None):
         """Continue from the checkpoint up to ``config.steps``, holding the folder's lock; writes metrics,
         checkpoints and the plot. On ``Diverged`` the last checkpoint (all of whose records are finite) stays,
         and the plot shows the run up to it."""
@@ -257,8 +319,7 @@ class Run:
                     on_eval(state, rec)
 
             try:
-                state = fit(self.trainer, state, self.config.steps, self.config.eval_every, on_eval=record,
-                            on_chunk=on_chunk, wall_s=wall_s)
+                state = self.fit(state, wall_s, record, on_chunk)
             finally:
                 if read_metrics(self.path):
                     self.plot()
@@ -269,5 +330,44 @@ class Run:
         return checkpoint.read_meta(file)["step"] if file.is_file() else None
 
 
-__all__ = ["CHECKPOINT", "CONFIG", "CURVE", "METRICS", "Diverged", "Run", "RunConfig", "RunError", "read_config",
-           "read_metrics"]
+class RLRun(Run):
+    """The run folder of ``rtrl rl``: an online actor-critic (``rtrl.rl.train``), a record every ``record_every``
+    steps (none at step 0: no episode has ended there)."""
+
+    def build(self):
+        return rl_runner(self.config)
+
+    def fresh(self):
+        return self.trainer.init(self.config.seed)
+
+    def fit(self, state, wall_s: float, on_record, on_chunk):
+        return rl_train(self.config, state, lambda record, state: on_record(state, record), on_chunk, wall_s)[0]
+
+    def curve(self, label: str | None = None) -> Curve:
+        return Curve(label or self.config.label(), read_metrics(self.path), "mean return", None, key="return")
+
+    def title(self) -> str:
+        env = self.config.env + "".join(f" {k}={v}" for k, v in self.config.env_args)
+        return f"{env}: {self.config.label()}, hidden {self.config.hidden}, {self.config.envs} environments"
+
+    def describe(self) -> str:
+        config = self.config
+        return (f"{self.trainer.env.name} | {config.label()} hidden {config.hidden}, update every "
+                f"{config.update_every} | {config.envs} environments, {config.steps} steps each")
+
+    def status(self, record: dict) -> str:
+        cosines = "".join(f" {k} {fmt(record[k])}" for k in ("cos_value", "cos_policy") if k in record)
+        return f"return {fmt(record['return'])} ({record['episodes']} episodes){cosines}"
+
+    def summary(self) -> str:
+        records = read_metrics(self.path)
+        first, last = records[0], records[-1]
+        extra = ", ".join(f"{k} {fmt(v)}" for k, v in last.items() if k not in ("step", "return", "wall_s"))
+        return (f"mean return {fmt(first['return'])} at step {first['step']} -> {fmt(last['return'])} at step "
+                f"{last['step']} ({extra}) in {last['wall_s']:.1f} s")
+
+
+KINDS: dict[type[Options], type[Run]] = {RunConfig: Run, RLConfig: RLRun}
+
+__all__ = ["CHECKPOINT", "CONFIG", "CURVE", "METRICS", "Diverged", "RLRun", "Run", "RunConfig", "RunError",
+           "read_config", "read_metrics"]

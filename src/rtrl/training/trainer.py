@@ -217,6 +217,15 @@ def checked(step: int, record: dict) -> dict:
     return record
 
 
+def finite_or_diverged(step: int, params) -> None:
+    """``Diverged`` at ``step`` naming the first non-finite value among the parameters, if there is one."""
+    for a in jax.tree.leaves(params):
+        a = np.asarray(a)
+        bad = a[~np.isfinite(a)]
+        if bad.size:
+            raise Diverged(step, float(bad[0]), "a parameter")
+
+
 def fit(
     trainer: Trainer,
     state: TrainState,
@@ -256,8 +265,7 @@ def fit(
             step += n
             if on_chunk is not None:
                 on_chunk(state, n)
-        if not all(np.isfinite(np.asarray(a)).all() for a in jax.tree.leaves(state.params)):
-            raise Diverged(step, float("nan"), "a parameter")
+        finite_or_diverged(step, state.params)
         weight = float(state.weight_sum)
         record = {"step": step, "loss": float(state.loss_sum) / weight if weight > 0 else None}
         record.update(evaluation(trainer, state))

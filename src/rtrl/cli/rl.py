@@ -1,0 +1,22 @@
+"""``rtrl rl``: an online actor-critic (``rtrl.rl``) trained in a run folder, with a progress bar showing the mean
+return; its options are the fields of ``rtrl.rl.RLConfig`` and ``--preset NAME`` (``rtrl.rl.presets``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from rtrl.cli.options import add_config_arguments, config_from_args
+from rtrl.cli.train import add_run_arguments, train_run
+from rtrl.rl.loop import RLConfig
+from rtrl.rl.presets import PRESETS
+from rtrl.training.run import Run
+
+
+def add_rl_arguments(p: argparse.ArgumentParser) -> None:
+    add_config_arguments(p, RLConfig, PRESETS)
+    add_run_arguments(p)
+
+
+def cmd_rl(args) -> int:
+    run = Run.create(args.out, config_from_args(args, RLConfig, PRESETS), overwrite=args.overwrite)
+    return train_run(run, args.quiet)

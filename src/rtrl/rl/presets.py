@@ -1,0 +1,63 @@
+"""Named online-RL configurations: ``rtrl rl --preset NAME`` (options given beside it override the preset's).
+
+Every row of the results tables in docs/rl.md is one preset, and ``python -m rtrl.rl.results`` runs exactly these
+(over seeds), so the tables and the presets cannot drift apart. A table is a setting (an environment, a budget, a
+network) and its rows are the methods compared on it: the row of online exact RTRL is named after the table
+(``memory-chain``), the others add the method (``memory-chain-tbptt``). Every preset logs the gradient fidelity
+(``fidelity_every``), as the tables show it.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from rtrl.training.presets import Preset
+
+FIDELITY_EVERY = 250
+METHODS = ("rtrl", "tbptt", "snap1", "eprop", "uoro")
+
+
+class Table(NamedTuple):
+    """A setting of the results tables: what it tests, its ``RLConfig`` options, the target return and the methods
+    (its rows)."""
+
+    what: str
+    options: dict
+    target: float
+    methods: tuple[str, ...] = METHODS
+
+
+TABLES = {
+    "memory-chain": Table(
+        "MemoryChain-bsuite, the cue 20 steps before the answer",
+        {"env": "memory-chain", "env_args": {"memory_length": 20}, "hidden": 16, "envs": 16, "steps": 20_000,
+         "truncation": 10, "record_every": 2_000, "fidelity_every": FIDELITY_EVERY}, 0.8),
+    "cartpole-masked": Table(
+        "CartPole-v1 with its velocities hidden (a POMDP)",
+        {"env": "cartpole-masked", "hidden": 16, "envs": 16, "steps": 80_000, "lr": 3e-4, "entropy": 0.001,
+         "record_every": 8_000, "fidelity_every": FIDELITY_EVERY}, 400.0),
+    "memory-chain-40": Table(
+        "MemoryChain-bsuite, the cue 40 steps before the answer",
+        {"env": "memory-chain", "env_args": {"memory_length": 40}, "hidden": 16, "envs": 16, "steps": 120_000,
+         "truncation": 20, "record_every": 12_000, "fidelity_every": FIDELITY_EVERY}, 0.8, ("rtrl", "tbptt")),
+}
+
+
+def preset_name(table: str, method: str) -> str:
+    return table if method == "rtrl" else f"{table}-{method}"
+
+
+def describe(method: str, options: dict) -> str:
+    if method == "tbptt":
+        return f"rolling truncated BPTT over the last {options.get('truncation', 8)} steps"
+    return {"rtrl": "online exact RTRL", "snap1": "SnAp-1 traces", "eprop": "e-prop traces",
+            "uoro": "UORO's rank-one traces"}.get(method, method)
+
+
+# name -> Preset(summary, RLConfig options); the rows of TABLES, table by table.
+ROWS: dict[str, tuple[str, str]] = {preset_name(t, m): (t, m) for t, table in TABLES.items() for m in table.methods}
+PRESETS: dict[str, Preset] = {
+    name: Preset(f"{TABLES[t].what}: {describe(m, TABLES[t].options)}, Elman {TABLES[t].options['hidden']}",
+                 {**TABLES[t].options, "method": m})
+    for name, (t, m) in ROWS.items()
+}
