@@ -24,7 +24,7 @@ from rtrl.training.tasks import TASKS
 from rtrl.training.trainer import Trainer, make_optimizer
 
 OPTIMIZERS = ("adam", "sgd")
-BUDGET_KEYS = ("steps",)  # may change between a run and its resumption
+RESUME_KEYS = ("steps", "devices")  # may change between a run and its resumption: the budget, where it runs
 MAX_SEED = 2**32 - 1  # jax.random.PRNGKey takes a 32-bit seed without x64
 
 
@@ -132,6 +132,8 @@ class RunConfig(Frozen):
     eval_size: int = option(256, "held-out episodes per evaluation", positive_int, "M")
     stagger: bool = option(False, "start stream b at b/B of an episode (trace methods only)", flag)
     seed: int = option(0, "seed of the parameters and of the data", seed, "SEED")
+    devices: int = option(1, "devices to split the streams over (the batch a multiple of it; docs/devices.md)",
+                          positive_int, "N")
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -140,6 +142,9 @@ class RunConfig(Frozen):
                 object.__setattr__(self, field.name, field.metadata["check"](value))
             except Invalid as e:
                 raise ValueError(f"{field.name} must be {e}, got {value!r}") from None
+        if self.batch % self.devices:
+            raise ValueError(f"batch must be a multiple of devices={self.devices} (each device takes an equal "
+                             f"share of the streams), got {self.batch}")
         self.parts()  # names, options, and whether the method applies to the cell and its windows
 
     # -- what it describes --------------------------------------------------------------------------------------
@@ -174,6 +179,7 @@ class RunConfig(Frozen):
             eval_size=config.eval_size,
             stagger=config.stagger,
             seed=config.seed,
+            devices=config.devices,
         )
 
     def label(self) -> str:
@@ -186,7 +192,7 @@ class RunConfig(Frozen):
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
-    def differences(self, other: RunConfig, ignore=BUDGET_KEYS) -> list[str]:
+    def differences(self, other: RunConfig, ignore=RESUME_KEYS) -> list[str]:
         """Names of the options (outside ``ignore``) whose values differ."""
         return [k for k, v in self.to_dict().items() if k not in ignore and other.to_dict()[k] != v]
 

@@ -8,7 +8,7 @@ Files in ``runs/NAME/``:
   the previous evaluation, ``null`` at step 0), ``metric`` (the task's held-out headline metric), ``eval_loss``,
   any other metric of the task, and ``wall_s`` (seconds of training so far, across resumptions);
 * ``checkpoint.npz``: the whole ``TrainState`` at the last evaluation (parameters, optimiser state, carries,
-  traces, data key, stream position), written atomically;
+  traces, data key, stream position), written atomically, as host arrays whatever ``devices`` the run uses;
 * ``curve.png``: the learning curves (training loss and metric, chance dashed);
 * ``.lock``: held (``filelock``) by the one process that writes the folder; a second writer is refused.
 
@@ -31,6 +31,7 @@ from pathlib import Path
 
 import filelock
 
+from rtrl import devices
 from rtrl.files import atomic_write_text
 from rtrl.reports.plot import Curve, plot_curves
 from rtrl.training import checkpoint
@@ -95,6 +96,14 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
     return records
 
 
+def check_devices(config: RunConfig) -> None:
+    """``RunError`` unless this machine has the devices ``config`` splits its streams over."""
+    try:
+        devices.mesh(config.devices, config.batch)
+    except ValueError as e:
+        raise RunError(f"{e} (or run it on fewer: --devices)") from None
+
+
 def write_config(path: Path, config: RunConfig) -> None:
     atomic_write_text(path / CONFIG, json.dumps(config.to_dict(), indent=2, allow_nan=False) + "\n")
 
@@ -148,6 +157,7 @@ class Run:
         created when the configuration is invalid or ``path`` cannot hold a run. ``trainer``: one already built
         from the same configuration, to reuse its compiled functions."""
         config = (config if isinstance(config, RunConfig) else RunConfig.from_dict(config)).resolved()
+        check_devices(config)
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise RunError(f"{path} is a file, not a run folder; choose another --out")
@@ -179,15 +189,18 @@ class Run:
         return run
 
     @classmethod
-    def open(cls, path: str | os.PathLike, steps: int | None = None, trainer=None) -> Run:
-        """An existing run, with its step budget changed to ``steps`` if given (``trainer`` as in ``create``)."""
+    def open(cls, path: str | os.PathLike, steps: int | None = None, trainer=None, devices: int | None = None) -> Run:
+        """An existing run, with its step budget changed to ``steps`` and its device count to ``devices`` if given
+        (``trainer`` as in ``create``); the checkpoint of a run on any number of devices resumes on any other."""
         config = read_config(path)
         run = cls(path, config, trainer)
-        if steps is not None:
+        changes = {name: value for name, value in (("steps", steps), ("devices", devices)) if value is not None}
+        if changes:
             try:
-                run.config = config.replace(steps=steps).resolved()
+                run.config = config.replace(**changes).resolved()
             except ValueError as e:
                 raise RunError(str(e)) from None
+        check_devices(run.config)
         return run
 
     # -- state on disk ----------------------------------------------------------------------------------
