@@ -22,7 +22,9 @@ between each environment's online ``g_v`` and ``g_logp`` and the BPTT gradients 
 episode so far, with the current parameters; a history of ``env.max_steps`` inputs is kept for that.
 
 The whole run is a pure function of ``RLState`` (a pytree: checkpoint it to resume bit for bit); ``train`` drives
-chunks of ``record_every`` steps, one jitted ``lax.scan`` each, and returns metrics records.
+chunks of ``record_every`` steps, one jitted ``lax.scan`` each, and returns metrics records. ``devices = N``
+splits the E environments over N devices (``rtrl.devices``): environment states, torso memory and the traces
+``z`` along E, the parameters and statistics replicated; XLA reduces the means over E across the devices.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from jax import lax
 
 from rtrl.cells import CELLS, Cell
 from rtrl.checks import check_positive_int
+from rtrl.devices import batch_axes, constrain, mesh, shardings
 from rtrl.frozen import Frozen
 from rtrl.rl.agent import ActorCritic
 from rtrl.rl.envs import ENVS, make
@@ -77,12 +80,16 @@ class RLConfig(Frozen):
     fidelity_every: int = 0  # 0: off
     seed: int = 0
     dtype: str = "float32"
+    devices: int = 1  # split the environments over this many devices (a divisor of ``envs``)
 
     def __post_init__(self) -> None:
         if self.env not in ENVS:
             raise ValueError(f"unknown environment {self.env!r}; expected one of {sorted(ENVS)}")
-        for name in ("hidden", "truncation", "envs", "steps", "update_every", "record_every"):
+        for name in ("hidden", "truncation", "envs", "steps", "update_every", "record_every", "devices"):
             check_positive_int(name, getattr(self, name))
+        if self.envs % self.devices:
+            raise ValueError(f"envs must be a multiple of devices={self.devices} (each device takes an equal share "
+                             f"of the environments), got {self.envs}")
         if isinstance(self.fidelity_every, bool) or not isinstance(self.fidelity_every, int) or self.fidelity_every < 0:
             raise ValueError(f"fidelity_every must be a non-negative integer (0: off), got {self.fidelity_every!r}")
         if not (isinstance(self.cell, Cell) or self.cell in CELLS):
@@ -180,10 +187,24 @@ class OnlineActorCritic:
         self.optimizer = make_optimizer(config)
         self.dtype = jnp.dtype(config.dtype)
         self.history = self.env.max_steps if config.fidelity_every else 0
-        self.advance = jax.jit(self._advance, static_argnums=1)
+        self.mesh = mesh(config.devices, config.envs, "envs")
+        advance = jax.jit(self._advance, static_argnums=1)
+        self.advance = advance if self.mesh is None else lambda state, n: advance(self.place(state), n)
 
     def init(self, seed: int) -> RLState:
-        E, dtype = self.config.envs, self.dtype
+        return self.place(self.fresh(seed, self.config.envs))
+
+    @functools.cached_property
+    def sharding(self):
+        """``RLState``'s shardings: split along E where a leaf has that axis, else replicated."""
+        return shardings(self.mesh, batch_axes(lambda envs: self.fresh(0, envs), self.config.envs))
+
+    def place(self, state: RLState) -> RLState:
+        """``state`` on this run's devices (one from a checkpoint of any device count); unchanged on one."""
+        return state if self.mesh is None else jax.device_put(state, self.sharding)
+
+    def fresh(self, seed: int, envs: int) -> RLState:
+        E, dtype = envs, self.dtype
         k_params, k_env, key = jax.random.split(jax.random.PRNGKey(seed), 3)
         params = self.agent.init(k_params, dtype)
         obs, env_state = jax.vmap(self.env.reset)(jax.random.split(k_env, E))
@@ -266,7 +287,8 @@ class OnlineActorCritic:
                        key, state.step + 1, tally), None
 
     def _advance(self, state: RLState, n: int) -> RLState:
-        return lax.scan(self._one, state, None, length=n)[0]
+        state = lax.scan(self._one, state, None, length=n)[0]
+        return state if self.mesh is None else constrain(state, self.sharding)
 
 
 def record(state: RLState) -> dict:
