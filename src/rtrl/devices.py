@@ -71,8 +71,3 @@ def split(mesh: Mesh, axis: int | None) -> NamedSharding:
 def shardings(mesh: Mesh, axes):
     """``NamedSharding``s of a tree from its ``batch_axes``."""
     return jax.tree.map(lambda a: split(mesh, a), axes, is_leaf=lambda a: a is None)
-
-
-def constrain(tree, sharding):
-    """Inside a jitted function: ``tree`` laid out as ``sharding`` (a tree prefix of shardings)."""
-    return jax.lax.with_sharding_constraint(tree, sharding)

@@ -43,7 +43,7 @@ from jax import lax
 
 from rtrl.cells import CELLS, Cell
 from rtrl.checks import check_positive_int
-from rtrl.devices import batch_axes, constrain, mesh, shardings
+from rtrl.devices import batch_axes, mesh, shardings
 from rtrl.frozen import Frozen
 from rtrl.rl.agent import ActorCritic
 from rtrl.rl.envs import ENVS, make
@@ -288,7 +288,7 @@ class OnlineActorCritic:
 
     def _advance(self, state: RLState, n: int) -> RLState:
         state = lax.scan(self._one, state, None, length=n)[0]
-        return state if self.mesh is None else constrain(state, self.sharding)
+        return state if self.mesh is None else lax.with_sharding_constraint(state, self.sharding)
 
 
 def record(state: RLState) -> dict:

@@ -41,7 +41,7 @@ import optax
 from jax import lax
 
 from rtrl.checks import check_positive_int
-from rtrl.devices import batch_axes, constrain, mesh, shardings, split
+from rtrl.devices import batch_axes, mesh, shardings, split
 from rtrl.methods import Method, resolve
 from rtrl.online import UNROLL, online
 from rtrl.training.model import ReadoutModel, with_reset_flag
@@ -181,7 +181,7 @@ class Trainer:
         k = self.update_every
         episodes, done = stream_chunk(self.task, state.key, state.step, n_updates * k, self.offsets)
         if self.mesh is not None:  # each device draws its own streams' data: (steps, B, ...) split over B
-            episodes, done = constrain((episodes, done), split(self.mesh, 1))
+            episodes, done = lax.with_sharding_constraint((episodes, done), split(self.mesh, 1))
         windows = jax.tree.map(lambda a: a.reshape((n_updates, k) + a.shape[1:]), (episodes, done))
 
         def update(carry, data):
@@ -205,7 +205,7 @@ class Trainer:
             state.weight_sum + weights.sum(),
         )
         if self.mesh is not None:  # the state as it came, the losses whole on every device (and process)
-            state, losses = constrain((state, losses), (self.sharding, split(self.mesh, None)))
+            state, losses = lax.with_sharding_constraint((state, losses), (self.sharding, split(self.mesh, None)))
         return state, losses
 
     def train(self, state: TrainState, n_steps: int) -> tuple[TrainState, jax.Array]:
@@ -220,7 +220,7 @@ class Trainer:
         xs = with_reset_flag(episodes.xs, jnp.zeros(episodes.weights.shape, bool))
         _, outputs = self.forward(params, self.model.initial_carry((n,), dtype), xs)
         metrics = self.task.metrics(outputs, episodes)
-        return metrics if self.mesh is None else constrain(metrics, split(self.mesh, None))
+        return metrics if self.mesh is None else lax.with_sharding_constraint(metrics, split(self.mesh, None))
 
     def evaluate(self, params) -> dict[str, float]:
         """The task's metrics on its held-out episodes (``"metric"`` is the headline one)."""
