@@ -191,6 +191,12 @@ def test_bad_device_counts_are_refused_saying_what_to_do(make, message):
     assert message in str(info.value)
 
 
+def test_a_run_folder_from_before_devices_existed_resumes_on_one_device():
+    written = RunConfig(batch=4).resolved().to_dict()
+    del written["devices"]
+    assert RunConfig.from_dict(written, complete=True).devices == 1
+
+
 def test_the_cli_refuses_more_devices_than_there_are_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "run"
     assert cli.main(["train", "--batch", "8", "--devices", "8", "--steps", "5", "--out", str(out)]) == 2

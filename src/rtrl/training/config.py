@@ -25,6 +25,7 @@ from rtrl.training.trainer import Trainer, make_optimizer
 
 OPTIMIZERS = ("adam", "sgd")
 RESUME_KEYS = ("steps", "devices")  # may change between a run and its resumption: the budget, where it runs
+ADDED_KEYS = ("devices",)  # options newer than some run folders: a config.json without them takes the default
 MAX_SEED = 2**32 - 1  # jax.random.PRNGKey takes a 32-bit seed without x64
 
 
@@ -206,7 +207,7 @@ class RunConfig(Frozen):
         unknown = sorted(set(data) - set(names))
         if unknown:
             raise ValueError(f"{where} has unknown options {unknown}; the options are {names}")
-        missing = [n for n in names if n not in data]
+        missing = [n for n in names if n not in data and n not in ADDED_KEYS]
         if complete and missing:
             raise ValueError(f"{where} lacks options {missing}: it was not written by `rtrl train`")
         try:
