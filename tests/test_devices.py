@@ -96,6 +96,9 @@ def test_four_devices_train_as_one_with_carries_and_traces_split_over_them(setup
         assert split(memory, 4)  # BPTT windows carry only the carry
     assert replicated(state.params, 4) and replicated(state.opt_state, 4) and replicated(state.key, 4)
     assert on_one_device(uninterrupted(setup))  # one device: no mesh at all
+    if setup == "rtrl":  # held-out episodes split over the devices; parameters from one device are copied over
+        theirs, ours = (tr.evaluate(uninterrupted(setup).params) for tr in (trainer(setup), four))
+        assert ours.keys() == theirs.keys() and all(close(ours[k], theirs[k]) for k in ours)
     # checkpointed halfway (whole host arrays, not shards), resumed on one device (on two: the next test)
     checkpoint.save(tmp_path / "half.npz", half)
     with np.load(tmp_path / "half.npz") as data:
@@ -207,6 +210,9 @@ def test_the_cli_refuses_more_devices_than_there_are_and_writes_nothing(tmp_path
 
 
 def test_the_benchmark_reruns_itself_with_the_host_devices_it_needs_and_keeps_other_flags(monkeypatch):
+    monkeypatch.setattr(jax, "device_count", lambda: 1)  # as in a plain interpreter: 2 devices are not here
+    (row,) = bench.run([2], cell="elman", method="rtrl", hidden=2, batch=2, steps=2)
+    assert row["devices"] == 2 and row["seconds"] > 0 and row["relative_error"] == 0
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_thunk_runtime=false --xla_force_host_platform_device_count=4")
     flags = bench.with_host_devices(2)["XLA_FLAGS"].split()
     assert flags == ["--xla_cpu_use_thunk_runtime=false", f"{bench.FORCE}=2"]

@@ -224,6 +224,8 @@ class Trainer:
 
     def evaluate(self, params) -> dict[str, float]:
         """The task's metrics on its held-out episodes (``"metric"`` is the headline one)."""
+        if self.mesh is not None:  # parameters from anywhere (one device, a checkpoint): a copy on each device
+            params = jax.device_put(params, split(self.mesh, None))
         return {name: float(v) for name, v in self._evaluate(params, self.eval_set).items()}
 
 
