@@ -70,11 +70,13 @@ def cmd_train(args) -> int:
 def add_resume_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="a run folder written by `rtrl train` or `rtrl rl`")
     p.add_argument("--steps", type=positive_int, help="a new total step budget (default: the run's own)")
+    p.add_argument("--devices", type=positive_int, metavar="N",
+                   help="continue on N devices (default: the run's own; docs/devices.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def cmd_resume(args) -> int:
-    return train_run(Run.open(args.run, steps=args.steps), args.quiet)
+    return train_run(Run.open(args.run, steps=args.steps, devices=args.devices), args.quiet)
 
 
 __all__ = ["UsageError", "add_resume_arguments", "add_run_arguments", "add_train_arguments", "cmd_resume",

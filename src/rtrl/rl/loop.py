@@ -22,7 +22,9 @@ between each environment's online ``g_v`` and ``g_logp`` and the BPTT gradients 
 episode so far, with the current parameters; a history of ``env.max_steps`` inputs is kept for that.
 
 The whole run is a pure function of ``RLState`` (a pytree: checkpoint it to resume bit for bit); ``train`` drives
-chunks of ``record_every`` steps, one jitted ``lax.scan`` each, and returns metrics records.
+chunks of ``record_every`` steps, one jitted ``lax.scan`` each, and returns metrics records. ``devices = N``
+splits the E environments over N devices (``rtrl.devices``): environment states, torso memory and the traces
+``z`` along E, the parameters and statistics replicated; XLA reduces the means over E across the devices.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import optax
 from jax import lax
 
 from rtrl.cells import Cell
+from rtrl.devices import batch_axes, mesh, shardings
 from rtrl.methods import REGISTRY, Method
 from rtrl.rl.agent import ActorCritic
 from rtrl.rl.envs import ENVS, Env, make
@@ -114,9 +117,14 @@ class RLConfig(Options):
                                  non_negative_int, "M")
     seed: int = option(0, "seed of the parameters, the environments and the actions", a_seed, "SEED")
     dtype: str = option("float32", "float32 or float64", one_of(("float32", "float64")), "DTYPE")
+    devices: int = option(1, "devices to split the environments over (--envs a multiple of it; docs/devices.md)",
+                          positive_int, "N")
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.envs % self.devices:
+            raise ValueError(f"envs must be a multiple of devices={self.devices} (each device takes an equal share "
+                             f"of the environments), got {self.envs}")
         self.parts()
 
     def parts(self) -> tuple[Env, ActorCritic]:
@@ -197,10 +205,24 @@ class OnlineActorCritic:
         self.optimizer = make_optimizer(config)
         self.dtype = jnp.dtype(config.dtype)
         self.history = self.env.max_steps if config.fidelity_every else 0
-        self.advance = jax.jit(self._advance, static_argnums=1)
+        self.mesh = mesh(config.devices, config.envs, "envs")
+        advance = jax.jit(self._advance, static_argnums=1)
+        self.advance = advance if self.mesh is None else lambda state, n: advance(self.place(state), n)
 
     def init(self, seed: int) -> RLState:
-        E, dtype = self.config.envs, self.dtype
+        return self.place(self.fresh(seed, self.config.envs))
+
+    @functools.cached_property
+    def sharding(self):
+        """``RLState``'s shardings: split along E where a leaf has that axis, else replicated."""
+        return shardings(self.mesh, batch_axes(lambda envs: self.fresh(0, envs), self.config.envs))
+
+    def place(self, state: RLState) -> RLState:
+        """``state`` on this run's devices (one from a checkpoint of any device count); unchanged on one."""
+        return state if self.mesh is None else jax.device_put(state, self.sharding)
+
+    def fresh(self, seed: int, envs: int) -> RLState:
+        E, dtype = envs, self.dtype
         k_params, k_env, key = jax.random.split(jax.random.PRNGKey(seed), 3)
         params = self.agent.init(k_params, dtype)
         obs, env_state = jax.vmap(self.env.reset)(jax.random.split(k_env, E))
@@ -283,7 +305,8 @@ class OnlineActorCritic:
                        key, state.step + 1, tally), None
 
     def _advance(self, state: RLState, n: int) -> RLState:
-        return lax.scan(self._one, state, None, length=n)[0]
+        state = lax.scan(self._one, state, None, length=n)[0]
+        return state if self.mesh is None else lax.with_sharding_constraint(state, self.sharding)
 
 
 def record(state: RLState) -> dict:

@@ -5,6 +5,11 @@ Each leaf is stored under its tree path (``jax.tree_util.keystr``: ``.params['ce
 fixes the tree; every leaf is looked up by its path and checked (present, shape, dtype), and every error names
 the path, so nothing but plain arrays is ever unpickled or trusted. A file that is not a readable checkpoint
 (truncated, garbage) is a ``CheckpointError`` naming the file, never a raw ``zipfile`` or ``numpy`` error.
+
+The file holds whole host arrays whatever devices the state was on: a leaf split over several devices (or
+processes) is gathered when saved, and a loaded leaf is placed as the template's leaf is (split or replicated
+over its devices), so a run saved on N devices resumes on any other number. Across processes every process
+calls ``save`` (the gather is collective), the first one writes the file, and all return once it is written.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import zipfile
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import multihost_utils
 
 from rtrl.files import atomic_write
 
@@ -35,11 +41,31 @@ def named_leaves(tree) -> list[tuple[str, object]]:
     return [(jax.tree_util.keystr(path) or "<root>", leaf) for path, leaf in jax.tree_util.tree_leaves_with_path(tree)]
 
 
+def host(leaf) -> np.ndarray:
+    """A leaf as one host array, gathered from the other processes where it is split over them."""
+    leaf = jax.random.key_data(leaf) if is_key(leaf) else leaf
+    if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+        return np.asarray(multihost_utils.process_allgather(leaf, tiled=True))
+    return np.asarray(leaf)
+
+
+def placed(array: np.ndarray, like):
+    """``array`` on the devices of the template leaf ``like``, laid out as it is; on one device as before."""
+    sharding = getattr(like, "sharding", None)
+    if sharding is None or len(sharding.device_set) == 1:
+        return jnp.asarray(array)
+    return jax.make_array_from_callback(array.shape, sharding, lambda index: array[index])
+
+
 def save(path: str | os.PathLike, tree, meta: dict | None = None) -> None:
-    """Write ``tree``'s leaves (by path) and ``meta`` (JSON-able) to ``path`` atomically."""
-    arrays = {name: np.asarray(jax.random.key_data(a) if is_key(a) else a) for name, a in named_leaves(tree)}
+    """Write ``tree``'s leaves (by path) and ``meta`` (JSON-able) to ``path`` atomically (by the first process
+    where there are several: all of them must call it)."""
+    arrays = {name: host(a) for name, a in named_leaves(tree)}
     arrays[META] = np.frombuffer(json.dumps(meta or {}, allow_nan=False).encode(), np.uint8)
-    atomic_write(path, lambda f: np.savez(f, **arrays))
+    if jax.process_index() == 0:
+        atomic_write(path, lambda f: np.savez(f, **arrays))
+    if jax.process_count() > 1:  # no process reads it before it is written
+        multihost_utils.sync_global_devices(f"checkpoint {path}")
 
 
 def read(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict]:
@@ -60,7 +86,8 @@ def read_meta(path: str | os.PathLike) -> dict:
 
 
 def load(path: str | os.PathLike, template):
-    """``(tree, meta)``: the leaves saved at ``path`` in the structure of ``template``."""
+    """``(tree, meta)``: the leaves saved at ``path`` in the structure of ``template``, each placed on the devices
+    of the template's leaf."""
     arrays, meta = read(path)
     leaves = named_leaves(template)
     names = [name for name, _ in leaves]
@@ -78,13 +105,13 @@ def load(path: str | os.PathLike, template):
             like_data = jax.random.key_data(like)
             if array.shape != like_data.shape or array.dtype != like_data.dtype:
                 raise CheckpointError(f"checkpoint {path}: {name} is not a key of {jax.random.key_impl(like)}")
-            restored.append(jax.random.wrap_key_data(array, impl=jax.random.key_impl(like)))
+            restored.append(jax.random.wrap_key_data(placed(array, like_data), impl=jax.random.key_impl(like)))
             continue
-        like = np.asarray(like)
+        like = like if isinstance(like, jax.Array) else np.asarray(like)  # a jax.Array's shape needs no gather
         if array.shape != like.shape or array.dtype != like.dtype:
             raise CheckpointError(
                 f"checkpoint {path}: {name} is {array.dtype}{list(array.shape)}, "
                 f"the model expects {like.dtype}{list(like.shape)}"
             )
-        restored.append(jnp.asarray(array))
+        restored.append(placed(array, like))
     return jax.tree.unflatten(jax.tree.structure(template), restored), meta

@@ -24,7 +24,8 @@ from rtrl.training.tasks import TASKS
 from rtrl.training.trainer import Trainer, make_optimizer
 
 OPTIMIZERS = ("adam", "sgd")
-BUDGET_KEYS = ("steps",)  # may change between a run and its resumption
+RESUME_KEYS = ("steps", "devices")  # may change between a run and its resumption: the budget, where it runs
+ADDED_KEYS = ("devices",)  # options newer than some run folders: a config.json without them takes the default
 MAX_SEED = 2**32 - 1  # jax.random.PRNGKey takes a 32-bit seed without x64
 
 
@@ -161,7 +162,7 @@ class Options(Frozen):
         return {f.name: dict(getattr(self, f.name)) if f.metadata["check"] is pairs else getattr(self, f.name)
                 for f in dataclasses.fields(self)}
 
-    def differences(self, other: Options, ignore=BUDGET_KEYS) -> list[str]:
+    def differences(self, other: Options, ignore=RESUME_KEYS) -> list[str]:
         """Names of the options (outside ``ignore``) whose values differ (``["kind"]`` for another kind of run)."""
         if type(other) is not type(self):
             return ["kind"]
@@ -177,7 +178,7 @@ class Options(Frozen):
         unknown = sorted(set(data) - set(names))
         if unknown:
             raise ValueError(f"{where} has unknown options {unknown}; the options are {names}")
-        missing = [n for n in names if n not in data]
+        missing = [n for n in names if n not in data and n not in ADDED_KEYS]
         if complete and missing:
             raise ValueError(f"{where} lacks options {missing}: it was not written by `{cls.command}`")
         try:
@@ -216,9 +217,14 @@ class RunConfig(Options):
     eval_size: int = option(256, "held-out episodes per evaluation", positive_int, "M")
     stagger: bool = option(False, "start stream b at b/B of an episode (trace methods only)", flag)
     seed: int = option(0, "seed of the parameters and of the data", seed, "SEED")
+    devices: int = option(1, "devices to split the streams over (the batch a multiple of it; docs/devices.md)",
+                          positive_int, "N")
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.batch % self.devices:
+            raise ValueError(f"batch must be a multiple of devices={self.devices} (each device takes an equal "
+                             f"share of the streams), got {self.batch}")
         self.parts()  # names, options, and whether the method applies to the cell and its windows
 
     # -- what it describes --------------------------------------------------------------------------------------
@@ -253,6 +259,7 @@ class RunConfig(Options):
             eval_size=config.eval_size,
             stagger=config.stagger,
             seed=config.seed,
+            devices=config.devices,
         )
 
     def label(self) -> str:

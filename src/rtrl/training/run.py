@@ -14,7 +14,8 @@ from ``config.json``. Files in ``runs/NAME/``:
   return of the episodes that ended since the previous record, ``null`` if none did), ``episodes``, ``wall_s``,
   and ``cos_value`` / ``cos_policy`` where the fidelity check is on;
 * ``checkpoint.npz``: the whole ``TrainState`` (or ``RLState``) at the last record (parameters, optimiser state,
-  carries, traces, data key or environment states, position), written atomically;
+  carries, traces, data key or environment states, position), written atomically, as host arrays whatever
+  ``devices`` the run uses;
 * ``curve.png``: the learning curves (training loss and metric, chance dashed; an RL run's mean return);
 * ``.lock``: held (``filelock``) by the one process that writes the folder; a second writer is refused.
 
@@ -38,6 +39,7 @@ from pathlib import Path
 
 import filelock
 
+from rtrl import devices
 from rtrl.files import atomic_write_text
 from rtrl.reports.plot import Curve, plot_curves
 from rtrl.rl.loop import RLConfig
@@ -113,6 +115,14 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
                 from None
         records.append(record)
     return records
+
+
+def check_devices(config: Options) -> None:
+    """``RunError`` unless this machine has the devices ``config`` splits its streams (or environments) over."""
+    try:
+        devices.mesh(config.devices, config.batch if isinstance(config, RunConfig) else config.envs)
+    except ValueError as e:
+        raise RunError(f"{e} (or run it on fewer: --devices)") from None
 
 
 def write_config(path: Path, config: Options) -> None:
@@ -213,6 +223,7 @@ class Run:
         created when the configuration is invalid or ``path`` cannot hold a run. ``trainer``: one already built
         from the same configuration, to reuse its compiled functions."""
         config = (config if isinstance(config, Options) else config_class(config).from_dict(config)).resolved()
+        check_devices(config)
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise RunError(f"{path} is a file, not a run folder; choose another --out")
@@ -244,15 +255,18 @@ class Run:
         return run
 
     @classmethod
-    def open(cls, path: str | os.PathLike, steps: int | None = None, trainer=None) -> Run:
-        """An existing run, with its step budget changed to ``steps`` if given (``trainer`` as in ``create``)."""
+    def open(cls, path: str | os.PathLike, steps: int | None = None, trainer=None, devices: int | None = None) -> Run:
+        """An existing run, with its step budget changed to ``steps`` and its device count to ``devices`` if given
+        (``trainer`` as in ``create``); the checkpoint of a run on any number of devices resumes on any other."""
         config = read_config(path)
         run = KINDS[type(config)](path, config, trainer)
-        if steps is not None:
+        changes = {name: value for name, value in (("steps", steps), ("devices", devices)) if value is not None}
+        if changes:
             try:
-                run.config = config.replace(steps=steps).resolved()
+                run.config = config.replace(**changes).resolved()
             except ValueError as e:
                 raise RunError(str(e)) from None
+        check_devices(run.config)
         return run
 
     # -- state on disk ----------------------------------------------------------------------------------

@@ -19,6 +19,11 @@ The inner loop is one jitted ``lax.scan`` per chunk of updates; data comes from 
 pure function of the data key and the step, so the whole run is a pure function of its ``TrainState``.
 ``fit`` drives chunks, evaluates every ``eval_every`` steps and stops with ``Diverged`` at the first non-finite
 training loss or held-out metric.
+
+``devices=N`` splits the B streams over N devices (``rtrl.devices``): the state's carries and traces and each
+chunk's data are split over the batch axis, the parameters and the optimiser state replicated, and XLA reduces
+the gradient's mean over the streams across the devices. The arithmetic is the one-device run's, summed in
+another order.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import optax
 from jax import lax
 
 from rtrl.checks import check_positive_int
+from rtrl.devices import batch_axes, mesh, shardings, split
 from rtrl.methods import Method, resolve
 from rtrl.online import UNROLL, online
 from rtrl.training.model import ReadoutModel, with_reset_flag
@@ -83,7 +89,8 @@ class Trainer:
     ``init()`` gives the first ``TrainState``; ``train(state, n_steps)`` advances it (``n_steps`` a multiple of
     ``update_every``) and returns the per-step weighted loss sums; ``evaluate(params)`` scores the task's
     held-out episodes from a zero carry. ``stagger=True`` starts stream ``b`` ``b * T // B`` steps into its
-    episodes (needs a trace method, as sequence windows should align with episodes)."""
+    episodes (needs a trace method, as sequence windows should align with episodes). ``devices=N`` splits the
+    streams over the first N of ``jax.devices()`` (``batch`` a multiple of N; see ``rtrl.devices``)."""
 
     def __init__(
         self,
@@ -97,6 +104,7 @@ class Trainer:
         eval_size: int = 256,
         stagger: bool = False,
         seed: int = 0,
+        devices: int = 1,
     ):
         check_positive_int("batch", batch)
         check_positive_int("update_every", update_every)
@@ -116,6 +124,7 @@ class Trainer:
                        else SequenceWindow(self.method, self.model, self.scored, batch))
         self.offsets = (jnp.arange(batch) * task.length) // batch if stagger else jnp.zeros((batch,), jnp.int32)
         self.eval_size = eval_size
+        self.mesh = mesh(devices, batch)
         self._train = jax.jit(self._train_chunk, static_argnums=1)
         self._evaluate = jax.jit(self._evaluate_impl)
 
@@ -123,17 +132,37 @@ class Trainer:
     def eval_set(self):
         """The held-out episodes, drawn once from the seed (made on first use: it costs a compilation)."""
         key = jax.random.fold_in(jax.random.PRNGKey(self.seed), 2)
-        return jax.jit(self.task.eval_episodes, static_argnums=1)(key, self.eval_size)
+        episodes = jax.jit(self.task.eval_episodes, static_argnums=1)(key, self.eval_size)
+        if self.mesh is None:
+            return episodes
+        if self.eval_size % self.mesh.size:  # a whole copy on each device
+            return jax.device_put(episodes, split(self.mesh, None))
+        axes = batch_axes(lambda n: self.task.eval_episodes(key, n), self.eval_size)  # split like the streams
+        return jax.device_put(episodes, shardings(self.mesh, axes))
 
     # -- state ------------------------------------------------------------------------------------------
     def init(self) -> TrainState:
+        return self.place(self.fresh(self.batch))
+
+    def fresh(self, batch: int) -> TrainState:
+        """The first state of ``batch`` streams, on the default device."""
         root = jax.random.PRNGKey(self.seed)
         params = self.model.init(jax.random.fold_in(root, 0))
         dtype = jnp.result_type(*jax.tree.leaves(params))
-        memory = self.window.init(params)
+        memory = self.window._replace(batch=batch).init(params)
         zero = jnp.zeros((), dtype)
         step, key = jnp.zeros((), jnp.int32), jax.random.fold_in(root, 1)
         return TrainState(params, self.optimizer.init(params), memory, step, key, zero, zero)
+
+    @functools.cached_property
+    def sharding(self):
+        """The ``TrainState``'s shardings on the mesh: split where a leaf has a batch axis, else replicated."""
+        return shardings(self.mesh, batch_axes(self.fresh, self.batch))
+
+    def place(self, state: TrainState) -> TrainState:
+        """``state`` on this trainer's devices (one from a checkpoint, or from a run on another device count);
+        unchanged on one device."""
+        return state if self.mesh is None else jax.device_put(state, self.sharding)
 
     def reset_interval(self, state: TrainState) -> TrainState:
         """Start a new evaluation interval: zero the running training loss."""
@@ -151,6 +180,8 @@ class Trainer:
     def _train_chunk(self, state: TrainState, n_updates: int):
         k = self.update_every
         episodes, done = stream_chunk(self.task, state.key, state.step, n_updates * k, self.offsets)
+        if self.mesh is not None:  # each device draws its own streams' data: (steps, B, ...) split over B
+            episodes, done = lax.with_sharding_constraint((episodes, done), split(self.mesh, 1))
         windows = jax.tree.map(lambda a: a.reshape((n_updates, k) + a.shape[1:]), (episodes, done))
 
         def update(carry, data):
@@ -173,23 +204,28 @@ class Trainer:
             state.loss_sum + losses.sum(),
             state.weight_sum + weights.sum(),
         )
+        if self.mesh is not None:  # the state as it came, the losses whole on every device (and process)
+            state, losses = lax.with_sharding_constraint((state, losses), (self.sharding, split(self.mesh, None)))
         return state, losses
 
     def train(self, state: TrainState, n_steps: int) -> tuple[TrainState, jax.Array]:
         """Advance ``n_steps`` (a multiple of ``update_every``); also the per-step weighted loss sums."""
         if n_steps % self.update_every:
             raise ValueError(f"n_steps must be a multiple of update_every={self.update_every}, got {n_steps}")
-        return self._train(state, n_steps // self.update_every)
+        return self._train(self.place(state), n_steps // self.update_every)
 
     def _evaluate_impl(self, params, episodes):
         n = episodes.weights.shape[1]
         dtype = jnp.result_type(*jax.tree.leaves(params))
         xs = with_reset_flag(episodes.xs, jnp.zeros(episodes.weights.shape, bool))
         _, outputs = self.forward(params, self.model.initial_carry((n,), dtype), xs)
-        return self.task.metrics(outputs, episodes)
+        metrics = self.task.metrics(outputs, episodes)
+        return metrics if self.mesh is None else lax.with_sharding_constraint(metrics, split(self.mesh, None))
 
     def evaluate(self, params) -> dict[str, float]:
         """The task's metrics on its held-out episodes (``"metric"`` is the headline one)."""
+        if self.mesh is not None:  # parameters from anywhere (one device, a checkpoint): a copy on each device
+            params = jax.device_put(params, split(self.mesh, None))
         return {name: float(v) for name, v in self._evaluate(params, self.eval_set).items()}
 
 

@@ -1,0 +1,73 @@
+"""Several devices: B independent streams split over a one-dimensional mesh of N devices.
+
+A training state is placed by its batch axis: every leaf that has one (carries, traces, environment states, ...)
+is split over the mesh's ``"batch"`` axis, every other leaf (parameters, optimiser state, counters, keys) is
+replicated. Which axis of a leaf is its batch axis is found from the shapes alone: ``batch_axes(make, B)``
+compares the abstract shapes of ``make(B)`` and ``make(B + 1)``, so no layout is assumed (traces may put the batch
+anywhere). The jitted step then runs under these shardings and XLA's partitioner inserts the collectives: a
+gradient averaged over the streams becomes an all-reduce, nothing is written by hand.
+
+``devices`` counts ``jax.devices()``: the local devices of this process, or, after ``jax.distributed.initialize``,
+those of every process (docs/devices.md). One device is no mesh at all (``mesh`` returns ``None``), so a
+one-device run is exactly the code and the cost it always was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from rtrl.checks import check_positive_int
+
+AXIS = "batch"
+MORE_CPU_DEVICES = "XLA_FLAGS=--xla_force_host_platform_device_count=N"
+
+
+def mesh(devices: int, batch: int, batch_name: str = "batch") -> Mesh | None:
+    """The 1-D mesh over the first ``devices`` devices (``None`` for one device); ``ValueError`` when ``devices``
+    is not a positive integer, exceeds the devices available, or does not divide ``batch`` (named
+    ``batch_name``)."""
+    check_positive_int("devices", devices)
+    if batch % devices:
+        raise ValueError(f"{batch_name} ({batch}) must be a multiple of devices ({devices}): each device takes "
+                         f"an equal share of the {batch_name}")
+    available = jax.devices()
+    if devices > len(available):
+        raise ValueError(
+            f"devices must be at most the {len(available)} {available[0].platform} device(s) available, got "
+            f"{devices}; on CPU, set {MORE_CPU_DEVICES} in the environment before JAX starts for N host devices"
+        )
+    return None if devices == 1 else Mesh(np.array(available[:devices]), (AXIS,))
+
+
+def batch_axes(make: Callable[[int], Any], batch: int):
+    """For each leaf of ``make(batch)``, the axis whose length is the batch (``None``: a leaf without one), from
+    the abstract shapes of ``make(batch)`` and ``make(batch + 1)`` (nothing is computed)."""
+    this, other = (jax.eval_shape(lambda b=b: make(b)) for b in (batch, batch + 1))
+
+    def axis(a, b):
+        changed = [i for i, (m, n) in enumerate(zip(a.shape, b.shape, strict=True)) if m != n]
+        if len(changed) > 1:
+            raise ValueError(f"a leaf of shape {a.shape} has several batch axes {changed}")
+        return changed[0] if changed else None
+
+    return jax.tree.map(axis, this, other)
+
+
+def spec(axis: int | None) -> PartitionSpec:
+    """Split ``axis`` over the mesh (``None``: replicated)."""
+    return PartitionSpec() if axis is None else PartitionSpec(*([None] * axis), AXIS)
+
+
+def split(mesh: Mesh, axis: int | None) -> NamedSharding:
+    """Every leaf split along ``axis`` over ``mesh`` (``None``: a whole copy on each device)."""
+    return NamedSharding(mesh, spec(axis))
+
+
+def shardings(mesh: Mesh, axes):
+    """``NamedSharding``s of a tree from its ``batch_axes``."""
+    return jax.tree.map(lambda a: split(mesh, a), axes, is_leaf=lambda a: a is None)

@@ -1,0 +1,218 @@
+"""Several devices (``rtrl.devices``): B streams split over a 1-D mesh of 4 forced host devices (tests/conftest.py)
+train exactly as on one device, with the state's carries and traces split over the devices and the parameters
+replicated; a checkpoint moves between device counts; the RL agent splits its environments; several processes
+joined by ``jax.distributed`` train as one; bad device counts are refused with a message that says what to do."""
+
+import functools
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
+
+from rtrl import cli
+from rtrl.benchmarks import devices as bench
+from rtrl.cells import Elman
+from rtrl.compare import relative_error
+from rtrl.devices import batch_axes
+from rtrl.rl.loop import RLConfig, runner, train
+from rtrl.training import checkpoint
+from rtrl.training.config import RunConfig
+from rtrl.training.run import read_config, read_metrics
+from rtrl.training.tasks import Copy
+from rtrl.training.trainer import Trainer, make_optimizer
+
+TASK = Copy(max_length=2)  # episodes of 5 steps
+B, HALF, TOL = 8, 10, 1e-9
+# (method, update_every, stagger): dense exact traces on staggered streams (TraceWindow), and BPTT over windows of
+# whole episodes (SequenceWindow)
+SETUPS = {"rtrl": ("rtrl", 1, True), "bptt": ("bptt", 5, False)}
+RL = {"env": "tmaze", "env_args": (("length", 3),), "hidden": 4, "envs": B, "steps": 2 * HALF, "record_every": HALF,
+      "dtype": "float64", "fidelity_every": 5}  # the fidelity check keeps a history (H, E, obs)
+
+
+@functools.cache
+def trainer(setup: str = "rtrl", devices: int = 1) -> Trainer:
+    method, k, stagger = SETUPS[setup]
+    return Trainer(TASK, Elman(TASK.input_size, 4), method, batch=B, update_every=k, stagger=stagger, eval_size=8,
+                   optimizer=make_optimizer("adam", 0.05), devices=devices)
+
+
+@functools.cache
+def uninterrupted(setup: str = "rtrl"):
+    """The one-device run: two chunks of HALF steps."""
+    one = trainer(setup)
+    return one.train(one.train(one.init(), HALF)[0], HALF)[0]
+
+
+def worst(a, b) -> float:
+    return max(float(relative_error(x, y)) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
+
+
+def split(tree, n: int, batch: int = B) -> bool:
+    """Every leaf split over ``n`` devices along one axis, of length ``batch``: a 1/n slice of it on each."""
+
+    def leaf(a):
+        s = a.sharding
+        if not isinstance(s, NamedSharding) or len(s.device_set) != n or list(s.spec).count("batch") != 1:
+            return False
+        axis = list(s.spec).index("batch")
+        expected = a.shape[:axis] + (batch // n,) + a.shape[axis + 1:]
+        return a.shape[axis] == batch and all(shard.data.shape == expected for shard in a.addressable_shards)
+
+    return all(leaf(a) for a in jax.tree.leaves(tree))
+
+
+def replicated(tree, n: int) -> bool:
+    """Every leaf whole on each of ``n`` devices."""
+    return all(len(a.sharding.device_set) == n and a.sharding.is_fully_replicated
+               and all(s.data.shape == a.shape for s in a.addressable_shards) for a in jax.tree.leaves(tree))
+
+
+def close(a, b) -> bool:
+    return a == b or (a is not None and b is not None and abs(a - b) <= TOL * abs(b))
+
+
+def on_one_device(tree) -> bool:
+    return all(isinstance(a.sharding, SingleDeviceSharding) for a in jax.tree.leaves(tree))
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_four_devices_train_as_one_with_carries_and_traces_split_over_them(setup, tmp_path):
+    four = trainer(setup, 4)
+    half = four.train(four.init(), HALF)[0]
+    state = four.train(half, HALF)[0]
+    assert worst(state.params, uninterrupted(setup).params) <= TOL
+    memory = state.memory
+    if setup == "rtrl":
+        assert split(memory.carry, 4) and split(memory.traces, 4)
+    else:
+        assert split(memory, 4)  # BPTT windows carry only the carry
+    assert replicated(state.params, 4) and replicated(state.opt_state, 4) and replicated(state.key, 4)
+    assert on_one_device(uninterrupted(setup))  # one device: no mesh at all
+    if setup == "rtrl":  # held-out episodes split over the devices; parameters from one device are copied over
+        theirs, ours = (tr.evaluate(uninterrupted(setup).params) for tr in (trainer(setup), four))
+        assert ours.keys() == theirs.keys() and all(close(ours[k], theirs[k]) for k in ours)
+    # checkpointed halfway (whole host arrays, not shards), resumed on one device (on two: the next test)
+    checkpoint.save(tmp_path / "half.npz", half)
+    with np.load(tmp_path / "half.npz") as data:
+        assert data[".memory.carry" if setup == "rtrl" else ".memory"].shape == (B, 4)
+    one = trainer(setup)
+    resumed, _ = checkpoint.load(tmp_path / "half.npz", one.init())
+    assert on_one_device(resumed)
+    assert worst(one.train(resumed, HALF)[0].params, uninterrupted(setup).params) <= TOL
+
+
+def test_rtrl_train_on_four_devices_and_resume_on_two_replays_the_one_device_run(tmp_path):
+    """The CLI's run folder: ``trainer("rtrl")``'s configuration trained to HALF on 4 devices, resumed to
+    2 * HALF on 2, ends where the one-device run does, its state split over the 2 devices."""
+    run = str(tmp_path / "run")
+    options = ["--task", "copy", "--task-arg", "max_length=2", "--hidden", "4", "--batch", str(B), "--lr", "0.05",
+               "--eval-every", "5", "--eval-size", "8", "--stagger", "--quiet"]
+    assert cli.main(["train", *options, "--steps", str(HALF), "--devices", "4", "--out", run]) == 0
+    assert read_config(run).devices == 4
+    assert cli.main(["resume", run, "--steps", str(2 * HALF), "--devices", "2", "--quiet"]) == 0
+    assert read_config(run).devices == 2
+    saved, _ = checkpoint.load(f"{run}/checkpoint.npz", trainer("rtrl", 2).init())
+    assert split(saved.memory, 2) and replicated(saved.params, 2)
+    assert worst(saved.params, uninterrupted().params) <= TOL
+    assert [r["step"] for r in read_metrics(run)] == [0, 5, 10, 15, 20]
+
+
+def test_the_agent_on_four_devices_acts_as_on_one_with_its_environments_split(tmp_path):
+    configs = {n: RLConfig(**RL, devices=n) for n in (1, 4)}
+    whole, records = train(configs[1])
+    four, four_records = train(configs[4])
+    assert worst(four.params, whole.params) <= TOL
+    assert [r["episodes"] for r in four_records] == [r["episodes"] for r in records]
+    for part in (four.memory, four.env_state, four.traces, four.obs, four.pending.done, four.age):
+        assert split(part, 4)
+    assert split(four.history, 4)  # (H, E, obs): E is found wherever it lies
+    assert replicated(four.params, 4) and replicated(four.opt_state, 4) and replicated(four.obs_stats, 4)
+    half, _ = train(RLConfig(**{**RL, "steps": HALF}, devices=4))
+    checkpoint.save(tmp_path / "half.npz", half)
+    state, _ = checkpoint.load(tmp_path / "half.npz", runner(configs[1]).init(0))
+    assert on_one_device(state)
+    assert worst(train(configs[1], state)[0].params, whole.params) <= TOL
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_with_two_devices_each_train_as_one_device(tmp_path):
+    """As on two hosts: jax.distributed over gloo, a mesh of 4 devices in 2 processes, a checkpoint gathered
+    from both and loaded back onto them."""
+    worker, port = Path(__file__).with_name("distributed_worker.py"), free_port()
+    processes = [subprocess.Popen([sys.executable, str(worker), str(i), "2", str(port), str(tmp_path)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
+    outputs = [p.communicate(timeout=300)[0] for p in processes]
+    assert all(p.returncode == 0 for p in processes), "\n".join(outputs)
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    assert seen["devices"] == 4 and seen["local"] == 2
+    assert seen["carry_devices"] == 4 and seen["carry_spec"] == str(PartitionSpec("batch"))
+    assert seen["carry_local_shards"] == [[B // 4, 4]] * 2
+    with np.load(tmp_path / "params.npz") as data:
+        params = [data[f"arr_{i}"] for i in range(len(data.files))]
+    assert worst(params, jax.tree.leaves(uninterrupted().params)) <= TOL
+
+
+def test_batch_axes_are_found_from_the_shapes_wherever_they_lie():
+    def make(b):
+        return {"lead": jnp.zeros((b, 3)), "middle": jnp.zeros((2, b, 3)), "last": jnp.zeros((3, b)),
+                "none": jnp.zeros((3, 3)), "scalar": jnp.zeros(()), "same": jnp.zeros((b, b - b + 8))}
+
+    assert batch_axes(make, 8) == {"lead": 0, "middle": 1, "last": 1, "none": None, "scalar": None, "same": 0}
+    with pytest.raises(ValueError, match="several batch axes"):
+        batch_axes(lambda b: jnp.zeros((b, b)), 4)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Trainer(TASK, Elman(TASK.input_size, 4), batch=6, devices=4),
+     "batch (6) must be a multiple of devices (4)"),
+    (lambda: Trainer(TASK, Elman(TASK.input_size, 4), batch=8, devices=8),
+     "devices must be at most the 4 cpu device(s) available, got 8; on CPU, set "
+     "XLA_FLAGS=--xla_force_host_platform_device_count=N"),
+    (lambda: Trainer(TASK, Elman(TASK.input_size, 4), devices=0), "devices must be a positive integer, got 0"),
+    (lambda: Trainer(TASK, Elman(TASK.input_size, 4), devices=True), "devices must be a positive integer, got True"),
+    (lambda: RunConfig(batch=16, devices=3), "batch must be a multiple of devices=3"),
+    (lambda: RunConfig(devices=0), "devices must be a positive integer, got 0"),
+    (lambda: RLConfig(envs=6, devices=4), "envs must be a multiple of devices=4"),
+    (lambda: runner(RLConfig(envs=8, devices=8)), "devices must be at most the 4 cpu device(s) available"),
+])
+def test_bad_device_counts_are_refused_saying_what_to_do(make, message):
+    with pytest.raises(ValueError) as info:
+        make()
+    assert message in str(info.value)
+
+
+def test_a_run_folder_from_before_devices_existed_resumes_on_one_device():
+    written = RunConfig(batch=4).resolved().to_dict()
+    del written["devices"]
+    assert RunConfig.from_dict(written, complete=True).devices == 1
+
+
+def test_the_cli_refuses_more_devices_than_there_are_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert cli.main(["train", "--batch", "8", "--devices", "8", "--steps", "5", "--out", str(out)]) == 2
+    assert "devices must be at most the 4 cpu device(s) available" in capsys.readouterr().err
+    assert not out.exists()
+    assert cli.main(["train", "--batch", "6", "--devices", "4", "--out", str(out)]) == 2
+    assert "batch must be a multiple of devices=4" in capsys.readouterr().err
+
+
+def test_the_benchmark_reruns_itself_with_the_host_devices_it_needs_and_keeps_other_flags(monkeypatch):
+    monkeypatch.setattr(jax, "device_count", lambda: 1)  # as in a plain interpreter: 2 devices are not here
+    (row,) = bench.run([2], cell="elman", method="rtrl", hidden=2, batch=2, steps=2)
+    assert row["devices"] == 2 and row["seconds"] > 0 and row["relative_error"] == 0
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_thunk_runtime=false --xla_force_host_platform_device_count=4")
+    flags = bench.with_host_devices(2)["XLA_FLAGS"].split()
+    assert flags == ["--xla_cpu_use_thunk_runtime=false", f"{bench.FORCE}=2"]
