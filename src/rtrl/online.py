@@ -120,8 +120,9 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
         return update(state.carry, state.traces, x)
 
     def contract(params, traces, g_carry):
-        return contract_summed(lambda tr, g: method.contract(cell, params, tr, g), traces, g_carry,
-                               jnp.ndim(jax.tree.leaves(g_carry)[0]) - 1)
+        summed = contract_summed(lambda tr, g: method.contract_traces(cell, params, tr, g), traces, g_carry,
+                                 jnp.ndim(jax.tree.leaves(g_carry)[0]) - 1)
+        return method.as_params(cell, params, summed)
 
     def forward_new(params, state, x):
         cell.check_input(x)

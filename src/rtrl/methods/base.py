@@ -12,6 +12,11 @@ compiled functions are cached per method):
     the carry the traces describe amounts to (a pytree like ``params``). A leaf of ``g_carry`` may be ``None``:
     no credit on that carry leaf (``rtrl.structure``'s policy), so its traces need not be read.
 
+  The online step sums the contraction over the examples of a batch. A method whose traces are laid out unlike
+  the parameters (the element-wise methods keep them neuron-major) splits it, ``contract = as_params o
+  contract_traces``, so that the sum is taken in the traces' own layout, streaming, and laid out once:
+  ``contract_traces`` (default: ``contract``) and ``as_params(cell, params, summed)`` (default: as it is).
+
   Their use (``rtrl.online``) back-propagates a step's loss through that one step only, to the parameters
   (immediate part) and to a carry, whose credit the traces turn into the rest.
 
@@ -47,6 +52,14 @@ class TraceMethod(Method):
 
     def contract(self, cell, params, traces, g_carry) -> Any:
         raise NotImplementedError
+
+    def contract_traces(self, cell, params, traces, g_carry) -> Any:
+        """``contract`` in the traces' layout, before ``as_params`` (what the online step sums over examples)."""
+        return self.contract(cell, params, traces, g_carry)
+
+    def as_params(self, cell, params, grads) -> Any:
+        """A sum of ``contract_traces`` laid out like ``params``."""
+        return grads
 
 
 class SequenceMethod(Method):

@@ -62,7 +62,14 @@ class LayerLocal(TraceMethod):
                      zip(cell.layers, cell.layer_params(params), carry, traces, inputs, strict=True))
 
     def contract(self, cell, params, traces, g_carry):
+        return self.as_params(cell, params, self.contract_traces(cell, params, traces, g_carry))
+
+    def contract_traces(self, cell, params, traces, g_carry):
         inner = self.inner_method()
-        grads = tuple(inner.contract(layer, p, tr, g) for layer, p, tr, g in
-                      zip(cell.layers, cell.layer_params(params), traces, g_carry, strict=True))
-        return cell.from_layer_grads(params, grads)
+        return tuple(inner.contract_traces(layer, p, tr, g) for layer, p, tr, g in
+                     zip(cell.layers, cell.layer_params(params), traces, g_carry, strict=True))
+
+    def as_params(self, cell, params, grads):
+        inner = self.inner_method()
+        return cell.from_layer_grads(params, tuple(inner.as_params(layer, p, g) for layer, p, g in
+                                                   zip(cell.layers, cell.layer_params(params), grads, strict=True)))
