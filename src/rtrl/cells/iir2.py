@@ -31,7 +31,8 @@ order two, so each parameter ``theta`` keeps ``E1 = dy1/dtheta`` and ``E2 = dy2/
 
 A credit ``g`` on the carry the traces describe gives ``dL/dtheta = g_y1*E1 + g_y2*E2``, plus
 ``x1 (x) g_z1 + x2 (x) g_z2`` for ``W`` and ``g_z1*n1 + g_z2*n2`` for ``b``. Memory: twice the parameters plus
-two inputs; the traces of the projections are kept neuron-major, ``(N, D)`` (``rtrl.cells.elementwise``). The helpers below are shared with ``AdaptiveIIR2``, whose coefficients vary with the input.
+two inputs; the traces of the projections are kept neuron-major, ``(N, D)`` (``rtrl.cells.elementwise``). The
+helpers below are shared with ``AdaptiveIIR2``, whose coefficients vary with the input.
 """
 
 from __future__ import annotations

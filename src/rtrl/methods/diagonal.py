@@ -80,9 +80,10 @@ class Diagonal(TraceMethod):
         found = require(cell, params, carry)
         p_leaves = jax.tree.leaves(params)
         dtype = jnp.result_type(*p_leaves, *jax.tree.leaves(carry))
-        return {found.param_names[j]: {found.carry_names[s]: to_trace(jnp.zeros(jnp.shape(p), dtype), found.placement[j])
-                                       for s in found.reach[j]}
-                for j, p in enumerate(p_leaves) if found.reach[j]}
+        zero = [to_trace(jnp.zeros(jnp.shape(p), dtype), place) for p, place in zip(p_leaves, found.placement,
+                                                                                     strict=True)]
+        return {found.param_names[j]: {found.carry_names[s]: zero[j] for s in found.reach[j]}
+                for j in range(len(p_leaves)) if found.reach[j]}
 
     def update(self, cell, params, carry, traces, x):
         found = require(cell, params, carry)
