@@ -5,9 +5,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+import oracle
 import rtrl
 from rtrl import cli
-from rtrl.benchmarks import loop, roofline, scaling, sequence, suite
+from rtrl.benchmarks import elementwise, loop, roofline, scaling, sequence, streams, suite
 from rtrl.benchmarks.timing import random_problem
 
 
@@ -56,10 +57,22 @@ def fake_results() -> dict:
                "exponents": {"closed_form": 2.0, "rtrl": 1.58}}
     roof = [{"cell": "elstm", "D": 64, "N": 256, "B": 32, "method": "closed_form", "trace_traffic_bytes": 8 * 2**20,
              "bandwidth": 80e9, "dram_bandwidth": 22e9, "bound_seconds": 1e-4, "step_seconds": 2e-3,
-             "fraction_of_bound": 0.05}]
+             "fraction_of_bound": 0.05, "forward_seconds": 1e-4, "nonrecurrent_seconds": 3e-4, "floor_seconds": 4e-4,
+             "fraction_of_floor": 0.2, "bptt_seconds": 5e-4}]
+    stream_rows = [{"cell": "ELSTM", "D": 64, "N": 256, "B": B, "T": 10, "method": "closed_form", "sweep": "B",
+                    "forward_seconds": 1e-6 * B, "seconds": {"float32": 4e-6 * B, "bfloat16": 3e-6 * B},
+                    "trace_bytes": {"float32": 2**17 * B, "bfloat16": 2**16 * B}} for B in (1, 1024)]
+    precision = [{"cell": "ELSTM", "D": 64, "N": 256, "B": 32, "T": 100, "method": "closed_form",
+                  "seconds": {"float32": 5e-4, "bfloat16": 4e-4, "float16": 6e-4, "bptt": 4e-4}, "fidelity_T": 100,
+                  "seeds": 3, "fidelity": {dtype: {"cosine_bptt": c, "error_bptt": e, "cosine_float32": c,
+                                                   "error_float32": e}
+                                           for dtype, c, e in (("float32", 1.0, 0.0), ("bfloat16", 0.999997, 6e-3),
+                                                               ("float16", 1.0, 4e-4))}}]
     return {"machine": suite.machine(), "config": config, "per_step": per_step, "sequence": sequence,
             "scaling": scaling, "roofline": roof, "loop": {"plain": 1.86e-3, "donated": 1.36e-3, "scan": 8.4e-4},
-            "deep": {"forward": 1e-4, "layer_local(closed_form)": 5e-4, "layer_local(diagonal)": 6e-4, "bptt": 4e-4}}
+            "deep": {"forward": 1e-4, "layer_local(closed_form)": 5e-4, "layer_local(diagonal)": 6e-4, "bptt": 4e-4},
+            "streams": {"caches": {"L1d": 2**15, "L2": 2**19, "L3": 2**25}, "rows": stream_rows},
+            "precision": precision}
 
 
 def test_figures_as_markdown_name_the_machine_and_the_date():
@@ -71,9 +84,13 @@ def test_figures_as_markdown_name_the_machine_and_the_date():
     assert "| ELSTM | 4 x 8 x 2 | 10 us | 7.3x | 6.4x | 3.9x |" in text
     assert "| 100 | `closed_form` | 20 ms | 2.00x | 0.34 MiB | 300 MiB |" in text
     assert "| 16 | 4 ms | 6 ms | 1.50x |" in text and "`rtrl` as N^1.58" in text
-    assert "| elstm | `closed_form` | 8 MiB | 80 GB/s | 100 us | 2 ms | 5% |" in text
+    assert "| elstm | `closed_form` | 8 MiB | 80 GB/s | 100 us | 300 us | 400 us | 2 ms | 5% | 20% | 500 us |" in text
     assert "| `donated` | 1.36 ms |" in text and "| `scan` | 840 us |" in text
     assert "4 LRU blocks of width 128" in text and "| `layer_local(closed_form)` | 500 us | 5x | 1.25x |" in text
+    assert "| ELSTM | B | 64 x 256 x 1 | `closed_form` | 1 us | 4 us | 0.244 ns | 128 KiB | L2 | 3 us | 0.75x |" in text
+    assert "| ELSTM | B | 64 x 256 x 1024 | `closed_form` | 1.02 ms | 4.1 ms | 0.244 ns | 128 MiB | DRAM |" in text
+    assert "ELSTM B^1.00" in text and "L1d 32 KiB, L2 512 KiB, L3 32 MiB" in text
+    assert "| ELSTM | `closed_form` | bfloat16 | 400 us | 0.80x | 1.00x | 0.999997 | 0.006 | 0.999997 | 0.006 |" in text
     assert "smoke test" in suite.markdown(fake_results(), quick=True) and "smoke test" not in text
 
 
@@ -109,3 +126,44 @@ def test_the_loop_variants_compute_the_same_training():
         for a, b in zip(jax.tree.leaves(finals[name]), jax.tree.leaves(finals["plain"]), strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     assert not np.allclose(finals["plain"][0]["F"], params["F"])  # it trained
+
+
+def test_cache_sizes_are_read_from_sysfs_and_traces_placed_in_the_smallest_that_holds_them(tmp_path):
+    for index, (level, kind, size) in enumerate([(1, "Data", "32K"), (1, "Instruction", "32K"), (2, "Unified", "512K"),
+                                                 (3, "Unified", "32768K")]):
+        folder = tmp_path / f"index{index}"
+        folder.mkdir()
+        for name, value in (("level", level), ("type", kind), ("size", size)):
+            (folder / name).write_text(f"{value}\n")
+    caches = streams.cache_sizes(tmp_path)
+    assert caches == {"L1d": 32 * 2**10, "L2": 512 * 2**10, "L3": 32 * 2**20}
+    assert [streams.resident_in(n, caches) for n in (2**15, 2**15 + 1, 2**25, 2**25 + 1)] == ["L1d", "L2", "L3", "DRAM"]
+    assert streams.cache_sizes(tmp_path / "absent") == {} and streams.resident_in(1, {}) == "?"
+
+
+def test_sweeps_go_through_the_center_and_a_linear_cost_fits_exponent_one():
+    sizes = streams.sweep_sizes((64, 256, 32), [1, 32], [64], [8, 64])
+    assert sizes == [("B", (64, 256, 1)), ("B", (64, 256, 32)), ("N", (64, 64, 32)), ("D", (8, 256, 32)),
+                     ("D", (64, 256, 32))]
+    rows = [{"cell": "c", "sweep": axis, "D": D, "N": N, "B": B, "seconds": {"float32": 3e-9 * D * N * B + 1e-9}}
+            for axis, (D, N, B) in streams.sweep_sizes((64, 256, 32), [1, 4, 32, 1024], [64, 1024], [8, 256])]
+    fits = streams.exponents(rows)
+    assert set(fits) == {("c", "B"), ("c", "N"), ("c", "D")}
+    assert all(abs(a - 1) < 0.01 for a in fits.values())
+    assert abs(streams.per_entry_seconds(rows[-1]) - 3e-9) < 1e-12
+
+
+def test_the_bfloat16_column_stores_half_the_trace_bytes_of_the_float32_one():
+    for name, cls in elementwise.CELLS.items():
+        cell = cls(3, 4)
+        params = cell.init(jax.random.PRNGKey(0), jnp.float32)
+        f32, bf16 = streams.exact_method(cell, "float32"), streams.exact_method(cell, "bfloat16")
+        assert f32.trace_dtype is None and bf16.trace_dtype == "bfloat16" and f32.name == bf16.name
+        assert roofline.trace_bytes(cell, params, 5, bf16) * 2 == roofline.trace_bytes(cell, params, 5, f32), name
+
+
+def test_the_plain_tanh_cell_of_the_benchmarks_gets_exact_traces():
+    cell = elementwise.tanh_cell(3, 4)
+    assert rtrl.methods.resolve("auto", cell).name == "diagonal"
+    params, xs, ys = oracle.random_problem(cell, 20, (2,), 0)
+    assert oracle.gradient_error(cell, "diagonal", params, xs, ys) <= oracle.EXACT_TOL

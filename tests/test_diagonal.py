@@ -68,7 +68,8 @@ def test_traces_of_a_cell_defined_here_are_its_parameters_times_its_leaves():
     assert set(traces) == set(params) - {"R"}  # the readout keeps no traces
     for name, trace in traces.items():
         assert sorted(trace) == ["a", "v"]  # every recurrent parameter reaches both leaves
-        assert all(e.shape == params[name].shape for e in trace.values())
+        # neuron-major: a projection (D, N) keeps an (N, D) trace, a vector its own shape
+        assert all(e.shape == params[name].shape[::-1] for e in trace.values())
 
 
 def replace_method(cls, **methods):

@@ -119,8 +119,8 @@ def test_a_diverging_run_exits_1_and_keeps_the_last_good_checkpoint(tmp_path, ca
 def test_options_are_the_fields_of_rlconfig_and_a_preset_gives_the_rest():
     assert config_from_args(parser().parse_args(["rl", "--out", "x"]), RLConfig, PRESETS) == RLConfig()
     argv = ("rl --env tmaze --env-arg length=3 --env-arg max_steps=9 --cell rtrl.cells:Elman --cell-arg "
-            "activation=relu --hidden 5 --method tbptt "
-            "--truncation 3 --envs 4 --devices 2 --steps 7 --gamma 0.9 --lam 0 --entropy 0.5 --value-coef 2 --optimizer sgd "
+            "activation=relu --hidden 5 --method tbptt --truncation 3 --envs 4 --devices 2 "
+            "--steps 7 --gamma 0.9 --lam 0 --entropy 0.5 --value-coef 2 --optimizer sgd "
             "--lr 0.5 --kappa 3 --no-clip --no-normalize-obs --no-scale-rewards --update-every 2 --record-every 4 "
             "--fidelity-every 5 --seed 11 --dtype float64 --out x").split()
     expected = RLConfig(env="tmaze", env_args={"length": 3, "max_steps": 9}, cell="rtrl.cells:Elman",

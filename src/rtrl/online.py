@@ -17,6 +17,10 @@ only and turns a credit on a carry into a parameter gradient with the traces of 
 Either way any readout or loss built on ``h`` composes with ``jax.grad`` and optax, nothing is counted twice
 within a step (the path carry -> h is taken once), and the state carries no gradient (its cotangent is
 ignored). Summed over a sequence, an exact method's per-step gradients equal BPTT's.
+
+A method's ``trace_dtype`` (e.g. ``"bfloat16"``) is the dtype the state keeps its traces in: the method's
+update and contraction read them widened to the parameters' dtype, and the new traces are rounded to
+``trace_dtype`` once per step (``stored``); the method itself never sees the narrow dtype.
 """
 
 from __future__ import annotations
@@ -88,6 +92,13 @@ def contract_summed(contract: Callable, traces, g_carry, batch_ndim: int):
     return lax.fori_loop(1, examples, body, example(0))
 
 
+def stored(traces, dtype):
+    """The floating leaves of ``traces`` in ``dtype`` (``None``: as they are); counters and flags stay."""
+    if dtype is None:
+        return traces
+    return jax.tree.map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, traces)
+
+
 def zero_where(done: jax.Array, tree):
     """Zero every leaf's example where ``done`` (shape ``batch``) is true."""
 
@@ -113,15 +124,20 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
             carry = cell.initial_carry(tuple(batch_shape), dtype)
         batch_ndim = jax.tree.leaves(carry)[0].ndim - 1
         traces = over_batch(lambda c: method.init(cell, params, c), batch_ndim, 0)(carry)
-        return OnlineState(carry, traces)
+        return OnlineState(carry, stored(traces, method.trace_dtype))
+
+    def widened(params, traces):
+        """The stored traces in the parameters' dtype, as the method computes with them."""
+        return traces if method.trace_dtype is None else stored(traces, jnp.result_type(*jax.tree.leaves(params)))
 
     def advance(params, state, x):
         update = over_batch(lambda c, tr, xi: method.update(cell, params, c, tr, xi), jnp.ndim(x) - 1, 0)
-        return update(state.carry, state.traces, x)
+        return stored(update(state.carry, widened(params, state.traces), x), method.trace_dtype)
 
     def contract(params, traces, g_carry):
-        return contract_summed(lambda tr, g: method.contract(cell, params, tr, g), traces, g_carry,
-                               jnp.ndim(jax.tree.leaves(g_carry)[0]) - 1)
+        summed = contract_summed(lambda tr, g: method.contract_traces(cell, params, widened(params, tr), g), traces,
+                                 g_carry, jnp.ndim(jax.tree.leaves(g_carry)[0]) - 1)
+        return method.as_params(cell, params, summed)
 
     def forward_new(params, state, x):
         cell.check_input(x)

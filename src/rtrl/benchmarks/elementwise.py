@@ -1,11 +1,17 @@
-"""Per-step cost of the element-wise methods on ELSTM and AdaptiveIIR2, as ratios to a forward-only step.
+"""Per-step cost of the element-wise methods on ELSTM, AdaptiveIIR2 and a plain tanh cell, as ratios to a
+forward-only step.
 
     python -m rtrl.benchmarks.elementwise [--sizes 64x256x32 32x64x8] [--steps 100] [--rtrl-max-hidden 64]
 
 Sizes are ``DxNxB`` (input, hidden, batch). Each figure is the median over repeats of a jitted whole-sequence
 gradient (T steps, loss on every step) divided by T, float32; the forward-only baseline scans the same cell and loss
 without any gradient. Dense ``rtrl`` (O(N^2 D) memory per example) runs only up to ``--rtrl-max-hidden`` and on
-``--rtrl-steps`` steps. Target: ``closed_form`` and ``diagonal`` within 2.5x of the forward step at 64x256x32.
+``--rtrl-steps`` steps; a method that does not apply to a cell (``closed_form`` on the plain tanh cell) is left
+out. Target: ``closed_form`` and ``diagonal`` within 2.5x of the forward step at 64x256x32.
+
+``ElementwiseTanh`` is the simplest element-wise recurrence, ``c' = tanh(x @ W + w*c + b)``, ``h = c'``, written
+as a user would, a plain function of one example handed to ``rtrl.cells.from_function`` (with its
+``output_fn``): ``diagonal`` finds its traces from the step alone.
 """
 
 from __future__ import annotations
@@ -14,12 +20,36 @@ import argparse
 import platform
 
 import jax
+import jax.numpy as jnp
 
 import rtrl
 from rtrl.benchmarks.timing import per_step_seconds, random_problem
+from rtrl.cells.base import glorot
 from rtrl.cli.argtypes import size3
+from rtrl.methods import resolve
+from rtrl.reports.fidelity import applies
 
-CELLS = {"ELSTM": rtrl.cells.ELSTM, "AdaptiveIIR2": rtrl.cells.AdaptiveIIR2}
+
+def tanh_step(p, c, x):
+    """One example of the element-wise tanh cell: ``c' = tanh(x @ W + w*c + b)``, ``h = c'``."""
+    c = jnp.tanh(x @ p["W"] + p["w"] * c + p["b"])
+    return c, c
+
+
+def tanh_cell(D: int, N: int):
+    """The element-wise tanh cell as a user's plain function (``rtrl.cells.from_function``)."""
+
+    def init(key):
+        k_W, k_w = jax.random.split(key)
+        return {"W": glorot(k_W, (D, N), jnp.float32), "w": jax.random.uniform(k_w, (N,), jnp.float32, -0.9, 0.9),
+                "b": jnp.zeros((N,), jnp.float32)}
+
+    return rtrl.cells.from_function(init, tanh_step, lambda: jnp.zeros((N,)), input_size=D, hidden_size=N,
+                                    name="ElementwiseTanh", output_fn=lambda p, c, x: c)
+
+
+# name -> cell of (input size, hidden size)
+CELLS = {"ELSTM": rtrl.cells.ELSTM, "AdaptiveIIR2": rtrl.cells.AdaptiveIIR2, "ElementwiseTanh": tanh_cell}
 METHODS = ("closed_form", "diagonal", "rtrl", "bptt")
 
 
@@ -27,8 +57,7 @@ def measure(cell, B: int, T: int, rtrl_steps: int | None, seed: int = 0, methods
     """Seconds per step of the forward pass and of each method (``rtrl`` on ``rtrl_steps`` steps, or not at
     all when ``None``), float32."""
     params, xs, ys = random_problem(cell, T, B, seed)
-    if rtrl_steps is None:
-        methods = tuple(m for m in methods if m != "rtrl")
+    methods = tuple(m for m in methods if applies(resolve(m), cell) and (m != "rtrl" or rtrl_steps is not None))
     return per_step_seconds(cell, params, xs, ys, methods, steps={"rtrl": rtrl_steps})
 
 

@@ -6,9 +6,13 @@ Sections (each also runs alone, see its module):
 1. per-step cost of every exact element-wise method against a forward-only step (``elementwise``);
 2. whole-sequence gradient time and memory against T, RTRL against BPTT (``sequence``);
 3. Elman's exact RTRL against N, closed form against generic, with fitted exponents (``scaling``);
-4. the memory-traffic bound of the trace methods and the fraction of it reached (``roofline``);
+4. the memory-traffic bound of the trace methods, the trace-traffic floor of an exact step (forward, backward of
+   what does not recur, one read and one write of the traces) and the fractions of both reached (``roofline``);
 5. the README's per-step Python loop, with and without donating the state, against a scan (``loop``);
-6. a deep LRU network trained online with layer-local traces against its forward step and its BPTT (``deep``).
+6. a deep LRU network trained online with layer-local traces against its forward step and its BPTT (``deep``);
+7. exact element-wise RTRL against the streams B, the width N and the input size D, float32 and bfloat16
+   traces, with the traces' size against the caches (``streams``);
+8. trace precision: per-step time and gradient fidelity of bfloat16 and float16 traces (``precision``).
 ``--quick`` shrinks every section to finish in a minute or two (for a smoke test, not for figures).
 ``--markdown PAGE`` writes the figures, with the machine and the date, into the documentation page between its
 ``BEGIN`` and ``END`` markers; the text around them (what the figures mean) is kept.
@@ -26,18 +30,23 @@ from pathlib import Path
 
 import jax
 
-from rtrl.benchmarks import deep, elementwise, loop, roofline, scaling, sequence
+from rtrl.benchmarks import deep, elementwise, loop, precision, roofline, scaling, sequence, streams
 from rtrl.files import atomic_write_text
 from rtrl.reports.plot import pyplot, save_png
 
 FULL = {"per_step_sizes": [(64, 256, 32), (32, 64, 8)], "per_step_T": 100, "rtrl_max_hidden": 64,
         "sequence_size": (32, 64, 8), "lengths": [100, 1000, 10000], "scaling_sizes": [8, 16, 32, 64],
         "roofline_size": (64, 256, 32), "loop_size": (64, 256, 32), "loop_T": 100,
-        "deep": {"depth": 4, "width": 128, "input": 8, "batch": 32, "T": 100}}
+        "deep": {"depth": 4, "width": 128, "input": 8, "batch": 32, "T": 100},
+        "streams": {"center": (64, 256, 32), "streams": [1, 4, 32, 128, 512, 1024], "widths": [64, 256, 1024],
+                    "inputs": [8, 64, 256], "T": 10},
+        "precision": {"size": (64, 256, 32), "T": 100, "fidelity_T": 100, "seeds": 3}}
 QUICK = {"per_step_sizes": [(8, 16, 4)], "per_step_T": 20, "rtrl_max_hidden": 16,
          "sequence_size": (4, 8, 2), "lengths": [10, 100], "scaling_sizes": [4, 8],
          "roofline_size": (8, 16, 4), "loop_size": (8, 16, 4), "loop_T": 20,
-         "deep": {"depth": 2, "width": 8, "input": 4, "batch": 2, "T": 20}}
+         "deep": {"depth": 2, "width": 8, "input": 4, "batch": 2, "T": 20},
+         "streams": {"center": (4, 8, 2), "streams": [1, 2], "widths": [8], "inputs": [4], "T": 5},
+         "precision": {"size": (4, 8, 2), "T": 10, "fidelity_T": 10, "seeds": 1}}
 
 
 def per_step_rows(config) -> list[dict]:
@@ -106,6 +115,15 @@ def run(config, rss: bool = True) -> dict:
     for name, seconds in results["deep"].items():
         print(f"  {name:>24} {seconds * 1e6:10.1f} us {seconds / results['deep']['forward']:6.1f}x forward "
               f"{seconds / results['deep']['bptt']:5.2f}x bptt", flush=True)
+    print("7. exact element-wise RTRL against B, N and D (float32 and bfloat16 traces)", flush=True)
+    st = config["streams"]
+    results["streams"] = {"caches": streams.cache_sizes(), "rows": streams.measure_all(
+        elementwise.CELLS, st["center"], st["streams"], st["widths"], st["inputs"], st["T"])}
+    streams.print_rows(results["streams"]["rows"], results["streams"]["caches"])
+    print("8. trace precision: bfloat16 and float16 traces against float32", flush=True)
+    pr = config["precision"]
+    results["precision"] = precision.measure(elementwise.CELLS, pr["size"], pr["T"], pr["fidelity_T"], pr["seeds"])
+    precision.print_rows(results["precision"])
     return results
 
 
@@ -177,12 +195,16 @@ def scaling_markdown(results: dict) -> list[str]:
 def roofline_markdown(results: dict) -> list[str]:
     rows, (D, N, B) = results["roofline"], results["config"]["roofline_size"]
     body = [[r["cell"], f"`{r['method']}`", f"{r['trace_traffic_bytes'] / 2**20:.3g} MiB",
-             f"{r['bandwidth'] / 1e9:.3g} GB/s", duration(r["bound_seconds"]),
-             duration(r["step_seconds"]), f"{r['fraction_of_bound']:.0%}"] for r in rows]
-    return [f"**Memory traffic** ({D} x {N} x {B}): a trace method reads its traces and writes them back every step; "
-            "at the bandwidth measured updating a buffer of that size in place "
-            f"({rows[0]['dram_bandwidth'] / 1e9:.3g} GB/s from DRAM) that bounds its step time from below:", "",
-            *table(["cell", "method", "traces read + written", "bandwidth", "bound", "step", "of bound"], body)]
+             f"{r['bandwidth'] / 1e9:.3g} GB/s", duration(r["bound_seconds"]), duration(r["nonrecurrent_seconds"]),
+             duration(r["floor_seconds"]), duration(r["step_seconds"]), f"{r['fraction_of_bound']:.0%}",
+             f"{r['fraction_of_floor']:.0%}", duration(r["bptt_seconds"])] for r in rows]
+    return [f"**Memory traffic and the floor** ({D} x {N} x {B}): a trace method reads its traces and writes them back "
+            "every step; at the bandwidth measured updating a buffer of that size in place "
+            f"({rows[0]['dram_bandwidth'] / 1e9:.3g} GB/s from DRAM) that bounds its step time from below. The floor "
+            "adds the forward step and the backward pass of what does not recur (`output`), timed alone; BPTT's "
+            "step beside it:", "",
+            *table(["cell", "method", "traces read + written", "bandwidth", "bound", "forward + non-recurrent",
+                    "floor", "step", "of bound", "of floor", "`bptt`"], body)]
 
 
 def loop_markdown(results: dict) -> list[str]:
@@ -203,6 +225,42 @@ def deep_markdown(results: dict) -> list[str]:
             *table(["method", "per step", "vs forward", "vs `bptt`"], body)]
 
 
+def streams_markdown(results: dict) -> list[str]:
+    st, caches, rows = results["config"]["streams"], results["streams"]["caches"], results["streams"]["rows"]
+    body = [[r["cell"], r["sweep"], f"{r['D']} x {r['N']} x {r['B']}", f"`{r['method']}`",
+             duration(r["forward_seconds"]), duration(r["seconds"]["float32"]),
+             f"{streams.per_entry_seconds(r) * 1e9:.3g} ns",
+             streams.size_text(r["trace_bytes"]["float32"]), streams.resident_in(r["trace_bytes"]["float32"], caches),
+             duration(r["seconds"]["bfloat16"]), f"{r['seconds']['bfloat16'] / r['seconds']['float32']:.2f}x"]
+            for r in rows]
+    fits = ", ".join(f"{cell} {axis}^{a:.2f}" for (cell, axis), a in streams.exponents(rows).items())
+    known = ", ".join(f"{name} {streams.size_text(size)}" for name, size in caches.items()) or "unknown"
+    return [f"**Streams, width and input size**: the exact method per step (T = {st['T']}) sweeping B, N and D in turn "
+            f"around {' x '.join(map(str, st['center']))} (D x N x B); per trace entry (time / (B D N)), the float32 "
+            f"traces' size and the smallest cache that holds them (this machine: {known}), and the step with "
+            f"bfloat16 traces. Fitted exponents of the float32 step time against the swept size: {fits}:", "",
+            *table(["cell", "sweep", "D x N x B", "method", "forward", "float32 traces", "per entry", "traces",
+                    "fit in", "bfloat16 traces", "bf16 / f32"], body)]
+
+
+def precision_markdown(results: dict) -> list[str]:
+    rows, pr = results["precision"], results["config"]["precision"]
+    body = []
+    for r in rows:
+        t = r["seconds"]
+        for dtype, f in r["fidelity"].items():
+            body.append([r["cell"], f"`{r['method']}`", dtype, duration(t[dtype]), f"{t[dtype] / t['float32']:.2f}x",
+                         f"{t[dtype] / t['bptt']:.2f}x", f"{f['cosine_bptt']:.6f}", f"{f['error_bptt']:.2g}",
+                         f"{f['cosine_float32']:.6f}", f"{f['error_float32']:.2g}"])
+    D, N, B = pr["size"]
+    return [f"**Trace precision**: each cell's exact method with its traces stored in float32, bfloat16 and float16 "
+            f"(`trace_dtype`), per step at {D} x {N} x {B} (T = {pr['T']}), and the worst gradient fidelity over "
+            f"{pr['seeds']} fidelity problems (4 inputs, 16 neurons, batch 2, T = {pr['fidelity_T']}, float32) "
+            "against BPTT and against float32 traces:", "",
+            *table(["cell", "method", "traces", "per step", "vs float32 traces", "vs `bptt`", "cosine to `bptt`",
+                    "rel. err.", "cosine to float32", "rel. err."], body)]
+
+
 def markdown(results: dict, quick: bool = False) -> str:
     """The figures of one ``run`` as Markdown: the machine and the date, then one table per section."""
     m = results["machine"]
@@ -211,7 +269,7 @@ def markdown(results: dict, quick: bool = False) -> str:
     if quick:
         head += " **`--quick` sizes: a smoke test, not figures.**"
     sections = [per_step_markdown, sequence_markdown, scaling_markdown, roofline_markdown, loop_markdown,
-                deep_markdown]
+                deep_markdown, streams_markdown, precision_markdown]
     return "\n\n".join([head] + ["\n".join(section(results)) for section in sections])
 
 

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import Params
+from rtrl.cells.elementwise import outer
 from rtrl.cells.iir2 import (
     SOURCES,
     SecondOrderFilter,
@@ -89,5 +90,5 @@ class AdaptiveIIR2(SecondOrderFilter):
         drives = {}
         for s in self.source_names:
             d = dy_dv[s] * (1 - v[s] ** 2)
-            drives[f"w_{s}"], drives[f"c_{s}"] = x[:, None] * d, d
+            drives[f"w_{s}"], drives[f"c_{s}"] = outer(d, x), d
         return filter_trace_update(traces, x, direct_form(self.parameterisation, v), drives)

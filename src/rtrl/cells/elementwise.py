@@ -11,7 +11,14 @@ An ``ElementwiseCell`` splits its parameters into three kinds and writes its ste
 * every other parameter is a per-neuron vector ``(N,)`` and ``recur`` receives exactly these (``vectors``).
 
 Every carry leaf is ``(*batch, N)``. ``step`` is defined here from ``recur`` and ``output``, so the same step
-feeds BPTT and every trace method, and it checks the declaration. The ``diagonal`` method does not need it: it
+feeds BPTT and every trace method, and it checks the declaration.
+
+Hand-derived traces of a projection ``P`` (D, N) are kept **neuron-major**, ``(N, D)`` (``e[P]`` transposed):
+every term of their update is a per-neuron factor times a row, ``J[k] e[P][k, :] + d[k] x``, so the factor is
+invariant along the row in memory and XLA computes it once per neuron instead of once per entry (the ELSTM's
+trace update at 64x256x32: 2x faster). ``trace_zeros``, ``outer`` and ``per_neuron`` lay the traces and their
+terms out; a cell's ``trace_gradient`` turns the summed contraction back into the parameters' shapes
+(``as_params``). The ``diagonal`` method does not need it: it
 finds the element-wise structure of any cell's step (``rtrl.structure.elementwise``); the declaration is for the
 person writing the cell, and for the hand-derived traces of the library's cells.
 """
@@ -19,8 +26,29 @@ person writing the cell, and for the hand-derived traces of the library's cells.
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 
 from rtrl.cells.base import Carry, Cell, Params
+
+
+def outer(d: jax.Array, x: jax.Array) -> jax.Array:
+    """``x (x) d`` of a projection's trace, neuron-major: ``(N, D)`` from ``d`` (N,) and ``x`` (D,)."""
+    return d[:, None] * x[None, :]
+
+
+def per_neuron(v: jax.Array, trace: jax.Array) -> jax.Array:
+    """A per-neuron vector ``v`` (N,) laid out to multiply a neuron-major trace (``(N,)`` or ``(N, D)``)."""
+    return v.reshape(v.shape + (1,) * (trace.ndim - 1))
+
+
+def trace_zeros(param: jax.Array, dtype) -> jax.Array:
+    """The zero trace of a parameter, neuron-major: ``(N, D)`` for a projection ``(D, N)``, ``(N,)`` for a vector."""
+    return jnp.zeros(jnp.shape(param)[::-1], dtype)
+
+
+def as_params(grads: Params, projections) -> Params:
+    """Neuron-major gradients laid out like their parameters: the ``projections`` (N, D) transposed to (D, N)."""
+    return {name: g.T if name in projections else g for name, g in grads.items()}
 
 
 class ElementwiseCell(Cell):

@@ -21,7 +21,8 @@ Closed-form traces (derivation: docs/derivations.md), ``e[theta] = dc/dtheta`` o
     e'[b_f] = J*e[b_f] + df              e'[b_z] = J*e[b_z] + dz
 
 and a credit ``g`` on ``c`` gives ``dL/dtheta = g*e[theta]`` (broadcast over ``D`` for ``F, Z``). Memory: the
-size of the recurrent parameters (state order one).
+size of the recurrent parameters (state order one); ``e[F], e[Z]`` are kept neuron-major, ``(N, D)``
+(``rtrl.cells.elementwise``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import Params
-from rtrl.cells.elementwise import ElementwiseCell
+from rtrl.cells.elementwise import ElementwiseCell, as_params, outer, per_neuron, trace_zeros
 
 
 class ELSTM(ElementwiseCell):
@@ -74,7 +75,7 @@ class ELSTM(ElementwiseCell):
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
     def trace_init(self, params: Params, carry: Params) -> Params:
         vectors, projections = self.split_params(params)
-        return {name: jnp.zeros(jnp.shape(p), carry["c"].dtype) for name, p in {**vectors, **projections}.items()}
+        return {name: trace_zeros(p, carry["c"].dtype) for name, p in {**vectors, **projections}.items()}
 
     def trace_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
         vectors, projections = self.split_params(params)
@@ -83,11 +84,13 @@ class ELSTM(ElementwiseCell):
         df = (c - z) * f * (1 - f)
         dz = (1 - f) * (1 - z**2)
         J = f + df * vectors["w_f"] + dz * vectors["w_z"]
-        drives = {"F": x[:, None] * df, "Z": x[:, None] * dz,
-                  "w_f": df * c, "w_z": dz * c, "b_f": df, "b_z": dz}
-        return {name: J * traces[name] + drives[name] for name in traces}
+        drives = {"F": outer(df, x), "Z": outer(dz, x), "w_f": df * c, "w_z": dz * c, "b_f": df, "b_z": dz}
+        return {name: per_neuron(J, e) * e + drives[name] for name, e in traces.items()}
 
     def trace_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
         grads = {name: jnp.zeros_like(params[name]) for name in self.readout()}
-        grads.update({name: g_carry["c"] * e for name, e in traces.items()})
+        grads.update({name: per_neuron(g_carry["c"], e) * e for name, e in traces.items()})
         return grads
+
+    def trace_gradient(self, params: Params, grads: Params) -> Params:
+        return as_params(grads, self.projections())

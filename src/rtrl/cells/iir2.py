@@ -31,7 +31,8 @@ order two, so each parameter ``theta`` keeps ``E1 = dy1/dtheta`` and ``E2 = dy2/
 
 A credit ``g`` on the carry the traces describe gives ``dL/dtheta = g_y1*E1 + g_y2*E2``, plus
 ``x1 (x) g_z1 + x2 (x) g_z2`` for ``W`` and ``g_z1*n1 + g_z2*n2`` for ``b``. Memory: twice the parameters plus
-two inputs. The helpers below are shared with ``AdaptiveIIR2``, whose coefficients vary with the input.
+two inputs; the traces of the projections are kept neuron-major, ``(N, D)`` (``rtrl.cells.elementwise``). The
+helpers below are shared with ``AdaptiveIIR2``, whose coefficients vary with the input.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import Params, activation
-from rtrl.cells.elementwise import ElementwiseCell
+from rtrl.cells.elementwise import ElementwiseCell, as_params, outer, per_neuron, trace_zeros
 
 PARAMETERISATIONS = ("seed", "stable")
 # The per-neuron quantities each parameterisation learns, in the order (feedback, feedback, feedforward x 2).
@@ -80,33 +81,34 @@ def filter_step(carry: Params, z: jax.Array, coefficients: tuple[jax.Array, ...]
 
 
 def filter_trace_init(params: Params, dtype, input_size: int) -> Params:
-    zeros = {name: jnp.zeros(jnp.shape(p), dtype) for name, p in params.items()}
+    zeros = {name: trace_zeros(p, dtype) for name, p in params.items()}
     x0, n0 = jnp.zeros((input_size,), dtype), jnp.zeros((), dtype)
     return {"x1": x0, "x2": x0, "n1": n0, "n2": n0, "y1": zeros, "y2": zeros}
 
 
 def filter_trace_update(traces: Params, x: jax.Array, coefficients, drives: Params) -> Params:
-    """One step of the traces. ``drives`` holds ``D[theta]`` of every parameter but ``W`` and ``b``."""
+    """One step of the traces. ``drives`` holds ``D[theta]`` of every parameter but ``W`` and ``b`` (neuron-major)."""
     a0, a1, b0, b1 = coefficients
     drives = dict(drives)
-    drives["W"] = x[:, None] + traces["x1"][:, None] * b0 + traces["x2"][:, None] * b1
+    drives["W"] = outer(jnp.ones_like(b0), x) + outer(b0, traces["x1"]) + outer(b1, traces["x2"])
     drives["b"] = 1 + b0 * traces["n1"] + b1 * traces["n2"]
     E1, E2 = traces["y1"], traces["y2"]
-    y1 = {name: drives[name] - a0 * E1[name] - a1 * E2[name] for name in E1}
+    y1 = {name: drives[name] - per_neuron(a0, e) * e - per_neuron(a1, e) * E2[name] for name, e in E1.items()}
     one = jnp.ones((), traces["n1"].dtype)
     return {"x1": x, "x2": traces["x1"], "n1": one, "n2": traces["n1"], "y1": y1, "y2": E1}
 
 
 def filter_trace_contract(traces: Params, g: Params) -> Params:
-    """``dL/dtheta`` from the credit ``g`` on the carry; a ``None`` credit (none on that leaf) is skipped."""
+    """``dL/dtheta`` (neuron-major) from the credit ``g`` on the carry; a ``None`` credit (none on that leaf) is
+    skipped."""
     terms = {name: [] for name in traces["y1"]}
     for leaf in ("y1", "y2"):
         if g[leaf] is not None:
             for name, e in traces[leaf].items():
-                terms[name].append(g[leaf] * e)
+                terms[name].append(per_neuron(g[leaf], e) * e)
     for leaf, x, n in (("z1", "x1", "n1"), ("z2", "x2", "n2")):
         if g[leaf] is not None:
-            terms["W"].append(jnp.outer(traces[x], g[leaf]))
+            terms["W"].append(outer(g[leaf], traces[x]))
             terms["b"].append(traces[n] * g[leaf])
     return {name: sum(t[1:], t[0]) if t else jnp.zeros_like(traces["y1"][name]) for name, t in terms.items()}
 
@@ -152,6 +154,9 @@ class SecondOrderFilter(ElementwiseCell):
 
     def trace_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
         return filter_trace_contract(traces, g_carry)
+
+    def trace_gradient(self, params: Params, grads: Params) -> Params:
+        return as_params(grads, self.projections())
 
 
 class IIR2(SecondOrderFilter):

@@ -11,7 +11,7 @@ import functools
 from collections.abc import Callable
 
 from rtrl.methods.auto import Auto
-from rtrl.methods.base import Method, SequenceMethod, TraceMethod
+from rtrl.methods.base import TRACE_DTYPES, Method, SequenceMethod, TraceMethod
 from rtrl.methods.bptt import BPTT
 from rtrl.methods.closed_form import ClosedForm
 from rtrl.methods.diagonal import Diagonal
@@ -52,5 +52,6 @@ def resolve(method: str | Method, cell=None) -> Method:
     return method
 
 
-__all__ = ["BPTT", "Auto", "METHODS", "REGISTRY", "TBPTT", "UORO", "ClosedForm", "DenseRTRL", "Diagonal", "EProp",
-           "LayerLocal", "Method", "Sensitivity", "SequenceMethod", "SnAp", "TraceMethod", "resolve"]
+__all__ = ["BPTT", "TRACE_DTYPES", "Auto", "METHODS", "REGISTRY", "TBPTT", "UORO", "ClosedForm", "DenseRTRL",
+           "Diagonal", "EProp", "LayerLocal", "Method", "Sensitivity", "SequenceMethod", "SnAp", "TraceMethod",
+           "resolve"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rtrl.methods import diagonal
-from rtrl.methods.base import Method, TraceMethod
+from rtrl.methods.base import Method, TraceMethod, check_trace_dtype, trace_dtype_option
 from rtrl.methods.closed_form import ClosedForm
 from rtrl.methods.sensitivity import DenseRTRL
 
@@ -21,11 +21,16 @@ class Auto(Method):
     name: ClassVar[str] = "auto"
     online: ClassVar[bool] = True
     exact: ClassVar[bool] = True
+    trace_dtype: str | None = trace_dtype_option()  # handed to the method chosen
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "trace_dtype", check_trace_dtype(self.trace_dtype))
 
     def choose(self, cell) -> TraceMethod:
-        closed_form = ClosedForm()
+        closed_form = ClosedForm(trace_dtype=self.trace_dtype)
         if closed_form.applies(cell):
             return closed_form
         if not isinstance(diagonal.find(cell), str):
-            return diagonal.Diagonal()
-        return DenseRTRL()
+            return diagonal.Diagonal(trace_dtype=self.trace_dtype)
+        return DenseRTRL(trace_dtype=self.trace_dtype)

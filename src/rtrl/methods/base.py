@@ -12,8 +12,20 @@ compiled functions are cached per method):
     the carry the traces describe amounts to (a pytree like ``params``). A leaf of ``g_carry`` may be ``None``:
     no credit on that carry leaf (``rtrl.structure``'s policy), so its traces need not be read.
 
+  The online step sums the contraction over the examples of a batch. A method whose traces are laid out unlike
+  the parameters (the element-wise methods keep them neuron-major) splits it, ``contract = as_params o
+  contract_traces``, so that the sum is taken in the traces' own layout, streaming, and laid out once:
+  ``contract_traces`` (default: ``contract``) and ``as_params(cell, params, summed)`` (default: as it is).
+
   Their use (``rtrl.online``) back-propagates a step's loss through that one step only, to the parameters
   (immediate part) and to a carry, whose credit the traces turn into the rest.
+
+  Every trace method has the option ``trace_dtype`` (keyword only): the dtype the traces are **stored** in
+  between steps, ``None`` (default) for the dtype of the parameters and carry. ``"bfloat16"`` or ``"float16"``
+  halve the traces' memory and traffic; the update and the contraction still compute in the parameters' dtype
+  (the stored traces are widened when read and rounded to nearest when written, by ``rtrl.online``), so the
+  rounding error is one per step and does not compound within a step. Not exact: the gradient's fidelity is
+  measured in docs/methods.md.
 
 * ``SequenceMethod``: needs the whole sequence (``bptt``, ``tbptt``); only ``sequence_grad`` applies.
 
@@ -22,9 +34,33 @@ Every method has ``check(cell)``, which raises ``ValueError`` saying why the met
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
+import jax.numpy as jnp
+
 from rtrl.frozen import Frozen
+
+TRACE_DTYPES = ("bfloat16", "float16", "float32", "float64")
+
+
+def check_trace_dtype(value) -> str | None:
+    """The name of a storage dtype for traces (``None``: the parameters' dtype); ``ValueError`` otherwise."""
+    if value is None:
+        return None
+    try:
+        name = jnp.dtype(value).name
+    except TypeError:
+        name = None
+    if name not in TRACE_DTYPES:
+        raise ValueError(f"trace_dtype must be one of {list(TRACE_DTYPES)} or None (the parameters' dtype), "
+                         f"got {value!r}")
+    return name
+
+
+def trace_dtype_option():
+    """The ``trace_dtype`` field of a method (keyword only, so that positional options keep their places)."""
+    return dataclasses.field(default=None, kw_only=True)
 
 
 class Method(Frozen):
@@ -38,6 +74,11 @@ class Method(Frozen):
 
 class TraceMethod(Method):
     online: ClassVar[bool] = True
+    trace_dtype: str | None = trace_dtype_option()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "trace_dtype", check_trace_dtype(self.trace_dtype))
 
     def init(self, cell, params, carry) -> Any:
         raise NotImplementedError
@@ -47,6 +88,14 @@ class TraceMethod(Method):
 
     def contract(self, cell, params, traces, g_carry) -> Any:
         raise NotImplementedError
+
+    def contract_traces(self, cell, params, traces, g_carry) -> Any:
+        """``contract`` in the traces' layout, before ``as_params`` (what the online step sums over examples)."""
+        return self.contract(cell, params, traces, g_carry)
+
+    def as_params(self, cell, params, grads) -> Any:
+        """A sum of ``contract_traces`` laid out like ``params``."""
+        return grads
 
 
 class SequenceMethod(Method):

@@ -2,8 +2,9 @@
 
 A cell opts in by defining, for one example, ``trace_init(params, carry)``,
 ``trace_update(params, carry, traces, x)`` and ``trace_contract(params, traces, g_carry)`` with the meaning of
-``TraceMethod.init / update / contract``. Derivations live in docs/derivations.md; the tests hold each one to
-BPTT.
+``TraceMethod.init / update / contract_traces``, and, when its traces are laid out unlike its parameters,
+``trace_gradient(params, grads)`` with the meaning of ``TraceMethod.as_params`` (``ElementwiseCell`` keeps the
+traces of projections neuron-major). Derivations live in docs/derivations.md; the tests hold each one to BPTT.
 """
 
 from __future__ import annotations
@@ -36,4 +37,10 @@ class ClosedForm(TraceMethod):
         return cell.trace_update(params, carry, traces, x)
 
     def contract(self, cell, params, traces, g_carry):
+        return self.as_params(cell, params, self.contract_traces(cell, params, traces, g_carry))
+
+    def contract_traces(self, cell, params, traces, g_carry):
         return cell.trace_contract(params, traces, g_carry)
+
+    def as_params(self, cell, params, grads):
+        return cell.trace_gradient(params, grads) if hasattr(cell, "trace_gradient") else grads

@@ -19,7 +19,10 @@ and a credit ``g`` on the carry they describe gives ``dL/dtheta_q = sum_s g_{s,k
 parameter that reaches no carry (a readout) keeps no traces, its gradient is the immediate one. A parameter
 keeps traces only for the carry leaves it reaches (found in the step's jaxpr, so exactly), and the sums run
 over the ``J[t, s]`` that are not structurally zero: IIR2's feedback coefficients reach ``y1, y2`` but not
-``z1, z2``. Traces are keyed ``{parameter path: {carry leaf name: array}}``.
+``z1, z2``. Traces are keyed ``{parameter path: {carry leaf name: array}}``; each array is its parameter moved
+neuron axis first where entry ``k`` along one axis reaches neuron ``k`` (a projection (D, N) keeps an (N, D)
+trace: every term of the update is then a per-neuron factor that XLA computes once per row instead of once per
+entry), and of the parameter's shape otherwise.
 """
 
 from __future__ import annotations
@@ -50,6 +53,20 @@ def require(cell, params, carry) -> structure.Elementwise:
     return found
 
 
+def trace_placement(place, ndim: int):
+    """Where a trace's entries reach neurons: its first axis when the parameter's ``place`` is an axis."""
+    return -ndim if isinstance(place, int) else place
+
+
+def to_trace(a: jax.Array, place) -> jax.Array:
+    """A parameter-shaped array in its trace's layout (neuron axis first)."""
+    return jnp.moveaxis(a, place, 0) if isinstance(place, int) else a
+
+
+def to_param(a: jax.Array, place) -> jax.Array:
+    return jnp.moveaxis(a, 0, place) if isinstance(place, int) else a
+
+
 class Diagonal(TraceMethod):
     """Exact element-wise RTRL for any cell whose step is element-wise; traces ``{param: {carry leaf: array}}``."""
 
@@ -63,8 +80,10 @@ class Diagonal(TraceMethod):
         found = require(cell, params, carry)
         p_leaves = jax.tree.leaves(params)
         dtype = jnp.result_type(*p_leaves, *jax.tree.leaves(carry))
-        return {found.param_names[j]: {found.carry_names[s]: jnp.zeros(jnp.shape(p), dtype) for s in found.reach[j]}
-                for j, p in enumerate(p_leaves) if found.reach[j]}
+        zero = [to_trace(jnp.zeros(jnp.shape(p), dtype), place) for p, place in zip(p_leaves, found.placement,
+                                                                                     strict=True)]
+        return {found.param_names[j]: {found.carry_names[s]: zero[j] for s in found.reach[j]}
+                for j in range(len(p_leaves)) if found.reach[j]}
 
     def update(self, cell, params, carry, traces, x):
         found = require(cell, params, carry)
@@ -103,25 +122,35 @@ class Diagonal(TraceMethod):
             if name not in traces:
                 continue
             trace, place = traces[name], found.placement[j]
+            along = trace_placement(place, jnp.ndim(p_leaves[j]))
             new[name] = {}
             for t in found.reach[j]:
                 target = found.carry_names[t]
-                terms = [structure.spread(column(s)[t], place) * trace[found.carry_names[s]]
+                terms = [structure.spread(column(s)[t], along) * trace[found.carry_names[s]]
                          for s in range(S) if s in found.deps[t] and found.carry_names[s] in trace]
                 if j in found.direct[t]:
-                    terms.append(immediate(t)[j])
+                    terms.append(to_trace(immediate(t)[j], place))
                 new[name][target] = functools.reduce(operator.add, terms)
         return new
 
     def contract(self, cell, params, traces, g_carry):
+        return self.as_params(cell, params, self.contract_traces(cell, params, traces, g_carry))
+
+    def contract_traces(self, cell, params, traces, g_carry):
         found = require(cell, params, cell.initial_carry(()))
         g = dict(zip(found.carry_names, structure.credit_leaves(g_carry), strict=True))
         p_leaves, p_tree = jax.tree.flatten(params)
         grads = []
         for j, (name, p) in enumerate(zip(found.param_names, p_leaves, strict=True)):
-            total = jnp.zeros_like(p)
+            along = trace_placement(found.placement[j], jnp.ndim(p))
+            total = to_trace(jnp.zeros_like(p), found.placement[j])
             for s, e in traces.get(name, {}).items():
                 if g[s] is not None:  # no credit on that leaf: skip its traces
-                    total = total + structure.spread(g[s], found.placement[j]) * e
+                    total = total + structure.spread(g[s], along) * e
             grads.append(total)
         return jax.tree.unflatten(p_tree, grads)
+
+    def as_params(self, cell, params, grads):
+        found = require(cell, params, cell.initial_carry(()))
+        leaves, tree = jax.tree.flatten(grads)
+        return jax.tree.unflatten(tree, [to_param(g, place) for g, place in zip(leaves, found.placement, strict=True)])

@@ -62,7 +62,14 @@ class LayerLocal(TraceMethod):
                          strict=True))
 
     def contract(self, cell, params, traces, g_carry):
-        grads = tuple(inner.contract(layer, p, tr, g) for inner, layer, p, tr, g in
-                      zip(self.inner_methods(cell), cell.layers, cell.layer_params(params), traces, g_carry,
-                          strict=True))
-        return cell.from_layer_grads(params, grads)
+        return self.as_params(cell, params, self.contract_traces(cell, params, traces, g_carry))
+
+    def contract_traces(self, cell, params, traces, g_carry):
+        return tuple(inner.contract_traces(layer, p, tr, g) for inner, layer, p, tr, g in
+                     zip(self.inner_methods(cell), cell.layers, cell.layer_params(params), traces, g_carry,
+                         strict=True))
+
+    def as_params(self, cell, params, grads):
+        return cell.from_layer_grads(params, tuple(inner.as_params(layer, p, g) for inner, layer, p, g in
+                                                   zip(self.inner_methods(cell), cell.layers,
+                                                       cell.layer_params(params), grads, strict=True)))

@@ -199,6 +199,13 @@ class RunConfig(Options):
     hidden: int = option(32, "hidden size", positive_int, "N")
     method: str = option("rtrl", "a gradient method from `rtrl list`", one_of(methods.REGISTRY), "NAME")
     method_args: dict = option({}, "a method option, e.g. truncation=6 (repeatable)", options, "KEY=VALUE")
+    trace_dtype: str | None = option(
+        None,
+        "store the traces in this dtype, e.g. bfloat16 (half the memory; they are updated and contracted in the "
+        "parameters' dtype); default: the parameters' dtype",
+        optional(one_of(methods.TRACE_DTYPES)),
+        "DTYPE",
+    )
     batch: int = option(16, "independent streams trained in parallel", positive_int, "B")
     update_every: int | None = option(
         None,
@@ -234,6 +241,8 @@ class RunConfig(Options):
         task = make("task", TASKS, self.task, self.task_args)
         cell = make_cell(self.cell, self.cell_args, task.input_size, self.hidden)
         method = methods.resolve(make("method", methods.REGISTRY, self.method, self.method_args), cell)
+        if self.trace_dtype is not None:
+            method = with_trace_dtype(method, self.trace_dtype, self.method_args)
         if self.stagger and not method.online:
             raise ValueError(f"stagger needs a trace method; {self.method!r} updates on aligned windows")
         return task, cell, method
@@ -280,6 +289,17 @@ def make_cell(name: str, args: dict, input_size: int, hidden_size: int):
     if ":" in name:
         return from_import_path(name, input_size=input_size, hidden_size=hidden_size, **args)
     return make("cell", CELLS, name, args, exclude=("input_size", "hidden_size"), positional=(input_size, hidden_size))
+
+
+def with_trace_dtype(method, trace_dtype: str, method_args: dict):
+    """``method`` storing its traces in ``trace_dtype``; ``ValueError`` for a method without traces, or when the
+    method's own option says otherwise."""
+    if not method.online:
+        raise ValueError(f"trace_dtype needs a trace method; {method.name!r} keeps no traces")
+    if method_args.get("trace_dtype", trace_dtype) != trace_dtype:
+        raise ValueError(f"trace_dtype is given twice, {trace_dtype!r} and method option "
+                         f"{method_args['trace_dtype']!r}")
+    return dataclasses.replace(method, trace_dtype=trace_dtype)
 
 
 def make(kind: str, registry: dict, name: str, args: dict, exclude=(), positional=()):
