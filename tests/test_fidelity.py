@@ -74,7 +74,8 @@ def test_markdown_page_holds_the_table_and_the_command_that_wrote_it(tmp_path, m
     assert "| Elman | eprop | 1.0000 / 0 | " in text  # at T = 1 every method is exact
     assert f"rtrl fidelity --out {tmp_path / 'run'} --lengths 1 4 --seeds 2 --hidden 3 --input 2 --methods rtrl " \
            f"eprop --markdown {page}" in text
-    assert "problems per entry: 2; hidden size 3, input size 2" in text and "`eprop` = `EProp()`" in text
+    eprop = fidelity.resolve("eprop")
+    assert "problems per entry: 2; hidden size 3, input size 2" in text and f"`eprop` = `{eprop!r}`" in text
     assert "at every T): `rtrl` on every cell. Every other row is an approximation." in text  # eprop is not
 
 
