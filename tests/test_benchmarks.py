@@ -72,7 +72,8 @@ def fake_results() -> dict:
             "scaling": scaling, "roofline": roof, "loop": {"plain": 1.86e-3, "donated": 1.36e-3, "scan": 8.4e-4},
             "deep": {"forward": 1e-4, "layer_local(closed_form)": 5e-4, "layer_local(diagonal)": 6e-4, "bptt": 4e-4},
             "streams": {"caches": {"L1d": 2**15, "L2": 2**19, "L3": 2**25}, "rows": stream_rows},
-            "precision": precision}
+            "precision": precision, "devices": [{"devices": 1, "seconds": 1e-4, "relative_error": 0.0},
+                                                {"devices": 4, "seconds": 4e-4, "relative_error": 2e-8}]}
 
 
 def test_figures_as_markdown_name_the_machine_and_the_date():
@@ -81,7 +82,7 @@ def test_figures_as_markdown_name_the_machine_and_the_date():
     assert machine["platform"] == jax.default_backend() and machine["date"].startswith("20")
     text = suite.markdown(fake_results())
     assert f"on {machine['processor']} ({machine['cores']} cores available), JAX {jax.__version__}" in text
-    assert "| ELSTM | 4 x 8 x 2 | 10 us | 7.3x | 6.4x | 3.9x |" in text
+    assert "| ELSTM | 4 x 8 x 2 | 10 us | 7.3x | 6.4x | 3.9x | 1.87x | 1.64x |" in text
     assert "| 100 | `closed_form` | 20 ms | 2.00x | 0.34 MiB | 300 MiB |" in text
     assert "| 16 | 4 ms | 6 ms | 1.50x |" in text and "`rtrl` as N^1.58" in text
     assert "| elstm | `closed_form` | 8 MiB | 80 GB/s | 100 us | 300 us | 400 us | 2 ms | 5% | 20% | 500 us |" in text
@@ -91,6 +92,8 @@ def test_figures_as_markdown_name_the_machine_and_the_date():
     assert "| ELSTM | B | 64 x 256 x 1024 | `closed_form` | 1.02 ms | 4.1 ms | 0.244 ns | 128 MiB | DRAM |" in text
     assert "ELSTM B^1.00" in text and "L1d 32 KiB, L2 512 KiB, L3 32 MiB" in text
     assert "| ELSTM | `closed_form` | bfloat16 | 400 us | 0.80x | 1.00x | 0.999997 | 0.006 | 0.999997 | 0.006 |" in text
+    assert "| 4 | 400 us | 4.00x | 2.0e-08 |" in text
+    assert ("forced host devices" in text) == (jax.default_backend() == "cpu")
     assert "smoke test" in suite.markdown(fake_results(), quick=True) and "smoke test" not in text
 
 

@@ -5,6 +5,7 @@ joined by ``jax.distributed`` train as one; bad device counts are refused with a
 
 import functools
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -18,9 +19,9 @@ from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
 
 from rtrl import cli
 from rtrl.benchmarks import devices as bench
-from rtrl.cells import Elman
+from rtrl.cells import ELSTM, Elman
 from rtrl.compare import relative_error
-from rtrl.devices import batch_axes
+from rtrl.devices import batch_axes, tracing
 from rtrl.rl.loop import RLConfig, runner, train
 from rtrl.training import checkpoint
 from rtrl.training.config import RunConfig
@@ -107,6 +108,21 @@ def test_four_devices_train_as_one_with_carries_and_traces_split_over_them(setup
     resumed, _ = checkpoint.load(tmp_path / "half.npz", one.init())
     assert on_one_device(resumed)
     assert worst(one.train(resumed, HALF)[0].params, uninterrupted(setup).params) <= TOL
+
+
+def collectives(text: str, op: str) -> int:
+    """How many ``op`` (e.g. ``all-gather``) a compiled HLO text holds, started or whole."""
+    return len(re.findall(rf" {op}(-start)?\(", text))
+
+
+@pytest.mark.parametrize("cell, method", [(Elman, "rtrl"), (ELSTM, "diagonal"), (ELSTM, "closed_form")])
+def test_a_sharded_step_reduces_the_gradient_and_gathers_no_traces(cell, method):
+    """Each device contracts its own streams' traces; only the gradient crosses devices (a loop over the examples
+    would gather every device's traces onto each one at every step)."""
+    four = Trainer(TASK, cell(TASK.input_size, 4), method, batch=B, eval_size=8, devices=4)
+    with tracing(four.mesh):
+        text = four._train.lower(four.init(), 2).compile().as_text()
+    assert collectives(text, "all-gather") == 0 and collectives(text, "all-reduce") > 0
 
 
 def test_rtrl_train_on_four_devices_and_resume_on_two_replays_the_one_device_run(tmp_path):

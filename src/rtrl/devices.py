@@ -14,6 +14,7 @@ one-device run is exactly the code and the cost it always was.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -71,3 +72,9 @@ def split(mesh: Mesh, axis: int | None) -> NamedSharding:
 def shardings(mesh: Mesh, axes):
     """``NamedSharding``s of a tree from its ``batch_axes``."""
     return jax.tree.map(lambda a: split(mesh, a), axes, is_leaf=lambda a: a is None)
+
+
+def tracing(mesh: Mesh | None):
+    """The context to trace a step in: ``mesh`` made current (``jax.set_mesh``), so that code choosing between
+    forms (``rtrl.online.contract_summed``) knows the batch is split; nothing for one device."""
+    return contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh)

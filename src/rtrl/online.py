@@ -74,12 +74,14 @@ def contract_summed(contract: Callable, traces, g_carry, batch_ndim: int):
 
     On a CPU the examples are accumulated one after another: XLA turns the vmapped product followed by a sum over
     the leading batch axis into a strided reduction several times slower than streaming each example's traces
-    once (ELSTM 64x256x32: 0.75 ms against about 0.2 ms a step). Elsewhere the vmapped form keeps the parallelism.
+    once (ELSTM 64x256x32: 0.75 ms against about 0.2 ms a step). Elsewhere the vmapped form keeps the parallelism,
+    and so it does under a mesh of several devices (``rtrl.devices.tracing``): there a loop over the examples would
+    make XLA gather every device's traces onto each device at every step.
     """
     if batch_ndim == 0:
         return contract(traces, g_carry)
     examples = math.prod(jax.tree.leaves(g_carry)[0].shape[:batch_ndim])
-    if jax.default_backend() != "cpu" or examples == 0:
+    if jax.default_backend() != "cpu" or examples == 0 or partitioned():
         return sum_batch(over_batch(contract, batch_ndim, 0)(traces, g_carry), batch_ndim)
     flat = jax.tree.map(lambda a: a.reshape((examples,) + a.shape[batch_ndim:]), (traces, g_carry))
 
@@ -90,6 +92,12 @@ def contract_summed(contract: Callable, traces, g_carry, batch_ndim: int):
         return jax.tree.map(jnp.add, total, example(i))
 
     return lax.fori_loop(1, examples, body, example(0))
+
+
+def partitioned() -> bool:
+    """Whether the step is being traced under a mesh of several devices (``jax.set_mesh``)."""
+    mesh = jax.sharding.get_abstract_mesh()
+    return not mesh.empty and mesh.size > 1
 
 
 def stored(traces, dtype):

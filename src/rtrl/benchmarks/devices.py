@@ -94,12 +94,16 @@ def main(argv=None) -> int:
     if backend == "cpu" and max(args.devices) > 1:
         print(f"{max(args.devices)} forced host devices ({MORE_CPU_DEVICES}) sharing {cores} cores: a functional "
               "check of the sharded path and its overhead, not a speed-up (that needs several GPUs)")
+    print_rows(rows)
+    return 0
+
+
+def print_rows(rows: list[dict]) -> None:
     base = rows[0]["seconds"]
     print(f"{'devices':>7} {'per step (us)':>14} {'vs ' + str(rows[0]['devices']):>7} {'params rel. err.':>17}")
     for r in rows:
         print(f"{r['devices']:>7} {r['seconds'] * 1e6:>14.1f} {r['seconds'] / base:>6.2f}x "
               f"{r['relative_error']:>17.1e}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ Sections (each also runs alone, see its module):
 6. a deep LRU network trained online with layer-local traces against its forward step and its BPTT (``deep``);
 7. exact element-wise RTRL against the streams B, the width N and the input size D, float32 and bfloat16
    traces, with the traces' size against the caches (``streams``);
-8. trace precision: per-step time and gradient fidelity of bfloat16 and float16 traces (``precision``).
+8. trace precision: per-step time and gradient fidelity of bfloat16 and float16 traces (``precision``);
+9. training split over 1, 2 and 4 devices (``devices``; forced host devices on a CPU: a functional check).
 ``--quick`` shrinks every section to finish in a minute or two (for a smoke test, not for figures).
 ``--markdown PAGE`` writes the figures, with the machine and the date, into the documentation page between its
 ``BEGIN`` and ``END`` markers; the text around them (what the figures mean) is kept.
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import jax
 
-from rtrl.benchmarks import deep, elementwise, loop, precision, roofline, scaling, sequence, streams
+from rtrl.benchmarks import deep, devices, elementwise, loop, precision, roofline, scaling, sequence, streams
 from rtrl.files import atomic_write_text
 from rtrl.reports.plot import pyplot, save_png
 
@@ -40,13 +41,15 @@ FULL = {"per_step_sizes": [(64, 256, 32), (32, 64, 8)], "per_step_T": 100, "rtrl
         "deep": {"depth": 4, "width": 128, "input": 8, "batch": 32, "T": 100},
         "streams": {"center": (64, 256, 32), "streams": [1, 4, 32, 128, 512, 1024], "widths": [64, 256, 1024],
                     "inputs": [8, 64, 256], "T": 10},
-        "precision": {"size": (64, 256, 32), "T": 100, "fidelity_T": 100, "seeds": 3}}
+        "precision": {"size": (64, 256, 32), "T": 100, "fidelity_T": 100, "seeds": 3},
+        "devices": {"counts": [1, 2, 4], "hidden": 64, "batch": 32, "steps": 50}}
 QUICK = {"per_step_sizes": [(8, 16, 4)], "per_step_T": 20, "rtrl_max_hidden": 16,
          "sequence_size": (4, 8, 2), "lengths": [10, 100], "scaling_sizes": [4, 8],
          "roofline_size": (8, 16, 4), "loop_size": (8, 16, 4), "loop_T": 20,
          "deep": {"depth": 2, "width": 8, "input": 4, "batch": 2, "T": 20},
          "streams": {"center": (4, 8, 2), "streams": [1, 2], "widths": [8], "inputs": [4], "T": 5},
-         "precision": {"size": (4, 8, 2), "T": 10, "fidelity_T": 10, "seeds": 1}}
+         "precision": {"size": (4, 8, 2), "T": 10, "fidelity_T": 10, "seeds": 1},
+         "devices": {"counts": [1, 2], "hidden": 4, "batch": 4, "steps": 5}}
 
 
 def per_step_rows(config) -> list[dict]:
@@ -124,6 +127,10 @@ def run(config, rss: bool = True) -> dict:
     pr = config["precision"]
     results["precision"] = precision.measure(elementwise.CELLS, pr["size"], pr["T"], pr["fidelity_T"], pr["seeds"])
     precision.print_rows(results["precision"])
+    print("9. training split over devices", flush=True)
+    dv = config["devices"]
+    results["devices"] = devices.run(dv["counts"], hidden=dv["hidden"], batch=dv["batch"], steps=dv["steps"])
+    devices.print_rows(results["devices"])
     return results
 
 
@@ -159,15 +166,19 @@ def table(header: list[str], rows: list[list]) -> list[str]:
 def per_step_markdown(results: dict) -> list[str]:
     config, rows = results["config"], results["per_step"]
     methods = list(dict.fromkeys(r["method"] for r in rows if r["method"] != "forward"))
+    against_bptt = [m for m in methods if m in elementwise.EXACT_ELEMENTWISE]
     body = []
     for (cell, D, N, B), group in itertools.groupby(rows, key=lambda r: (r["cell"], r["D"], r["N"], r["B"])):
         by_method = {r["method"]: r for r in group}
         body.append([cell, f"{D} x {N} x {B}", duration(by_method["forward"]["seconds"])]
-                    + [f"{by_method[m]['ratio_to_forward']:.3g}x" if m in by_method else "-" for m in methods])
+                    + [f"{by_method[m]['ratio_to_forward']:.3g}x" if m in by_method else "-" for m in methods]
+                    + [f"{by_method[m]['seconds'] / by_method['bptt']['seconds']:.2f}x"
+                       if m in by_method and "bptt" in by_method else "-" for m in against_bptt])
     return [f"**Per step**, as a ratio to the forward-only step of the same cell: the cell scanned with the same "
             f"per-step loss and no gradient (T = {config['per_step_T']}; dense `rtrl` on 10 steps, only up to N = "
-            f"{config['rtrl_max_hidden']}):", "",
-            *table(["cell", "D x N x B", "forward", *(f"`{m}`" for m in methods)], body)]
+            f"{config['rtrl_max_hidden']}); the last columns give the exact element-wise methods against BPTT:", "",
+            *table(["cell", "D x N x B", "forward", *(f"`{m}`" for m in methods),
+                    *(f"`{m}` / `bptt`" for m in against_bptt)], body)]
 
 
 def sequence_markdown(results: dict) -> list[str]:
@@ -261,6 +272,20 @@ def precision_markdown(results: dict) -> list[str]:
                     "rel. err.", "cosine to float32", "rel. err."], body)]
 
 
+def devices_markdown(results: dict) -> list[str]:
+    dv, rows, m = results["config"]["devices"], results["devices"], results["machine"]
+    base = rows[0]["seconds"]
+    body = [[r["devices"], duration(r["seconds"]), f"{r['seconds'] / base:.2f}x", f"{r['relative_error']:.1e}"]
+            for r in rows]
+    forced = (f" These are forced host devices sharing the {m['cores']} cores: a functional check of the sharded "
+              "path and its overhead, not a speed-up." if m["platform"] == "cpu" else "")
+    return [f"**Several devices**: the trainer's online step (copy task, ELSTM hidden {dv['hidden']}, `closed_form`, "
+            f"batch {dv['batch']} split over the devices, a gradient and an Adam update every step) against the "
+            f"device count, and the parameters after one chunk of {dv['steps']} steps against the one-device "
+            f"run's.{forced}", "",
+            *table(["devices", "per step", "vs 1 device", "params rel. err."], body)]
+
+
 def markdown(results: dict, quick: bool = False) -> str:
     """The figures of one ``run`` as Markdown: the machine and the date, then one table per section."""
     m = results["machine"]
@@ -269,7 +294,7 @@ def markdown(results: dict, quick: bool = False) -> str:
     if quick:
         head += " **`--quick` sizes: a smoke test, not figures.**"
     sections = [per_step_markdown, sequence_markdown, scaling_markdown, roofline_markdown, loop_markdown,
-                deep_markdown, streams_markdown, precision_markdown]
+                deep_markdown, streams_markdown, precision_markdown, devices_markdown]
     return "\n\n".join([head] + ["\n".join(section(results)) for section in sections])
 
 

@@ -42,7 +42,7 @@ import optax
 from jax import lax
 
 from rtrl.cells import Cell
-from rtrl.devices import batch_axes, mesh, shardings
+from rtrl.devices import batch_axes, mesh, shardings, tracing
 from rtrl.methods import REGISTRY, Method
 from rtrl.rl.agent import ActorCritic
 from rtrl.rl.envs import ENVS, Env, make
@@ -206,8 +206,12 @@ class OnlineActorCritic:
         self.dtype = jnp.dtype(config.dtype)
         self.history = self.env.max_steps if config.fidelity_every else 0
         self.mesh = mesh(config.devices, config.envs, "envs")
-        advance = jax.jit(self._advance, static_argnums=1)
-        self.advance = advance if self.mesh is None else lambda state, n: advance(self.place(state), n)
+        self._compiled = jax.jit(self._advance, static_argnums=1)
+
+    def advance(self, state: RLState, n: int):
+        """``n`` steps of every environment, compiled (see ``_advance``)."""
+        with tracing(self.mesh):
+            return self._compiled(self.place(state), n)
 
     def init(self, seed: int) -> RLState:
         return self.place(self.fresh(seed, self.config.envs))

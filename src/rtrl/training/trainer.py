@@ -41,7 +41,7 @@ import optax
 from jax import lax
 
 from rtrl.checks import check_positive_int
-from rtrl.devices import batch_axes, mesh, shardings, split
+from rtrl.devices import batch_axes, mesh, shardings, split, tracing
 from rtrl.methods import Method, resolve
 from rtrl.online import UNROLL, online
 from rtrl.training.model import ReadoutModel, with_reset_flag
@@ -212,7 +212,8 @@ class Trainer:
         """Advance ``n_steps`` (a multiple of ``update_every``); also the per-step weighted loss sums."""
         if n_steps % self.update_every:
             raise ValueError(f"n_steps must be a multiple of update_every={self.update_every}, got {n_steps}")
-        return self._train(self.place(state), n_steps // self.update_every)
+        with tracing(self.mesh):
+            return self._train(self.place(state), n_steps // self.update_every)
 
     def _evaluate_impl(self, params, episodes):
         n = episodes.weights.shape[1]
