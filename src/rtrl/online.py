@@ -43,6 +43,13 @@ from rtrl.structure import unread_as_none
 UNROLL = 2
 
 
+# The contraction's loop over examples takes four per iteration: XLA then sums four examples' traces in one pass over
+# the accumulator, with a quarter of the loop's per-iteration dispatch (ELSTM 64x256x32 closed_form, one thread:
+# 0.93 -> 0.82 ms a step; eight per iteration is no faster, the whole batch at once slower). The loop starts from
+# zero so that B a multiple of four leaves no remainder, which XLA would fuse into the gradient's transpose.
+CONTRACT_UNROLL = 4
+
+
 class OnlineState(NamedTuple):
     carry: Any
     traces: Any
@@ -91,7 +98,8 @@ def contract_summed(contract: Callable, traces, g_carry, batch_ndim: int):
     def body(i, total):
         return jax.tree.map(jnp.add, total, example(i))
 
-    return lax.fori_loop(1, examples, body, example(0))
+    zero = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), jax.eval_shape(example, 0))
+    return lax.fori_loop(0, examples, body, zero, unroll=CONTRACT_UNROLL)
 
 
 def partitioned() -> bool:
