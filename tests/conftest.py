@@ -7,6 +7,16 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4").strip()
 
 import jax  # noqa: E402
+import pytest  # noqa: E402
 
 # float64 is the oracle's precision; float32 tests ask for it explicitly.
 jax.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def release_compiled_code():
+    """Drop the compiled executables after each module: XLA's CPU backend maps every executable's kernels into
+    memory, and a worker holding the whole suite's at once nears the kernel's limit on mappings (vm.max_map_count,
+    65530 here: one process running every test reached about 30000 by half-way), past which compiling fails."""
+    yield
+    jax.clear_caches()

@@ -108,6 +108,10 @@ def fidelity_table(cells=None, methods: Sequence = METHODS, lengths: Sequence[in
                 rows.append({"cell": cell_label(cell), "method": method_label(method), "T": T,
                              "cosine": statistics.mean(cosines), "cosine_min": min(cosines),
                              "relative_error": statistics.mean(errors), "seeds": seeds})
+        # Every cell, method and length is its own executable, and XLA's CPU backend maps each one's kernels into
+        # memory: kept all at once they exceed the kernel's limit on mappings (vm.max_map_count, 65530 here) and
+        # compilation fails with "Cannot allocate memory". No cell reuses another's executables.
+        jax.clear_caches()
     return rows
 
 
