@@ -9,6 +9,7 @@ from jax import lax
 import rtrl
 from oracle import EXACT_TOL, random_carry, random_problem, squared_error
 from rtrl.compare import relative_error
+from rtrl.online import steps_per_body
 
 EXACT = ["rtrl", "closed_form"]
 
@@ -198,3 +199,16 @@ def test_a_none_credit_contracts_as_a_zero_credit(method):
     contract = learner.method.contract
     assert relative_error(contract(cell, params, state.traces, pruned),
                           contract(cell, params, state.traces, zeroed)) == 0.0
+
+
+SHIFTING = [(rtrl.cells.IIR2(3, 4), True), (rtrl.cells.AdaptiveIIR2(3, 4), True), (rtrl.cells.ELSTM(3, 4), False),
+            (rtrl.cells.Elman(3, 4), False),
+            (rtrl.cells.Network(layers=(rtrl.cells.LRU(4, 4), rtrl.cells.IIR2(4, 4)), input_size=3), True)]
+
+
+@pytest.mark.parametrize("cell, shifts", SHIFTING)
+def test_scans_compile_two_steps_per_body_exactly_where_a_carry_leaf_shifts(cell, shifts):
+    """IIR filters pass z1 on as z2 (and y1 as y2): two steps per body let those buffers alternate."""
+    params = cell.init(jax.random.PRNGKey(0))
+    carry = cell.initial_carry((2,))
+    assert steps_per_body(cell, params, carry, jnp.ones((2, cell.input_size))) == (2 if shifts else 1)

@@ -43,7 +43,7 @@ from jax import lax
 from rtrl.checks import check_positive_int
 from rtrl.devices import batch_axes, mesh, shardings, split, tracing
 from rtrl.methods import Method, resolve
-from rtrl.online import UNROLL, online
+from rtrl.online import online, steps_per_body
 from rtrl.training.model import ReadoutModel, with_reset_flag
 from rtrl.training.tasks import Task, stream_chunk
 from rtrl.training.windows import SequenceWindow, TraceWindow
@@ -190,9 +190,12 @@ class Trainer:
             updates, opt_state = self.optimizer.update(grads, opt_state, params)
             return (optax.apply_updates(params, updates), opt_state, memory), (losses, weights)
 
-        # An even number of online steps per compiled body (see rtrl.online.UNROLL).
+        # As many online steps per compiled body as the cell wants (rtrl.online.steps_per_body), also when each
+        # update takes fewer.
+        per_body = (steps_per_body(self.cell, state.params["cell"], state.memory.carry, episodes.xs[0])
+                    if self.method.online else 1)
         (params, opt_state, memory), (losses, weights) = lax.scan(
-            update, (state.params, state.opt_state, state.memory), windows, unroll=UNROLL if k % UNROLL else 1
+            update, (state.params, state.opt_state, state.memory), windows, unroll=per_body if k % per_body else 1
         )
         losses, weights = losses.reshape(-1), weights.reshape(-1)
         state = TrainState(

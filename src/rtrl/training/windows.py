@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from rtrl.methods import SequenceMethod
-from rtrl.online import UNROLL, Learner
+from rtrl.online import Learner, steps_per_body
 from rtrl.training.model import ReadoutModel, readout, with_reset_flag
 
 
@@ -52,7 +52,8 @@ class TraceWindow(NamedTuple):
             return (memory, jax.tree.map(jnp.add, grads, g)), (total, jnp.sum(ep.weights))
 
         zero = jax.tree.map(jnp.zeros_like, params)
-        (memory, grads), (losses, weights) = lax.scan(one_step, (memory, zero), (episodes, done), unroll=UNROLL)
+        unroll = steps_per_body(learner.cell, params["cell"], memory.carry, episodes.xs[0])
+        (memory, grads), (losses, weights) = lax.scan(one_step, (memory, zero), (episodes, done), unroll=unroll)
         return memory, grads, losses, weights
 
 
