@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import Carry, Cell, Params
+from rtrl.structure import spread
 
 
 def outer(d: jax.Array, x: jax.Array) -> jax.Array:
@@ -38,7 +39,7 @@ def outer(d: jax.Array, x: jax.Array) -> jax.Array:
 
 def per_neuron(v: jax.Array, trace: jax.Array) -> jax.Array:
     """A per-neuron vector ``v`` (N,) laid out to multiply a neuron-major trace (``(N,)`` or ``(N, D)``)."""
-    return v.reshape(v.shape + (1,) * (trace.ndim - 1))
+    return spread(v, -trace.ndim)
 
 
 def trace_zeros(param: jax.Array, dtype) -> jax.Array:

@@ -8,14 +8,14 @@ compiled functions are cached per method):
 
   - ``init(cell, params, carry) -> traces``: traces of a carry that does not depend on the parameters (zeros);
   - ``update(cell, params, carry, traces, x) -> traces'``: the traces of ``carry' = step(params, carry, x)``;
-  - ``contract(cell, params, traces, g_carry) -> grads``: the parameter gradient that a credit ``g_carry`` on
-    the carry the traces describe amounts to (a pytree like ``params``). A leaf of ``g_carry`` may be ``None``:
-    no credit on that carry leaf (``rtrl.structure``'s policy), so its traces need not be read.
+  - ``contract_traces(cell, params, traces, g_carry) -> grads``: the parameter gradient that a credit
+    ``g_carry`` on the carry the traces describe amounts to, in the traces' layout. A leaf of ``g_carry`` may be
+    ``None``: no credit on that carry leaf (``rtrl.structure``'s policy), so its traces need not be read;
+  - ``as_params(cell, params, grads)`` (default: as it is): such a gradient laid out like ``params``, for a
+    method whose traces are laid out otherwise (the element-wise methods keep them neuron-major).
 
-  The online step sums the contraction over the examples of a batch. A method whose traces are laid out unlike
-  the parameters (the element-wise methods keep them neuron-major) splits it, ``contract = as_params o
-  contract_traces``, so that the sum is taken in the traces' own layout, streaming, and laid out once:
-  ``contract_traces`` (default: ``contract``) and ``as_params(cell, params, summed)`` (default: as it is).
+  ``contract = as_params o contract_traces`` is the gradient (a pytree like ``params``). The online step sums
+  ``contract_traces`` over the examples of a batch, streaming in the traces' own layout, and lays the sum out once.
 
   Their use (``rtrl.online``) back-propagates a step's loss through that one step only, to the parameters
   (immediate part) and to a carry, whose credit the traces turn into the rest.
@@ -86,16 +86,17 @@ class TraceMethod(Method):
     def update(self, cell, params, carry, traces, x) -> Any:
         raise NotImplementedError
 
-    def contract(self, cell, params, traces, g_carry) -> Any:
-        raise NotImplementedError
-
     def contract_traces(self, cell, params, traces, g_carry) -> Any:
-        """``contract`` in the traces' layout, before ``as_params`` (what the online step sums over examples)."""
-        return self.contract(cell, params, traces, g_carry)
+        """The gradient a credit on the carry amounts to, in the traces' layout (what the online step sums)."""
+        raise NotImplementedError
 
     def as_params(self, cell, params, grads) -> Any:
         """A sum of ``contract_traces`` laid out like ``params``."""
         return grads
+
+    def contract(self, cell, params, traces, g_carry) -> Any:
+        """The gradient a credit ``g_carry`` on the carry amounts to, laid out like ``params``."""
+        return self.as_params(cell, params, self.contract_traces(cell, params, traces, g_carry))
 
 
 class SequenceMethod(Method):

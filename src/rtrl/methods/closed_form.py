@@ -36,9 +36,6 @@ class ClosedForm(TraceMethod):
     def update(self, cell, params, carry, traces, x):
         return cell.trace_update(params, carry, traces, x)
 
-    def contract(self, cell, params, traces, g_carry):
-        return self.as_params(cell, params, self.contract_traces(cell, params, traces, g_carry))
-
     def contract_traces(self, cell, params, traces, g_carry):
         return cell.trace_contract(params, traces, g_carry)
 

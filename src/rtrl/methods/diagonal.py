@@ -133,9 +133,6 @@ class Diagonal(TraceMethod):
                 new[name][target] = functools.reduce(operator.add, terms)
         return new
 
-    def contract(self, cell, params, traces, g_carry):
-        return self.as_params(cell, params, self.contract_traces(cell, params, traces, g_carry))
-
     def contract_traces(self, cell, params, traces, g_carry):
         found = require(cell, params, cell.initial_carry(()))
         g = dict(zip(found.carry_names, structure.credit_leaves(g_carry), strict=True))

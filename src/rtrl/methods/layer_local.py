@@ -61,9 +61,6 @@ class LayerLocal(TraceMethod):
                      zip(self.inner_methods(cell), cell.layers, cell.layer_params(params), carry, traces, inputs,
                          strict=True))
 
-    def contract(self, cell, params, traces, g_carry):
-        return self.as_params(cell, params, self.contract_traces(cell, params, traces, g_carry))
-
     def contract_traces(self, cell, params, traces, g_carry):
         return tuple(inner.contract_traces(layer, p, tr, g) for inner, layer, p, tr, g in
                      zip(self.inner_methods(cell), cell.layers, cell.layer_params(params), traces, g_carry,

@@ -110,7 +110,7 @@ class Sensitivity(TraceMethod):
         j_params, j_carry = structure.step_jacobians(cell, params, carry, x)
         return propagate(self.pattern(cell, params, carry), self.propagation(j_carry), j_params, traces)
 
-    def contract(self, cell, params, traces, g_carry):
+    def contract_traces(self, cell, params, traces, g_carry):
         carry = cell.initial_carry((), traces.dtype)
         g = structure.flat_credit(g_carry, carry)
         return ravel_pytree(params)[1](contract_on(self.pattern(cell, params, carry), traces, g))

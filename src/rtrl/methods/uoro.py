@@ -72,6 +72,6 @@ class UORO(TraceMethod):
         rho1 = jnp.sqrt((norm(nu_i) + EPS) / (norm(nu) + EPS))
         return UOROTraces(rho0 * j_c + rho1 * nu, theta_tilde / rho0 + nu_i / rho1, traces.step + jnp.uint32(1))
 
-    def contract(self, cell, params, traces, g_carry):
+    def contract_traces(self, cell, params, traces, g_carry):
         g = structure.flat_credit(g_carry, cell.initial_carry((), traces.carry.dtype))
         return ravel_pytree(params)[1]((g @ traces.carry) * traces.params)

@@ -82,6 +82,11 @@ def exact_online(cells=("elman", "elstm", "iir2", "adaptive_iir2")) -> tuple[Row
 
 FULL_BPTT = "full BPTT: an update per episode"
 EPISODE_UPDATES = "exact RTRL updating once per episode: full BPTT's gradient, computed online"
+
+
+def per_episode(length: int) -> tuple[Row, ...]:
+    """Elman updated once per episode of ``length`` steps: by full BPTT, and by exact RTRL (the same gradient)."""
+    return Row("elman", "bptt", None, FULL_BPTT), Row("elman", "closed_form", length, EPISODE_UPDATES)
 NETWORK = "rtrl.training.presets:lru_network"
 LAYER_LOCAL = (("inner", "closed_form"),)
 # One value per step: a normalisation after the rank-one encoder would keep little more than its sign.
@@ -127,14 +132,14 @@ EXPERIMENTS = (
         "sines",
         "generate one of two sums of sines after a one-step cue, for 40 steps",
         {"task": "sines", "hidden": 32, "batch": 16, "lr": 1e-3, "steps": 6000},
-        exact_online() + (Row("elman", "bptt", None, FULL_BPTT), Row("elman", "closed_form", 40, EPISODE_UPDATES)),
+        exact_online() + per_episode(40),
     ),
     Experiment(
         "mnist1d",
         "classify MNIST-1D digits read one value per step (40 steps; answer at the end); 6000 steps x 32 "
         "streams is 4800 examples, 1.2 passes over the training split",
         {"task": "mnist1d", "hidden": 32, "batch": 32, "lr": 3e-3, "steps": 6000},
-        exact_online() + (Row("elman", "bptt", None, FULL_BPTT), Row("elman", "closed_form", 40, EPISODE_UPDATES)),
+        exact_online() + per_episode(40),
     ),
     Experiment(
         "copy20",
