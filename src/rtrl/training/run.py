@@ -86,7 +86,7 @@ def read_config(path: str | os.PathLike) -> Options:
     except (ValueError, UnicodeDecodeError) as e:
         raise RunError(f"{file} is not valid JSON ({e})") from None
     try:
-        return config_class(data).from_dict(data, where=str(file), complete=True)
+        return config_class(data).from_dict(data, where=str(file), complete=True, trusted=False)
     except ValueError as e:
         raise RunError(str(e)) from None
 
