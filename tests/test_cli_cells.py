@@ -118,7 +118,7 @@ CELL_ROWS = [
     ("resume {run}", edit_config(cell="os:system"), 2, "--allow-import os:system"),
     ("resume {run}", edit_config(cell="test_cli_cells:tiny"), 2, "RTRL_ALLOW_IMPORT"),
     ("resume {run}", edit_config(cell="rtrl.cells.adapters:from_import_path"), 2, "--allow-import"),
-    ("resume {run}", edit_config(cell="equinox:tree_serialise_leaves"), 2, "--allow-import"),
+    ("resume {run}", edit_config(cell="equinox:filter_jit"), 2, "--allow-import"),
     ("resume {run} --allow-import os:getcwd", edit_config(cell="os:system"), 2, "--allow-import os:system"),
     ("resume {run}", copy_user_run, 2, "--allow-import test_cli_cells:tiny"),
     ("plot {run} --out {tmp}/x.png", copy_user_run, 2, "RTRL_ALLOW_IMPORT"),
@@ -147,7 +147,7 @@ def test_a_bad_cell_or_size_is_one_line_and_changes_nothing(tmp_path, trained, u
     ``MLP`` rows fail with a traceback; without ``check_cell``: ``rtrl.cells:Cell`` left config.json and .lock
     behind; ``from_dict`` without ``check_importable``: the ``os:system`` row ran ``os.system(3, 3)`` and the
     ``test_cli_cells:tiny`` rows resumed; ``is_trusted`` taking any callable of a trusted module: the
-    ``from_import_path`` and ``tree_serialise_leaves`` rows fail; ``fits`` not called: the memory rows made the
+    ``from_import_path`` and ``filter_jit`` rows fail; ``fits`` not called: the memory rows made the
     folder and failed in XLA]"""
     monkeypatch.delenv(configs.ALLOW_IMPORT, raising=False)
     monkeypatch.chdir(tmp_path)
@@ -174,19 +174,22 @@ def test_a_run_of_a_users_cell_resumes_when_the_user_names_it_again(tmp_path, us
         {k: v for k, v in before.items() if k != "curve.png"}
 
 
-def test_what_a_run_folder_may_import_without_the_user(monkeypatch):
+def test_what_a_run_folder_may_import_without_the_user(tmp_path, monkeypatch):
     """Cell classes of rtrl.cells and of Flax's and Equinox's own modules; nothing else, and a module outside
     those is never imported to find out. [``is_trusted`` importing the module before checking its name: the
-    ``sys.modules`` assertion fails]"""
+    marker file appears]"""
     monkeypatch.delenv(configs.ALLOW_IMPORT, raising=False)
+    marker = tmp_path / "imported"
+    (tmp_path / "sneaky_cells.py").write_text(f"open({str(marker)!r}, 'w').close()\nfrom rtrl.cells import Elman\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
     for path in ("rtrl.cells:Elman", "rtrl.cells.gru:GRU", "flax.linen:GRUCell", "flax.nnx:GRUCell",
                  "equinox.nn:GRUCell"):
         assert configs.importable(path), path
     for path in ("os:system", "rtrl.cells:activation", "rtrl.cells.adapters:from_function", "flax.linen:jit",
                  "equinox:filter_jit", "rtrl.cells:Nope", "rtrl.training.config:make_cell", f"{HERE}:tiny",
-                 "rtrl.cellsX:Elman", "test_cli_cells_never_imported:Cell"):
+                 "rtrl.cellsX:Elman", "sneaky_cells:Elman"):
         assert not configs.importable(path), path
-    assert "test_cli_cells_never_imported" not in sys.modules
+    assert "sneaky_cells" not in sys.modules and not marker.exists()
     with configs.allowed_imports([f"{HERE}:tiny"]):
         assert configs.importable(f"{HERE}:tiny") and not configs.importable(f"{HERE}:raises")
     assert not configs.importable(f"{HERE}:tiny")
