@@ -39,6 +39,10 @@ def raises(input_size, hidden_size):
     raise RuntimeError("the constructor failed\nover two lines")
 
 
+def exits(input_size, hidden_size):
+    sys.exit("a constructor that ends the program")
+
+
 def returns_none(input_size, hidden_size):
     return None
 
@@ -111,6 +115,8 @@ CELL_ROWS = [
     ("inspect --cell os:getcwd", nothing, 2, "os:getcwd"),
     ("inspect --cell rtrl.cells:Cell", nothing, 2, "NotImplementedError"),
     ("inspect --cell test_cli_cells:wrong_hidden", nothing, 2, "hidden size"),
+    ("inspect --cell test_cli_cells:exits", nothing, 2, "SystemExit"),
+    ("inspect --cell elman --hidden 3000000000", nothing, 2, "--hidden"),
     ("resume {run}", edit_config(cell="equinox.nn:MLP"), 2, "building the cell"),
     ("resume {run}", edit_config(cell="rtrl.cells:Cell"), 2, "NotImplementedError"),
     ("resume {run}", edit_config(cell_args={"nope": 1}), 2, "no option"),
@@ -227,6 +233,20 @@ def test_the_memory_estimate_is_a_lower_bound_of_the_trainers_state():
     assert estimate <= real
     traces = rtrl.inspect(cell).memory["rtrl"] * 8  # float64 under the tests
     assert estimate >= config.batch * traces
+
+
+def test_running_out_of_memory_outside_a_run_is_one_line(capsys, monkeypatch):
+    """numpy's own MemoryError (``rtrl inspect`` of a huge cell probes real arrays) is one line, exit 2.
+    [the out-of-memory branch of ``rtrl.cli.main`` removed: a traceback]"""
+    import rtrl
+
+    def huge(cell, params=None):
+        raise MemoryError("Unable to allocate 95.4 GiB for an array with shape (32, 20000, 20000)")
+
+    monkeypatch.setattr(rtrl, "inspect", huge)
+    assert main(["inspect", "--cell", "elman"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("rtrl: error: out of memory: Unable to allocate 95.4 GiB"), err
 
 
 def test_running_out_of_memory_while_training_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatch):

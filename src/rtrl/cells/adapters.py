@@ -412,7 +412,7 @@ def from_import_path(path: str, *, input_size: int, hidden_size: int, **options)
     try:
         made = build(obj, kind, input_size, hidden_size, options)
         cell = made if isinstance(made, Cell) else adapt(made, input_size) if framework_of(type(made)) else None
-    except Exception as e:  # a user's constructor may raise anything
+    except (Exception, SystemExit) as e:  # a user's constructor may raise anything, even exit
         with_options = f" with options {options}" if options else ""
         raise CellError(f"building the cell {path!r}{with_options} failed: {reason(e)}") from None
     if cell is None:

@@ -32,6 +32,10 @@ def out_of_memory(error: BaseException) -> bool:
         "RESOURCE_EXHAUSTED" in text or "Out of memory" in text or "out of memory" in text)
 
 
+def one_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
 def memory_needed(config: Options) -> int:
     """A lower bound of the bytes a run holds at once (``RunConfig.memory_needed``; an RL run's: the parameters
     three times, and per environment the torso's online state and the eligibility traces, one per parameter)."""
@@ -85,8 +89,7 @@ def train_run(run: Run, quiet: bool = False) -> int:
     except Exception as e:
         if not out_of_memory(e):
             raise
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise OutOfMemory(f"out of memory while training ({first}); choose smaller sizes (--hidden, --batch, "
+        raise OutOfMemory(f"out of memory while training ({one_line(e)}); choose smaller sizes (--hidden, --batch, "
                           f"--eval-size, --envs)") from None
     finally:
         for b in bars:
@@ -161,4 +164,4 @@ def cmd_resume(args) -> int:
 
 
 __all__ = ["UsageError", "add_resume_arguments", "add_run_arguments", "add_train_arguments", "cmd_resume",
-           "cmd_train", "start", "train_run"]
+           "cmd_train", "one_line", "out_of_memory", "start", "train_run"]
