@@ -142,6 +142,8 @@ CELL_ROWS = [
     ("rl --hidden 100000 --out {tmp}/new", nothing, 2, "needs at least"),
     ("rl --envs 100000000 --out {tmp}/new", nothing, 2, "--envs"),
     ("rl --hidden 99999999999999999999 --out {tmp}/new", nothing, 2, "--hidden"),
+    ("rl --method tbptt --truncation 1000000000 --out {tmp}/new", nothing, 2, "--truncation"),
+    ("rl --fidelity-every 1 --env-arg length=100000000 --out {tmp}/new", nothing, 2, "needs at least"),
 ]
 
 

@@ -38,21 +38,24 @@ def one_line(error: BaseException) -> str:
 
 def memory_needed(config: Options) -> int:
     """A lower bound of the bytes a run holds at once (``RunConfig.memory_needed``; an RL run's: the parameters
-    three times, and per environment the torso's online state and the eligibility traces, one per parameter)."""
+    three times, and per environment the torso's online state (traces, or tbptt's window), the eligibility traces,
+    one per parameter, and the inputs that the fidelity check keeps)."""
     if not isinstance(config, RLConfig):
         return config.memory_needed()
-    _, agent = config.parts()
+    env, agent = config.parts()
     itemsize = jnp.dtype(config.dtype).itemsize
     params = floats_of(lambda: agent.init(jax.random.PRNGKey(0)))
     memory = floats_of(lambda: agent.learner.init(agent.cell.init(jax.random.PRNGKey(0))))
-    return itemsize * (3 * params + config.envs * (params + memory))
+    history = env.max_steps * env.obs_size if config.fidelity_every else 0  # the inputs the fidelity check keeps
+    return itemsize * (3 * params + config.envs * (params + memory + history))
 
 
 def fits(config: Options) -> None:
     """A ``UsageError`` before anything is written when the run cannot fit in this machine's memory."""
     try:
-        check_memory(memory_needed(config), config.devices, "--hidden or --envs" if isinstance(config, RLConfig)
-                     else "--hidden, --batch or --eval-size")
+        rl = isinstance(config, RLConfig)
+        sizes = "--hidden, --envs or --truncation" if rl else "--hidden, --batch or --eval-size"
+        check_memory(memory_needed(config), config.devices, sizes)
     except ValueError as e:
         raise UsageError(str(e)) from None
 

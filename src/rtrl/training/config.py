@@ -444,6 +444,6 @@ def check_memory(needed: int, devices: int = 1, smaller: str = "--hidden, --batc
     """A ``ValueError`` saying how much is needed and how much there is, when ``needed`` bytes do not fit."""
     free, where = available_memory(devices)
     if needed > free:
-        raise ValueError(f"the run needs at least {gib(needed)} of memory (its parameters, and the carry and traces "
-                         f"of every stream) and this machine has {gib(free)} {where}; "
+        raise ValueError(f"the run needs at least {gib(needed)} of memory (its parameters with their optimiser state, "
+                         f"and what every stream keeps) and this machine has {gib(free)} {where}; "
                          f"choose a smaller {smaller}")
