@@ -168,7 +168,7 @@ def test_a_run_of_a_users_cell_resumes_when_the_user_names_it_again(tmp_path, us
     """The same folder: refused above without a word from the user; with ``--allow-import`` it is trained, and
     with the same ``--cell`` on ``rtrl train`` or the environment variable it is read (continued: already
     finished; plotted), nothing changed. [``allowed_imports`` not entered by ``cmd_resume``: the first call exits
-    2; by ``start``: the second]"""
+    2; by ``Run.create``: the second]"""
     monkeypatch.delenv(configs.ALLOW_IMPORT, raising=False)
     run = tmp_path / "run"
     copy_run(tmp_path, user_run)
@@ -203,6 +203,16 @@ def test_what_a_run_folder_may_import_without_the_user(tmp_path, monkeypatch):
     assert not configs.importable(f"{HERE}:tiny")
     monkeypatch.setenv(configs.ALLOW_IMPORT, f"os:getcwd,{HERE}:tiny")
     assert configs.importable(f"{HERE}:tiny") and not configs.importable("os:system")
+
+
+def test_the_python_api_reads_back_the_cell_it_names(tmp_path, monkeypatch):
+    """``Run.create`` of a user's cell into its own folder again continues it (the caller names the cell now);
+    a folder of another cell is still refused. [``Run.create`` reading back without ``allowed_imports``: fails]"""
+    monkeypatch.delenv(configs.ALLOW_IMPORT, raising=False)
+    Run.create(tmp_path / "run", USER_TINY)
+    assert Run.create(tmp_path / "run", {**USER_TINY, "steps": 16}).config.cell == f"{HERE}:tiny"
+    with pytest.raises(ValueError, match="--allow-import test_cli_cells:tiny"):
+        Run.create(tmp_path / "run", {**USER_TINY, "cell": "elman"})
 
 
 def test_an_old_config_json_of_a_registered_cell_still_reads(trained):

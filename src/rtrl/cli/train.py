@@ -117,18 +117,17 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 def start(args, config: Options) -> int:
     """``rtrl train`` and ``rtrl rl``: check that the run fits, create its folder and train; a run that runs out
     of memory before its first checkpoint past step 0 is removed again, folders and all (nothing half-made)."""
-    with allowed_imports([config.cell]):  # the cell this command line names may be imported from the run folder
-        fits(config)
-        out = Path(args.out)
-        created, fresh = new_folders(out), not (out / CONFIG).exists()
-        run = Run.create(out, config, overwrite=args.overwrite)
-        try:
-            return train_run(run, args.quiet)
-        except OutOfMemory as e:
-            if fresh and not run.last_checkpoint_step():
-                discard(out, created)
-                raise UsageError(f"{e}; nothing was kept") from None
-            raise UsageError(f"{e}; {out} is kept at step {run.last_checkpoint_step()}") from None
+    fits(config)
+    out = Path(args.out)
+    created, fresh = new_folders(out), not (out / CONFIG).exists()
+    run = Run.create(out, config, overwrite=args.overwrite)  # may read back the cell this command line names
+    try:
+        return train_run(run, args.quiet)
+    except OutOfMemory as e:
+        if fresh and not run.last_checkpoint_step():
+            discard(out, created)
+            raise UsageError(f"{e}; nothing was kept") from None
+        raise UsageError(f"{e}; {out} is kept at step {run.last_checkpoint_step()}") from None
 
 
 def discard(path: Path, created: list[Path]) -> None:
