@@ -127,6 +127,7 @@ CELL_ROWS = [
     ("resume {run}", edit_config(cell="equinox:filter_jit"), 2, "--allow-import"),
     ("resume {run} --allow-import os:getcwd", edit_config(cell="os:system"), 2, "--allow-import os:system"),
     ("resume {run}", copy_user_run, 2, "--allow-import test_cli_cells:tiny"),
+    ("resume {run} --allow-import test_cli_cells", copy_user_run, 2, "--allow-import"),
     ("plot {run} --out {tmp}/x.png", copy_user_run, 2, "RTRL_ALLOW_IMPORT"),
     ("plot {run} {run} --out {tmp}/x.png", edit_config(cell="os:system"), 2, "RTRL_ALLOW_IMPORT"),
     ("train {tiny} --out {run}", copy_user_run, 2, "--allow-import"),

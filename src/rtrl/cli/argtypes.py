@@ -30,3 +30,11 @@ def size3(text: str) -> tuple[int, int, int]:
     if min(D, N, B) < 1 or max(D, N, B) > MAX_COUNT:
         raise argparse.ArgumentTypeError(f"a size is DxNxB (three positive integers), got {text!r}")
     return D, N, B
+
+
+def import_path(text: str) -> str:
+    """``module.path:Name``."""
+    module, sep, name = text.partition(":")
+    if not (sep and module and name):
+        raise argparse.ArgumentTypeError(f"must be an import path module.path:Name, got {text!r}")
+    return text

@@ -11,7 +11,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from rtrl.cli.argtypes import positive_int
+from rtrl.cli.argtypes import import_path, positive_int
 from rtrl.cli.options import add_config_arguments, config_from_args
 from rtrl.cli.usage import UsageError
 from rtrl.rl.loop import RLConfig
@@ -150,7 +150,7 @@ def add_resume_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--devices", type=positive_int, metavar="N",
                    help="continue on N devices (default: the run's own; docs/devices.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--allow-import", action="append", default=[], metavar="MODULE:NAME",
+    p.add_argument("--allow-import", action="append", default=[], metavar="MODULE:NAME", type=import_path,
                    help="let the run's config.json import this cell (one it names by import path that is not an "
                         "rtrl, Flax or Equinox cell class; only for a run folder you trust; repeatable)")
 
