@@ -46,7 +46,7 @@ from rtrl.rl.loop import RLConfig
 from rtrl.rl.loop import runner as rl_runner
 from rtrl.rl.loop import train as rl_train
 from rtrl.training import checkpoint
-from rtrl.training.config import Options, RunConfig
+from rtrl.training.config import Options, RunConfig, allowed_imports
 from rtrl.training.trainer import Diverged, fit
 
 CONFIG, METRICS, CHECKPOINT, CURVE, LOCK = "config.json", "metrics.jsonl", "checkpoint.npz", "curve.png", ".lock"
@@ -86,7 +86,7 @@ def read_config(path: str | os.PathLike) -> Options:
     except (ValueError, UnicodeDecodeError) as e:
         raise RunError(f"{file} is not valid JSON ({e})") from None
     try:
-        return config_class(data).from_dict(data, where=str(file), complete=True)
+        return config_class(data).from_dict(data, where=str(file), complete=True, trusted=False)
     except ValueError as e:
         raise RunError(str(e)) from None
 
@@ -228,7 +228,8 @@ class Run:
         if path.exists() and not path.is_dir():
             raise RunError(f"{path} is a file, not a run folder; choose another --out")
         if (path / CONFIG).exists() and not overwrite:
-            existing = read_config(path)
+            with allowed_imports([config.cell]):  # the cell the caller names now may be read back, no other
+                existing = read_config(path)
             diff = existing.differences(config)
             if diff:
                 raise RunError(
@@ -324,7 +325,9 @@ class Run:
         and the plot shows the run up to it."""
         with self.locked():
             state, wall_s = self.load()
-            if read_config(self.path) != self.config:  # a new budget, written once the run is known to continue
+            with allowed_imports([self.config.cell]):  # this run's own cell, already built (trusted or allowed)
+                changed = read_config(self.path) != self.config
+            if changed:  # a new budget, written once the run is known to continue
                 write_config(self.path, self.config)
 
             def record(state, rec):
