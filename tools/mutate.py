@@ -79,31 +79,34 @@ def mutated_text(repo: Path, mutant: Mutant) -> str:
     return text.replace(mutant.original, mutant.replacement)
 
 
-def run_mutant(repo: Path, mutant: Mutant, timeout: float, python: str) -> dict:
-    """Apply `mutant` in a temporary copy of `repo` and run its tests there: killed when they fail."""
+def run_mutant(repo: Path, mutant: Mutant | None, tests: tuple[str, ...], timeout: float, python: str) -> dict:
+    """Apply `mutant` in a temporary copy of `repo` and run `tests` there: killed when they fail. With no mutant,
+    the baseline: the unchanged copy, whose tests must pass for any kill to mean something."""
+    name = mutant.id if mutant else "baseline"
     start = time.monotonic()
     try:
-        text = mutated_text(repo, mutant)
+        text = mutated_text(repo, mutant) if mutant else None
     except ValueError as e:
-        return {"id": mutant.id, "status": "error", "seconds": 0.0, "detail": str(e)}
-    with tempfile.TemporaryDirectory(prefix=f"mutant-{mutant.id}-") as tmp:
+        return {"id": name, "status": "error", "seconds": 0.0, "detail": str(e)}
+    with tempfile.TemporaryDirectory(prefix=f"mutant-{name}-") as tmp:
         tree = Path(tmp) / "repo"
         shutil.copytree(repo, tree, ignore=SKIP)
-        (tree / "src" / "rtrl" / mutant.file).write_text(text)
+        if mutant:
+            (tree / "src" / "rtrl" / mutant.file).write_text(text)
         env = {**os.environ, "PYTHONPATH": str(tree / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
-        command = [python, "-m", "pytest", *mutant.tests, "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts="]
+        command = [python, "-m", "pytest", *tests, "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts="]
         try:
             done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout,
                                   start_new_session=True)
         except subprocess.TimeoutExpired:
-            return {"id": mutant.id, "status": "timeout", "seconds": round(time.monotonic() - start, 1),
+            return {"id": name, "status": "timeout", "seconds": round(time.monotonic() - start, 1),
                     "detail": f"tests ran past {timeout:.0f} s"}
     seconds = round(time.monotonic() - start, 1)
     tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
     # pytest: 0 all passed, 1 some test failed; anything else (collection or usage error, interrupted) is an error,
     # since a mutant that breaks the import of a test module is not "caught" by that test's assertions.
     status = {0: "survived", 1: "killed"}.get(done.returncode, "error")
-    return {"id": mutant.id, "status": status, "seconds": seconds, "detail": " | ".join(tail)}
+    return {"id": name, "status": status, "seconds": seconds, "detail": " | ".join(tail)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant (default 300)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write the results here")
     parser.add_argument("--check", action="store_true", help="only check that every mutant applies")
+    parser.add_argument("--baseline", action="store_true",
+                        help="run the selected mutants' test files on the unchanged tree (they must pass)")
     parser.add_argument("--python", default=sys.executable, help="interpreter that runs pytest (default: this one)")
     args = parser.parse_args(argv)
     repo = args.repo.resolve()
@@ -137,8 +142,15 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(bad) if bad else f"all {len(mutants)} mutants apply")
         return 1 if bad else 0
 
+    if args.baseline:
+        tests = tuple(dict.fromkeys(t for m in mutants for t in m.tests))
+        result = run_mutant(repo, None, tests, args.timeout * len(tests), args.python)
+        verdict = {"survived": "passed", "killed": "FAILED"}.get(result["status"], result["status"])
+        print(f"baseline, {len(tests)} test files unchanged: {verdict} in {result['seconds']} s [{result['detail']}]")
+        return 0 if result["status"] == "survived" else 1
+
     def one(m: Mutant) -> dict:
-        result = run_mutant(repo, m, args.timeout, args.python)
+        result = run_mutant(repo, m, m.tests, args.timeout, args.python)
         print(f"{result['status']:9} {result['seconds']:7.1f} s  {m.id}", flush=True)
         return result
 
