@@ -302,3 +302,57 @@ def test_keys_are_fresh_every_step_different_for_every_environment_and_replayed_
     assert np.array_equal(again[0], actions) and np.array_equal(again[1], noise)
     other = draws(1)
     assert not np.array_equal(other[0], actions) and not np.array_equal(other[1], noise)
+
+
+# -- the rolling TBPTT window (rtrl.rl.rolling) ------------------------------------------------------------------
+
+XS, ENDS = (1.0, -1.0, 3.0, 2.0, -2.0, 1.0, 0.5), (2,)  # an episode ends at step 2: step 3 begins the next one
+R, W, B = 0.5, 2.0, 0.25
+
+
+def rolling_by_hand(K: int):
+    """A linear scalar cell ``h_t = R h_{t-1} + W x_t + B`` (zero before each episode) under a window of K steps:
+    ``h_t`` depends on ``theta`` through steps ``t - K + 1 .. t`` of its episode only, the carry before them a
+    constant, so ``dh_t/dW = sum_j R^j x_{t-j}``, ``dh_t/dB = sum_j R^j``, ``dh_t/dR = sum_j R^j h_{t-1-j}``
+    over ``j = 0 .. min(K - 1, t - s)`` (``s``: the episode's first step; ``h_{s-1} = 0``)."""
+    h, s, rows = {}, 0, []
+    for t, x in enumerate(XS):
+        h[t] = R * (h[t - 1] if t > s else 0.0) + W * x + B
+        js = range(min(K - 1, t - s) + 1)
+        before = [h[t - 1 - j] if t - 1 - j >= s else 0.0 for j in js]
+        rows.append((h[t], sum(R**j * XS[t - j] for j in js), sum(R**j for j in js),
+                     sum(R**j * before[j] for j in js)))
+        if t in ENDS:
+            s = t + 1
+    return np.array(rows)  # (T, 4): h, dh/dW, dh/dB, dh/dR
+
+
+@pytest.mark.parametrize("K", [1, 2, 3])
+def test_the_rolling_window_differentiates_through_exactly_its_last_k_steps_of_the_episode(K):
+    """At every step, ``h_t`` and its gradient are the hand-computed ones: the window fills over the first K - 1
+    steps, then slides (the carry before it a constant), and where an episode begins inside it the steps before do
+    not count. Mutations of rtrl/rl/rolling.py tried by hand, each killed: the start carry taken after the second
+    slot (``a[1]``), so the window is K - 1 long; the carry not zeroed at an episode's first step (``zero_where``
+    dropped); the pending reset kept after the step that consumed it; ``fresh`` shifted by one slot; an empty slot
+    not passing the carry on. (Dropping the ``stop_gradient`` on the next window's start changes nothing: the
+    window comes into ``step`` as a value, never differentiated through, here or in the agent.)"""
+    from rtrl.cells import Elman
+    from rtrl.rl.rolling import rolling_tbptt
+
+    learner = rolling_tbptt(Elman(1, 1, activation="identity"), K)
+    params = {"W": jnp.full((1, 1), W), "B": jnp.full((1,), B), "R": jnp.full((1, 1), R)}
+
+    def h_and_grads(window, x):
+        h, new = learner.step(params, window, x)
+        grads = jax.grad(lambda p: learner.step(p, window, x)[0][0])(params)
+        return h[0], grads, new
+
+    h_and_grads = jax.jit(h_and_grads)
+    window = learner.init(params)
+    rows = []
+    for t, x in enumerate(XS):
+        h, g, window = h_and_grads(window, jnp.array([x]))
+        rows.append((h, g["W"][0, 0], g["B"][0], g["R"][0, 0]))
+        if t in ENDS:
+            window = learner.reset(window, jnp.array(True))
+    np.testing.assert_allclose(np.array(rows, dtype=float), rolling_by_hand(K), rtol=1e-13, atol=1e-13)
