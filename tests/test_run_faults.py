@@ -24,6 +24,7 @@ import pytest
 
 from rtrl import files
 from rtrl.cli import main
+from rtrl.rl import RLConfig
 from rtrl.training import checkpoint
 from rtrl.training import run as runs
 from rtrl.training.config import RunConfig
@@ -302,3 +303,37 @@ def test_overwrite_is_the_only_way_to_replace_a_run(tmp_path, trainer):
     replaced = Run.create(path, {**TINY, "hidden": 4}, overwrite=True)
     assert replaced.config.hidden == 4 and sorted(p.name for p in path.iterdir()) == [".lock", "config.json"]
     shutil.rmtree(path)
+
+
+# -- the same for an RL run folder (records every record_every steps, none at step 0) ----------------------------
+RL_TINY = RLConfig(env="tmaze", env_args=(("length", 2),), hidden=3, envs=2, steps=12, record_every=4,
+                   dtype="float64")
+
+
+@pytest.fixture(scope="module")
+def rl_whole(tmp_path_factory):
+    """The uninterrupted RL run's records and final state, and the write boundaries it passed."""
+    path = tmp_path_factory.mktemp("rl_whole") / "run"
+    run, crash = Run.create(path, RL_TINY), Crash()
+    with pytest.MonkeyPatch.context() as patch:
+        crash.patch(patch)
+        final = run.train()
+    return without_wall_time(read_metrics(path)), final, crash.seen
+
+
+@pytest.mark.parametrize("at", range(len(write_order([4, 8, 12]))))
+def test_a_crash_at_any_write_of_an_rl_run_resumes_to_the_uninterrupted_run(tmp_path, rl_whole, at):
+    """As above, for ``rtrl rl``'s folder. Its first record (at ``record_every``) is written before any checkpoint
+    exists, so a kill between the two left a folder that ``load`` refused as one whose checkpoint was lost (found
+    by this test; ``Run.load`` now writes that one record again)."""
+    records, final, seen = rl_whole
+    assert seen == write_order([4, 8, 12])
+    path = tmp_path / "run"
+    run = Run.create(path, RL_TINY)
+    with pytest.MonkeyPatch.context() as patch:
+        Crash(at).patch(patch)
+        with pytest.raises(Killed):
+            run.train()
+    state = Run.open(path).train()
+    assert without_wall_time(read_metrics(path)) == records and same_state(state, final)
+    assert checkpoint.read_meta(path / CHECKPOINT)["step"] == 12 and not list(path.glob(".*.tmp"))
