@@ -188,6 +188,23 @@ def test_a_crash_at_any_write_resumes_to_the_uninterrupted_run(tmp_path, trainer
     assert_resumes_to_the_whole_run(path, trainer, whole)
 
 
+@pytest.mark.parametrize("second", [0, 1, 2], ids=["before its rename", "after its rename", "at the next line"])
+def test_a_resume_killed_while_it_repairs_a_torn_line_resumes_again(tmp_path, trainer, whole, second):
+    """Killed half-way through the step-8 line; the resume rewrites metrics.jsonl without it (atomically) and is
+    killed before or after that rename, or at its first line; a second resume still equals the uninterrupted
+    run."""
+    torn = write_order(STEPS).index("metrics line half written", 10)  # step 8's
+    path = tmp_path / "run"
+    Run.create(path, TINY, trainer=trainer)
+    for crash in (Crash(torn), Crash(second)):
+        with pytest.MonkeyPatch.context() as patch:
+            crash.patch(patch)
+            with pytest.raises(Killed):
+                Run.open(path, trainer=trainer).train()
+    assert crash.seen == [f"{METRICS} about to be renamed", f"{METRICS} renamed", "metrics line begins"][: second + 1]
+    assert_resumes_to_the_whole_run(path, trainer, whole)
+
+
 def test_an_interrupt_between_evaluations_resumes_to_the_uninterrupted_run(tmp_path, trainer, whole):
     path = tmp_path / "run"
     run = Run.create(path, TINY, trainer=trainer)
