@@ -138,6 +138,13 @@ class Crash:
         monkeypatch.setattr(files, "os", Disk())
 
 
+@pytest.fixture
+def quick_plots(monkeypatch):
+    """``curve.png`` written (atomically, as the plot is) without drawing it: the crash tests pass through every
+    boundary of a run many times, and matplotlib would be most of their cost."""
+    monkeypatch.setattr(runs, "plot_curves", lambda curves, out, title="": files.atomic_write_text(out, title))
+
+
 def write_order(steps):
     """The boundaries an uninterrupted run passes: at each evaluation its metrics line, then its checkpoint;
     the plot at the end."""
@@ -172,7 +179,7 @@ def test_each_record_is_written_before_its_checkpoint(boundaries):
 
 
 @pytest.mark.parametrize("at", CRASH_POINTS)
-def test_a_crash_at_any_write_resumes_to_the_uninterrupted_run(tmp_path, trainer, whole, at):
+def test_a_crash_at_any_write_resumes_to_the_uninterrupted_run(tmp_path, trainer, whole, at, quick_plots):
     """A kill at every write boundary in turn (before, in the middle of and after each metrics line; before and
     after each rename: the checkpoint's, the plot's), then a resume: the records and the final state are the
     uninterrupted run's, and no temporary file is left. Mutations of rtrl/training/run.py tried by hand, each
@@ -189,7 +196,7 @@ def test_a_crash_at_any_write_resumes_to_the_uninterrupted_run(tmp_path, trainer
 
 
 @pytest.mark.parametrize("second", [0, 1, 2], ids=["before its rename", "after its rename", "at the next line"])
-def test_a_resume_killed_while_it_repairs_a_torn_line_resumes_again(tmp_path, trainer, whole, second):
+def test_a_resume_killed_while_it_repairs_a_torn_line_resumes_again(tmp_path, trainer, whole, second, quick_plots):
     """Killed half-way through the step-8 line; the resume rewrites metrics.jsonl without it (atomically) and is
     killed before or after that rename, or at its first line; a second resume still equals the uninterrupted
     run."""
@@ -339,7 +346,7 @@ def rl_whole(tmp_path_factory):
 
 
 @pytest.mark.parametrize("at", range(len(write_order([4, 8, 12]))))
-def test_a_crash_at_any_write_of_an_rl_run_resumes_to_the_uninterrupted_run(tmp_path, rl_whole, at):
+def test_a_crash_at_any_write_of_an_rl_run_resumes_to_the_uninterrupted_run(tmp_path, rl_whole, at, quick_plots):
     """As above, for ``rtrl rl``'s folder. Its first record (at ``record_every``) is written before any checkpoint
     exists, so a kill between the two left a folder that ``load`` refused as one whose checkpoint was lost (found
     by this test; ``Run.load`` now writes that one record again)."""
