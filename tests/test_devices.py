@@ -229,7 +229,7 @@ def test_the_agent_on_four_devices_acts_as_on_one_with_its_environments_split(tm
     # environment e is environment e of the one-device run: its memory, traces and state (not only the mean)
     for name in ("memory", "traces", "env_state", "obs", "discounted"):
         assert worst(getattr(four, name), getattr(whole, name)) <= TOL, name
-    assert split(four.history, 4)  # (H, E, obs): E is found wherever it lies
+    assert split(four.history, 4) and layout_is_contiguous(four.history, 4, 1)  # (H, E, obs): E found where it lies
     assert replicated(four.params, 4) and replicated(four.opt_state, 4) and replicated(four.obs_stats, 4)
     half, _ = train(RLConfig(**{**RL, "steps": HALF}, devices=4))
     checkpoint.save(tmp_path / "half.npz", half)
