@@ -272,18 +272,21 @@ class Run:
 
     # -- state on disk ----------------------------------------------------------------------------------
     def load(self) -> tuple[object, float]:
-        """The checkpointed state and wall time; a fresh state if the run has not passed step 0. Records past
+        """The checkpointed state and wall time; a fresh state if there is no checkpoint yet. Records past
         the checkpoint (written before a crash) are dropped, as the resumed run writes them again. A history
         that the checkpoint does not account for is a ``RunError``: nothing is restarted or rewritten."""
         records = read_metrics(self.path)
         file = self.path / CHECKPOINT
         if not file.exists():
-            if any(r["step"] > 0 for r in records):
+            # Each record is written before its checkpoint, so a crash can leave the run's first record (step 0,
+            # or an RL run's first at record_every) without a checkpoint: it is written again. More than one
+            # means the checkpoint was lost.
+            if len(records) > 1:
                 raise RunError(
                     f"{file} is missing but {self.path / METRICS} goes to step {records[-1]['step']}; nothing was "
                     "changed (restore the checkpoint, or start again with `rtrl train ... --overwrite`)"
                 )
-            if records or self.torn():  # a step-0 record without its checkpoint: written again
+            if records or self.torn():
                 self.rewrite_metrics([])
             return self.fresh(), 0.0
         state, meta = checkpoint.load(file, self.fresh())
