@@ -59,6 +59,7 @@ def sgd_trainer(update_every):
     return Trainer(TASK, CELL, "bptt", batch=B, update_every=update_every, optimizer=optax.sgd(LR), eval_size=2)
 
 
+@jax.jit
 def data_at(key, step):
     """Step ``step`` of both streams (no stagger): episode ``step // 3`` of stream b, at ``step % 3``."""
     episodes = [TASK.episode(jax.random.fold_in(jax.random.fold_in(key, b), step // 3)) for b in range(B)]
@@ -66,16 +67,18 @@ def data_at(key, step):
     return x, y, w, step % 3 == 0
 
 
-def window_loss(params, carry, window):
-    """The window's objective sum_t (1/B) sum_b w loss, from ``carry`` (a constant), zeroed at episode starts;
-    also the final carry and each step's weighted loss sum."""
+@jax.jit
+@functools.partial(jax.grad, has_aux=True)
+def window_grad(params, carry, window):
+    """The gradient of the window's objective sum_t (1/B) sum_b w loss, from ``carry`` (a constant), zeroed at
+    episode starts; also the final carry and each step's weighted loss sum."""
     c, r = params["cell"], params["readout"]
     losses = []
     for x, y, w, starts in window:
-        carry = jnp.zeros_like(carry) if starts else carry
+        carry = jnp.where(starts, 0.0, carry)
         carry = jnp.tanh(x @ c["W"] + c["B"] + carry @ c["R"])
         losses.append(jnp.sum(w * jnp.sum((carry @ r["W"] + r["b"] - y) ** 2, axis=-1)))
-    return sum(losses) / B, (carry, losses)
+    return sum(losses) / B, (carry, jnp.stack(losses))
 
 
 @pytest.mark.parametrize("k", [2, 3])
@@ -89,7 +92,7 @@ def test_updates_every_k_steps_read_each_step_once_and_count_steps(k):
     params, carry = state.params, jnp.zeros((B, 2))
     for update in range(4):
         window = [data_at(state.key, update * k + i) for i in range(k)]
-        grads, (carry, losses) = jax.grad(window_loss, has_aux=True)(params, carry, window)
+        grads, (carry, losses) = window_grad(params, carry, window)
         params = jax.tree.map(lambda p, g: p - LR * g, params, grads)
         state, got = tr.train(state, k)
         assert int(state.step) == (update + 1) * k
