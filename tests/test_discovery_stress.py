@@ -3,10 +3,13 @@
 Discovery (``rtrl.structure.elementwise``) reads leaf-level dependencies from the step's jaxpr and neuron-level
 ones from derivatives at random probes; ``auto`` picks ``diagonal`` from it. These cells are where such probing
 can go wrong: derivatives that are exactly zero at some probes (ReLU), or at every probe (a ReLU behind a
-threshold the probes never cross), a per-neuron state of order three (a shift chain), parameters of three
-dimensions with the neuron axis first, in the middle and last. Each must get the method it should, and
-``auto``, ``diagonal`` (where it applies) and ``rtrl`` must equal BPTT from a zero carry, a non-zero carry and
-across a reset.
+threshold the probes never cross, or a coupling of neurons that only such a ReLU opens), a per-neuron state of
+order three (a shift chain), parameters of three dimensions with the neuron axis first, in the middle and last.
+Each must get the method it should, and ``auto``, ``diagonal`` (where it applies) and ``rtrl`` must equal BPTT
+from a zero carry, a non-zero carry and across a reset. (Mutations tried by hand, each caught: ``Leaves.reach``
+without its closure over carry leaves; ``spread`` with one axis too few for a 3-d parameter; either of the
+unseen-entry checks in ``elementwise`` removed. Survived, equivalent: ``placement_of`` returning a non-negative
+axis, which every user normalises.)
 """
 
 import jax
@@ -47,8 +50,22 @@ def threshold_init(key):  # the bias lifts the threshold's pre-activations to ab
 
 
 def threshold_step(params, h, x):
-    """A ReLU behind a threshold that the probes (pre-activations of order 1) almost never cross."""
-    h = jax.nn.relu(x @ params["W"] + params["u"] * h + params["b"] - 3.0)
+    """The input's ReLU behind a threshold that the probes (pre-activations of order 1) never cross: ``W`` and
+    ``b`` are unseen at every probe, the recurrence through ``u`` is seen."""
+    h = jnp.tanh(params["u"] * h + jax.nn.relu(x @ params["W"] + params["b"] - 3.0))
+    return h, h
+
+
+def gated_init(key):
+    k = jax.random.split(key, 3)
+    return {"W": normal(k[0], (D, N), 0.6), "b": normal(k[1], (N,), 0.3), "k": 5.5 + normal(k[2], (N,), 0.1)}
+
+
+def gated_step(params, h, x):
+    """Neuron j reads neuron j - 1 through a ReLU that opens near ``k = 5.5`` (in use), never at the probes
+    (``k`` of order 1 there): its whole dependence on the carry is unseen, though every parameter is seen."""
+    k = params["k"]
+    h = 0.2 * k * jnp.tanh(x @ params["W"] + params["b"]) + 0.5 * jax.nn.relu(jnp.roll(h, 1) + k - 5.5)
     return h, h
 
 
@@ -101,6 +118,7 @@ def pair_carry():
 CELLS = {  # name: (init, step, carry, the method auto must pick, the trace floats it keeps per example)
     "relu": (relu_init, relu_step, zero_carry, "diagonal", D * N + 2 * N),
     "threshold_relu": (threshold_init, threshold_step, zero_carry, "rtrl", N * (D * N + 2 * N)),
+    "hidden_coupling": (gated_init, gated_step, zero_carry, "rtrl", N * (D * N + 2 * N)),
     "dense_relu": (dense_relu_init, dense_relu_step, zero_carry, "rtrl", N * (D * N + N * N)),
     "shift_chain": (chain_init, chain_step, chain_carry, "diagonal", 3 * (D * N + 2 * N)),
     "tensor": (tensor_init, tensor_step, pair_carry, "diagonal", 2 * (4 * N + 3 * D * N + 2 * D * N)),
