@@ -143,7 +143,14 @@ def test_the_table_holds_every_trace_method():
                                   "layer_local", "auto"}
 
 
-@pytest.mark.parametrize("name", TRACE_METHODS)
+def test_auto_hands_its_trace_dtype_to_the_method_it_runs():
+    """(So auto's row of the table below is the row of the method it chooses: closed_form on ELSTM.)"""
+    cell = cell_for("auto")
+    for d in NARROW:
+        assert rtrl.online(cell, Auto(trace_dtype=d)).method == ClosedForm(trace_dtype=d)
+
+
+@pytest.mark.parametrize("name", [n for n in TRACE_METHODS if n != "auto"])
 def test_narrow_traces_are_full_precision_traces_rounded_once_a_step(name):
     """For each of float16, bfloat16 and float32 (float64 parameters): the per-step gradients equal those of the
     full-precision method whose update rounds its output once, the state holds its traces in that dtype, and the
@@ -152,7 +159,7 @@ def test_narrow_traces_are_full_precision_traces_rounded_once_a_step(name):
     multiplies the traces by the parameters' dtype credit, which widens them exactly.)"""
     cell = cell_for(name)
     params, xs, ys = random_problem(cell, 6, (2,), 3)
-    full = resolve(name, cell)  # auto: the method it chooses, which its trace_dtype must reach
+    full = resolve(name, cell)
     methods = {"full": full, **{d: dataclasses.replace(REGISTRY[name](), trace_dtype=d) for d in NARROW},
                **{f"ref {d}": rounded(full, d) for d in NARROW}}
 
