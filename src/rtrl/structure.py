@@ -10,7 +10,9 @@ Every trace method asks the same few questions of a cell's step, and this module
   e.g. a relu unit inactive at all of them, chance ``2**-PROBES``, counts as zero). SnAp's patterns come from it.
 * ``elementwise(cell, ...)``: whether the step is element-wise (every carry leaf a vector over the same N
   neurons, the carry coupled only within a neuron, every parameter entry reaching at most one neuron in one
-  step), and if so which neuron each parameter entry reaches: what ``diagonal`` needs, from the step alone.
+  step), and if so which neuron each parameter entry reaches: what ``diagonal`` needs, from the step alone. An
+  entry that the jaxpr says depends on the carry (or reaches it) but whose derivative is zero at every probe
+  reaches neurons unknown: the step then counts as not element-wise (dense traces, exact all the same).
 * ``flat_step(cell, params, carry, x)``: the carry update as a function of flat vectors, for the methods that
   carry matrices over the flattened carry and parameters (dense RTRL, SnAp, e-prop, UORO).
 
