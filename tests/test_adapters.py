@@ -9,12 +9,12 @@ import pytest
 from flax import nnx
 
 import rtrl
-from exactness import perturbed, reset_error, worst_error
+from exactness import masked_error, perturbed, reset_error, worst_error
 from oracle import EXACT_TOL, random_carry, random_problem, squared_error
 from rtrl.cells import from_equinox, from_flax, from_function, from_nnx
 from rtrl.compare import relative_error
 
-D, N = 3, 4
+D, N = 3, 5  # N neither a power of two nor D
 LENGTHS = (1, 2, 3, 50)
 LINEN = {"SimpleCell": nn.SimpleCell, "GRUCell": nn.GRUCell, "LSTMCell": nn.LSTMCell,
          "OptimizedLSTMCell": nn.OptimizedLSTMCell, "MGUCell": nn.MGUCell}
@@ -24,13 +24,21 @@ def linen(name):
     return from_flax(LINEN[name](features=N), input_size=D)
 
 
-def nnx_cell(name):
+def nnx_module(name):
     dtype = {"dtype": jnp.float64} if name == "SimpleCell" else {}  # it computes in float32 by default
-    return from_nnx(getattr(nnx, name)(D, N, rngs=nnx.Rngs(0), **dtype))
+    return getattr(nnx, name)(D, N, rngs=nnx.Rngs(0), **dtype)
+
+
+def nnx_cell(name):
+    return from_nnx(nnx_module(name))
+
+
+def equinox_module(name):
+    return getattr(eqx.nn, name)(D, N, key=jax.random.PRNGKey(0))
 
 
 def equinox_cell(name):
-    return from_equinox(getattr(eqx.nn, name)(D, N, key=jax.random.PRNGKey(0)))
+    return from_equinox(equinox_module(name))
 
 
 # -- plain functions: one element-wise cell (an IndRNN) and one dense cell -------------------------------------
@@ -78,19 +86,111 @@ def make(name):
     return factory(arg)
 
 
-@pytest.mark.parametrize("batch_shape", [(), (2,)])
-@pytest.mark.parametrize("name", sorted(CELLS))
-def test_exact_methods_equal_bptt(name, batch_shape):
-    """"auto" (dense rtrl, or diagonal where the step is element-wise), for T in {1, 2, 3, 50}, from a zero and from
-    a given carry, in float64."""
+# -- the oracle: each framework's own call, under jax.grad through lax.scan, never through the adapter -----------
+def framework_step(name, params):
+    """``(carry, x) -> (carry, h)`` for a batch of examples (any leading batch dimensions) with ``params``, by the
+    framework's own call: linen's ``apply`` and nnx's merged module batch natively; an Equinox module and a plain
+    function are per example, so vmapped here."""
+    kind, cls = name.split(".")
+    if kind == "linen":
+        module = LINEN[cls](features=N)
+        return lambda carry, x: module.apply({"params": params}, carry, x)
+    if kind == "nnx":
+        graphdef, _, rest = nnx.split(nnx_module(cls), nnx.Param, ...)
+        return lambda carry, x: nnx.merge(graphdef, params, rest)(carry, x)
+    if kind == "equinox":
+        static = eqx.partition(equinox_module(cls), eqx.is_inexact_array)[1]
+
+        def one(carry, x):
+            state = eqx.combine(params, static)(x, carry)
+            return state, state[0] if cls == "LSTMCell" else state  # LSTMCell's state is (h, c)
+    else:
+        step_fn = FUNCTIONS[cls][1]
+
+        def one(carry, x):
+            return step_fn(params, carry, x)
+    return lambda carry, x: batched(one, jnp.ndim(x) - 1)(carry, x)
+
+
+def batched(fn, batch_ndim):
+    for _ in range(batch_ndim):
+        fn = jax.vmap(fn)
+    return fn
+
+
+def framework_carry(name, batch_shape):
+    """The framework's own zero carry (``initialize_carry`` where it has one), in float64."""
+    kind, cls = name.split(".")
+    if kind == "linen":
+        carry = LINEN[cls](features=N).initialize_carry(jax.random.PRNGKey(0), (*batch_shape, D))
+    elif kind == "nnx":
+        carry = nnx_module(cls).initialize_carry((*batch_shape, D), rngs=nnx.Rngs(0))
+    else:
+        zero = jnp.zeros((*batch_shape, N))
+        carry = (zero, zero) if name == "equinox.LSTMCell" else zero
+    return jax.tree.map(lambda a: a.astype(jnp.float64), carry)
+
+
+def framework_run(name, params, carry, xs, ys, weights):
+    """``(loss, hs)``: the weighted squared error of the framework's own ``h`` over ``xs`` from ``carry``."""
+    step = framework_step(name, params)
+
+    def body(carry, data):
+        x, y, w = data
+        carry, h = step(carry, x)
+        return carry, (w * squared_error(h, y), h)
+
+    losses, hs = jax.lax.scan(body, carry, (xs, ys, weights))[1]
+    return losses.sum(), hs
+
+
+def moved(params, seed):
+    """Every parameter moved off its initial value: an adapter that read the module's own would be seen."""
+    leaves, tree = jax.tree.flatten(params)
+    keys = jax.random.split(jax.random.PRNGKey(seed), len(leaves))
+    return jax.tree.unflatten(tree, [a + 0.2 * jax.random.normal(k, a.shape, a.dtype)
+                                     for k, a in zip(keys, leaves, strict=True)])
+
+
+# Every cell batched; one of each framework unbatched as well (the adapter's no-batch path is shared).
+UNBATCHED = ("linen.LSTMCell", "nnx.GRUCell", "equinox.LSTMCell", "function.indrnn")
+
+
+@pytest.mark.parametrize(("name", "batch_shape"), [pytest.param(n, (2,), id=f"{n}-batch") for n in sorted(CELLS)]
+                         + [pytest.param(n, (), id=f"{n}-one") for n in UNBATCHED])
+def test_exact_methods_equal_the_frameworks_own_gradient(name, batch_shape):
+    """"auto" and "rtrl" through the adapter equal ``jax.grad`` of the framework's own call scanned over the
+    sequence (its own carry init, its own h), for T in {1, 3, 40}, from the framework's zero carry and a random
+    one, with every parameter moved off the module's own; and the adapter's forward h is the framework's.
+    Mutations tried by hand, each caught here: nnx's and Equinox's step calling the module itself (its own
+    parameters, not those passed in); Equinox LSTMCell's h taken as state[1] (c); the batch mapped with the carry
+    unmapped (``in_axes=(None, None, 0)``); the adapter's zero carry made ones."""
     cell = make(name)
-    params, xs, ys = random_problem(cell, 50, batch_shape, seed=1)
-    params = perturbed(params, 2)
-    carries = (cell.initial_carry(batch_shape), random_carry(cell, batch_shape, 3))
-    # "auto" is dense rtrl on the dense cells and diagonal on the IndRNN; rtrl is checked there too.
-    methods = ("auto", "rtrl") if name == "function.indrnn" else ("auto",)
-    error, where = worst_error(cell, methods, params, xs, ys, carries, LENGTHS)
-    assert error <= EXACT_TOL, where
+    params, xs, ys = random_problem(cell, 40, batch_shape, seed=1)
+    params = moved(params, 2)
+    lengths = (1, 3, 40)
+    masks = jnp.stack([(jnp.arange(40) < k).astype(xs.dtype) for k in lengths])
+    methods = ("auto",) if rtrl.inspect(cell).method == "rtrl" else ("auto", "rtrl")  # auto is rtrl on a dense cell
+
+    @jax.jit
+    def run(params, carry, given):
+        oracle = jax.vmap(lambda w: jax.value_and_grad(
+            lambda p: framework_run(name, p, carry, xs, ys, w)[0])(params))(masks)
+        ours = {m: jax.vmap(lambda w, m=m: rtrl.sequence_grad(cell, params, xs, (ys, w), masked_error, m,
+                                                              carry=given))(masks) for m in methods}
+        hs = jax.lax.scan(lambda c, x: cell.step(params, c, x), carry, xs)[1]
+        return oracle, ours, framework_run(name, params, carry, xs, ys, masks[0])[1], hs
+
+    for label, carry, given in (("zero", framework_carry(name, batch_shape), cell.initial_carry(batch_shape)),
+                                ("random", random_carry(cell, batch_shape, 3), random_carry(cell, batch_shape, 3))):
+        oracle, ours, theirs_hs, our_hs = run(params, carry, given)
+        np.testing.assert_allclose(our_hs, theirs_hs, rtol=1e-12, atol=1e-14, err_msg=label)
+        for m, (loss, grads) in ours.items():
+            for i, k in enumerate(lengths):
+                g, ref = (jax.tree.map(lambda a, i=i: a[i], tree) for tree in (grads, oracle[1]))
+                assert abs(float(loss[i] - oracle[0][i])) <= EXACT_TOL * abs(float(oracle[0][i])), (m, k, label)
+                assert relative_error(g, ref) <= EXACT_TOL, (m, k, label)
+                assert relative_error(g, jax.tree.map(jnp.zeros_like, ref)) > 0.1  # a gradient that is there
 
 
 @pytest.mark.parametrize("name", ["linen.GRUCell", "equinox.LSTMCell", "nnx.LSTMCell", "function.indrnn"])
@@ -143,6 +243,9 @@ def test_equinox_forward_is_the_modules_own(name):
     state = module(x, carry)
     jax.tree.map(np.testing.assert_array_equal, new, state)
     np.testing.assert_array_equal(h, state[0] if name == "LSTMCell" else state)
+    if name == "LSTMCell":  # which element is h, by the LSTM's equations: h' = o * tanh(c'), o the last gate
+        o = jax.nn.sigmoid(module.weight_ih[3 * N:] @ x + module.weight_hh[3 * N:] @ carry[0] + module.bias[3 * N:])
+        np.testing.assert_allclose(h, o * jnp.tanh(state[1]), rtol=1e-12)
     assert jax.tree.structure(params) == jax.tree.structure(eqx.partition(module, eqx.is_inexact_array)[0])
 
 
@@ -173,9 +276,9 @@ def test_a_module_that_is_not_a_recurrent_cell_is_refused():
 
 @pytest.mark.parametrize(("step_fn", "message"), [
     (lambda p, h, x: h, r"must return \(carry, h\)"),
-    (lambda p, h, x: (jnp.concatenate([h, h]), h), r"must return a carry like its input \(4,\), got \(8,\)"),
+    (lambda p, h, x: (jnp.concatenate([h, h]), h), r"must return a carry like its input \(5,\), got \(10,\)"),
     (lambda p, h, x: ((h, h), h), r"must return a carry like its input"),
-    (lambda p, h, x: (h, h[:2]), r"h of shape \(hidden_size,\) = \(4,\)"),
+    (lambda p, h, x: (h, h[:2]), r"h of shape \(hidden_size,\) = \(5,\)"),
     (lambda p, h, x: (h @ p["missing"], h), r"fails on one example"),
 ])
 def test_a_step_of_the_wrong_structure_is_refused(step_fn, message):

@@ -2,7 +2,7 @@
 
 import jax.numpy as jnp
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import rtrl
@@ -13,8 +13,9 @@ batch_shapes = st.sampled_from([(), (1,), (3,), (2, 2)])
 
 
 @pytest.mark.parametrize("T", [1, 2, 3, 50])
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=2, deadline=None)  # plus the fixed @example
 @given(D=st.integers(1, 4), N=st.integers(1, 6), batch_shape=batch_shapes, seed=st.integers(0, 2**16))
+@example(D=3, N=7, batch_shape=(3,), seed=5)  # besides the random draws, fixed sizes every run (N not a power of 2)
 def test_equals_bptt_from_zero_carry(T, D, N, batch_shape, seed):
     cell = rtrl.cells.Elman(D, N)
     params, xs, ys = random_problem(cell, T, batch_shape, seed)
@@ -22,8 +23,9 @@ def test_equals_bptt_from_zero_carry(T, D, N, batch_shape, seed):
         assert gradient_error(cell, method, params, xs, ys) <= EXACT_TOL
 
 
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=3, deadline=None)  # plus the fixed @example
 @given(T=st.sampled_from([1, 2, 3, 50]), batch_shape=batch_shapes, seed=st.integers(0, 2**16))
+@example(T=50, batch_shape=(2, 2), seed=6)
 def test_equals_bptt_from_given_carry(T, batch_shape, seed):
     cell = rtrl.cells.Elman(3, 5)
     params, xs, ys = random_problem(cell, T, batch_shape, seed)

@@ -11,7 +11,7 @@ import rtrl
 from oracle import EXACT_TOL, random_problem, relative_error, squared_error
 from rtrl.cli import parser
 from rtrl.cli.options import config_from_args
-from rtrl.methods import Auto, ClosedForm, Diagonal, resolve
+from rtrl.methods import METHODS, REGISTRY, Auto, ClosedForm, Diagonal, LayerLocal, resolve
 from rtrl.online import stored
 from rtrl.reports.fidelity import gradient_fidelity
 from rtrl.training.config import RunConfig
@@ -113,3 +113,93 @@ def test_the_option_reaches_the_method_from_the_command_line_and_auto():
 def test_bad_trace_dtypes_are_refused_with_a_clear_error(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+# -- every trace method x every narrow dtype ---------------------------------------------------------------------
+NARROW = ("float16", "bfloat16", "float32")
+TRACE_METHODS = tuple(name for name in METHODS if REGISTRY[name]().online)
+
+
+def rounded(method, dtype):
+    """``method`` (full precision) with each new trace rounded to ``dtype`` and widened back as the update writes
+    it: what ``trace_dtype=dtype`` must amount to, built without the online step's own rounding (``widened``)."""
+    base = type(method)
+
+    def update(self, cell, params, carry, traces, x):
+        return stored(stored(base.update(self, cell, params, carry, traces, x), dtype), jnp.float64)
+
+    rounding = type(f"Rounded{base.__name__}", (base,), {"update": update, "__module__": __name__})
+    return rounding(**{f.name: getattr(method, f.name) for f in dataclasses.fields(method) if f.init})
+
+
+def cell_for(name):
+    # ELSTM has closed-form traces and an element-wise step, so every method but layer_local applies to it.
+    return rtrl.cells.Stack((rtrl.cells.ELSTM(3, 4), rtrl.cells.ELSTM(4, 5))) if name == "layer_local" \
+        else rtrl.cells.ELSTM(3, 5)
+
+
+def test_the_table_holds_every_trace_method():
+    assert set(TRACE_METHODS) == {"rtrl", "closed_form", "diagonal", "snap1", "snap2", "eprop", "uoro",
+                                  "layer_local", "auto"}
+
+
+def test_auto_hands_its_trace_dtype_to_the_method_it_runs():
+    """(So auto's row of the table below is the row of the method it chooses: closed_form on ELSTM.)"""
+    cell = cell_for("auto")
+    for d in NARROW:
+        assert rtrl.online(cell, Auto(trace_dtype=d)).method == ClosedForm(trace_dtype=d)
+
+
+@pytest.mark.parametrize("name", [n for n in TRACE_METHODS if n != "auto"])
+def test_narrow_traces_are_full_precision_traces_rounded_once_a_step(name):
+    """For each of float16, bfloat16 and float32 (float64 parameters): the per-step gradients equal those of the
+    full-precision method whose update rounds its output once, the state holds its traces in that dtype, and the
+    rounding did happen. One compiled call per method. (Mutation tried by hand: ``stored`` in ``advance``
+    skipped: every row fails. Dropping ``widened`` in ``contract`` is equivalent today: each contraction
+    multiplies the traces by the parameters' dtype credit, which widens them exactly.)"""
+    cell = cell_for(name)
+    params, xs, ys = random_problem(cell, 6, (2,), 3)
+    full = resolve(name, cell)
+    methods = {"full": full, **{d: dataclasses.replace(REGISTRY[name](), trace_dtype=d) for d in NARROW},
+               **{f"ref {d}": rounded(full, d) for d in NARROW}}
+
+    @jax.jit
+    def run():
+        out = {}
+        for key, method in methods.items():
+            learner = rtrl.online(cell, method)
+            state, grads = scanned_grads(learner, params, xs, ys, learner.init(params, (2,)))
+            out[key] = (state.traces, grads)
+        return out
+
+    out = run()
+    for d in NARROW:
+        traces, got = out[d]
+        traces_dtypes = floating_dtypes(traces)
+        assert traces_dtypes == {jnp.dtype(d)}, (d, traces_dtypes)
+        assert relative_error(got, out[f"ref {d}"][1]) <= EXACT_TOL, d
+        assert relative_error(got, out["full"][1]) > 0, d  # the rounding did happen
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_every_method_refuses_a_trace_dtype_it_cannot_store(name):
+    """A trace method refuses a dtype that is not a float (every class of the hierarchy runs the base's check:
+    SnAp, e-prop and UORO once did not, and took "int8"); a sequence method has no traces to store."""
+    if name in TRACE_METHODS:
+        for bad in ("int8", "bf16", 3):
+            with pytest.raises(ValueError, match="trace_dtype must be one of"):
+                dataclasses.replace(REGISTRY[name](), trace_dtype=bad)
+        assert dataclasses.replace(REGISTRY[name](), trace_dtype=jnp.bfloat16).trace_dtype == "bfloat16"
+    else:
+        with pytest.raises(ValueError, match="trace_dtype needs a trace method"):
+            RunConfig(cell="elstm", method=name, trace_dtype="bfloat16").parts()
+
+
+def test_layer_local_refuses_a_trace_dtype_on_its_inner_method():
+    """layer_local stores every layer's traces itself: an inner method's own trace_dtype would be ignored."""
+    cell = cell_for("layer_local")
+    with pytest.raises(ValueError, match="trace_dtype .* layer_local itself"):
+        rtrl.online(cell, LayerLocal(inner=Diagonal(trace_dtype="bfloat16")))
+    with pytest.raises(ValueError, match="trace_dtype .* layer_local itself"):
+        rtrl.online(cell, LayerLocal(inner=Auto(trace_dtype="float16")))
+    rtrl.online(cell, LayerLocal(inner=Diagonal(), trace_dtype="bfloat16"))  # where it belongs

@@ -10,7 +10,9 @@ Every trace method asks the same few questions of a cell's step, and this module
   e.g. a relu unit inactive at all of them, chance ``2**-PROBES``, counts as zero). SnAp's patterns come from it.
 * ``elementwise(cell, ...)``: whether the step is element-wise (every carry leaf a vector over the same N
   neurons, the carry coupled only within a neuron, every parameter entry reaching at most one neuron in one
-  step), and if so which neuron each parameter entry reaches: what ``diagonal`` needs, from the step alone.
+  step), and if so which neuron each parameter entry reaches: what ``diagonal`` needs, from the step alone. An
+  entry that the jaxpr says depends on the carry (or reaches it) but whose derivative is zero at every probe
+  reaches neurons unknown: the step then counts as not element-wise (dense traces, exact all the same).
 * ``flat_step(cell, params, carry, x)``: the carry update as a function of flat vectors, for the methods that
   carry matrices over the flattened carry and parameters (dense RTRL, SnAp, e-prop, UORO).
 
@@ -240,6 +242,8 @@ def leaf_dependencies(cell, params_spec, carry_spec) -> Leaves:
                   tuple(frozenset(j - P for j in d if P <= j < P + S) for d in deps))
 
 
+UNSEEN = (" (their derivatives were zero at every probe, e.g. a ReLU that is off at all of them), so where they "
+          "reach is unknown and their exact traces are dense")
 COUPLED = ("its recurrence couples neurons (neuron k's next carry depends on other neurons' carry), so its exact "
            "traces are dense")
 
@@ -278,7 +282,7 @@ def elementwise(cell, params_spec, carry_spec) -> Elementwise | str:
 
     def probe(leaves):
         """Per parameter leaf, the neuron code of each entry and whether it is consistent; whether the carry
-        couples neurons."""
+        couples neurons; per new carry leaf, which entries were seen to depend on the carry."""
         primals = tuple(leaves)
         out, pull = jax.vjp(lambda *p: new_carry(*p, *primals[P:]), *primals[:P])
         def coded(code):  # the code on every leaf, each leaf scaled by its weight
@@ -301,7 +305,7 @@ def elementwise(cell, params_spec, carry_spec) -> Elementwise | str:
         # A new carry entry seen from a neuron other than its own, or from two neurons, means coupling.
         carry = [decode(t) for t in tangents]
         couples = jnp.any(jnp.stack([~ok | (index >= 0) & (index != jnp.arange(N)) for index, ok in carry]))
-        return params, couples
+        return params, couples, [index >= 0 for index, _ in carry]
 
     probes = probe_points(shapes)
     if S and N > 1 and concrete(couples_at, [a[0] for a in probes]):
@@ -309,22 +313,30 @@ def elementwise(cell, params_spec, carry_spec) -> Elementwise | str:
 
     def survey(probes):
         def add(i, acc):
-            neurons, consistent, couples = acc
-            params, c = probe([a[i] for a in probes])
+            neurons, consistent, couples, seen = acc
+            params, c, seen_now = probe([a[i] for a in probes])
             new_neurons, new_consistent = [], []
             for n, ok, (index, ok_now) in zip(neurons, consistent, params, strict=True):
                 clash = (n >= 0) & (index >= 0) & (n != index)
                 new_neurons.append(jnp.where(n >= 0, n, index))
                 new_consistent.append(ok & ok_now & ~clash)
-            return new_neurons, new_consistent, couples | c
+            return new_neurons, new_consistent, couples | c, [a | b for a, b in zip(seen, seen_now, strict=True)]
 
         init = ([jnp.full(s, -1, jnp.int32) for s in p_shapes], [jnp.ones(s, bool) for s in p_shapes],
-                jnp.zeros((), bool))
+                jnp.zeros((), bool), [jnp.zeros(N, bool) for _ in c_shapes])
         return lax.fori_loop(0, PROBES, add, init)
 
-    neurons, consistent, couples = jax.tree.map(np.asarray, concrete(survey, probes))
+    neurons, consistent, couples, seen = jax.tree.map(np.asarray, concrete(survey, probes))
     if couples:
         return COUPLED
+    # The jaxpr says what can depend on what; an entry that does but whose derivative was zero at every probe (a
+    # ReLU the probes never switch on) reaches neurons unknown to us, which element-wise traces cannot assume.
+    for t, name in enumerate(leaves.carry_names):
+        if leaves.deps[t] and not seen[t].all():
+            return f"carry leaf {name!r} depends on the carry, but not at any probe for some neurons{UNSEEN}"
+    for j, name in enumerate(leaves.param_names):
+        if leaves.reach(j) and not (neurons[j] >= 0).all():
+            return f"parameter {name!r} reaches the carry, but some of its entries reach no neuron at any probe{UNSEEN}"
     for name, ok in zip(leaves.param_names, consistent, strict=True):
         if not ok.all():
             return f"parameter {name!r} has entries that reach several neurons in one step, so its exact traces are " \

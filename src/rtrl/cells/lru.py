@@ -98,7 +98,8 @@ def ring_init(key: jax.Array, shape, dtype, r_min: float, r_max: float, max_phas
 
 
 def phase(theta: jax.Array) -> jax.Array:
-    return jnp.exp(jnp.minimum(theta, THETA_MAX))
+    # Not jnp.minimum: at theta = THETA_MAX its derivative is 1/2 (ties split), where the closed form's is 0.
+    return jnp.exp(jnp.where(theta < THETA_MAX, theta, THETA_MAX))
 
 
 def eigenvalue(nu: jax.Array, theta: jax.Array) -> tuple[jax.Array, jax.Array]:

@@ -43,6 +43,9 @@ class LayerLocal(TraceMethod):
         for method in methods:
             if not method.online:
                 raise ValueError(f"inner must be a trace method, got {method.name!r}, which has no traces")
+            if method.trace_dtype is not None:  # the online step stores the traces by layer_local's option alone
+                raise ValueError(f"inner must not have a trace_dtype (got {method.trace_dtype!r}): give trace_dtype to "
+                                 f"layer_local itself, which stores every layer's traces")
         return methods
 
     def check(self, cell) -> None:

@@ -129,6 +129,7 @@ class SnAp(Sensitivity):
     n: int = 1
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_positive_int("n", self.n)
 
     @property

@@ -28,6 +28,7 @@ class TBPTT(SequenceMethod):
     name: ClassVar[str] = "tbptt"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_positive_int("truncation", self.truncation)
 
     def sequence_grad(self, cell, params, xs, targets, loss_fn, carry):

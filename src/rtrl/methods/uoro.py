@@ -50,6 +50,7 @@ class UORO(TraceMethod):
     name: ClassVar[str] = "uoro"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         integer = isinstance(self.seed, int) or jnp.issubdtype(getattr(self.seed, "dtype", float), jnp.integer)
         if isinstance(self.seed, bool) or not integer or jnp.ndim(self.seed) != 0:
             raise ValueError(f"seed must be an integer (a Python int, or a scalar integer array), got {self.seed!r}")
