@@ -136,6 +136,7 @@ def zero_where(done: jax.Array, tree):
 
 def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
     """The online learner of ``cell`` under a trace method (a name from ``rtrl.METHODS`` or an object)."""
+    validate.check_cell(cell)
     method = resolve(method, cell)
     if not method.online:
         raise ValueError(
@@ -178,7 +179,7 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
         g_params = jax.tree.map(jnp.add, g_params, contract(params, traces, credit))
         g_x = g_x + recur_vjp(g_carry)[0]
         zero_state = OnlineState(jax.tree.map(jnp.zeros_like, g_carry), jax.tree.map(jnp.zeros_like, traces))
-        return g_params, zero_state, g_x
+        return validate.like(g_params, params), zero_state, validate.like(g_x, x)
 
     def forward_previous(params, state, x):
         cell.check_input(x)
@@ -190,7 +191,7 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
         zero_carry = jax.tree.map(jnp.zeros_like, state.carry)
         g_params, g_carry, g_x = step_vjp((zero_carry, cotangents[0]))  # the next state carries no gradient
         g_params = jax.tree.map(jnp.add, g_params, contract(params, state.traces, g_carry))
-        return g_params, jax.tree.map(jnp.zeros_like, state), g_x
+        return validate.like(g_params, params), jax.tree.map(jnp.zeros_like, state), g_x
 
     forward, backward = ((forward_new, backward_new) if method.exact and hasattr(cell, "output")
                          else (forward_previous, backward_previous))
@@ -202,6 +203,8 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
     step.defvjp(forward, backward)
 
     def reset(state: OnlineState, done: jax.Array) -> OnlineState:
+        if not isinstance(state, OnlineState):
+            raise TypeError(f"state must be the OnlineState that learner.init returns, got {validate.what(state)}")
         done = jnp.asarray(done)
         batch_shape = jax.tree.leaves(state.carry)[0].shape[:-1]
         if done.shape != batch_shape or done.dtype != jnp.bool_:
@@ -209,11 +212,17 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
                              f"{done.dtype} {done.shape}")
         return OnlineState(zero_where(done, state.carry), zero_where(done, state.traces))
 
-    return Learner(cell, method, *validate.online(cell, init, step), reset)
+    return Learner(cell, method, *validate.online(cell, method, init, step, OnlineState), reset)
 
 
 def stream_grad(learner: Learner, params, state: OnlineState, xs, targets, loss_fn):
     """Sum of losses and of per-step gradients over ``xs`` (T, ...), in constant memory; and the last state."""
+    if not isinstance(learner, Learner):
+        raise TypeError(f"learner must be a rtrl.online(cell, method) learner, got {validate.what(learner)}")
+    validate.check_sequence(learner.cell, xs, targets)
+    xs = jnp.asarray(xs)
+    h = jax.eval_shape(lambda p, s, x: learner.step(p, s, x)[0], params, state, xs[0])
+    loss = validate.check_loss(loss_fn, h, jax.tree.map(lambda a: a[0], targets))
 
     def body(acc, xy):
         state, loss, grads = acc
@@ -225,7 +234,7 @@ def stream_grad(learner: Learner, params, state: OnlineState, xs, targets, loss_
         (l, state), g = jax.value_and_grad(step_loss, has_aux=True)(params)
         return (state, loss + l, jax.tree.map(jnp.add, grads, g)), None
 
-    zero = jnp.zeros((), jnp.result_type(*jax.tree.leaves(params)))
+    zero = jnp.zeros((), loss.dtype)
     (state, loss, grads), _ = lax.scan(body, (state, zero, jax.tree.map(jnp.zeros_like, params)), (xs, targets),
                                        unroll=steps_per_body(learner.cell, params, state.carry, xs[0]))
     return loss, grads, state
