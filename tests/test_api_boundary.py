@@ -9,9 +9,9 @@ Mutations tried by hand, each caught: ``check_cell`` removed from ``rtrl.online`
 gets a learner back); the batch-shape comparison removed from the step's state check (the ``step: state of
 another batch size`` row fails with JAX's broadcasting error); ``LayerLocal.__post_init__`` removed (the
 ``inner='bogus'`` rows construct); the parameters' cast removed from ``sequence_grad`` (the mixed-dtype test
-fails with the scan's carry-type error for ``rtrl``, ``closed_form``, ...); ``validate.like`` removed from the
-online backward pass (the online dtype test gets float32 gradients for float16 parameters); ``closest`` returning
-``""`` (the misspelt-method rows fail).
+fails with the scan's carry-type error for ``rtrl``, ``closed_form``, ...); the parameters' cast removed from the
+checked step (the online dtype test gets float32 gradients for float16 parameters); ``closest`` returning
+``""`` (the misspelt-method rows fail); ``traced`` re-raising JAX's error (the float16 LRU rows fail).
 """
 
 import jax
@@ -28,6 +28,8 @@ XS = jax.random.normal(jax.random.PRNGKey(1), (3, 2, 3))
 YS = jax.random.normal(jax.random.PRNGKey(2), (3, 2, 4))
 GRU = rtrl.cells.GRU(3, 4)
 GRU_PARAMS = GRU.init(jax.random.PRNGKey(0))
+LRU = rtrl.cells.LRU(3, 4)
+HALF_LRU = jax.tree.map(lambda a: a.astype(jnp.float16), LRU.init(jax.random.PRNGKey(0)))
 
 
 def loss_fn(h, y):
@@ -86,6 +88,9 @@ REFUSED = [
      ValueError, ["loss_fn must return a scalar", "shape (2,)"]),
     ("sequence_grad: a loss that returns a tuple", lambda: grad(CELL, PARAMS, XS, YS, lambda h, y: (h, y)),
      ValueError, ["loss_fn must return a scalar", "tuple"]),
+    ("sequence_grad: LRU in float16 (no complex float16)", lambda: grad(
+        LRU, HALF_LRU, XS.astype(jnp.float16), YS.astype(jnp.float16), loss_fn, method="closed_form"), TypeError,
+     ["LRU cannot compute in float16", "complex", "use float32 or float64"]),
     ("sequence_grad: a carry of another batch", lambda: grad(CELL, PARAMS, XS, YS, loss_fn, carry=jnp.zeros((3, 4))),
      ValueError, ["carry", "batch shape (2,)", "must have shape (2, 4)"]),
     # rtrl.online and its learner
@@ -101,6 +106,8 @@ REFUSED = [
     ("init: a float batch size", lambda: LEARNER.init(PARAMS, (2.5,)), ValueError, ["batch_shape", "(2.5,)"]),
     ("init: a bool batch shape", lambda: LEARNER.init(PARAMS, True), ValueError, ["batch_shape", "True"]),
     ("init: another cell's params", lambda: LEARNER.init(GRU_PARAMS, (2,)), ValueError, ["params do not fit Elman"]),
+    ("init: LRU in float16", lambda: rtrl.online(LRU, "closed_form").init(HALF_LRU, (2,)), TypeError,
+     ["LRU cannot compute in float16"]),
     ("step: state of another batch size", lambda: step(state=LEARNER.init(PARAMS, (5,))), ValueError,
      ["x has batch shape (2,) but the state was made for batch shape (5,)", "learner.init(params, batch_shape=(2,))"]),
     ("step: state of another cell", lambda: step(learner=rtrl.online(GRU, "rtrl"), params=GRU_PARAMS), ValueError,
@@ -218,8 +225,8 @@ def test_mixed_dtype_gradients_are_the_promoted_ones_rounded(method):
 @pytest.mark.parametrize("method", ["closed_form", "snap1"])  # the two backward passes: new and previous traces
 def test_the_online_step_gives_gradients_in_the_parameters_dtype(method):
     """float16 parameters with a float32 state: float32 arithmetic, float16 gradients (they used to come back in
-    float32, which optax then mixed into the float16 parameters). [``validate.like`` removed from the backward
-    pass: the dtype assertion fails.]"""
+    float32, which optax then mixed into the float16 parameters). [The parameters' cast removed from the checked
+    step: float32 gradients, the dtype assertion fails.]"""
     learner = rtrl.online(ELSTM, method)
     state = learner.init(HALF, carry=ELSTM.initial_carry((1,), jnp.float32))
     assert {a.dtype for a in jax.tree.leaves(state)} == {jnp.dtype(jnp.float32)}

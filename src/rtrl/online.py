@@ -179,7 +179,7 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
         g_params = jax.tree.map(jnp.add, g_params, contract(params, traces, credit))
         g_x = g_x + recur_vjp(g_carry)[0]
         zero_state = OnlineState(jax.tree.map(jnp.zeros_like, g_carry), jax.tree.map(jnp.zeros_like, traces))
-        return validate.like(g_params, params), zero_state, validate.like(g_x, x)
+        return g_params, zero_state, g_x
 
     def forward_previous(params, state, x):
         cell.check_input(x)
@@ -191,7 +191,7 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
         zero_carry = jax.tree.map(jnp.zeros_like, state.carry)
         g_params, g_carry, g_x = step_vjp((zero_carry, cotangents[0]))  # the next state carries no gradient
         g_params = jax.tree.map(jnp.add, g_params, contract(params, state.traces, g_carry))
-        return validate.like(g_params, params), jax.tree.map(jnp.zeros_like, state), g_x
+        return g_params, jax.tree.map(jnp.zeros_like, state), g_x
 
     forward, backward = ((forward_new, backward_new) if method.exact and hasattr(cell, "output")
                          else (forward_previous, backward_previous))
