@@ -29,6 +29,11 @@ def describe(tree) -> dict[str, tuple]:
             for path, leaf in jax.tree_util.tree_leaves_with_path(tree)}
 
 
+def shown(tree) -> str:
+    """Each leaf of ``tree`` as its dtype and shape, ``float32(2, 4)``."""
+    return str(jax.tree.map(lambda a: f"{jnp.result_type(a).name}{tuple(jnp.shape(a))}", tree))
+
+
 def what(value) -> str:
     """A short description of a value for an error message: ``the string 'elman'``, ``the class Elman``,
     ``int 3``."""
@@ -113,8 +118,8 @@ def check_params(cell, params) -> None:
     """``params`` must have the tree, shapes and a floating dtype of ``cell.init``'s."""
     same_tree("params", describe(params), expected_params(cell), cell.name)
     for path, leaf in jax.tree_util.tree_leaves_with_path(params):
-        if not jnp.issubdtype(jnp.result_type(leaf), jnp.inexact):
-            raise ValueError(f"params{jax.tree_util.keystr(path)} of {cell.name} must be floating-point, got "
+        if not jnp.issubdtype(jnp.result_type(leaf), jnp.floating):
+            raise ValueError(f"params{jax.tree_util.keystr(path)} of {cell.name} must be floating-point (real), got "
                              f"{jnp.result_type(leaf)}")
 
 
@@ -139,6 +144,18 @@ def check_carry(cell, carry, batch_shape, dtype) -> None:
     same_tree("carry", describe(carry), want, f"{cell.name} with batch shape {tuple(batch_shape)}")
 
 
+def traced(cell, dtype, fn, *args):
+    """``jax.eval_shape(fn, *args)``; where it fails in a half-precision ``dtype`` (complex arithmetic has no
+    float16), a ``TypeError`` saying that ``cell`` cannot compute in it, instead of the error from deep inside."""
+    try:
+        return jax.eval_shape(fn, *args)
+    except TypeError as e:
+        if jnp.dtype(dtype).itemsize > 2:
+            raise
+        raise TypeError(f"{cell.name} cannot compute in {jnp.dtype(dtype).name} ({str(e).splitlines()[0]}); use "
+                        "float32 or float64 parameters and inputs") from None
+
+
 def check_sequence(cell, xs, targets) -> None:
     """``xs`` is ``(T, *batch, input_size)`` with ``T >= 1`` and every leaf of ``targets`` leads with ``T``."""
     if jnp.ndim(xs) < 2:
@@ -159,7 +176,10 @@ def check_loss(loss_fn, h, target):
     """``loss_fn(h, target)`` must be a function returning a real floating-point scalar; its shape and dtype."""
     if not callable(loss_fn):
         raise TypeError(f"loss_fn must be a function (h, target) -> scalar loss, got {what(loss_fn)}")
-    loss = jax.eval_shape(loss_fn, h, target)
+    try:
+        loss = jax.eval_shape(loss_fn, h, target)
+    except TypeError as e:  # a loss of another signature, or targets it cannot take: say which call failed
+        raise TypeError(f"loss_fn(h, target) failed on h {shown(h)} and target {shown(target)}: {e}") from e
     if not isinstance(loss, jax.ShapeDtypeStruct) or loss.shape != ():
         got = f"shape {loss.shape}" if isinstance(loss, jax.ShapeDtypeStruct) else f"{type(loss).__name__}"
         raise ValueError(f"loss_fn must return a scalar (sum over the batch), got {got}")
@@ -181,14 +201,14 @@ def sequence(cell, params, xs, targets, loss_fn, carry):
         carry = cast(carry, dtype)
     else:
         carry = cell.initial_carry(jnp.shape(xs)[1:-1], dtype)
-    h = jax.eval_shape(lambda p, c, x: cell.step(p, c, x)[1], cast(params, dtype), carry, xs[0])
+    h = traced(cell, dtype, cell.step, abstract(params, dtype), abstract(carry), abstract(xs[0]))[1]
     check_loss(loss_fn, h, jax.tree.map(lambda a: a[0], targets))
     return xs, carry
 
 
-def abstract(tree):
-    """Every leaf's shape and dtype, without its values (a tracer's too)."""
-    return jax.tree.map(lambda a: jax.ShapeDtypeStruct(jnp.shape(a), jnp.result_type(a)), tree)
+def abstract(tree, dtype=None):
+    """Every leaf's shape and dtype (``dtype`` if given), without its values (a tracer's too)."""
+    return jax.tree.map(lambda a: jax.ShapeDtypeStruct(jnp.shape(a), dtype or jnp.result_type(a)), tree)
 
 
 def shapes_and_dtypes(tree) -> dict[str, tuple]:
@@ -217,18 +237,26 @@ def online(cell, method, init, step, state_type):
         dtype = compute_dtype(params, carry)
         if carry is not None:
             leaves = jax.tree.leaves(carry)
-            batch_shape = jnp.shape(leaves[0])[:-1] if leaves else ()
+            carry_batch = tuple(jnp.shape(leaves[0])[:-1]) if leaves else ()
+            if batch_shape not in ((), carry_batch):
+                raise ValueError(f"batch_shape {batch_shape} contradicts the carry's batch shape {carry_batch}; leave "
+                                 "batch_shape out when a carry is given")
+            batch_shape = carry_batch
             check_carry(cell, carry, batch_shape, dtype)
             carry = cast(carry, dtype)
+        expected_state(params, tuple(batch_shape), jnp.dtype(dtype).name)  # the cell can compute in dtype
         return init(cast(params, dtype), batch_shape, carry)
 
     made = {}  # (batch shape, dtype) -> what init makes: a step outside jit checks its state every call
 
     def expected_state(params, batch_shape, dtype):
+        """What ``init`` makes (after checking that the step can be traced in ``dtype``)."""
         if (batch_shape, dtype) not in made:
+            params = abstract(params, dtype)
             carry = jax.eval_shape(lambda: cell.initial_carry(batch_shape, dtype))
-            made[batch_shape, dtype] = shapes_and_dtypes(
-                jax.eval_shape(lambda p, c: init(cast(p, dtype), batch_shape, c), abstract(params), carry))
+            state = traced(cell, dtype, lambda p, c: init(p, batch_shape, c), params, carry)
+            traced(cell, dtype, step, params, state, jax.ShapeDtypeStruct((*batch_shape, cell.input_size), dtype))
+            made[batch_shape, dtype] = shapes_and_dtypes(state)
         return made[batch_shape, dtype]
 
     def checked_state(params, state, x):
@@ -244,6 +272,11 @@ def online(cell, method, init, step, state_type):
                              f"{batch_shape}: give x of shape {batch_shape + (cell.input_size,)}, or make the state "
                              f"with learner.init(params, batch_shape={tuple(jnp.shape(x)[:-1])})")
         dtype = compute_dtype(params, state.carry)
+        narrow = {a.dtype.name for a in carry} - {jnp.dtype(dtype).name}
+        if narrow:
+            raise ValueError(f"the state holds {', '.join(sorted(narrow))}, but the parameters compute in {dtype}: the "
+                             f"next state would change dtype. Make the state from these parameters (learner.init("
+                             f"params, batch_shape)), or give the parameters in the state's dtype")
         want = expected_state(params, batch_shape, jnp.dtype(dtype).name)
         difference = first_difference(shapes_and_dtypes(state), want)
         if difference:

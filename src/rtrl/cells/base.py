@@ -44,6 +44,9 @@ def glorot(key: jax.Array, shape: tuple[int, int], dtype) -> jax.Array:
     return jax.random.uniform(key, shape, dtype, -limit, limit)
 
 
+MAX_SIZE = 2**31 - 1  # the largest 32-bit integer: no weight matrix of a larger size could be held in any memory
+
+
 class Cell(Frozen):
     """Base class of every cell: sizes, input validation, default initialisation and zero carries."""
 
@@ -59,8 +62,11 @@ class Cell(Frozen):
                 setattr(cls, name, checking_first_argument(cls.__dict__[name], check))
 
     def __post_init__(self) -> None:
-        check_positive_int("input_size", self.input_size)
-        check_positive_int("hidden_size", self.hidden_size)
+        for name in ("input_size", "hidden_size"):
+            check_positive_int(name, getattr(self, name))
+            if getattr(self, name) > MAX_SIZE:
+                raise ValueError(f"{name} must be at most {MAX_SIZE:,} (2**31 - 1), got "
+                                 f"{getattr(self, name):,}")
 
     # -- to be provided by subclasses -------------------------------------------------------------------
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
