@@ -111,7 +111,7 @@ def test_rtrl_list_wraps_whole_descriptions_and_lists_every_cell_a_preset_names(
     flat = " ".join(out.split())
     for cls in [*rtrl.cells.CELLS.values(), *(getattr(m, "func", m) for m in rtrl.methods.REGISTRY.values())]:
         assert " ".join(inspect.getdoc(cls).split("\n\n")[0].split()) in flat, cls
-    cells = out.split("cells (--cell NAME):")[1].split("presets (")[0]
+    cells = out.split("cells:")[1].split("presets (")[0]
     listed = {line.split()[0] for line in cells.splitlines() if line.startswith("  ") and not line.startswith("   ")}
     for name, preset in PRESETS.items():
         path = preset.options["cell"]

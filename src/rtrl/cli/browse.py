@@ -73,7 +73,7 @@ def cmd_list(args) -> int:
     print("environments (rtrl rl):")
     for name, make in ENVS.items():
         print(entry(name, first_paragraph(make)))
-    print("cells (--cell NAME):")
+    print("cells:")
     for name, cls in CELLS.items():
         print(entry(name, first_paragraph(cls)))
     for path, factory in path_cells(PRESETS).items():
