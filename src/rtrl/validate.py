@@ -65,15 +65,10 @@ def check_cell(cell) -> None:
 
 def as_batch_shape(batch_shape) -> tuple[int, ...]:
     """``batch_shape`` as a tuple of non-negative ints; one int ``n`` is ``(n,)``, as numpy and JAX read a shape."""
-    try:
-        shape = (operator.index(batch_shape),) if not isinstance(batch_shape, tuple | list) else \
-            tuple(operator.index(n) for n in batch_shape)
-    except TypeError:
-        shape = None
-    if shape is None or any(n < 0 for n in shape) or isinstance(batch_shape, bool) or \
-            (isinstance(batch_shape, tuple | list) and any(isinstance(n, bool) for n in batch_shape)):
+    sizes = tuple(batch_shape) if isinstance(batch_shape, tuple | list) else (batch_shape,)
+    if not all(hasattr(n, "__index__") and not isinstance(n, bool) and operator.index(n) >= 0 for n in sizes):
         raise ValueError(f"batch_shape must be a tuple of non-negative ints (or one int), got {batch_shape!r}")
-    return shape
+    return tuple(operator.index(n) for n in sizes)
 
 
 def check_key(key) -> None:
