@@ -135,7 +135,12 @@ def zero_where(done: jax.Array, tree):
 
 
 def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
-    """The online learner of ``cell`` under a trace method (a name from ``rtrl.METHODS`` or an object)."""
+    """The online learner of ``cell`` under a trace method (a name from ``rtrl.METHODS`` or an object).
+
+    ``learner.init(params, batch_shape)`` makes the state in the parameters' dtype (promoted with ``carry``'s when
+    one is given); ``learner.step`` computes in it and returns gradients in each parameter's own dtype, and refuses
+    an ``x`` wider than the state (``rtrl.validate``: float16 parameters with float32 inputs need a float32 state,
+    ``learner.init(params, carry=cell.initial_carry(batch_shape, jnp.float32))``)."""
     validate.check_cell(cell)
     method = resolve(method, cell)
     if not method.online:
