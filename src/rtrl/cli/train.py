@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from rtrl.cli.argtypes import positive_int
 from rtrl.cli.options import add_config_arguments, config_from_args
@@ -16,6 +15,8 @@ from rtrl.training.trainer import Diverged
 
 def train_run(run: Run, quiet: bool = False) -> int:
     """Train with a progress bar; the exit status (1 when the run diverged, 130 when interrupted)."""
+    import time
+
     from tqdm import tqdm
 
     print(f"{run.path}: {run.describe()}", flush=True)
