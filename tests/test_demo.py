@@ -21,3 +21,6 @@ def test_the_demo_learns_and_its_gradient_equals_bptt(tmp_path, capsys):
     before = (out / "metrics.jsonl").read_bytes()
     assert main(["demo", "--steps", "2000", "--out", str(out), "--quiet"]) == 0
     assert (out / "metrics.jsonl").read_bytes() == before
+    # and says so, with the way to a fresh run [the note removed from cmd_demo: fails]
+    again = capsys.readouterr().out
+    assert f"{out} already holds a finished demo run (2000 steps)" in again and "rtrl demo --overwrite" in again

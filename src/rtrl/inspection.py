@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import jax
 
-from rtrl import structure
+from rtrl import structure, validate
 from rtrl.methods import REGISTRY, resolve
 from rtrl.methods.sensitivity import SnAp
 
@@ -90,7 +90,11 @@ def memory(cell, params, carry) -> dict[str, int | None]:
 
 def inspect(cell, params=None) -> Inspection:
     """What ``"auto"`` resolves to for ``cell``, the traces each method keeps and each parameter's role."""
-    params = jax.eval_shape(cell.init, jax.random.PRNGKey(0)) if params is None else params
+    validate.check_cell(cell)
+    if params is None:
+        params = jax.eval_shape(cell.init, jax.random.PRNGKey(0))
+    else:
+        validate.check_params(cell, params)
     carry = jax.eval_shape(lambda: cell.initial_carry(()))
     method = resolve("auto", cell)
     by_method = memory(cell, params, carry)

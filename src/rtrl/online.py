@@ -135,7 +135,13 @@ def zero_where(done: jax.Array, tree):
 
 
 def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
-    """The online learner of ``cell`` under a trace method (a name from ``rtrl.METHODS`` or an object)."""
+    """The online learner of ``cell`` under a trace method (a name from ``rtrl.METHODS`` or an object).
+
+    ``learner.init(params, batch_shape)`` makes the state in the parameters' dtype (promoted with ``carry``'s when
+    one is given); ``learner.step`` computes in it and returns gradients in each parameter's own dtype, and refuses
+    an ``x`` wider than the state (``rtrl.validate``: float16 parameters with float32 inputs need a float32 state,
+    ``learner.init(params, carry=cell.initial_carry(batch_shape, jnp.float32))``)."""
+    validate.check_cell(cell)
     method = resolve(method, cell)
     if not method.online:
         raise ValueError(
@@ -202,6 +208,8 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
     step.defvjp(forward, backward)
 
     def reset(state: OnlineState, done: jax.Array) -> OnlineState:
+        if not isinstance(state, OnlineState):
+            raise TypeError(f"state must be the OnlineState that learner.init returns, got {validate.what(state)}")
         done = jnp.asarray(done)
         batch_shape = jax.tree.leaves(state.carry)[0].shape[:-1]
         if done.shape != batch_shape or done.dtype != jnp.bool_:
@@ -209,11 +217,17 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
                              f"{done.dtype} {done.shape}")
         return OnlineState(zero_where(done, state.carry), zero_where(done, state.traces))
 
-    return Learner(cell, method, *validate.online(cell, init, step), reset)
+    return Learner(cell, method, *validate.online(cell, method, init, step, OnlineState), reset)
 
 
 def stream_grad(learner: Learner, params, state: OnlineState, xs, targets, loss_fn):
     """Sum of losses and of per-step gradients over ``xs`` (T, ...), in constant memory; and the last state."""
+    if not isinstance(learner, Learner):
+        raise TypeError(f"learner must be a rtrl.online(cell, method) learner, got {validate.what(learner)}")
+    validate.check_sequence(learner.cell, xs, targets)
+    xs = jnp.asarray(xs)
+    h = jax.eval_shape(lambda p, s, x: learner.step(p, s, x)[0], params, state, xs[0])
+    loss = validate.check_loss(loss_fn, h, jax.tree.map(lambda a: a[0], targets))
 
     def body(acc, xy):
         state, loss, grads = acc
@@ -225,7 +239,7 @@ def stream_grad(learner: Learner, params, state: OnlineState, xs, targets, loss_
         (l, state), g = jax.value_and_grad(step_loss, has_aux=True)(params)
         return (state, loss + l, jax.tree.map(jnp.add, grads, g)), None
 
-    zero = jnp.zeros((), jnp.result_type(*jax.tree.leaves(params)))
+    zero = jnp.zeros((), loss.dtype)
     (state, loss, grads), _ = lax.scan(body, (state, zero, jax.tree.map(jnp.zeros_like, params)), (xs, targets),
                                        unroll=steps_per_body(learner.cell, params, state.carry, xs[0]))
     return loss, grads, state

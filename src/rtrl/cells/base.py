@@ -21,6 +21,8 @@ class attributes. It declares ``param_shapes()``; the default ``init`` then draw
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -30,6 +32,7 @@ import jax.numpy as jnp
 
 from rtrl.checks import check_positive_int, default_dtype
 from rtrl.frozen import Frozen
+from rtrl.validate import as_batch_shape, check_key
 
 Params = dict[str, jax.Array]
 Carry = Any  # a pytree whose leaves are (*batch, k) arrays
@@ -41,15 +44,29 @@ def glorot(key: jax.Array, shape: tuple[int, int], dtype) -> jax.Array:
     return jax.random.uniform(key, shape, dtype, -limit, limit)
 
 
+MAX_SIZE = 2**31 - 1  # the largest 32-bit integer: no weight matrix of a larger size could be held in any memory
+
+
 class Cell(Frozen):
     """Base class of every cell: sizes, input validation, default initialisation and zero carries."""
 
     input_size: int
     hidden_size: int
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        """A subclass's own ``init`` and ``initial_carry`` check their first argument as the defaults do, so every
+        cell refuses a non-key, or reads one int as a batch shape, alike (not an error from inside ``jax.random``)."""
+        super().__init_subclass__(**kwargs)
+        for name, check in (("init", check_key), ("initial_carry", as_batch_shape)):
+            if name in cls.__dict__:
+                setattr(cls, name, checking_first_argument(cls.__dict__[name], check))
+
     def __post_init__(self) -> None:
-        check_positive_int("input_size", self.input_size)
-        check_positive_int("hidden_size", self.hidden_size)
+        for name in ("input_size", "hidden_size"):
+            check_positive_int(name, getattr(self, name))
+            if getattr(self, name) > MAX_SIZE:
+                raise ValueError(f"{name} must be at most {MAX_SIZE:,} (2**31 - 1), got "
+                                 f"{getattr(self, name):,}")
 
     # -- to be provided by subclasses -------------------------------------------------------------------
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
@@ -70,6 +87,7 @@ class Cell(Frozen):
 
     def init(self, key: jax.Array, dtype=None) -> Params:
         """Every parameter of ``param_shapes()`` drawn by ``init_param``, each from its own key."""
+        check_key(key)
         return init_params(self.param_shapes(), key, default_dtype(dtype), self.init_param)
 
     def init_param(self, name: str, shape: tuple[int, ...], key: jax.Array, dtype) -> jax.Array:
@@ -78,11 +96,8 @@ class Cell(Frozen):
         return default_param(name, shape, key, dtype)
 
     def initial_carry(self, batch_shape: tuple[int, ...] = (), dtype=None) -> Carry:
-        """Zeros, the state before the first input."""
-        batch_shape = tuple(batch_shape)
-        for size in batch_shape:
-            if not isinstance(size, int) or size < 0:
-                raise ValueError(f"batch_shape must be a tuple of non-negative ints, got {batch_shape!r}")
+        """Zeros, the state before the first input (``batch_shape`` a tuple, or one int as numpy reads a shape)."""
+        batch_shape = as_batch_shape(batch_shape)
         dtype = default_dtype(dtype)
         sizes = self.carry_sizes()
         if sizes is None:
@@ -106,6 +121,26 @@ class Cell(Frozen):
                 raise ValueError(
                     f"params[{name!r}] of {self.name} must have shape {shape}, got {jnp.shape(params[name])}"
                 )
+
+
+def checking_first_argument(method: Callable, check: Callable) -> Callable:
+    """``method`` whose first argument after ``self`` (given by place or by name) first goes through ``check``,
+    whose result, unless ``None``, replaces it."""
+    name = list(inspect.signature(method).parameters)[1]
+
+    def checked_value(value):
+        result = check(value)
+        return value if result is None else result
+
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        if args:
+            args = (checked_value(args[0]),) + args[1:]
+        elif name in kwargs:
+            kwargs[name] = checked_value(kwargs[name])
+        return method(self, *args, **kwargs)
+
+    return checked
 
 
 def default_param(name: str, shape: tuple[int, ...], key: jax.Array, dtype) -> jax.Array:

@@ -4,7 +4,11 @@ methods, presets) and ``rtrl inspect`` (what ``auto`` finds in a cell)."""
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
+import shutil
 import sys
+import textwrap
 from pathlib import Path
 
 from rtrl.cli.usage import UsageError
@@ -33,12 +37,26 @@ def cmd_plot(args) -> int:
     return 0
 
 
-def first_line(obj) -> str:
-    doc = obj.__doc__ or sys.modules[obj.__module__].__doc__ or ""
-    return doc.strip().splitlines()[0] if doc.strip() else ""
+def first_paragraph(obj) -> str:
+    """The first paragraph of ``obj``'s docstring (else its module's) on one line: whole sentences, never a cut."""
+    doc = inspect.getdoc(obj) or sys.modules[obj.__module__].__doc__ or ""
+    return " ".join(doc.strip().split("\n\n")[0].split())
 
 
 WIDTH = 22  # of the name column of `rtrl list`
+
+
+def entry(name: str, text: str) -> str:
+    """``name`` and ``text`` as rows of `rtrl list`: the text wrapped to the terminal, aligned after the name."""
+    width = max(shutil.get_terminal_size().columns, WIDTH + 40)
+    return textwrap.fill(text, width, initial_indent=f"  {name:{WIDTH}s} ", subsequent_indent=" " * (WIDTH + 3),
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def path_cells(presets) -> dict[str, object]:
+    """The cells that presets name by import path (``lru_network``: a factory, not a registered cell), by path."""
+    paths = sorted({preset.options["cell"] for preset in presets.values() if ":" in preset.options.get("cell", "")})
+    return {path: getattr(importlib.import_module(path.partition(":")[0]), path.partition(":")[2]) for path in paths}
 
 
 def cmd_list(args) -> int:
@@ -51,22 +69,24 @@ def cmd_list(args) -> int:
 
     print("tasks:")
     for name, cls in TASKS.items():
-        print(f"  {name:{WIDTH}s} {cls().describe()}")
+        print(entry(name, cls().describe()))
     print("environments (rtrl rl):")
     for name, make in ENVS.items():
-        print(f"  {name:{WIDTH}s} {first_line(make)}")
+        print(entry(name, first_paragraph(make)))
     print("cells:")
     for name, cls in CELLS.items():
-        print(f"  {name:{WIDTH}s} {first_line(cls)}")
+        print(entry(name, first_paragraph(cls)))
+    for path, factory in path_cells(PRESETS).items():
+        print(entry(path.rpartition(":")[2], f"(--cell {path}) {first_paragraph(factory)}"))
     for command, presets in (("rtrl train", PRESETS), ("rtrl rl", RL_PRESETS)):
         print(f"presets ({command} --preset NAME):")
         for name, preset in presets.items():
-            print(f"  {name:{WIDTH}s} {preset.summary}")
+            print(entry(name, preset.summary))
     print("methods:")
     for name, make in REGISTRY.items():
         method = make()
         kind = ("online" if method.online else "whole windows") + (", exact" if method.exact else ", approximate")
-        print(f"  {name:{WIDTH}s} [{kind}] {first_line(type(method))}")
+        print(entry(name, f"[{kind}] {first_paragraph(type(method))}"))
     return 0
 
 

@@ -10,6 +10,7 @@ the largest relative difference is printed (exact methods give about 1e-15).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -21,6 +22,7 @@ from rtrl.training import checkpoint
 from rtrl.training.config import RunConfig
 from rtrl.training.model import readout
 from rtrl.training.run import CHECKPOINT, Run
+from rtrl.training.run import CONFIG as CONFIG_FILE
 
 CONFIG = RunConfig(task="copy", task_args={"max_length": 6}, cell="elstm", hidden=64, method="closed_form",
                    update_every=1, batch=16, lr=1e-2, steps=30000, eval_every=1000)
@@ -51,10 +53,23 @@ def add_demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def reuse_note(run: Run) -> str:
+    """What a second ``make run`` does with the first one's folder, and how to start afresh."""
+    step = run.last_checkpoint_step() or 0
+    if step >= run.config.steps:
+        kept = f"already holds a finished demo run ({step} steps): nothing is retrained, its result is shown again"
+    else:
+        kept = f"holds a demo run stopped at step {step}: it is continued, not restarted"
+    return f"Note: {run.path} {kept}. For a fresh run: rtrl demo --overwrite (or --out ANOTHER_FOLDER)."
+
+
 def cmd_demo(args) -> int:
     print("Demo: a recurrent network learns to copy bit patterns fully online: exact RTRL, an update after every "
           "step, no back-propagation through time.")
+    reused = (Path(args.out) / CONFIG_FILE).exists() and not args.overwrite
     run = Run.create(args.out, CONFIG.replace(steps=args.steps), overwrite=args.overwrite)
+    if reused:
+        print(reuse_note(run))
     status = train_run(run, args.quiet)
     if status == 0:
         state, _ = checkpoint.load(run.path / CHECKPOINT, run.trainer.init())

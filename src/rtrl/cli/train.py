@@ -62,6 +62,8 @@ def fits(config: Options) -> None:
 
 def train_run(run: Run, quiet: bool = False) -> int:
     """Train with a progress bar; the exit status (1 when the run diverged, 130 when interrupted)."""
+    import time
+
     from tqdm import tqdm
 
     print(f"{run.path}: {run.describe()}", flush=True)
@@ -78,8 +80,21 @@ def train_run(run: Run, quiet: bool = False) -> int:
         bar().set_postfix_str(run.status(record))
         bar().refresh()
 
+    timed = []  # whether the bar's clock runs: not during the first chunk, which includes compilation
+
+    def on_chunk(state, n):
+        if timed:
+            bar().update(n)
+            return
+        timed.append(True)  # the first chunk's steps count, its time does not: rate and time left from here
+        b = bar()
+        b.n += n
+        b.initial = b.last_print_n = b.n
+        b.start_t = b.last_print_t = time.time()
+        b.refresh()
+
     try:
-        run.train(on_eval=on_record, on_chunk=lambda state, n: bar().update(n))
+        run.train(on_eval=on_record, on_chunk=on_chunk)
     except Diverged as e:
         step = run.last_checkpoint_step()
         kept = (f"The last good checkpoint (step {step}) is kept in {run.path}" if step is not None else

@@ -20,6 +20,7 @@ from rtrl.methods.layer_local import LayerLocal
 from rtrl.methods.sensitivity import DenseRTRL, Sensitivity, SnAp
 from rtrl.methods.tbptt import TBPTT
 from rtrl.methods.uoro import UORO
+from rtrl.validate import closest, what
 
 REGISTRY: dict[str, Callable[..., Method]] = {
     "bptt": BPTT,
@@ -42,10 +43,11 @@ def resolve(method: str | Method, cell=None) -> Method:
     given a cell becomes the method it chooses for it."""
     if isinstance(method, str):
         if method not in REGISTRY:
-            raise ValueError(f"unknown method {method!r}; expected one of {list(METHODS)}")
+            raise ValueError(f"unknown method {method!r}{closest(method, METHODS)} (expected one of {list(METHODS)})")
         method = REGISTRY[method]()
     elif not isinstance(method, Method):
-        raise ValueError(f"method must be a name from {list(METHODS)} or a Method object, got {method!r}")
+        raise TypeError(f"method must be a name from {list(METHODS)} or a Method object such as "
+                        f"rtrl.methods.SnAp(n=2), got {what(method)}")
     if cell is not None:
         method = method.choose(cell) if isinstance(method, Auto) else method
         method.check(cell)

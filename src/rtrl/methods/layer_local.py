@@ -35,18 +35,30 @@ class LayerLocal(TraceMethod):
     inner: Any = "auto"
     name: ClassVar[str] = "layer_local"
 
+    def __post_init__(self) -> None:
+        """``inner`` is refused here, not at the first step: a trace method's name or a trace method object."""
+        super().__post_init__()
+        from rtrl.methods import REGISTRY, Auto  # the registry imports this module
+        from rtrl.validate import closest, what
+
+        names = [name for name, make in REGISTRY.items()  # classes (or partials of them): nothing is made here
+                 if name == "auto" or (name != "layer_local" and getattr(make, "func", make).online)]
+        if isinstance(self.inner, str):
+            if self.inner not in names:
+                raise ValueError(f"inner must be the name of a trace method, one of {names}, got "
+                                 f"{self.inner!r}{closest(self.inner, names)}")
+        elif not isinstance(self.inner, TraceMethod | Auto) or isinstance(self.inner, LayerLocal):
+            raise TypeError(f"inner must be the name of a trace method, one of {names}, or a trace method object "
+                            f"such as rtrl.methods.SnAp(n=2), got {what(self.inner)}")
+        if getattr(self.inner, "trace_dtype", None) is not None:  # the online step stores traces by our option alone
+            raise ValueError(f"inner must not have a trace_dtype (got {self.inner.trace_dtype!r}): give trace_dtype to "
+                             f"layer_local itself, which stores every layer's traces")
+
     def inner_methods(self, cell) -> tuple[TraceMethod, ...]:
         """The method of each layer of ``cell``, checked against it."""
         from rtrl.methods import resolve  # the registry imports this module
 
-        methods = tuple(resolve(self.inner, layer) for layer in cell.layers)
-        for method in methods:
-            if not method.online:
-                raise ValueError(f"inner must be a trace method, got {method.name!r}, which has no traces")
-            if method.trace_dtype is not None:  # the online step stores the traces by layer_local's option alone
-                raise ValueError(f"inner must not have a trace_dtype (got {method.trace_dtype!r}): give trace_dtype to "
-                                 f"layer_local itself, which stores every layer's traces")
-        return methods
+        return tuple(resolve(self.inner, layer) for layer in cell.layers)  # trace methods: see __post_init__
 
     def check(self, cell) -> None:
         if not all(hasattr(cell, name) for name in PROTOCOL):
