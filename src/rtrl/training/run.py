@@ -41,7 +41,7 @@ import filelock
 import jax
 import numpy as np
 
-from rtrl import devices
+from rtrl import devices, interrupts
 from rtrl.files import atomic_write_text
 from rtrl.reports.plot import Curve, plot_curves
 from rtrl.rl.loop import RLConfig
@@ -392,7 +392,7 @@ class Run:
         """Continue from the checkpoint up to ``config.steps``, holding the folder's lock; writes metrics,
         checkpoints and the plot. On ``Diverged`` the last checkpoint (all of whose records are finite) stays,
         and the plot shows the run up to it."""
-        with self.locked():
+        with self.locked(), interrupts.deferred():  # a Ctrl-C stops at the next safe point (rtrl.interrupts)
             state, wall_s = self.load()
             self.check_budget(self.config.steps)  # checked on open too; here against the checkpoint as loaded
             if read_config(self.path) != self.config:  # a new budget, written once the run is known to continue
@@ -402,9 +402,16 @@ class Run:
                 self.record(state, rec)
                 if on_eval is not None:
                     on_eval(state, rec)
+                interrupts.poll()
+
+            def chunk(state, n):
+                if on_chunk is not None:
+                    on_chunk(state, n)
+                interrupts.poll()
 
             try:
-                state = self.fit(state, wall_s, record, on_chunk)
+                interrupts.poll()
+                state = self.fit(state, wall_s, record, chunk)
             finally:
                 if read_metrics(self.path):
                     self.plot()
