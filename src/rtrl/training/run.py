@@ -165,6 +165,12 @@ def remove_folders(made: list[Path]) -> None:
             folder.rmdir()
 
 
+def is_writers(name: str) -> bool:
+    """A file that a writer of run folders keeps there besides the run: the lock, or a temporary file of an atomic
+    write under way (or orphaned by a kill)."""
+    return name == LOCK or (name.startswith(".") and name.endswith(".tmp"))
+
+
 def check_target(path: Path, config: Options, overwrite: bool) -> None:
     """``RunError`` unless ``path`` can hold the run of ``config``: missing, empty, or holding the same run (budget
     aside), or anything there with ``overwrite``."""
@@ -177,7 +183,7 @@ def check_target(path: Path, config: Options, overwrite: bool) -> None:
                 f"{path} holds a different run (differs in {', '.join(diff)}); choose another --out, "
                 "continue that run with `rtrl resume`, or replace it with --overwrite"
             )
-    elif path.is_dir() and not overwrite and any(p.name != LOCK for p in path.iterdir()):
+    elif path.is_dir() and not overwrite and not all(is_writers(p.name) for p in path.iterdir()):
         raise RunError(f"{path} exists and is not a run folder; choose another --out")
 
 
