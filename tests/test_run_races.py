@@ -145,8 +145,8 @@ def finished(tmp_path_factory, trainer):
      "holds nan in .params['readout']['b']"),
 ], ids=["meta behind the leaf", "negative leaf", "negative meta", "meta step a string", "no wall_s", "a NaN"])
 def test_a_checkpoint_at_odds_with_itself_is_refused_and_nothing_changes(tmp_path, finished, capsys, change, word):
-    """[`checked_meta` removed: the first two retrain from step 4 or -4 and rewrite the history; the NaN one
-    resumes a diverged state]."""
+    """[`checked_meta` not called: the first five fail (the first two retrain from step 4 or -4 and rewrite the
+    history); the NaN case is held by `Run.load`'s non-finite check]."""
     import shutil
 
     path = tmp_path / "run"
@@ -234,7 +234,8 @@ def test_ctrl_c_at_start_up_while_compiling_and_while_training(tmp_path):
     """Three commands side by side: interrupted while importing (exit 130, the one line "rtrl: interrupted",
     nothing written), twice at once as it starts to compile, and once while training (it stops at the next safe
     point, after a chunk of steps); the two run folders then resume [Python's own SIGINT handling restored
-    (`interrupts.install` a no-op): the start-up case prints a KeyboardInterrupt traceback and this fails]."""
+    (`interrupts.install` a no-op): the start-up case exits 1 with an ImportError traceback from jaxlib's
+    initialisation and this fails]."""
     early, compiling, training = (command(tmp_path / name) for name in ("early", "compiling", "training"))
     time.sleep(0.3)
     early.send_signal(signal.SIGINT)
