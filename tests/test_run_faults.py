@@ -1,8 +1,9 @@
 """Fault injection on run folders, one test per promise (docs/reliability.md):
 
-* a crash at any write (a torn metrics line, between a record and its checkpoint, in the middle of a checkpoint
-  write, inside an interval, during the first evaluation) or a real ``kill -9`` resumes to exactly the
-  uninterrupted run, and leaves no temporary file behind;
+* each record's metrics line is written before its checkpoint (the exact sequence of write boundaries);
+* a kill at every write boundary in turn (before, in the middle of and after each metrics line; before and after
+  each atomic rename, the temporary file then left behind), an interrupt inside an interval, or a real
+  ``kill -9`` resumes to exactly the uninterrupted run, and leaves no temporary file behind;
 * damaging any file of a finished run folder (truncated to nothing, to half, by one byte) is either recovered
   (the resumed run equals the uninterrupted one) or reported with nothing changed; never a silent loss;
 * a second writer is refused while the folder is locked;
@@ -21,7 +22,9 @@ import jax
 import numpy as np
 import pytest
 
+from rtrl import files
 from rtrl.cli import main
+from rtrl.rl import RLConfig
 from rtrl.training import checkpoint
 from rtrl.training import run as runs
 from rtrl.training.config import RunConfig
@@ -73,63 +76,146 @@ def assert_resumes_to_the_whole_run(path, trainer, whole):
         json.loads(line, parse_constant=lambda c: pytest.fail(f"{c} in metrics.jsonl"))
 
 
-# -- crash points: (run, step) -> patch that raises Killed there -----------------------------------------------
-def torn_record(monkeypatch, at):
-    original = Run.record
+# -- crash points: every write boundary, one at a time -------------------------------------------------------------
+class Crash:
+    """Counts the write boundaries a run passes and kills it (``Killed``) at boundary number ``at`` (``None``:
+    never). Once killed, nothing more touches the disk, as after a real kill: no clean-up of temporary files
+    (``atomic_write``'s ``unlink``), no plot written in a ``finally``."""
 
-    def record(self, state, rec):
-        if rec["step"] == at:
-            with open(self.path / METRICS, "a") as f:
-                f.write(json.dumps(rec)[:25])  # the first half of the line, as a kill in the middle of write()
+    def __init__(self, at=None):
+        self.at, self.seen, self.dead = at, [], False
+
+    def boundary(self, name: str) -> None:
+        if self.dead:
             raise Killed
-        original(self, state, rec)
+        self.seen.append(name)
+        if len(self.seen) - 1 == self.at:
+            self.dead = True
+            raise Killed
 
-    monkeypatch.setattr(Run, "record", record)
+    def patch(self, monkeypatch) -> None:
+        """Boundaries: before, in the middle of and after each metrics line (``Run.record``'s append); before
+        and after each rename of an atomic write (checkpoint, metrics rewritten, config, plot), its temporary
+        file then written in full."""
+        crash = self
+
+        class Line:
+            def __init__(self, file):
+                self.file = file
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                self.file.close()
+
+            def write(self, text):
+                crash.boundary("metrics line begins")
+                self.file.write(text[: len(text) // 2])
+                self.file.flush()
+                crash.boundary("metrics line half written")
+                self.file.write(text[len(text) // 2:])
+                self.file.flush()
+                crash.boundary("metrics line written")
+
+            def __getattr__(self, name):
+                return getattr(self.file, name)
+
+        class Disk:  # rtrl.files' view of ``os``
+            def __getattr__(self, name):
+                return getattr(os, name)
+
+            def replace(self, source, target):
+                crash.boundary(f"{os.path.basename(target)} about to be renamed")
+                os.replace(source, target)
+                crash.boundary(f"{os.path.basename(target)} renamed")
+
+            def unlink(self, path):
+                if not crash.dead:
+                    os.unlink(path)
+
+        monkeypatch.setattr(runs, "open", lambda *args, **kw: Line(open(*args, **kw)), raising=False)
+        monkeypatch.setattr(files, "os", Disk())
 
 
-def killed_in_save(leave_temporary: bool):
-    """A kill before the checkpoint of step ``at`` is written, or inside its atomic write: then the temporary file
-    is half written and never renamed or removed."""
-
-    def crash(monkeypatch, at):
-        original = checkpoint.save
-
-        def save(path, tree, meta=None):
-            if meta["step"] == at:
-                if leave_temporary:
-                    (path.parent / f".{path.name}.x1y2z3.tmp").write_bytes(b"PK\x03\x04 half")
-                raise Killed
-            original(path, tree, meta)
-
-        monkeypatch.setattr(checkpoint, "save", save)
-
-    crash.__name__ = "checkpoint_write_cut" if leave_temporary else "record_without_checkpoint"
-    return crash
+@pytest.fixture
+def quick_plots(monkeypatch):
+    """``curve.png`` written (atomically, as the plot is) without drawing it: the crash tests pass through every
+    boundary of a run many times, and matplotlib would be most of their cost."""
+    monkeypatch.setattr(runs, "plot_curves", lambda curves, out, title="": files.atomic_write_text(out, title))
 
 
-record_without_checkpoint, checkpoint_write_cut = killed_in_save(False), killed_in_save(True)
+def write_order(steps):
+    """The boundaries an uninterrupted run passes: at each evaluation its metrics line, then its checkpoint;
+    the plot at the end."""
+    per_record = ["metrics line begins", "metrics line half written", "metrics line written",
+                  f"{CHECKPOINT} about to be renamed", f"{CHECKPOINT} renamed"]
+    return per_record * len(steps) + ["curve.png about to be renamed", "curve.png renamed"]
 
 
-CRASHES = [(torn_record, 8), (record_without_checkpoint, 8), (checkpoint_write_cut, 8), (checkpoint_write_cut, 0),
-           (record_without_checkpoint, 0), (torn_record, 0), (None, 12)]
+@pytest.fixture(scope="module")
+def boundaries(tmp_path_factory, trainer):
+    path = tmp_path_factory.mktemp("counted") / "run"
+    run = Run.create(path, TINY, trainer=trainer)
+    crash = Crash()
+    with pytest.MonkeyPatch.context() as patch:
+        crash.patch(patch)
+        run.train()
+    return crash.seen
 
 
-@pytest.mark.parametrize("crash, at", CRASHES, ids=[f"{c.__name__ if c else 'interrupt'}@{at}" for c, at in CRASHES])
-def test_a_crash_at_any_write_resumes_to_the_uninterrupted_run(tmp_path, monkeypatch, trainer, whole, crash, at):
+STEPS = [0, 4, 8, 12, 16]  # TINY's evaluations
+CRASH_POINTS = [pytest.param(at, id=f"{at}:{name}") for at, name in enumerate(write_order(STEPS))]
+
+
+def test_each_record_is_written_before_its_checkpoint(boundaries):
+    assert boundaries == write_order(STEPS)
+
+
+@pytest.mark.parametrize("at", CRASH_POINTS)
+def test_a_crash_at_any_write_resumes_to_the_uninterrupted_run(tmp_path, trainer, whole, at, quick_plots):
+    """A kill at every write boundary in turn (before, in the middle of and after each metrics line; before and
+    after each rename: the checkpoint's, the plot's), then a resume: the records and the final state are the
+    uninterrupted run's, and no temporary file is left. Mutations of rtrl/training/run.py tried by hand, each
+    killed: the checkpoint saved before the metrics line (``Run.record``'s two writes swapped); a torn line not
+    rewritten on resume (``or self.torn()`` dropped); records past the checkpoint kept (``<=`` -> any step); no
+    orphan clean-up in ``locked``."""
     path = tmp_path / "run"
     run = Run.create(path, TINY, trainer=trainer)
-    with monkeypatch.context() as patch:
-        if crash is not None:
-            crash(patch, at)
-            with pytest.raises(Killed):
-                run.train()
-        else:
-            def interrupt(state, n):
-                if int(state.step) == at:
-                    raise KeyboardInterrupt
+    with pytest.MonkeyPatch.context() as patch:
+        Crash(at).patch(patch)
+        with pytest.raises(Killed):
+            run.train()
+    assert_resumes_to_the_whole_run(path, trainer, whole)
 
-            with pytest.raises(KeyboardInterrupt):
-                run.train(on_chunk=interrupt)
+
+@pytest.mark.parametrize("second", [0, 1, 2], ids=["before its rename", "after its rename", "at the next line"])
+def test_a_resume_killed_while_it_repairs_a_torn_line_resumes_again(tmp_path, trainer, whole, second, quick_plots):
+    """Killed half-way through the step-8 line; the resume rewrites metrics.jsonl without it (atomically) and is
+    killed before or after that rename, or at its first line; a second resume still equals the uninterrupted
+    run."""
+    torn = write_order(STEPS).index("metrics line half written", 10)  # step 8's
+    path = tmp_path / "run"
+    Run.create(path, TINY, trainer=trainer)
+    for crash in (Crash(torn), Crash(second)):
+        with pytest.MonkeyPatch.context() as patch:
+            crash.patch(patch)
+            with pytest.raises(Killed):
+                Run.open(path, trainer=trainer).train()
+    assert crash.seen == [f"{METRICS} about to be renamed", f"{METRICS} renamed", "metrics line begins"][: second + 1]
+    assert_resumes_to_the_whole_run(path, trainer, whole)
+
+
+def test_an_interrupt_between_evaluations_resumes_to_the_uninterrupted_run(tmp_path, trainer, whole):
+    path = tmp_path / "run"
+    run = Run.create(path, TINY, trainer=trainer)
+
+    def interrupt(state, n):
+        if int(state.step) == 12:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run.train(on_chunk=interrupt)
     assert_resumes_to_the_whole_run(path, trainer, whole)
 
 
@@ -235,3 +321,37 @@ def test_overwrite_is_the_only_way_to_replace_a_run(tmp_path, trainer):
     replaced = Run.create(path, {**TINY, "hidden": 4}, overwrite=True)
     assert replaced.config.hidden == 4 and sorted(p.name for p in path.iterdir()) == [".lock", "config.json"]
     shutil.rmtree(path)
+
+
+# -- the same for an RL run folder (records every record_every steps, none at step 0) ----------------------------
+RL_TINY = RLConfig(env="tmaze", env_args=(("length", 2),), hidden=3, envs=2, steps=12, record_every=4,
+                   dtype="float64")
+
+
+@pytest.fixture(scope="module")
+def rl_whole(tmp_path_factory):
+    """The uninterrupted RL run's records and final state, and the write boundaries it passed."""
+    path = tmp_path_factory.mktemp("rl_whole") / "run"
+    run, crash = Run.create(path, RL_TINY), Crash()
+    with pytest.MonkeyPatch.context() as patch:
+        crash.patch(patch)
+        final = run.train()
+    return without_wall_time(read_metrics(path)), final, crash.seen
+
+
+@pytest.mark.parametrize("at", range(len(write_order([4, 8, 12]))))
+def test_a_crash_at_any_write_of_an_rl_run_resumes_to_the_uninterrupted_run(tmp_path, rl_whole, at, quick_plots):
+    """As above, for ``rtrl rl``'s folder. Its first record (at ``record_every``) is written before any checkpoint
+    exists, so a kill between the two left a folder that ``load`` refused as one whose checkpoint was lost (found
+    by this test; ``Run.load`` now writes that one record again)."""
+    records, final, seen = rl_whole
+    assert seen == write_order([4, 8, 12])
+    path = tmp_path / "run"
+    run = Run.create(path, RL_TINY)
+    with pytest.MonkeyPatch.context() as patch:
+        Crash(at).patch(patch)
+        with pytest.raises(Killed):
+            run.train()
+    state = Run.open(path).train()
+    assert without_wall_time(read_metrics(path)) == records and same_state(state, final)
+    assert checkpoint.read_meta(path / CHECKPOINT)["step"] == 12 and not list(path.glob(".*.tmp"))

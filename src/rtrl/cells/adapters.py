@@ -101,7 +101,7 @@ class AdaptedCell(Cell):
             out = jax.eval_shape(self.example_step, self.params_like, carry, x)
         except Exception as e:  # whatever a user's step raises, say where it came from
             raise ValueError(f"the step of {self.name} fails on one example (input ({self.input_size},), carry "
-                             f"{describe(carry)}): {type(e).__name__}: {e}") from e
+                             f"{describe(carry)}): {reason(e)}") from e
         if not (isinstance(out, tuple) and len(out) == 2):
             raise ValueError(f"the step of {self.name} must return (carry, h), got {describe(out)}")
         return out
@@ -337,6 +337,57 @@ def from_equinox(module) -> EquinoxCell:
     return EquinoxCell(*sizes, static, Identity(module), isinstance(module, eqx.nn.LSTMCell))
 
 
+class CellError(ValueError):
+    """A cell named by its import path that cannot be built or used; ``option`` is the run option at fault
+    (``"cell"``, or ``"cell_args"`` for an option the cell does not take), so the command line can name its flag."""
+
+    def __init__(self, message: str, option: str = "cell"):
+        super().__init__(message)
+        self.option = option
+
+
+# Modules whose cell classes a run folder's config.json may name without the user allowing it: importing them runs
+# no one else's code, and building one of their cell classes calls only its constructor (rtrl.cells.* too).
+TRUSTED_MODULES = ("flax.linen", "flax.nnx", "equinox", "equinox.nn")
+
+
+def reason(error: Exception) -> str:
+    """An exception in one line: its type and the first line of its message (some messages run to a page)."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+def split_import_path(path: str) -> tuple[str, str]:
+    module_name, sep, name = path.partition(":") if isinstance(path, str) else ("", "", "")
+    if not sep or not module_name or not name:
+        raise CellError(f"a cell's import path is 'module.path:Name', got {path!r}")
+    return module_name, name
+
+
+def load(path: str):
+    """The object ``"module.path:Name"`` names (the module is imported: its code runs)."""
+    import importlib
+
+    module_name, name = split_import_path(path)
+    try:
+        return getattr(importlib.import_module(module_name), name)
+    except Exception as e:  # ImportError, AttributeError, or whatever the module raises while it is imported
+        raise CellError(f"cannot import the cell {path!r}: {reason(e)}") from None
+
+
+def is_trusted(path: str) -> bool:
+    """Whether ``path`` names a cell class of ``rtrl.cells`` or of Flax's or Equinox's own modules: what a run
+    folder may name without the user allowing it (anything else would run code the folder's sender chose)."""
+    module_name, _ = split_import_path(path)
+    if module_name not in TRUSTED_MODULES and module_name != "rtrl.cells" and not module_name.startswith("rtrl.cells."):
+        return False
+    try:
+        obj = load(path)
+    except CellError:
+        return False
+    return isinstance(obj, type) and (issubclass(obj, Cell) or framework_of(obj) is not None)
+
+
 def from_import_path(path: str, *, input_size: int, hidden_size: int, **options) -> Cell:
     """The cell that ``"module.path:Name"`` names, built for ``input_size`` and ``hidden_size`` (how the command
     line takes a cell it does not register, e.g. ``--cell flax.linen:GRUCell``):
@@ -347,31 +398,75 @@ def from_import_path(path: str, *, input_size: int, hidden_size: int, **options)
     * an Equinox cell class: ``from_equinox(Name(input_size, hidden_size, key=PRNGKey(0), **options))``;
     * any other callable (a user's factory): ``Name(input_size, hidden_size, **options)``, which returns one of
       the above (an ``rtrl`` cell, or a Flax or Equinox cell instance).
-    """
-    import importlib
 
-    module_name, sep, name = path.partition(":")
-    if not sep or not module_name or not name:
-        raise ValueError(f"a cell's import path is 'module.path:Name', got {path!r}")
-    try:
-        obj = getattr(importlib.import_module(module_name), name)
-    except (ImportError, AttributeError) as e:
-        raise ValueError(f"cannot import the cell {path!r}: {e}") from None
-    if isinstance(obj, type) and issubclass(obj, Cell):
-        return obj(input_size, hidden_size, **options)
-    if isinstance(obj, type) and framework_of(obj):
-        return adapt({"linen": lambda: obj(features=hidden_size, **options),
-                      "nnx": lambda: obj(input_size, hidden_size, rngs=nnx_rngs(), **options),
-                      "equinox": lambda: obj(input_size, hidden_size, key=jax.random.PRNGKey(0), **options),
-                      }[framework_of(obj)](), input_size)
+    Whatever goes wrong (no such module or name, an object that is not a cell class or factory, an option it
+    does not take, a constructor that raises, a cell of other sizes or whose step fails on one example) is a
+    ``CellError`` naming the path and what was expected; the step is tried on shapes alone (``jax.eval_shape``).
+    """
+    obj = load(path)
     if not callable(obj):
-        raise ValueError(f"{path!r} is neither a cell class nor a factory of cells")
-    made = obj(input_size, hidden_size, **options)
-    if isinstance(made, Cell):
-        return made
-    if framework_of(type(made)):
-        return adapt(made, input_size)
-    raise ValueError(f"the factory {path!r} returned {made!r}, which is not an rtrl cell, nor a Flax or Equinox cell")
+        raise CellError(f"{path!r} is neither a cell class nor a factory of cells (it is a {type(obj).__name__})")
+    kind = "cell" if isinstance(obj, type) and issubclass(obj, Cell) else (
+        framework_of(obj) if isinstance(obj, type) else None) or "factory"
+    check_options(obj, path, options, kind)
+    try:
+        made = build(obj, kind, input_size, hidden_size, options)
+        cell = made if isinstance(made, Cell) else adapt(made, input_size) if framework_of(type(made)) else None
+    except (Exception, SystemExit) as e:  # a user's constructor may raise anything, even exit
+        with_options = f" with options {options}" if options else ""
+        raise CellError(f"building the cell {path!r}{with_options} failed: {reason(e)}") from None
+    if cell is None:
+        raise CellError(f"{path!r} is neither a cell class nor a factory of cells: called as {path}(input_size, "
+                        f"hidden_size) it returned a {type(made).__name__}, not an rtrl, Flax or Equinox cell")
+    check_cell(cell, path, input_size, hidden_size)
+    return cell
+
+
+def build(obj, kind: str, input_size: int, hidden_size: int, options: dict):
+    if kind == "linen":
+        return obj(features=hidden_size, **options)
+    if kind == "nnx":
+        return obj(input_size, hidden_size, rngs=nnx_rngs(), **options)
+    if kind == "equinox":
+        return obj(input_size, hidden_size, key=jax.random.PRNGKey(0), **options)
+    return obj(input_size, hidden_size, **options)
+
+
+def check_options(obj, path: str, options: dict, kind: str) -> None:
+    """A ``CellError`` (``cell_args``) for an option that ``obj``'s signature does not take (none if it takes
+    ``**kwargs`` or has no signature); the sizes, ``features``, ``rngs`` and ``key`` are ours to give."""
+    import inspect
+
+    try:
+        parameters = list(inspect.signature(obj).parameters.values())
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return
+    named = [p for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    ours = {"features"} if kind == "linen" else {p.name for p in named[:2]} | {"rngs", "key"}
+    known = [p.name for p in named if p.name not in ours]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise CellError(f"cell {path!r} has no option {unknown}; its options are {known}", "cell_args")
+
+
+def check_cell(cell: Cell, path: str, input_size: int, hidden_size: int) -> None:
+    """``cell`` has the sizes asked for, and ``init``, ``initial_carry`` and ``step`` work on one example and keep
+    the carry's shape (tried on shapes alone); else a ``CellError`` saying what was expected."""
+    if (cell.input_size, cell.hidden_size) != (input_size, hidden_size):
+        raise CellError(f"the cell {path!r} must read inputs of size {input_size} (the task's) and have hidden size "
+                        f"{hidden_size}, got input_size={cell.input_size}, hidden_size={cell.hidden_size}")
+    try:
+        params = jax.eval_shape(cell.init, jax.random.PRNGKey(0))
+        carry = jax.eval_shape(lambda: cell.initial_carry(()))
+        new, h = jax.eval_shape(cell.step, params, carry, jax.ShapeDtypeStruct((input_size,), default_dtype()))
+    except Exception as e:  # an abstract base (NotImplementedError), a step of other shapes, ...
+        raise CellError(f"the cell {path!r} cannot take a step (init, initial_carry and step on one example "
+                        f"failed: {reason(e)})") from None
+    if tuple(jnp.shape(h)) != (hidden_size,) or describe(new) != describe(carry):
+        raise CellError(f"the cell {path!r} must step one example to (carry of {describe(carry)}, h of shape "
+                        f"({hidden_size},)), got ({describe(new)}, {tuple(jnp.shape(h))})")
 
 
 def framework_of(cls: type) -> str | None:

@@ -21,7 +21,7 @@ from rtrl import startup
 from rtrl.cli.browse import add_inspect_arguments, add_plot_arguments, cmd_inspect, cmd_list, cmd_plot
 from rtrl.cli.demo import add_demo_arguments, cmd_demo
 from rtrl.cli.rl import add_rl_arguments, cmd_rl
-from rtrl.cli.train import add_resume_arguments, add_train_arguments, cmd_resume, cmd_train
+from rtrl.cli.train import add_resume_arguments, add_train_arguments, cmd_resume, cmd_train, one_line, out_of_memory
 from rtrl.cli.usage import Parser, UsageError
 from rtrl.reports import fidelity
 from rtrl.training.checkpoint import CheckpointError
@@ -95,4 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("rtrl: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # out of memory outside a run (a run's own is handled where it trains): one line
+        if not out_of_memory(e):
+            raise
+        return fail(f"out of memory: {one_line(e)}; choose smaller sizes")
 

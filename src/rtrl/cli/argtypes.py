@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+MAX_COUNT = 2**31 - 1  # sizes and counts are 32-bit integers in JAX (without x64)
+
 
 def positive_int(text: str) -> int:
     value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    if not 1 <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be a positive integer up to 2**31 - 1 = {MAX_COUNT}, got {text}")
     return value
 
 
@@ -25,6 +27,14 @@ def size3(text: str) -> tuple[int, int, int]:
         D, N, B = (int(v) for v in text.lower().split("x"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"a size is DxNxB (three positive integers), got {text!r}") from None
-    if min(D, N, B) < 1:
+    if min(D, N, B) < 1 or max(D, N, B) > MAX_COUNT:
         raise argparse.ArgumentTypeError(f"a size is DxNxB (three positive integers), got {text!r}")
     return D, N, B
+
+
+def import_path(text: str) -> str:
+    """``module.path:Name``."""
+    module, sep, name = text.partition(":")
+    if not (sep and module and name):
+        raise argparse.ArgumentTypeError(f"must be an import path module.path:Name, got {text!r}")
+    return text

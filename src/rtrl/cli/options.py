@@ -15,7 +15,7 @@ import dataclasses
 import json
 
 from rtrl.cli.usage import UsageError
-from rtrl.training.config import Invalid, Options, RunConfig, flag, options, pairs
+from rtrl.training.config import Invalid, OptionError, Options, RunConfig, flag, options, pairs
 from rtrl.training.presets import PRESETS, Preset
 
 UNSET = object()  # an option not given on the command line: the preset's value, else the configuration's default
@@ -113,6 +113,10 @@ def config_from_args(args: argparse.Namespace, cls: type[Options] = RunConfig,
         values[field.name] = value
     try:
         return cls(**values)
+    except OptionError as e:  # named by its flag: `argument --cell-arg: cell 'x' has no option ['y']; ...`
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        where = f"argument {flag_of(fields[e.option])}: " if e.option in fields else ""
+        raise UsageError(f"{where}{e}") from None
     except ValueError as e:
         raise UsageError(str(e)) from None
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 import argparse
 
 from rtrl.cli.options import add_config_arguments, config_from_args
-from rtrl.cli.train import add_run_arguments, train_run
+from rtrl.cli.train import add_run_arguments, start
 from rtrl.rl.loop import RLConfig
 from rtrl.rl.presets import PRESETS
-from rtrl.training.run import Run
 
 
 def add_rl_arguments(p: argparse.ArgumentParser) -> None:
@@ -18,5 +17,4 @@ def add_rl_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_rl(args) -> int:
-    run = Run.create(args.out, config_from_args(args, RLConfig, PRESETS), overwrite=args.overwrite)
-    return train_run(run, args.quiet)
+    return start(args, config_from_args(args, RLConfig, PRESETS))

@@ -4,13 +4,60 @@ every kind of run folder: ``rtrl rl``'s too)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from pathlib import Path
 
-from rtrl.cli.argtypes import positive_int
+import jax
+import jax.numpy as jnp
+
+from rtrl.cli.argtypes import import_path, positive_int
 from rtrl.cli.options import add_config_arguments, config_from_args
 from rtrl.cli.usage import UsageError
-from rtrl.training.run import Run
+from rtrl.rl.loop import RLConfig
+from rtrl.training.config import Options, allowed_imports, check_memory, floats_of
+from rtrl.training.run import CHECKPOINT, CONFIG, CURVE, LOCK, METRICS, Run, new_folders
 from rtrl.training.trainer import Diverged
+
+
+class OutOfMemory(Exception):
+    """The run ran out of memory (XLA's ``RESOURCE_EXHAUSTED``, or a ``MemoryError``)."""
+
+
+def out_of_memory(error: BaseException) -> bool:
+    if isinstance(error, MemoryError):
+        return True
+    text = str(error)
+    return type(error).__name__ in ("JaxRuntimeError", "XlaRuntimeError") and (
+        "RESOURCE_EXHAUSTED" in text or "Out of memory" in text or "out of memory" in text)
+
+
+def one_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def memory_needed(config: Options) -> int:
+    """A lower bound of the bytes a run holds at once (``RunConfig.memory_needed``; an RL run's: the parameters
+    three times, and per environment the torso's online state (traces, or tbptt's window), the eligibility traces,
+    one per parameter, and the inputs that the fidelity check keeps)."""
+    if not isinstance(config, RLConfig):
+        return config.memory_needed()
+    env, agent = config.parts()
+    itemsize = jnp.dtype(config.dtype).itemsize
+    params = floats_of(lambda: agent.init(jax.random.PRNGKey(0)))
+    memory = floats_of(lambda: agent.learner.init(agent.cell.init(jax.random.PRNGKey(0))))
+    history = env.max_steps * env.obs_size if config.fidelity_every else 0  # the inputs the fidelity check keeps
+    return itemsize * (3 * params + config.envs * (params + memory + history))
+
+
+def fits(config: Options) -> None:
+    """A ``UsageError`` before anything is written when the run cannot fit in this machine's memory."""
+    try:
+        rl = isinstance(config, RLConfig)
+        sizes = "--hidden, --envs or --truncation" if rl else "--hidden, --batch or --eval-size"
+        check_memory(memory_needed(config), config.devices, sizes)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def train_run(run: Run, quiet: bool = False) -> int:
@@ -42,6 +89,11 @@ def train_run(run: Run, quiet: bool = False) -> int:
     except KeyboardInterrupt:
         print(f"interrupted; continue from step {run.last_checkpoint_step() or 0} with: rtrl resume {run.path}")
         return 130
+    except Exception as e:
+        if not out_of_memory(e):
+            raise
+        raise OutOfMemory(f"out of memory while training ({one_line(e)}); choose smaller sizes (--hidden, --batch, "
+                          f"--eval-size, --envs)") from None
     finally:
         for b in bars:
             b.close()
@@ -62,9 +114,34 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     add_run_arguments(p)
 
 
+def start(args, config: Options) -> int:
+    """``rtrl train`` and ``rtrl rl``: check that the run fits, create its folder and train; a run that runs out
+    of memory before its first checkpoint past step 0 is removed again, folders and all (nothing half-made)."""
+    fits(config)
+    out = Path(args.out)
+    created, fresh = new_folders(out), not (out / CONFIG).exists()
+    run = Run.create(out, config, overwrite=args.overwrite)  # may read back the cell this command line names
+    try:
+        return train_run(run, args.quiet)
+    except OutOfMemory as e:
+        if fresh and not run.last_checkpoint_step():
+            discard(out, created)
+            raise UsageError(f"{e}; nothing was kept") from None
+        raise UsageError(f"{e}; {out} is kept at step {run.last_checkpoint_step()}") from None
+
+
+def discard(path: Path, created: list[Path]) -> None:
+    """Remove a run this command made (its files, then the folders it created if they are empty)."""
+    for name in (CONFIG, METRICS, CHECKPOINT, CURVE, LOCK):
+        with contextlib.suppress(OSError):
+            (path / name).unlink(missing_ok=True)
+    for folder in reversed(created):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
 def cmd_train(args) -> int:
-    run = Run.create(args.out, config_from_args(args), overwrite=args.overwrite)
-    return train_run(run, args.quiet)
+    return start(args, config_from_args(args))
 
 
 def add_resume_arguments(p: argparse.ArgumentParser) -> None:
@@ -73,11 +150,20 @@ def add_resume_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--devices", type=positive_int, metavar="N",
                    help="continue on N devices (default: the run's own; docs/devices.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--allow-import", action="append", default=[], metavar="MODULE:NAME", type=import_path,
+                   help="let the run's config.json import this cell (one it names by import path that is not an "
+                        "rtrl, Flax or Equinox cell class; only for a run folder you trust; repeatable)")
 
 
 def cmd_resume(args) -> int:
-    return train_run(Run.open(args.run, steps=args.steps, devices=args.devices), args.quiet)
+    with allowed_imports(args.allow_import):
+        run = Run.open(args.run, steps=args.steps, devices=args.devices)
+        fits(run.config)
+        try:
+            return train_run(run, args.quiet)
+        except OutOfMemory as e:
+            raise UsageError(f"{e}; {run.path} is kept at step {run.last_checkpoint_step()}") from None
 
 
 __all__ = ["UsageError", "add_resume_arguments", "add_run_arguments", "add_train_arguments", "cmd_resume",
-           "cmd_train", "train_run"]
+           "cmd_train", "one_line", "out_of_memory", "start", "train_run"]

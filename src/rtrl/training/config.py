@@ -10,16 +10,24 @@ on the others (``update_every``, ``eval_every``) and rounds the budgets to whole
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import inspect
 import math
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 from typing import Any
+
+import jax
 
 from rtrl import methods
 from rtrl.cells import CELLS
-from rtrl.cells.adapters import from_import_path
+from rtrl.cells.adapters import CellError, from_import_path, is_trusted, split_import_path
+from rtrl.checks import default_dtype
 from rtrl.frozen import Frozen
+from rtrl.inspection import PROBE_LIMIT
+from rtrl.methods.sensitivity import SnAp
 from rtrl.training.tasks import TASKS
 from rtrl.training.trainer import Trainer, make_optimizer
 
@@ -27,10 +35,21 @@ OPTIMIZERS = ("adam", "sgd")
 RESUME_KEYS = ("steps", "devices")  # may change between a run and its resumption: the budget, where it runs
 ADDED_KEYS = ("devices",)  # options newer than some run folders: a config.json without them takes the default
 MAX_SEED = 2**32 - 1  # jax.random.PRNGKey takes a 32-bit seed without x64
+MAX_COUNT = 2**31 - 1  # sizes and counts are 32-bit integers in JAX (without x64)
+MAX_STEPS = 2**30  # the step counter is 32-bit: the budget rounded up to whole updates (k <= 2**30) stays below 2**31
 
 
 class Invalid(ValueError):
     """A value that fails a check; the message is what was expected (``"a positive integer"``)."""
+
+
+class OptionError(ValueError):
+    """A configuration that cannot be built because of one option (``option``: its field name, e.g. ``cell_args``),
+    so that the command line can name the flag."""
+
+    def __init__(self, message: str, option: str):
+        super().__init__(message)
+        self.option = option
 
 
 # -- checks: value -> value, or Invalid(what was expected) ------------------------------------------------------
@@ -41,7 +60,15 @@ def is_int(value) -> bool:
 def positive_int(value):
     if not is_int(value) or value < 1:
         raise Invalid("a positive integer")
+    if value > MAX_COUNT:
+        raise Invalid(f"a positive integer up to 2**31 - 1 = {MAX_COUNT}")
     return value
+
+
+def step_count(value):
+    if is_int(value) and value > MAX_STEPS:
+        raise Invalid(f"a positive integer up to 2**30 = {MAX_STEPS}")
+    return positive_int(value)
 
 
 def seed(value):
@@ -169,9 +196,13 @@ class Options(Frozen):
         return [k for k, v in self.to_dict().items() if k not in ignore and other.to_dict()[k] != v]
 
     @classmethod
-    def from_dict(cls, data, where: str = "the configuration", complete: bool = False) -> Options:
+    def from_dict(cls, data, where: str = "the configuration", complete: bool = False, trusted: bool = True
+                  ) -> Options:
         """A configuration from JSON-like ``data``; ``complete``: every option must be present (a file we wrote).
-        Errors name ``where``."""
+        ``trusted=False`` for data from a file (``config.json``): a cell it names by import path must be one that
+        ``importable`` allows, checked before anything is imported. Errors name ``where``."""
+        if not trusted and isinstance(data, dict) and isinstance(data.get("cell"), str) and ":" in data["cell"]:
+            check_importable(data["cell"], where)
         if not isinstance(data, dict):
             raise ValueError(f"{where} must be a JSON object of run options, got {type(data).__name__}")
         names = [f.name for f in dataclasses.fields(cls)]
@@ -211,16 +242,16 @@ class RunConfig(Options):
         None,
         "an optimiser update every k steps: 1 (fully online) for trace methods, the episode length (full BPTT) "
         "for sequence methods; a shorter k for bptt is truncated BPTT",
-        optional(positive_int),
+        optional(step_count),
         "K",
     )
     optimizer: str = option("adam", "adam or sgd (optax)", one_of(OPTIMIZERS), "NAME")
     lr: float = option(1e-3, "learning rate", positive_float, "LR")
     clip: float | None = option(1.0, "clip the global gradient norm to this (`--no-clip`: do not)",
                                 optional(positive_float), "C")
-    steps: int = option(10000, "steps per stream, rounded up to whole updates", positive_int, "S")
+    steps: int = option(10000, "steps per stream, rounded up to whole updates", step_count, "S")
     eval_every: int | None = option(None, "steps between evaluations (default: about 25 per run)",
-                                    optional(positive_int), "E")
+                                    optional(step_count), "E")
     eval_size: int = option(256, "held-out episodes per evaluation", positive_int, "M")
     stagger: bool = option(False, "start stream b at b/B of an episode (trace methods only)", flag)
     seed: int = option(0, "seed of the parameters and of the data", seed, "SEED")
@@ -274,6 +305,48 @@ class RunConfig(Options):
     def label(self) -> str:
         return f"{self.cell} {self.method} k={self.update_every}"
 
+    def memory_needed(self) -> int:
+        """A lower bound of the bytes the run holds at once (``check_memory``): the model's state and, per
+        stream, its carry and traces (``state_bytes``), and the held-out episodes' inputs."""
+        config = self.resolved()
+        task, cell, method = config.parts()
+        held_out = config.eval_size * (task.length * task.input_size + floats_of(lambda: cell.initial_carry(())))
+        return state_bytes(cell, method, config.batch, config.update_every) + held_out * default_dtype().itemsize
+
+
+# -- what a config.json may import ---------------------------------------------------------------------------------
+ALLOW_IMPORT = "RTRL_ALLOW_IMPORT"  # environment variable: import paths allowed in run folders, comma-separated
+allowed = contextvars.ContextVar("allowed", default=frozenset())  # import paths given on this command line
+
+
+@contextlib.contextmanager
+def allowed_imports(paths: Iterable[str]):
+    """Within the block, run folders may name the cells of ``paths`` (import paths the user gave on the command
+    line: ``--cell``, ``--allow-import``)."""
+    token = allowed.set(allowed.get() | {p for p in paths if isinstance(p, str) and ":" in p})
+    try:
+        yield
+    finally:
+        allowed.reset(token)
+
+
+def importable(path: str) -> bool:
+    """Whether a run folder's ``config.json`` may name the cell ``path``: a cell class of ``rtrl.cells`` or of
+    Flax's or Equinox's own modules, or a path the user allowed in this process (``allowed_imports``, or the
+    ``RTRL_ALLOW_IMPORT`` environment variable). A run folder can come from anyone and anyone can edit it, so
+    what it says about itself is never enough to run the code it names."""
+    given = allowed.get() | {p.strip() for p in os.environ.get(ALLOW_IMPORT, "").split(",")}
+    return path in given or is_trusted(path)
+
+
+def check_importable(path: str, where: str) -> None:
+    """A ``ValueError`` saying how to allow ``path`` unless ``importable``; nothing is imported unless trusted."""
+    split_import_path(path)
+    if not importable(path):
+        raise ValueError(f"{where} names the cell {path!r}, which is neither a registered cell nor a cell class of "
+                         f"rtrl, Flax or Equinox: importing it runs its code. If you trust it, pass --allow-import "
+                         f"{path} (rtrl resume), or set {ALLOW_IMPORT}={path}")
+
 
 def option_names(cls, exclude=()) -> dict[str, object]:
     """Keyword options of a constructor and their defaults."""
@@ -287,7 +360,14 @@ def option_names(cls, exclude=()) -> dict[str, object]:
 def make_cell(name: str, args: dict, input_size: int, hidden_size: int):
     """The cell a run names: a registered one, or any other by its import path ``module.path:Name``."""
     if ":" in name:
-        return from_import_path(name, input_size=input_size, hidden_size=hidden_size, **args)
+        taken = sorted({"input_size", "hidden_size"} & set(args))
+        if taken:
+            raise OptionError(f"cell {name!r} has no option {taken}: its sizes are the task's input size and "
+                              "hidden", "cell_args")
+        try:
+            return from_import_path(name, input_size=input_size, hidden_size=hidden_size, **args)
+        except CellError as e:
+            raise OptionError(str(e), e.option) from None
     return make("cell", CELLS, name, args, exclude=("input_size", "hidden_size"), positional=(input_size, hidden_size))
 
 
@@ -305,12 +385,65 @@ def with_trace_dtype(method, trace_dtype: str, method_args: dict):
 def make(kind: str, registry: dict, name: str, args: dict, exclude=(), positional=()):
     """``registry[name](*positional, **args)``, its options checked first; a ``ValueError`` names what is wrong."""
     if name not in registry:
-        raise ValueError(f"unknown {kind} {name!r}; expected one of {sorted(registry)}")
+        raise OptionError(f"unknown {kind} {name!r}; expected one of {sorted(registry)}", kind)
     known = option_names(registry[name], exclude)
     unknown = set(args) - set(known)
     if unknown:
-        raise ValueError(f"{kind} {name!r} has no option {sorted(unknown)}; its options are {sorted(known)}")
+        raise OptionError(f"{kind} {name!r} has no option {sorted(unknown)}; its options are {sorted(known)}",
+                          f"{kind}_args")
     try:
         return registry[name](*positional, **args)
     except TypeError as e:  # e.g. an option of the wrong type deep in a constructor
-        raise ValueError(f"{kind} {name!r}: bad options {args}: {e}") from None
+        raise OptionError(f"{kind} {name!r}: bad options {args}: {e}", f"{kind}_args") from None
+
+
+# -- what a run needs and what the machine has -------------------------------------------------------------------
+def floats_of(make: Callable) -> int:
+    """Floats in the arrays ``make()`` returns, worked out on shapes alone."""
+    return sum(math.prod(a.shape) for a in jax.tree.leaves(jax.eval_shape(make)))
+
+
+def state_bytes(cell, method, streams: int, window: int) -> int:
+    """A lower bound of the bytes of a model's state: the parameters three times (with their gradient and an
+    optimiser moment) and, per stream, the carry and the traces an online method keeps (what ``rtrl.inspect``
+    counts as trace floats per example) or the ``window`` of carries a sequence method keeps."""
+    itemsize = default_dtype().itemsize
+    params = floats_of(lambda: cell.init(jax.random.PRNGKey(0)))
+    carry = floats_of(lambda: cell.initial_carry(()))
+    if not method.online:
+        traces = window * carry * itemsize
+    elif isinstance(method, SnAp) and carry * params > PROBE_LIMIT:  # its pattern would be probed for real
+        traces = 0
+    else:
+        shapes = jax.eval_shape(lambda: method.init(cell, cell.init(jax.random.PRNGKey(0)), cell.initial_carry(())))
+        traces = sum(math.prod(a.shape) * a.dtype.itemsize for a in jax.tree.leaves(shapes))
+    return itemsize * (3 * params + streams * carry) + streams * traces
+
+
+def available_memory(devices: int = 1) -> tuple[int, str]:
+    """Bytes free for a run on ``devices`` devices, and where the figure comes from: the accelerators' own
+    memory, else the host's (``MemAvailable`` in ``/proc/meminfo``, or ``os.sysconf``)."""
+    device = jax.devices()[0]
+    stats = device.memory_stats() if device.platform != "cpu" else None
+    if stats and "bytes_limit" in stats:
+        free = stats["bytes_limit"] - stats.get("bytes_in_use", 0)
+        return free * devices, f"free on {devices} {device.platform} device{'s' * (devices > 1)}"
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        with open("/proc/meminfo") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        return int(fields["MemAvailable"].split()[0]) * 1024, "available (MemAvailable in /proc/meminfo)"
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "available (free physical memory)"
+
+
+def gib(n: int) -> str:
+    """Bytes for a person: GiB, MiB or bytes."""
+    return f"{n / 2**30:,.1f} GiB" if n >= 2**27 else f"{n / 2**20:,.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
+
+
+def check_memory(needed: int, devices: int = 1, smaller: str = "--hidden, --batch or --eval-size") -> None:
+    """A ``ValueError`` saying how much is needed and how much there is, when ``needed`` bytes do not fit."""
+    free, where = available_memory(devices)
+    if needed > free:
+        raise ValueError(f"the run needs at least {gib(needed)} of memory (its parameters with their optimiser state, "
+                         f"and what every stream keeps) and this machine has {gib(free)} {where}; "
+                         f"choose a smaller {smaller}")

@@ -48,7 +48,7 @@ from rtrl.rl.loop import RLConfig
 from rtrl.rl.loop import runner as rl_runner
 from rtrl.rl.loop import train as rl_train
 from rtrl.training import checkpoint
-from rtrl.training.config import Options, RunConfig
+from rtrl.training.config import Options, RunConfig, allowed_imports
 from rtrl.training.trainer import Diverged, fit
 
 CONFIG, METRICS, CHECKPOINT, CURVE, LOCK = "config.json", "metrics.jsonl", "checkpoint.npz", "curve.png", ".lock"
@@ -88,7 +88,7 @@ def read_config(path: str | os.PathLike) -> Options:
     except (ValueError, UnicodeDecodeError) as e:
         raise RunError(f"{file} is not valid JSON ({e})") from None
     try:
-        return config_class(data).from_dict(data, where=str(file), complete=True)
+        return config_class(data).from_dict(data, where=str(file), complete=True, trusted=False)
     except ValueError as e:
         raise RunError(str(e)) from None
 
@@ -135,6 +135,18 @@ def write_config(path: Path, config: Options) -> None:
     atomic_write_text(path / CONFIG, text + "\n")
 
 
+def new_folders(path: Path) -> list[Path]:
+    """``path`` and those of its parents that do not exist yet, outermost first (what ``made_folders`` would make,
+    if no other process makes one first: ``Run.create`` records in ``run.made`` the ones it did make)."""
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        if path.parent == path:
+            break
+        path = path.parent
+    return missing[::-1]
+
+
 def made_folders(path: Path) -> list[Path]:
     """Make ``path`` and its missing parents, one ``mkdir`` each; the folders this process made, outermost first.
     A folder that exists already, or that another process makes first (``mkdir`` is atomic), is not ours: only
@@ -177,7 +189,8 @@ def check_target(path: Path, config: Options, overwrite: bool) -> None:
     if path.exists() and not path.is_dir():
         raise RunError(f"{path} is a file, not a run folder; choose another --out")
     if (path / CONFIG).exists() and not overwrite:
-        diff = read_config(path).differences(config)
+        with allowed_imports([config.cell]):  # the cell the caller names now may be read back, no other
+            diff = read_config(path).differences(config)
         if diff:
             raise RunError(
                 f"{path} holds a different run (differs in {', '.join(diff)}); choose another --out, "
@@ -223,6 +236,7 @@ class Run:
         self.config = config
         self._trainer = trainer  # None: built from config on first use
         self.lock = filelock.FileLock(str(self.path / LOCK), timeout=0)
+        self.made: list[Path] = []  # the folders ``create`` made (only these may be removed again)
 
     @property
     def trainer(self):
@@ -307,6 +321,7 @@ class Run:
             except BaseException:
                 remove_folders(made)  # leave nothing half-created; only what this process made
                 raise
+        run.made = made
         return run
 
     @classmethod
@@ -336,18 +351,21 @@ class Run:
 
     # -- state on disk ----------------------------------------------------------------------------------
     def load(self) -> tuple[object, float]:
-        """The checkpointed state and wall time; a fresh state if the run has not passed step 0. Records past
+        """The checkpointed state and wall time; a fresh state if there is no checkpoint yet. Records past
         the checkpoint (written before a crash) are dropped, as the resumed run writes them again. A history
         that the checkpoint does not account for is a ``RunError``: nothing is restarted or rewritten."""
         records = read_metrics(self.path)
         file = self.path / CHECKPOINT
         if not file.exists():
-            if any(r["step"] > 0 for r in records):
+            # Each record is written before its checkpoint, so a crash can leave the run's first record (step 0,
+            # or an RL run's first at record_every) without a checkpoint: it is written again. More than one
+            # means the checkpoint was lost.
+            if len(records) > 1:
                 raise RunError(
                     f"{file} is missing but {self.path / METRICS} goes to step {records[-1]['step']}; nothing was "
                     "changed (restore the checkpoint, or start again with `rtrl train ... --overwrite`)"
                 )
-            if records or self.torn():  # a step-0 record without its checkpoint: written again
+            if records or self.torn():
                 self.rewrite_metrics([])
             return self.fresh(), 0.0
         state, meta = checkpoint.load(file, self.fresh())
@@ -401,7 +419,9 @@ class Run:
         with self.locked(), interrupts.deferred():  # a Ctrl-C stops at the next safe point (rtrl.interrupts)
             state, wall_s = self.load()
             self.check_budget(self.config.steps)  # checked on open too; here against the checkpoint as loaded
-            if read_config(self.path) != self.config:  # a new budget, written once the run is known to continue
+            with allowed_imports([self.config.cell]):  # this run's own cell, already built (trusted or allowed)
+                changed = read_config(self.path) != self.config
+            if changed:  # a new budget, written once the run is known to continue
                 write_config(self.path, self.config)
 
             def record(state, rec):
