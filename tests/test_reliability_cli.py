@@ -114,6 +114,28 @@ def nan_record(tmp, trained):
     (tmp / "run" / "metrics.jsonl").write_text("".join(lines))
 
 
+def checkpoint_meta(**changes):
+    """The checkpoint's meta changed (its arrays kept): a checkpoint at odds with itself."""
+    def setup(tmp, trained):
+        import numpy as np
+
+        from rtrl.training import checkpoint
+
+        copy_run(tmp, trained)
+        arrays, meta = checkpoint.read(tmp / "run" / "checkpoint.npz")
+        with open(tmp / "run" / "checkpoint.npz", "wb") as f:
+            np.savez(f, **arrays, meta=np.frombuffer(json.dumps({**meta, **changes}).encode(), np.uint8))
+
+    setup.__name__ = f"checkpoint meta {changes}"
+    return setup
+
+
+def not_a_png(tmp, trained):
+    copy_run(tmp, trained)
+    (tmp / "notes.png").write_text("mine")
+    (tmp / "notes.txt").write_text("mine")
+
+
 BAD_INPUT = [
     # rtrl train: options
     ("train --task nope --out {tmp}/new", nothing, 2, "--task"),
@@ -210,6 +232,26 @@ BAD_INPUT = [
     ("resume {run}", truncate("metrics.jsonl", lambda n: 0), 2, "no record of step 8"),
     ("resume {run}", middle_line_damaged, 2, "line 2"),
     ("resume {run}", nan_record, 2, "line 2"),
+    # rtrl resume: a checkpoint at odds with itself, a budget that goes back (issue 22)
+    ("resume {run}", checkpoint_meta(step=4), 2, "is damaged: its state stands at step 8"),
+    ("resume {run}", checkpoint_meta(step=-8), 2, "is damaged: its meta step is -8"),
+    ("resume {run}", checkpoint_meta(step=8.0), 2, "is damaged"),
+    ("resume {run}", checkpoint_meta(wall_s=float("inf")), 2, "wall_s"),
+    ("resume {run} --steps 4", copy_run, 2, "--steps 4 is below step 8"),
+    # rtrl plot over a run's files or a file that is not an earlier plot (issue 22)
+    ("plot {run} --out {run}/metrics.jsonl", copy_run, 2, ".png"),
+    ("plot {run} --out {run}/curve.png", copy_run, 2, "a file of the run folder"),
+    ("plot {run} --out {tmp}/notes.png", not_a_png, 2, "not a PNG"),
+    ("plot {run} --out {tmp}/notes.txt", not_a_png, 2, ".png"),
+    # rtrl fidelity and rtrl rl's environment options (issue 22)
+    ("fidelity --methods bogus --out {tmp}/new", nothing, 2, "invalid choice: 'bogus'"),
+    ("fidelity --out {tmp}/file", a_file, 2, "File exists"),
+    ("rl --env memory-chain --env-arg max_steps_in_episode=0 --out {tmp}/new", nothing, 2, "positive integer"),
+    ("rl --env memory-chain --env-arg memory_length=2.5 --out {tmp}/new", nothing, 2, "memory_length must be"),
+    ("rl --env memory-chain --env-arg memory_length=true --out {tmp}/new", nothing, 2, "memory_length must be"),
+    ("rl --env cartpole --env-arg gravity=abc --out {tmp}/new", nothing, 2, "gravity must be a positive finite"),
+    ("rl --env cartpole-masked --env-arg tau=-0.1 --out {tmp}/new", nothing, 2, "tau must be a positive"),
+    ("rl --env tmaze --env-arg max_steps=0 --out {tmp}/new", nothing, 2, "max_steps must be a positive integer"),
     # rtrl plot
     ("inspect --cell nope", nothing, 2, "unknown cell"),
     ("inspect --cell elstm --cell-arg foo=1", nothing, 2, "no option"),

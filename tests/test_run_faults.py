@@ -165,13 +165,7 @@ def boundaries(tmp_path_factory, trainer):
 
 
 STEPS = [0, 4, 8, 12, 16]  # TINY's evaluations
-# KNOWN BUG (issue 21, being fixed in rtrl/training/run.py on another branch): killed after the step-0 checkpoint
-# is renamed and before the step-4 one is (boundaries 4 to 8), the resume starts from the step-0 checkpoint, `fit`
-# evaluates step 0 again (it does whenever the state is at step 0) and metrics.jsonl holds step 0's record twice.
-# Strict: once the fix lands these cases pass, and the marker must go.
-STEP_0_TWICE = pytest.mark.xfail(strict=True, reason="resume from the step-0 checkpoint writes step 0's record twice")
-CRASH_POINTS = [pytest.param(at, id=f"{at}:{name}", marks=[STEP_0_TWICE] if 4 <= at <= 8 else [])
-                for at, name in enumerate(write_order(STEPS))]
+CRASH_POINTS = [pytest.param(at, id=f"{at}:{name}") for at, name in enumerate(write_order(STEPS))]
 
 
 def test_each_record_is_written_before_its_checkpoint(boundaries):

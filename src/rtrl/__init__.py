@@ -4,11 +4,15 @@ Exact online gradients for recurrent cells (dense RTRL for any cell, closed-form
 them), the online step whose ``jax.grad`` is the method's gradient, and ``sequence_grad`` for whole sequences.
 """
 
-from rtrl import cells, compare, methods
-from rtrl.inspection import Inspection, inspect
-from rtrl.methods import METHODS
-from rtrl.online import Learner, OnlineState, online, stream_grad
-from rtrl.sequence import sequence_grad
+from rtrl import startup
+
+startup.check()  # before JAX reads its environment variables: a bad one is one clear message
+
+from rtrl import cells, compare, methods  # noqa: E402
+from rtrl.inspection import Inspection, inspect  # noqa: E402
+from rtrl.methods import METHODS  # noqa: E402
+from rtrl.online import Learner, OnlineState, online, stream_grad  # noqa: E402
+from rtrl.sequence import sequence_grad  # noqa: E402
 
 __version__ = "0.1.0"
 

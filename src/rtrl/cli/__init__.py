@@ -6,7 +6,8 @@ function running it (returning the exit status), so a new subcommand is one more
 of its own (``train``: train and resume; ``rl``; ``demo``; ``browse``: plot and list). ``main`` is where every problem
 the user can fix becomes one line on stderr and exit status 2 (bad options, unusable run folders or
 checkpoints, filesystem errors); a diverging run exits with status 1 after saying at which step and what became
-non-finite; an interrupted one with 130. Anything else is a bug, and shows its traceback.
+non-finite; an interrupted one with 130 (Ctrl-C: ``rtrl.interrupts``; a bad ``JAX_*`` variable: ``rtrl.startup``).
+Anything else is a bug, and shows its traceback.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import sys
 from collections.abc import Callable
 
+from rtrl import startup
 from rtrl.cli.browse import add_inspect_arguments, add_plot_arguments, cmd_inspect, cmd_list, cmd_plot
 from rtrl.cli.demo import add_demo_arguments, cmd_demo
 from rtrl.cli.rl import add_rl_arguments, cmd_rl
@@ -78,10 +80,11 @@ def fail(message: str, prog: str = "rtrl") -> int:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
+        startup.check_backend()  # JAX_PLATFORMS, before a command meets it at its first array
         return args.handler(args)
     except UsageError as e:
         return fail(str(e), e.prog)
-    except (RunError, CheckpointError, MissingPackage) as e:
+    except (RunError, CheckpointError, MissingPackage, startup.EnvironmentProblem) as e:
         return fail(str(e))
     except BrokenPipeError:  # the reader went away (`rtrl list | head -1`): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

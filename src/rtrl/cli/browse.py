@@ -21,11 +21,15 @@ def add_plot_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_plot(args) -> int:
-    from rtrl.reports.plot import plot_curves
+    from rtrl.reports.plot import check_plot_out, plot_curves
 
     out = Path(args.out)
     if not out.parent.is_dir():
         raise UsageError(f"--out {out}: {out.parent} is not an existing folder")
+    try:
+        check_plot_out(out)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     curves = []
     for path in args.runs:
         run = Run.open(path)

@@ -102,7 +102,7 @@ def train_run(run: Run, quiet: bool = False) -> int:
         print(f"rtrl: error: {e}; run stopped. {kept}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"interrupted; continue from step {run.last_checkpoint_step()} with: rtrl resume {run.path}")
+        print(f"interrupted; continue from step {run.last_checkpoint_step() or 0} with: rtrl resume {run.path}")
         return 130
     except Exception as e:
         if not out_of_memory(e):

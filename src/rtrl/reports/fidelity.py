@@ -30,7 +30,7 @@ from rtrl.benchmarks.timing import squared_error
 from rtrl.cells import CELLS, LRU, RTU, Elman, Network, Stack
 from rtrl.compare import cosine, relative_error
 from rtrl.files import atomic_write_text
-from rtrl.methods import Method, resolve
+from rtrl.methods import REGISTRY, Method, resolve
 from rtrl.reports.plot import pyplot, save_png
 
 METHODS = ("rtrl", "snap1", "snap2", "eprop", "uoro", "tbptt", "layer_local")
@@ -243,7 +243,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=positive_int, default=SEEDS, help="random problems averaged per entry")
     parser.add_argument("--hidden", type=positive_int, default=16, help="hidden size of every cell")
     parser.add_argument("--input", type=positive_int, default=4, help="input size of every cell")
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), help="method names")
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(REGISTRY), metavar="NAME",
+                        help="method names from `rtrl list` (default: %(default)s)")
     parser.add_argument("--markdown", type=page_path, metavar="PAGE",
                         help="also write the documentation page here (docs/fidelity.md)")
 

@@ -4,7 +4,9 @@ or several overlaid."""
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NamedTuple
 
 from rtrl.files import atomic_write
@@ -16,6 +18,28 @@ class Curve(NamedTuple):
     metric_name: str
     chance: float | None
     key: str = "metric"  # the records' field plotted against the step (records where it is null are left out)
+
+
+PNG = b"\x89PNG\r\n\x1a\n"
+RUN_FILES = ("config.json", "metrics.jsonl", "checkpoint.npz", "curve.png", ".lock")  # rtrl.training.run's
+
+
+def check_plot_out(out: str | os.PathLike) -> None:
+    """``ValueError`` unless a plot may be written to ``out``: a ``.png`` path, not a folder, not a file of a run
+    folder (its history, checkpoint or own curve), and if it exists, a PNG already (an earlier plot, replaced)."""
+    out = Path(out)
+    if out.is_dir():
+        raise ValueError(f"--out {out} is a directory; name a .png file in it")
+    if out.suffix.lower() != ".png":
+        raise ValueError(f"--out {out}: a plot is written as PNG; name a file ending in .png")
+    if out.name in RUN_FILES and (out.parent / "config.json").is_file():
+        raise ValueError(f"--out {out} is a file of the run folder {out.parent}, which a plot must not replace; "
+                         "name a file outside it")
+    if out.exists():
+        with open(out, "rb") as f:
+            if f.read(len(PNG)) != PNG:
+                raise ValueError(f"--out {out} exists and is not a PNG, so not an earlier plot; nothing was "
+                                 "written (name another file, or remove it first)")
 
 
 def pyplot():
@@ -47,20 +71,34 @@ def plot_curves(curves: Sequence[Curve], out: str | os.PathLike, title: str = ""
     for i, (curve, losses) in enumerate(zip(curves, trained, strict=True)):
         colour = f"C{i % 10}"
         if losses:
-            axes[0, 0].plot([r["step"] for r in losses], [r["loss"] for r in losses], color=colour, label=curve.label)
+            axes[0, 0].plot([r["step"] for r in losses], [r["loss"] for r in losses], color=colour, label=curve.label,
+                            marker=marker(losses))
         points = [r for r in curve.records if r.get(curve.key) is not None]
-        ax_metric.plot([r["step"] for r in points], [r[curve.key] for r in points], color=colour, label=curve.label)
+        ax_metric.plot([r["step"] for r in points], [r[curve.key] for r in points], color=colour, label=curve.label,
+                       marker=marker(points))
         if curve.chance is not None:
             ax_metric.axhline(curve.chance, color=colour, linestyle="--", linewidth=0.8)
+    if not any(r.get(c.key) is not None for c in curves for r in c.records):  # say so, rather than empty axes
+        ax_metric.text(0.5, 0.5, f"no {names_of(curves)} recorded yet", ha="center", va="center",
+                       transform=ax_metric.transAxes)
     if panels == 2:
         axes[0, 0].set(xlabel="step", ylabel="training loss", yscale="log")
-    names = " / ".join(sorted({c.metric_name for c in curves}))
+    names = names_of(curves)
     chance = "; dashed: chance" if any(c.chance is not None for c in curves) else ""
     held_out = " (held out" + chance + ")" if any(c.key == "metric" for c in curves) else ""
     ax_metric.set(xlabel="step", ylabel=names + held_out)
     for ax in axes[0]:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
+    if title:  # wrapped to the figure's width (a long one was clipped at both edges)
+        fig.suptitle(textwrap.fill(title, width=int(panels * 5.5 * 10)), fontsize="medium")
     save_png(fig, out)
+
+
+def names_of(curves: Sequence[Curve]) -> str:
+    return " / ".join(sorted({c.metric_name for c in curves}))
+
+
+def marker(points: list) -> str | None:
+    """A dot at each point where a line alone would not show them (a single point draws no line)."""
+    return "o" if len(points) <= 1 else None

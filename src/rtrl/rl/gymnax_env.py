@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import Any
 
 import jax.numpy as jnp
@@ -25,6 +26,24 @@ def _gymnax(name: str):
     return gymnax.make(name)
 
 
+def check_like(name: str, value, default) -> None:
+    """``ValueError`` unless ``value`` is of the kind of the option's ``default`` (a flag, a whole number, a finite
+    number) and, like it, positive where the default is positive (a size, a mass, a step limit) and non-negative
+    where it is zero; gymnax itself checks nothing, and a zero step limit would end every episode at once."""
+    flag = isinstance(default, bool)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if flag:
+        ok, kind = isinstance(value, bool), "true or false"
+    elif isinstance(default, (int, float)):
+        whole = isinstance(default, int)
+        ok = number and (isinstance(value, int) or not whole) and (value > 0 if default > 0 else value >= 0)
+        kind = ("a positive " if default > 0 else "a non-negative ") + ("integer" if whole else "finite number")
+    else:
+        raise ValueError(f"{name} cannot be set here (its default is {default!r})")
+    if not ok:
+        raise ValueError(f"{name} must be {kind} (its default is {default}), got {value!r}")
+
+
 class Gymnax(Env):
     gymnax_name: str = "CartPole-v1"
     options: tuple[tuple[str, Any], ...] = ()
@@ -32,9 +51,10 @@ class Gymnax(Env):
     def __post_init__(self) -> None:
         env, default = _gymnax(self.gymnax_name)
         fields = [f.name for f in dataclasses.fields(default)]
-        for key, _ in self.options:
+        for key, value in self.options:
             if key not in fields:
                 raise ValueError(f"environment {self.gymnax_name!r} has no option {key!r}; its options are {fields}")
+            check_like(f"{self.gymnax_name} option {key}", value, getattr(default, key))
 
     @property
     def name(self) -> str:

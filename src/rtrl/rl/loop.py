@@ -203,6 +203,9 @@ class OnlineActorCritic:
         self.config = config
         self.env, self.agent = config.parts()
         self.optimizer = make_optimizer(config)
+        if config.dtype == "float64" and not jax.config.jax_enable_x64:  # JAX would silently run in float32
+            raise ValueError("dtype float64 needs JAX's 64-bit mode: jax.config.update('jax_enable_x64', True) "
+                             "before anything else (rtrl rl does it)")
         self.dtype = jnp.dtype(config.dtype)
         self.history = self.env.max_steps if config.fidelity_every else 0
         self.mesh = mesh(config.devices, config.envs, "envs")

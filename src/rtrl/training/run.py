@@ -38,8 +38,10 @@ import os
 from pathlib import Path
 
 import filelock
+import jax
+import numpy as np
 
-from rtrl import devices
+from rtrl import devices, interrupts
 from rtrl.files import atomic_write_text
 from rtrl.reports.plot import Curve, plot_curves
 from rtrl.rl.loop import RLConfig
@@ -134,7 +136,8 @@ def write_config(path: Path, config: Options) -> None:
 
 
 def new_folders(path: Path) -> list[Path]:
-    """``path`` and those of its parents that do not exist yet, outermost first."""
+    """``path`` and those of its parents that do not exist yet, outermost first (what ``made_folders`` would make,
+    if no other process makes one first: ``Run.create`` records in ``run.made`` the ones it did make)."""
     missing = []
     while not path.exists():
         missing.append(path)
@@ -142,6 +145,85 @@ def new_folders(path: Path) -> list[Path]:
             break
         path = path.parent
     return missing[::-1]
+
+
+def made_folders(path: Path) -> list[Path]:
+    """Make ``path`` and its missing parents, one ``mkdir`` each; the folders this process made, outermost first.
+    A folder that exists already, or that another process makes first (``mkdir`` is atomic), is not ours: only
+    ours may be removed again."""
+    missing = []
+    while not path.exists() and path.parent != path:
+        missing.append(path)
+        path = path.parent
+    made = []
+    try:
+        for folder in reversed(missing):
+            with contextlib.suppress(FileExistsError):
+                folder.mkdir()
+                made.append(folder)
+    except BaseException:
+        remove_folders(made)
+        raise
+    return made
+
+
+def remove_folders(made: list[Path]) -> None:
+    """Remove the folders of ``made_folders`` again, innermost first, each only if empty but for its lock (held
+    by the caller, so no other process uses it)."""
+    for folder in reversed(made):
+        with contextlib.suppress(OSError):
+            if {p.name for p in folder.iterdir()} <= {LOCK}:
+                (folder / LOCK).unlink(missing_ok=True)
+            folder.rmdir()
+
+
+def is_writers(name: str) -> bool:
+    """A file that a writer of run folders keeps there besides the run: the lock, or a temporary file of an atomic
+    write under way (or orphaned by a kill)."""
+    return name == LOCK or (name.startswith(".") and name.endswith(".tmp"))
+
+
+def check_target(path: Path, config: Options, overwrite: bool) -> None:
+    """``RunError`` unless ``path`` can hold the run of ``config``: missing, empty, or holding the same run (budget
+    aside), or anything there with ``overwrite``."""
+    if path.exists() and not path.is_dir():
+        raise RunError(f"{path} is a file, not a run folder; choose another --out")
+    if (path / CONFIG).exists() and not overwrite:
+        with allowed_imports([config.cell]):  # the cell the caller names now may be read back, no other
+            diff = read_config(path).differences(config)
+        if diff:
+            raise RunError(
+                f"{path} holds a different run (differs in {', '.join(diff)}); choose another --out, "
+                "continue that run with `rtrl resume`, or replace it with --overwrite"
+            )
+    elif path.is_dir() and not overwrite and not all(is_writers(p.name) for p in path.iterdir()):
+        raise RunError(f"{path} exists and is not a run folder; choose another --out")
+
+
+def non_finite(state) -> tuple[str, float] | None:
+    """The tree path and value of the first NaN or infinity among ``state``'s floating leaves; None if there is none."""
+    for name, leaf in checkpoint.named_leaves(state):
+        if checkpoint.is_key(leaf):
+            continue
+        a = np.asarray(leaf)
+        if np.issubdtype(a.dtype, np.inexact) and not np.isfinite(a).all():
+            return name, float(a[~np.isfinite(a)].flat[0])
+    return None
+
+
+def checked_meta(file: Path, state, meta: dict) -> dict:
+    """``meta`` of the checkpoint ``file`` if it agrees with itself and with ``state`` (a whole step count, the
+    state's own ``step`` leaf, a finite wall time), else ``RunError``: a checkpoint at odds with itself is damaged."""
+    step, wall_s = meta.get("step"), meta.get("wall_s")
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise RunError(f"{file} is damaged: its meta step is {step!r}, not a whole number of steps")
+    if not isinstance(wall_s, (int, float)) or isinstance(wall_s, bool) or not 0 <= wall_s < float("inf"):
+        raise RunError(f"{file} is damaged: its meta wall_s is {wall_s!r}, not a time in seconds")
+    leaf = int(state.step)
+    if leaf != step:
+        raise RunError(f"{file} is damaged: its state stands at step {leaf} but its meta says step {step}; "
+                       "nothing was changed (restore it, or start again with --overwrite)")
+    return meta
 
 
 class Run:
@@ -154,6 +236,7 @@ class Run:
         self.config = config
         self._trainer = trainer  # None: built from config on first use
         self.lock = filelock.FileLock(str(self.path / LOCK), timeout=0)
+        self.made: list[Path] = []  # the folders ``create`` made (only these may be removed again)
 
     @property
     def trainer(self):
@@ -225,34 +308,20 @@ class Run:
         config = (config if isinstance(config, Options) else config_class(config).from_dict(config)).resolved()
         check_devices(config)
         path = Path(path)
-        if path.exists() and not path.is_dir():
-            raise RunError(f"{path} is a file, not a run folder; choose another --out")
-        if (path / CONFIG).exists() and not overwrite:
-            with allowed_imports([config.cell]):  # the cell the caller names now may be read back, no other
-                existing = read_config(path)
-            diff = existing.differences(config)
-            if diff:
-                raise RunError(
-                    f"{path} holds a different run (differs in {', '.join(diff)}); choose another --out, "
-                    "continue that run with `rtrl resume`, or replace it with --overwrite"
-                )
-        elif path.is_dir() and not overwrite and any(p.name not in (LOCK,) for p in path.iterdir()):
-            raise RunError(f"{path} exists and is not a run folder; choose another --out")
-        created = new_folders(path)
+        check_target(path, config, overwrite)  # before anything is made; again below, under the lock
+        made = made_folders(path)
         run = KINDS[type(config)](path, config, trainer)
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-            with run.locked():
+        with run.locked():  # another process holding it: refused, and nothing of its removed
+            try:
+                check_target(path, config, overwrite)  # what is there now (another writer may have come first)
                 if overwrite:
                     for name in FILES:
                         (path / name).unlink(missing_ok=True)
                 write_config(path, config)
-        except BaseException:
-            for folder in reversed(created):  # leave nothing half-created
-                with contextlib.suppress(OSError):
-                    (folder / LOCK).unlink(missing_ok=True)
-                    folder.rmdir()
-            raise
+            except BaseException:
+                remove_folders(made)  # leave nothing half-created; only what this process made
+                raise
+        run.made = made
         return run
 
     @classmethod
@@ -268,7 +337,17 @@ class Run:
             except ValueError as e:
                 raise RunError(str(e)) from None
         check_devices(run.config)
+        if steps is not None:
+            run.check_budget(steps)
         return run
+
+    def check_budget(self, steps: int) -> None:
+        """``RunError`` if the checkpoint stands past ``steps``: a run does not go back, and its files stay."""
+        file = self.path / CHECKPOINT
+        done = checkpoint.read_meta(file).get("step") if file.is_file() else None
+        if isinstance(done, int) and steps < done:
+            raise RunError(f"--steps {steps} is below step {done}, where {file} stands; a run cannot go back, "
+                           f"so nothing was changed (a budget of at least {done}, or a new run with --out)")
 
     # -- state on disk ----------------------------------------------------------------------------------
     def load(self) -> tuple[object, float]:
@@ -290,12 +369,19 @@ class Run:
                 self.rewrite_metrics([])
             return self.fresh(), 0.0
         state, meta = checkpoint.load(file, self.fresh())
-        kept = [r for r in records if r["step"] <= meta["step"]]
-        if not kept or kept[-1]["step"] != meta["step"]:
+        step = checked_meta(file, state, meta)["step"]
+        kept = [r for r in records if r["step"] <= step]
+        if not kept or kept[-1]["step"] != step:
             raise RunError(
-                f"{self.path / METRICS} has no record of step {meta['step']}, where {file} stands: the history "
+                f"{self.path / METRICS} has no record of step {step}, where {file} stands: the history "
                 "was truncated; nothing was changed (restore it, or start again with --overwrite)"
             )
+        bad = non_finite(state)
+        if bad:  # written by an older version (a checkpoint is now checked before it is written)
+            raise RunError(f"{file} holds {bad[1]} in {bad[0]}: the run had diverged and cannot be continued; "
+                           "nothing was changed (start again with --overwrite, e.g. with a smaller --lr)")
+        if step == 0:  # a run killed before its first interval: it starts again, and records step 0 again
+            kept = []
         if len(kept) < len(records) or self.torn():
             self.rewrite_metrics(kept)
         return state, meta["wall_s"]
@@ -309,7 +395,11 @@ class Run:
 
     def record(self, state, record: dict) -> None:
         """After an evaluation: append the metrics line (one write), then checkpoint, so a checkpoint never runs
-        ahead of the records it comes with."""
+        ahead of the records it comes with; ``Diverged`` instead, writing nothing, if the state is not all finite
+        (so the checkpoint kept is always a good one)."""
+        bad = non_finite(state)
+        if bad:  # the parameters are checked as the run goes; the rest of the state (traces, moments) here
+            raise Diverged(record["step"], bad[1], f"the state's {bad[0]}")
         line = json.dumps(record, allow_nan=False) + "\n"
         with open(self.path / METRICS, "a") as f:
             f.write(line)
@@ -326,8 +416,9 @@ class Run:
         """Continue from the checkpoint up to ``config.steps``, holding the folder's lock; writes metrics,
         checkpoints and the plot. On ``Diverged`` the last checkpoint (all of whose records are finite) stays,
         and the plot shows the run up to it."""
-        with self.locked():
+        with self.locked(), interrupts.deferred():  # a Ctrl-C stops at the next safe point (rtrl.interrupts)
             state, wall_s = self.load()
+            self.check_budget(self.config.steps)  # checked on open too; here against the checkpoint as loaded
             with allowed_imports([self.config.cell]):  # this run's own cell, already built (trusted or allowed)
                 changed = read_config(self.path) != self.config
             if changed:  # a new budget, written once the run is known to continue
@@ -337,9 +428,16 @@ class Run:
                 self.record(state, rec)
                 if on_eval is not None:
                     on_eval(state, rec)
+                interrupts.poll()
+
+            def chunk(state, n):
+                if on_chunk is not None:
+                    on_chunk(state, n)
+                interrupts.poll()
 
             try:
-                state = self.fit(state, wall_s, record, on_chunk)
+                interrupts.poll()
+                state = self.fit(state, wall_s, record, chunk)
             finally:
                 if read_metrics(self.path):
                     self.plot()
@@ -355,6 +453,8 @@ class RLRun(Run):
     steps (none at step 0: no episode has ended there)."""
 
     def build(self):
+        if self.config.dtype == "float64":  # a run folder is its process's whole work: JAX's 64-bit mode, first
+            jax.config.update("jax_enable_x64", True)
         return rl_runner(self.config)
 
     def fresh(self):
