@@ -16,7 +16,7 @@ from rtrl.cli.options import add_config_arguments, config_from_args
 from rtrl.cli.usage import UsageError
 from rtrl.rl.loop import RLConfig
 from rtrl.training.config import Options, allowed_imports, check_memory, floats_of
-from rtrl.training.run import CHECKPOINT, CONFIG, CURVE, LOCK, METRICS, Run, new_folders
+from rtrl.training.run import CHECKPOINT, CONFIG, CURVE, METRICS, Run, remove_folders
 from rtrl.training.trainer import Diverged
 
 
@@ -134,25 +134,25 @@ def start(args, config: Options) -> int:
     of memory before its first checkpoint past step 0 is removed again, folders and all (nothing half-made)."""
     fits(config)
     out = Path(args.out)
-    created, fresh = new_folders(out), not (out / CONFIG).exists()
+    fresh = not (out / CONFIG).exists()
     run = Run.create(out, config, overwrite=args.overwrite)  # may read back the cell this command line names
     try:
         return train_run(run, args.quiet)
     except OutOfMemory as e:
         if fresh and not run.last_checkpoint_step():
-            discard(out, created)
+            discard(run)
             raise UsageError(f"{e}; nothing was kept") from None
         raise UsageError(f"{e}; {out} is kept at step {run.last_checkpoint_step()}") from None
 
 
-def discard(path: Path, created: list[Path]) -> None:
-    """Remove a run this command made (its files, then the folders it created if they are empty)."""
-    for name in (CONFIG, METRICS, CHECKPOINT, CURVE, LOCK):
-        with contextlib.suppress(OSError):
-            (path / name).unlink(missing_ok=True)
-    for folder in reversed(created):
-        with contextlib.suppress(OSError):
-            folder.rmdir()
+def discard(run: Run) -> None:
+    """Remove a run this command made, under its lock: its files, then the folders ``Run.create`` made (only
+    those, and only if empty)."""
+    with run.locked():
+        for name in (CONFIG, METRICS, CHECKPOINT, CURVE):
+            with contextlib.suppress(OSError):
+                (run.path / name).unlink(missing_ok=True)
+        remove_folders(run.made)
 
 
 def cmd_train(args) -> int:

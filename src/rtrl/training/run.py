@@ -135,20 +135,9 @@ def write_config(path: Path, config: Options) -> None:
     atomic_write_text(path / CONFIG, text + "\n")
 
 
-def new_folders(path: Path) -> list[Path]:
-    """``path`` and those of its parents that do not exist yet, outermost first (what ``made_folders`` would make,
-    if no other process makes one first: ``Run.create`` records in ``run.made`` the ones it did make)."""
-    missing = []
-    while not path.exists():
-        missing.append(path)
-        if path.parent == path:
-            break
-        path = path.parent
-    return missing[::-1]
-
-
 def made_folders(path: Path) -> list[Path]:
-    """Make ``path`` and its missing parents, one ``mkdir`` each; the folders this process made, outermost first.
+    """Make ``path`` and its missing parents, one ``mkdir`` each; the folders this process made, outermost first
+    (``Run.create`` records them in ``run.made``).
     A folder that exists already, or that another process makes first (``mkdir`` is atomic), is not ours: only
     ours may be removed again."""
     missing = []
