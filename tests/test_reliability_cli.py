@@ -349,3 +349,16 @@ def test_a_write_that_fails_half_way_leaves_no_folder_behind(tmp_path, capsys, m
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err and "Permission denied" in err and str(out) in err
     assert list(tmp_path.iterdir()) == []  # the three folders it made are gone again
+
+
+def test_version_prints_the_installed_version(capsys):
+    """`rtrl --version` answered "the following arguments are required: COMMAND" (found by tools/audit.py)."""
+    import importlib.metadata
+
+    code = None
+    try:
+        code = main(["--version"])
+    except SystemExit as e:
+        code = e.code
+    assert code == 0
+    assert capsys.readouterr().out == f"rtrl {importlib.metadata.version('rtrl')}\n"

@@ -17,6 +17,7 @@ import os
 import sys
 from collections.abc import Callable
 
+import rtrl
 from rtrl import startup
 from rtrl.cli.browse import add_inspect_arguments, add_plot_arguments, cmd_inspect, cmd_list, cmd_plot
 from rtrl.cli.demo import add_demo_arguments, cmd_demo
@@ -63,6 +64,7 @@ COMMANDS: dict[str, Command] = {
 
 def parser() -> Parser:
     root = Parser(prog="rtrl", description="Real-time recurrent learning: train, resume, compare and plot runs.")
+    root.add_argument("--version", action="version", version=f"rtrl {rtrl.__version__}")
     sub = root.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     for name, command in COMMANDS.items():
