@@ -117,7 +117,7 @@ class Trainer:
         check_positive_int("eval_size", eval_size)
         config.checked("seed", config.seed, seed)
         config.checked("stagger", config.flag, stagger)
-        if optimizer is not None and not isinstance(optimizer, optax.GradientTransformation):
+        if optimizer is not None and not all(callable(getattr(optimizer, f, None)) for f in ("init", "update")):
             raise TypeError(f"optimizer must be an optax optimizer such as make_optimizer('adam', lr=1e-3) (or None "
                             f"for that default), got {what(optimizer)}")
         if cell.input_size != task.input_size:
