@@ -65,6 +65,9 @@ def test_an_option_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch
 
 
 def test_a_negation_repeated_or_alone_is_still_accepted():
-    """The group refuses the pair only: ``--no-clip`` twice is no contradiction, and ``--clip`` alone is read."""
+    """The group refuses the pair only: ``--no-clip`` twice is no contradiction, ``--clip`` alone is read, and a
+    switch beside its negation keeps the usual rule (the last one wins). [The group made for switches too: the
+    last assertion fails.]"""
     assert parser().parse_args(["train", "--no-clip", "--no-clip", "--out", "o"]).clip is None
     assert parser().parse_args(["train", "--clip", "0.5", "--out", "o"]).clip == 0.5
+    assert parser().parse_args(["rl", "--normalize-obs", "--no-normalize-obs", "--out", "o"]).normalize_obs is False

@@ -84,8 +84,10 @@ def add_config_arguments(p: argparse.ArgumentParser, cls: type[Options] = RunCon
     parser = p
     for field in dataclasses.fields(cls):
         value, help_text = getattr(default, field.name), field.metadata["help"]
-        # An option and its --no-NAME contradict each other (`--clip 0.5 --no-clip`): argparse refuses the pair.
-        p = parser.add_mutually_exclusive_group() if negated(field, value) else parser
+        # A value and its --no-NAME contradict each other (`--clip 0.5 --no-clip` would drop the value given):
+        # argparse refuses the pair. A switch and its negation keep the usual rule, the last one wins.
+        contradicts = negated(field, value) and field.metadata["check"] is not flag
+        p = parser.add_mutually_exclusive_group() if contradicts else parser
         if is_options(field):
             p.add_argument(flag_of(field), dest=field.name, action="append", metavar=field.metadata["metavar"],
                            help=help_text)
