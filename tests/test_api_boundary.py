@@ -12,6 +12,10 @@ construct); the parameters' cast removed from ``sequence_grad`` (``tbptt`` fails
 and ``bptt``'s and ``closed_form``'s values are not the promoted computation's); the parameters' cast removed from
 the checked step (the online dtype test gets float32 gradients for float16 parameters); ``closest`` returning ``""``
 (the misspelt-method rows fail); ``traced`` re-raising JAX's error (the float16 LRU rows fail).
+Each of the later rows' checks removed in turn (the floating-dtype test in ``checks.default_dtype``, the adapters'
+``size_mismatch``, ``input_size`` checked before the step is traced, ``from_function``'s name and init checks,
+``reset``'s conversion guard, ``check_carry``'s dtype test, ``resolve``'s ``check_cell``, each of ``Trainer``'s
+checks, ``rl.train``'s type test): its row fails.
 """
 
 import jax
@@ -19,8 +23,12 @@ import jax.numpy as jnp
 import pytest
 
 import rtrl
+import rtrl.rl
+from rtrl.cells import from_function
 from rtrl.compare import relative_error
-from rtrl.methods import LayerLocal, SnAp
+from rtrl.methods import LayerLocal, SnAp, resolve
+from rtrl.training.tasks import Copy
+from rtrl.training.trainer import Trainer
 
 CELL = rtrl.cells.Elman(3, 4)
 PARAMS = CELL.init(jax.random.PRNGKey(0))
@@ -50,6 +58,31 @@ def step(params=PARAMS, state=STATE, x=XS[0], learner=LEARNER):
 
 def stream(xs=XS, ys=YS, loss=loss_fn, learner=LEARNER, state=STATE):
     return rtrl.stream_grad(learner, PARAMS, state, xs, ys, loss)
+
+
+def fn_init(key):
+    return {"W": jnp.zeros((3, 4))}
+
+
+def fn_step(params, carry, x):
+    carry = jnp.tanh(x @ params["W"] + carry)
+    return carry, carry
+
+
+def fn_carry():
+    return jnp.zeros(4)
+
+
+def function_cell(init=fn_init, step=fn_step, carry=fn_carry, input_size=3, hidden_size=4, **kwargs):
+    return from_function(init, step, carry, input_size=input_size, hidden_size=hidden_size, **kwargs)
+
+
+TASK = Copy(max_length=2)
+TASK_CELL = rtrl.cells.Elman(TASK.input_size, 4)
+
+
+def trainer(task=TASK, cell=TASK_CELL, **kwargs):
+    return Trainer(task, cell, batch=2, eval_size=2, **kwargs)
 
 
 F16_STATE = LEARNER.init(jax.tree.map(lambda a: a.astype(jnp.float16), PARAMS), (2,))
@@ -97,6 +130,8 @@ REFUSED = [
      ValueError, ["of Elman must be floating-point (real), got complex128"]),
     ("sequence_grad: a carry of another batch", lambda: grad(CELL, PARAMS, XS, YS, loss_fn, carry=jnp.zeros((3, 4))),
      ValueError, ["carry", "batch shape (2,)", "must have shape (2, 4)"]),
+    ("sequence_grad: an integer carry", lambda: grad(CELL, PARAMS, XS, YS, loss_fn, carry=jnp.zeros((2, 4), int)),
+     ValueError, ["carry of Elman must be floating-point, got int"]),
     # rtrl.online and its learner
     ("online: a cell's name", lambda: rtrl.online("elman"), TypeError,
      ["cell must be a cell object such as rtrl.cells.Elman(...), got the string 'elman'"]),
@@ -135,6 +170,8 @@ REFUSED = [
     ("reset: no state", lambda: LEARNER.reset(None, jnp.zeros(2, bool)), TypeError, ["state must be the OnlineState"]),
     ("reset: done of another batch", lambda: LEARNER.reset(STATE, jnp.zeros(3, bool)), ValueError,
      ["done must be a bool array of the batch shape (2,)"]),
+    ("reset: done as text", lambda: LEARNER.reset(STATE, "yes"), ValueError,
+     ["done must be a bool array of the batch shape (2,), got the string 'yes'"]),
     # rtrl.stream_grad
     ("stream_grad: targets of another length", lambda: stream(ys=YS[:2]), ValueError,
      ["targets must have leading dimension T = 3"]),
@@ -161,6 +198,7 @@ REFUSED = [
     ("LayerLocal: itself inside", lambda: LayerLocal(inner=LayerLocal()), TypeError, ["trace method object"]),
     ("LayerLocal: a number inside", lambda: LayerLocal(inner=2), TypeError, ["got int 2"]),
     ("SnAp: n of 0", lambda: SnAp(n=0), ValueError, ["n must be a positive integer, got 0"]),
+    ("resolve: a cell's name", lambda: resolve("rtrl", "elman"), TypeError, ["cell must be a cell object"]),
     # the cells' constructors, init and initial_carry
     ("Elman: input size 0", lambda: rtrl.cells.Elman(0, 4), ValueError, ["input_size must be a positive integer"]),
     ("Elman: a hidden size of text", lambda: rtrl.cells.Elman(3, "4"), ValueError, ["hidden_size", "'4'"]),
@@ -180,6 +218,41 @@ REFUSED = [
     ("initial_carry by name: floats", lambda: GRU.initial_carry(batch_shape=(1.0,)), ValueError, ["batch_shape"]),
     ("Stack.initial_carry (its own): text", lambda: rtrl.cells.Stack((CELL,)).initial_carry("2"), ValueError,
      ["batch_shape must be a tuple of non-negative ints"]),
+    ("Elman.init: no such dtype", lambda: CELL.init(jax.random.PRNGKey(0), dtype="float17"), TypeError,
+     ["dtype must be a floating dtype", "'float17'"]),
+    ("initial_carry: an integer dtype", lambda: CELL.initial_carry(dtype=jnp.int32), TypeError,
+     ["dtype must be a floating dtype", "int32"]),
+    # rtrl.cells.from_function (and every adapter: the sizes checked before the step is traced)
+    ("from_function: a carry the step cannot take", lambda: function_cell(carry=lambda: jnp.zeros(5)), ValueError,
+     ["carry_fn of FunctionCell is (5,)", "step_fn runs on a carry of width 4 (hidden_size=4)"]),
+    ("from_function: an input size the step cannot take", lambda: function_cell(input_size=7), ValueError,
+     ["step_fn of FunctionCell fails on inputs of input_size=7", "is input_size 3?"]),
+    ("from_function: a step returning the carry alone", lambda: function_cell(step=lambda p, c, x: c), ValueError,
+     ["step_fn of FunctionCell must return (carry, h), got (4,)"]),
+    ("from_function: an init returning text", lambda: function_cell(init=lambda key: "params"), TypeError,
+     ["init_fn of FunctionCell must return the parameters as a pytree of arrays, got str"]),
+    ("from_function: a name that is not text", lambda: function_cell(name=5), TypeError,
+     ["name must be a non-empty string", "got 5"]),
+    ("from_function: input size 0, h's width from the step", lambda: function_cell(input_size=0, hidden_size=None),
+     ValueError, ["input_size must be a positive integer, got 0"]),
+    ("from_function: input size as text, h's width from the step",
+     lambda: function_cell(input_size="3", hidden_size=None), ValueError, ["input_size", "got '3'"]),
+    # rtrl.training.trainer.Trainer
+    ("Trainer: a task's name", lambda: trainer(task="copy"), TypeError,
+     ["task must be a task object such as rtrl.training.tasks.Copy(), got the string 'copy'"]),
+    ("Trainer: a cell's name", lambda: trainer(cell="elman"), TypeError,
+     ["cell must be a cell object", "got the string 'elman'"]),
+    ("Trainer: a seed of text", lambda: trainer(seed="x"), ValueError, ["seed must be an integer from 0", "'x'"]),
+    ("Trainer: an optimizer's name", lambda: trainer(optimizer="adam"), TypeError,
+     ["optimizer must be an optax optimizer such as make_optimizer('adam'", "the string 'adam'"]),
+    ("Trainer: stagger as text", lambda: trainer(stagger="yes"), ValueError, ["stagger must be true or false"]),
+    ("Trainer.train: a negative step count", lambda: trainer().train(None, -1), ValueError,
+     ["n_steps must be a positive integer", "-1"]),
+    ("Trainer.evaluate: no params", lambda: trainer().evaluate(None), ValueError,
+     ["params do not fit this trainer's Elman and readout", "missing ['cell']['B']"]),
+    # rtrl.rl
+    ("rl.train: a dict for a configuration", lambda: rtrl.rl.train({"env": "tmaze"}), TypeError,
+     ["config must be an RLConfig", "got dict"]),
 ]
 
 
@@ -270,3 +343,11 @@ def test_the_checks_run_once_while_tracing_and_add_nothing_to_the_step(monkeypat
 
     assert program(PARAMS, STATE, XS[0]) == ["custom_vjp_call"]
     assert program(PARAMS, STATE, XS[0] > 0) == ["convert_element_type", "custom_vjp_call"]
+
+
+def test_xs_as_nested_lists_are_one_array():
+    """``xs`` given as nested Python lists is read as one array, as JAX reads it (traced only, no compilation).
+    [Before: the dtype cast mapped over the lists' scalars and the compiled call met a list: a tracer conversion
+    error; ``jnp.asarray`` removed from ``validate.sequence``: so again.]"""
+    as_lists = jax.eval_shape(lambda: grad(CELL, PARAMS, XS.tolist(), YS, loss_fn))
+    assert as_lists == jax.eval_shape(lambda: grad(CELL, PARAMS, XS, YS, loss_fn))

@@ -15,5 +15,15 @@ def check_positive_int(name: str, value: Any) -> None:
 
 
 def default_dtype(dtype=None) -> jnp.dtype:
-    """``dtype``, or JAX's default float when it is ``None`` (float64 when x64 is enabled, else float32)."""
-    return jnp.dtype(dtype) if dtype is not None else jax.dtypes.canonicalize_dtype(jnp.float64)
+    """``dtype``, or JAX's default float when it is ``None`` (float64 when x64 is enabled, else float32); a
+    ``TypeError`` naming ``dtype`` unless it is a floating (or complex) dtype: parameters and carries are
+    differentiated, and ``jax.grad`` takes no integers."""
+    if dtype is None:
+        return jax.dtypes.canonicalize_dtype(jnp.float64)
+    try:
+        dtype = jnp.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a floating dtype such as 'float32' or jnp.float64, got {dtype!r}") from None
+    if not jnp.issubdtype(dtype, jnp.inexact):
+        raise TypeError(f"dtype must be a floating dtype such as 'float32' or jnp.float64, got {dtype.name}")
+    return dtype

@@ -210,11 +210,15 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
     def reset(state: OnlineState, done: jax.Array) -> OnlineState:
         if not isinstance(state, OnlineState):
             raise TypeError(f"state must be the OnlineState that learner.init returns, got {validate.what(state)}")
-        done = jnp.asarray(done)
         batch_shape = jax.tree.leaves(state.carry)[0].shape[:-1]
-        if done.shape != batch_shape or done.dtype != jnp.bool_:
-            raise ValueError(f"done must be a bool array of the batch shape {batch_shape}, got "
-                             f"{done.dtype} {done.shape}")
+        try:
+            flags = jnp.asarray(done)
+        except TypeError:  # a string, None, an object: said below, not in JAX's words
+            flags = None
+        if flags is None or flags.shape != batch_shape or flags.dtype != jnp.bool_:
+            got = validate.what(done) if flags is None else f"{flags.dtype} {flags.shape}"
+            raise ValueError(f"done must be a bool array of the batch shape {batch_shape}, got {got}")
+        done = flags
         return OnlineState(zero_where(done, state.carry), zero_where(done, state.traces))
 
     return Learner(cell, method, *validate.online(cell, method, init, step, OnlineState), reset)

@@ -135,8 +135,14 @@ def like(tree, reference):
 
 
 def check_carry(cell, carry, batch_shape, dtype) -> None:
+    """``carry`` must have the tree and shapes of ``cell.initial_carry(batch_shape)``, in a floating dtype (a
+    carry is differentiated: an integer one would be silently rounded)."""
     want = describe(jax.eval_shape(lambda: cell.initial_carry(tuple(batch_shape), dtype)))
     same_tree("carry", describe(carry), want, f"{cell.name} with batch shape {tuple(batch_shape)}")
+    for path, leaf in jax.tree_util.tree_leaves_with_path(carry):
+        if not jnp.issubdtype(jnp.result_type(leaf), jnp.inexact):
+            raise ValueError(f"carry{jax.tree_util.keystr(path)} of {cell.name} must be floating-point, got "
+                             f"{jnp.result_type(leaf)}: make it with cell.initial_carry(batch_shape, dtype)")
 
 
 def traced(cell, dtype, fn, *args):
@@ -189,6 +195,7 @@ def sequence(cell, params, xs, targets, loss_fn, carry):
     dtype, which the parameters promote with them to."""
     check_sequence(cell, xs, targets)
     check_params(cell, params)
+    xs = jnp.asarray(xs)  # nested lists too: one array, not a tree of scalars
     dtype = compute_dtype(params, xs, carry)
     xs = cast(xs, dtype)
     if carry is not None:

@@ -32,8 +32,10 @@ from pathlib import Path
 import jax
 
 from rtrl.benchmarks import deep, devices, elementwise, loop, precision, roofline, scaling, sequence, streams
+from rtrl.cli.argtypes import path
 from rtrl.files import atomic_write_text
 from rtrl.reports.plot import pyplot, save_png
+from rtrl.training.run import CONFIG
 
 FULL = {"per_step_sizes": [(64, 256, 32), (32, 64, 8)], "per_step_T": 100, "rtrl_max_hidden": 64,
         "sequence_size": (32, 64, 8), "lengths": [100, 1000, 10000], "scaling_sizes": [8, 16, 32, 64],
@@ -315,6 +317,17 @@ def figures_page(path: str) -> Path:
     return page
 
 
+def bench_folder(text: str) -> Path:
+    """``--out``: a path (``argtypes.path``) that is not a file, nor a run folder whose files the benchmark's
+    would sit among (an argparse type, so a wrong folder is refused before the benchmarks run)."""
+    folder = Path(path(text))
+    if folder.exists() and not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
+    if (folder / CONFIG).exists():
+        raise argparse.ArgumentTypeError(f"{text} is a run folder (it holds {CONFIG}); choose another folder")
+    return folder
+
+
 def with_figures(text: str, figures: str) -> str:
     """``text`` with what lies between its markers replaced by ``figures``."""
     start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
@@ -322,7 +335,8 @@ def with_figures(text: str, figures: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", default="bench", help="folder for bench.json and bench.png (default %(default)s)")
+    parser.add_argument("--out", default="bench", type=bench_folder,
+                        help="folder for bench.json and bench.png (default %(default)s)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test, not figures")
     parser.add_argument("--markdown", type=figures_page, metavar="PAGE",
                         help="write the figures between the markers of this page (docs/performance.md)")

@@ -28,8 +28,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from rtrl.cells.base import Carry, Cell, Params
+from rtrl.cells.base import Carry, Cell, Params, check_size
 from rtrl.checks import default_dtype
 
 
@@ -74,8 +75,12 @@ class AdaptedCell(Cell):
     def example_carry(self) -> Carry:
         raise NotImplementedError
 
+    # What an error message calls each of the three (``from_function`` names its arguments).
+    INIT, STEP, CARRY = "the init", "the step", "the zero carry"
+
     # -- shared -----------------------------------------------------------------------------------------
     def __post_init__(self) -> None:
+        check_size("input_size", self.input_size)  # before the step is traced on inputs of that size
         if self.hidden_size is None:  # the width of h, from the step itself
             object.__setattr__(self, "hidden_size", self.h_shape()[0])
         super().__post_init__()
@@ -83,7 +88,18 @@ class AdaptedCell(Cell):
 
     @functools.cached_property
     def params_like(self):
-        return jax.eval_shape(self.example_init, jax.random.PRNGKey(0))
+        def init(key):
+            params = self.example_init(key)
+            odd = [leaf for leaf in jax.tree.leaves(params) if not isinstance(leaf, ARRAY_LIKE)]
+            if odd or not jax.tree.leaves(params):
+                raise NotArrays(f"{self.INIT} of {self.name} must return the parameters as a pytree of arrays, got "
+                                f"{type(odd[0] if odd else params).__name__} {str(odd[0] if odd else params)[:40]!r}")
+            return params
+
+        try:
+            return jax.eval_shape(init, jax.random.PRNGKey(0))
+        except NotArrays as e:
+            raise TypeError(str(e)) from None
 
     @functools.cached_property
     def carry_like(self):
@@ -100,16 +116,41 @@ class AdaptedCell(Cell):
         try:
             out = jax.eval_shape(self.example_step, self.params_like, carry, x)
         except Exception as e:  # whatever a user's step raises, say where it came from
-            raise ValueError(f"the step of {self.name} fails on one example (input ({self.input_size},), carry "
-                             f"{describe(carry)}): {reason(e)}") from e
+            raise ValueError(self.size_mismatch(carry) or (
+                f"{self.STEP} of {self.name} fails on one example (input ({self.input_size},), carry "
+                f"{describe(carry)}): {reason(e)}")) from e
         if not (isinstance(out, tuple) and len(out) == 2):
-            raise ValueError(f"the step of {self.name} must return (carry, h), got {describe(out)}")
+            raise ValueError(f"{self.STEP} of {self.name} must return (carry, h), got {describe(out)}")
         return out
+
+    def size_mismatch(self, carry) -> str:
+        """Why the one-example step fails, where another input size or carry width (one of the parameters'
+        sizes, or hidden_size) makes it run: the size to fix, in words; else ``""``."""
+        sizes = sorted({n for a in jax.tree.leaves(self.params_like) for n in a.shape} | {self.hidden_size or 1})
+
+        def runs(carry, input_size):
+            try:
+                jax.eval_shape(self.example_step, self.params_like, carry,
+                               jax.ShapeDtypeStruct((input_size,), default_dtype()))
+                return True
+            except Exception:
+                return False
+
+        for n in sizes:
+            if n != self.input_size and runs(carry, n):
+                return (f"{self.STEP} of {self.name} fails on inputs of input_size={self.input_size} but runs on "
+                        f"inputs of size {n}: is input_size {n}?")
+        for n in sizes:
+            if runs(jax.tree.map(lambda a, n=n: jax.ShapeDtypeStruct((n,), a.dtype), carry), self.input_size):
+                said = f" (hidden_size={n})" if n == self.hidden_size else ""
+                return (f"{self.CARRY} of {self.name} is {describe(carry)}, but {self.STEP} runs on a carry of "
+                        f"width {n}{said}: make the carry's vectors ({n},)")
+        return ""
 
     def h_shape(self) -> tuple[int, ...]:
         shape = jnp.shape(self.example_output()[1])
         if len(shape) != 1:
-            raise ValueError(f"the step of {self.name} must return a vector h for one example, got shape {shape}")
+            raise ValueError(f"{self.STEP} of {self.name} must return a vector h for one example, got shape {shape}")
         return shape
 
     def check_example(self) -> None:
@@ -118,11 +159,11 @@ class AdaptedCell(Cell):
         carry = self.carry_like
         new, h = self.example_output()
         if jax.tree.structure(new) != jax.tree.structure(carry) or describe(new) != describe(carry):
-            raise ValueError(f"the step of {self.name} must return a carry like its input {describe(carry)}, got "
+            raise ValueError(f"{self.STEP} of {self.name} must return a carry like its input {describe(carry)}, got "
                              f"{describe(new)}")
         if jnp.shape(h) != (self.hidden_size,):
-            raise ValueError(f"the step of {self.name} must return h of shape (hidden_size,) = ({self.hidden_size},) "
-                             f"for one example, got {jnp.shape(h)}")
+            raise ValueError(f"{self.STEP} of {self.name} must return h of shape (hidden_size,) = "
+                             f"({self.hidden_size},) for one example, got {jnp.shape(h)}")
 
     def param_shapes(self) -> Params:
         return jax.tree.map(lambda a: a.shape, self.params_like)
@@ -169,6 +210,8 @@ class FunctionCell(AdaptedCell):
     label: str = "FunctionCell"
     output_fn: Callable | None = None
 
+    INIT, STEP, CARRY = "init_fn", "step_fn", "carry_fn"
+
     @property
     def name(self) -> str:
         return self.label
@@ -201,6 +244,8 @@ def from_function(init_fn: Callable, step_fn: Callable, carry_fn: Callable, *, i
             raise ValueError(f"{arg} must be a function, got {fn!r}")
     if output_fn is not None and not callable(output_fn):
         raise ValueError(f"output_fn must be a function or None, got {output_fn!r}")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty string (the cell's name in messages), got {name!r}")
     cell = FunctionCell(input_size, hidden_size, init_fn, step_fn, carry_fn, name, output_fn)
     if output_fn is not None:
         check_output(cell)
@@ -349,6 +394,13 @@ class CellError(ValueError):
 # Modules whose cell classes a run folder's config.json may name without the user allowing it: importing them runs
 # no one else's code, and building one of their cell classes calls only its constructor (rtrl.cells.* too).
 TRUSTED_MODULES = ("flax.linen", "flax.nnx", "equinox", "equinox.nn")
+
+
+ARRAY_LIKE = jax.Array | np.ndarray | np.generic | float | int  # what a parameter leaf may be
+
+
+class NotArrays(Exception):
+    """An adapter's init returned something other than arrays (raised while traced, turned into a TypeError)."""
 
 
 def reason(error: Exception) -> str:

@@ -32,6 +32,14 @@ def size3(text: str) -> tuple[int, int, int]:
     return D, N, B
 
 
+def path(text: str) -> str:
+    """A file or folder path: not empty (``--out ''`` would otherwise mean the current folder, or fail with an
+    operating-system message that does not say which option)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"must be a path, got an empty one ({text!r})")
+    return text
+
+
 def import_path(text: str) -> str:
     """``module.path:Name``."""
     module, sep, name = text.partition(":")

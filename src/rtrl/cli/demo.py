@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 import rtrl
-from rtrl.cli.argtypes import positive_int
+from rtrl.cli.argtypes import path, positive_int
 from rtrl.cli.train import train_run
 from rtrl.training import checkpoint
 from rtrl.training.config import RunConfig
@@ -47,7 +47,7 @@ def gradient_difference(trainer, params, key, batch: int = 16) -> float:
 
 
 def add_demo_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default="runs/demo", help="the run folder (default %(default)s)")
+    p.add_argument("--out", default="runs/demo", type=path, help="the run folder (default %(default)s)")
     p.add_argument("--steps", type=positive_int, default=CONFIG.steps, help="the step budget (default %(default)s)")
     p.add_argument("--overwrite", action="store_true", help="replace a different run already in --out")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -30,12 +30,14 @@ def parse_value(text: str):
 
 
 def parse_options(pairs: list[str] | None, flag_name: str) -> dict:
-    result = {}
+    result, given = {}, {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise UsageError(f"{flag_name} expects KEY=VALUE, got {pair!r}")
-        result[key] = parse_value(value)
+        if key in given:  # which one was meant? (the later one silently winning would hide a typo)
+            raise UsageError(f"{flag_name} gives {key} twice ({given[key]} and {pair}); give it once")
+        result[key], given[key] = parse_value(value), pair
     return result
 
 
@@ -79,8 +81,13 @@ def add_config_arguments(p: argparse.ArgumentParser, cls: type[Options] = RunCon
                    help=f"a named configuration ({', '.join(sorted(presets))}; `rtrl list`); options given beside "
                         "it override its own")
     default = cls()
+    parser = p
     for field in dataclasses.fields(cls):
         value, help_text = getattr(default, field.name), field.metadata["help"]
+        # A value and its --no-NAME contradict each other (`--clip 0.5 --no-clip` would drop the value given):
+        # argparse refuses the pair. A switch and its negation keep the usual rule, the last one wins.
+        contradicts = negated(field, value) and field.metadata["check"] is not flag
+        p = parser.add_mutually_exclusive_group() if contradicts else parser
         if is_options(field):
             p.add_argument(flag_of(field), dest=field.name, action="append", metavar=field.metadata["metavar"],
                            help=help_text)

@@ -11,7 +11,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from rtrl.cli.argtypes import import_path, positive_int
+from rtrl.cli.argtypes import import_path, path, positive_int
 from rtrl.cli.options import add_config_arguments, config_from_args
 from rtrl.cli.usage import UsageError
 from rtrl.rl.loop import RLConfig
@@ -119,7 +119,7 @@ def train_run(run: Run, quiet: bool = False) -> int:
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     """What every command writing a run folder takes besides the configuration."""
-    p.add_argument("--out", required=True, help="the run folder, e.g. runs/NAME")
+    p.add_argument("--out", required=True, type=path, help="the run folder, e.g. runs/NAME")
     p.add_argument("--overwrite", action="store_true", help="replace a different run already in --out")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 

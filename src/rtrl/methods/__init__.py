@@ -20,7 +20,7 @@ from rtrl.methods.layer_local import LayerLocal
 from rtrl.methods.sensitivity import DenseRTRL, Sensitivity, SnAp
 from rtrl.methods.tbptt import TBPTT
 from rtrl.methods.uoro import UORO
-from rtrl.validate import closest, what
+from rtrl.validate import check_cell, closest, what
 
 REGISTRY: dict[str, Callable[..., Method]] = {
     "bptt": BPTT,
@@ -49,6 +49,7 @@ def resolve(method: str | Method, cell=None) -> Method:
         raise TypeError(f"method must be a name from {list(METHODS)} or a Method object such as "
                         f"rtrl.methods.SnAp(n=2), got {what(method)}")
     if cell is not None:
+        check_cell(cell)
         method = method.choose(cell) if isinstance(method, Auto) else method
         method.check(cell)
     return method

@@ -65,6 +65,7 @@ from rtrl.training.config import (
 )
 from rtrl.training.config import seed as a_seed
 from rtrl.training.trainer import finite_or_diverged
+from rtrl.validate import what
 
 OPTIMIZERS = ("obgd", "adam", "sgd")
 CHUNK = 500  # steps per jitted call at most (a progress-bar tick; the parameters are checked after each)
@@ -350,6 +351,8 @@ def train(config: RLConfig, state: RLState | None = None,
     resumes the run exactly), ``on_chunk(state, n)`` after every ``n`` steps done (one jitted call). ``wall_s``: the
     time already spent (a resumed run). Stops with ``rtrl.training.trainer.Diverged`` if a parameter stops being
     finite (``on_record`` has seen nothing past the previous record)."""
+    if not isinstance(config, RLConfig):
+        raise TypeError(f"config must be an RLConfig, e.g. rl.train(rl.RLConfig(env='tmaze')), got {what(config)}")
     run = runner(config)
     state = run.init(config.seed) if state is None else state
     records, start = [], time.perf_counter() - wall_s

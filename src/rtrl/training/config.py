@@ -83,6 +83,14 @@ def positive_float(value):
     return float(value)
 
 
+def checked(name: str, check: Callable, value):
+    """``check(value)``; its ``Invalid`` as a ``ValueError`` naming ``name``, what was expected and what came."""
+    try:
+        return check(value)
+    except Invalid as e:
+        raise ValueError(f"{name} must be {e}, got {value!r}") from None
+
+
 def optional(check: Callable) -> Callable:
     def check_optional(value):
         try:
@@ -170,11 +178,8 @@ class Options(Frozen):
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            try:
-                object.__setattr__(self, field.name, field.metadata["check"](value))
-            except Invalid as e:
-                raise ValueError(f"{field.name} must be {e}, got {value!r}") from None
+            value = checked(field.name, field.metadata["check"], getattr(self, field.name))
+            object.__setattr__(self, field.name, value)
 
     def resolved(self) -> Options:
         """The defaults that depend on other options filled in (none here; ``RunConfig`` has some)."""

@@ -47,6 +47,7 @@ from rtrl.online import online, steps_per_body
 from rtrl.training.model import ReadoutModel, with_reset_flag
 from rtrl.training.tasks import Task, stream_chunk
 from rtrl.training.windows import SequenceWindow, TraceWindow
+from rtrl.validate import check_cell, describe, same_tree, what
 
 
 class TrainState(NamedTuple):
@@ -106,9 +107,19 @@ class Trainer:
         seed: int = 0,
         devices: int = 1,
     ):
+        from rtrl.training import config  # its checks (it imports this module)
+
+        if not isinstance(task, Task):
+            raise TypeError(f"task must be a task object such as rtrl.training.tasks.Copy(), got {what(task)}")
+        check_cell(cell)
         check_positive_int("batch", batch)
         check_positive_int("update_every", update_every)
         check_positive_int("eval_size", eval_size)
+        config.checked("seed", config.seed, seed)
+        config.checked("stagger", config.flag, stagger)
+        if optimizer is not None and not all(callable(getattr(optimizer, f, None)) for f in ("init", "update")):
+            raise TypeError(f"optimizer must be an optax optimizer such as make_optimizer('adam', lr=1e-3) (or None "
+                            f"for that default), got {what(optimizer)}")
         if cell.input_size != task.input_size:
             raise ValueError(
                 f"cell input_size must be the task's input size {task.input_size} ({task.name}), "
@@ -139,6 +150,11 @@ class Trainer:
             return jax.device_put(episodes, split(self.mesh, None))
         axes = batch_axes(lambda n: self.task.eval_episodes(key, n), self.eval_size)  # split like the streams
         return jax.device_put(episodes, shardings(self.mesh, axes))
+
+    @functools.cached_property
+    def expected_params(self) -> dict:
+        """The shapes of the model's parameters, ``{path: shape}``."""
+        return describe(jax.eval_shape(self.model.init, jax.random.PRNGKey(0)))
 
     # -- state ------------------------------------------------------------------------------------------
     def init(self) -> TrainState:
@@ -213,6 +229,9 @@ class Trainer:
 
     def train(self, state: TrainState, n_steps: int) -> tuple[TrainState, jax.Array]:
         """Advance ``n_steps`` (a multiple of ``update_every``); also the per-step weighted loss sums."""
+        from rtrl.training import config  # its checks (it imports this module)
+
+        config.checked("n_steps", config.step_count, n_steps)
         if n_steps % self.update_every:
             raise ValueError(f"n_steps must be a multiple of update_every={self.update_every}, got {n_steps}")
         with tracing(self.mesh):
@@ -228,6 +247,7 @@ class Trainer:
 
     def evaluate(self, params) -> dict[str, float]:
         """The task's metrics on its held-out episodes (``"metric"`` is the headline one)."""
+        same_tree("params", describe(params), self.expected_params, f"this trainer's {self.cell.name} and readout")
         if self.mesh is not None:  # parameters from anywhere (one device, a checkpoint): a copy on each device
             params = jax.device_put(params, split(self.mesh, None))
         return {name: float(v) for name, v in self._evaluate(params, self.eval_set).items()}

@@ -1,0 +1,73 @@
+"""Option-level refusals of the command line, in process and before anything runs (issue 22's residual audit): an
+empty path for any ``--out`` (one argument type, ``rtrl.cli.argtypes.path``), ``rtrl bench --out`` a file or a run
+folder (refused before the minutes-long benchmarks), an option beside its own ``--no-NAME``, and a key given twice
+in ``--task-arg`` / ``--cell-arg`` / ``--env-arg``. Each row is the bad-input table's (``test_reliability_cli``):
+status 2, one line naming the word, nothing under the folder changed.
+
+Mutations tried by hand, each caught: ``type=path`` removed from ``add_run_arguments`` (the train and rl rows run
+into the current folder: status 0), from the demo's ``--out`` (likewise) and ``bench_folder`` calling it no more
+(bench ``''``: the benchmarks start, which the stub below turns into a failure); ``bench_folder``'s run-folder test
+removed (the run-folder row starts the benchmarks); the mutually exclusive group removed from
+``add_config_arguments`` (the ``--clip 0.5 --no-clip`` rows train, status 0); the repeated-key test removed from
+``parse_options`` (the ``max_length`` rows train, the ``--cell-arg`` row inspects, status 0).
+"""
+
+import pytest
+
+from rtrl.benchmarks import suite
+from rtrl.cli import parser
+from test_reliability_cli import TINY_ARGS, refused
+
+
+def a_run_folder(tmp):
+    (tmp / "run").mkdir()
+    (tmp / "run" / "config.json").write_text("{}")
+
+
+def a_file(tmp):
+    (tmp / "file").write_text("notes")
+
+
+def nothing(tmp):
+    pass
+
+
+TINY = TINY_ARGS.split()
+ROWS = [
+    (["train", *TINY, "--out", ""], nothing, "argument --out: must be a path, got an empty one"),
+    (["rl", "--steps", "2", "--quiet", "--out", ""], nothing, "argument --out: must be a path"),
+    (["demo", "--quiet", "--out", ""], nothing, "argument --out: must be a path"),
+    (["bench", "--quick", "--out", ""], nothing, "argument --out: must be a path"),
+    (["bench", "--quick", "--out", "run"], a_run_folder, "run is a run folder (it holds config.json)"),
+    (["bench", "--quick", "--out", "file"], a_file, "file is a file, not a folder"),
+    (["train", *TINY, "--clip", "0.5", "--no-clip", "--out", "new"], nothing,
+     "argument --no-clip: not allowed with argument --clip"),
+    (["train", *TINY, "--no-clip", "--clip", "0.5", "--out", "new"], nothing,
+     "argument --clip: not allowed with argument --no-clip"),
+    (["train", *TINY, "--task-arg", "max_length=3", "--task-arg", "max_length=5", "--out", "new"], nothing,
+     "--task-arg gives max_length twice (max_length=2 and max_length=3)"),
+    (["rl", "--steps", "2", "--env-arg", "length=3", "--env-arg", "length=4", "--out", "new"], nothing,
+     "--env-arg gives length twice (length=3 and length=4)"),
+    (["inspect", "--cell", "elman", "--cell-arg", "activation=tanh", "--cell-arg", "activation=relu"], nothing,
+     "--cell-arg gives activation twice"),
+]
+
+
+@pytest.mark.parametrize("argv, setup, word", ROWS, ids=[" ".join(a) for a, *_ in ROWS])
+def test_an_option_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch, argv, setup, word):
+    def benchmarks_ran(*args, **kwargs):
+        raise AssertionError("the benchmarks started: --out was not checked first")
+
+    monkeypatch.setattr(suite, "run", benchmarks_ran)
+    monkeypatch.chdir(tmp_path)  # relative --out (and the demo's default) land here
+    setup(tmp_path)
+    refused(tmp_path, capsys, argv, 2, word)
+
+
+def test_a_negation_repeated_or_alone_is_still_accepted():
+    """The group refuses the pair only: ``--no-clip`` twice is no contradiction, ``--clip`` alone is read, and a
+    switch beside its negation keeps the usual rule (the last one wins). [The group made for switches too: the
+    last assertion fails.]"""
+    assert parser().parse_args(["train", "--no-clip", "--no-clip", "--out", "o"]).clip is None
+    assert parser().parse_args(["train", "--clip", "0.5", "--out", "o"]).clip == 0.5
+    assert parser().parse_args(["rl", "--normalize-obs", "--no-normalize-obs", "--out", "o"]).normalize_obs is False
