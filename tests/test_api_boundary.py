@@ -253,6 +253,8 @@ REFUSED = [
     # rtrl.rl
     ("rl.train: a dict for a configuration", lambda: rtrl.rl.train({"env": "tmaze"}), TypeError,
      ["config must be an RLConfig", "got dict"]),
+    ("TMaze: an episode too short to reach the junction", lambda: rtrl.rl.TMaze(length=5, max_steps=5), ValueError,
+     ["max_steps must be at least length + 1 = 6", "got 5"]),
 ]
 
 

@@ -362,3 +362,18 @@ def test_version_prints_the_installed_version(capsys):
         code = e.code
     assert code == 0
     assert capsys.readouterr().out == f"rtrl {importlib.metadata.version('rtrl')}\n"
+
+
+@pytest.mark.parametrize("suffix, magic", [(".pdf", b"%PDF-"), (".svg", b"<?xml"), (".png", b"\x89PNG\r\n\x1a\n")])
+def test_plot_writes_the_format_its_out_names_and_replaces_only_a_plot_of_it(tmp_path, trained, capsys, suffix,
+                                                                             magic):
+    """`rtrl plot --out p.pdf` was refused (only PNG was written); a plot of another format under the name is not
+    replaced. [the format taken as PNG whatever the suffix: the PDF and SVG files start with PNG's bytes, fails]"""
+    out = tmp_path / f"p{suffix}"
+    assert main(["plot", str(trained), "--out", str(out)]) == 0, capsys.readouterr().err
+    assert out.read_bytes().startswith(magic)
+    assert main(["plot", str(trained), "--out", str(out)]) == 0  # an earlier plot of the same format: replaced
+    other = tmp_path / f"q{suffix}"
+    other.write_bytes(b"\x89PNG\r\n\x1a\n" if suffix != ".png" else b"%PDF-1.4")
+    capsys.readouterr()
+    refused(tmp_path, capsys, ["plot", str(trained), "--out", str(other)], 2, f"is not a {suffix[1:].upper()}")

@@ -356,3 +356,18 @@ def test_the_rolling_window_differentiates_through_exactly_its_last_k_steps_of_t
         if t in ENDS:
             window = learner.reset(window, jnp.array(True))
     np.testing.assert_allclose(np.array(rows, dtype=float), rolling_by_hand(K), rtol=1e-13, atol=1e-13)
+
+
+def test_the_shortest_tmaze_episode_allowed_still_reaches_its_reward():
+    """``max_steps = length + 1``, the least ``TMaze`` accepts: two steps down the corridor, then the turn to the cue
+    at the last step is rewarded (+1) and ends the episode. [the bound made ``length + 2``: refused here; made
+    ``length``: the boundary row of tests/test_api_boundary.py accepts an episode that cannot reach the turn]"""
+    from rtrl.rl.tmaze import FORWARD, TMaze
+
+    env = TMaze(length=2, max_steps=3)
+    _, state = env.reset(jax.random.PRNGKey(0))
+    for step in range(2):
+        _, state, reward, done = env.transition(None, state, FORWARD)
+        assert (float(reward), bool(done)) == (0.0, False), step
+    _, state, reward, done = env.transition(None, state, int(state.cue))
+    assert (float(reward), bool(done), int(state.time)) == (1.0, True, 3)

@@ -34,7 +34,7 @@ import jax
 from rtrl.benchmarks import deep, devices, elementwise, loop, precision, roofline, scaling, sequence, streams
 from rtrl.cli.argtypes import path
 from rtrl.files import atomic_write_text
-from rtrl.reports.plot import pyplot, save_png
+from rtrl.reports.plot import pyplot, save_figure
 from rtrl.training.run import CONFIG
 
 FULL = {"per_step_sizes": [(64, 256, 32), (32, 64, 8)], "per_step_T": 100, "rtrl_max_hidden": 64,
@@ -149,7 +149,7 @@ def plot(results: dict, out: Path) -> None:
     for ax in (ax_t, ax_m):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
-    save_png(fig, out, dpi=110)
+    save_figure(fig, out, dpi=110)
 
 
 def duration(seconds: float) -> str:

@@ -11,13 +11,15 @@ import sys
 import textwrap
 from pathlib import Path
 
+from rtrl.cli import argtypes
 from rtrl.cli.usage import UsageError
 from rtrl.training.run import Run, read_metrics
 
 
 def add_plot_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs", nargs="+", help="run folders")
-    p.add_argument("--out", required=True, help="the PNG to write (its folder must exist)")
+    p.add_argument("--out", required=True, type=argtypes.path,
+                   help="the plot to write: a .png, .pdf or .svg file (its folder must exist)")
 
 
 def cmd_plot(args) -> int:

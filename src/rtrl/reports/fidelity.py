@@ -31,7 +31,7 @@ from rtrl.cells import CELLS, LRU, RTU, Elman, Network, Stack
 from rtrl.compare import cosine, relative_error
 from rtrl.files import atomic_write_text
 from rtrl.methods import REGISTRY, Method, resolve
-from rtrl.reports.plot import pyplot, save_png
+from rtrl.reports.plot import pyplot, save_figure
 
 METHODS = ("rtrl", "snap1", "snap2", "eprop", "uoro", "tbptt", "layer_local")
 LENGTHS = (1, 10, 100)
@@ -225,7 +225,7 @@ def plot(rows: list[dict], out: str) -> None:
     axes[0, 0].set_ylabel("cosine vs BPTT")
     axes[1, 0].set_ylabel("relative error vs BPTT")
     axes[0, -1].legend(fontsize="small")
-    save_png(fig, out)
+    save_figure(fig, out)
 
 
 def page_path(path: str) -> str:
@@ -236,9 +236,9 @@ def page_path(path: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from rtrl.cli.argtypes import positive_int  # here: rtrl.cli imports this module to list its commands
+    from rtrl.cli.argtypes import path, positive_int  # here: rtrl.cli imports this module to list its commands
 
-    parser.add_argument("--out", required=True, help="folder for fidelity.csv, fidelity.json, fidelity.png")
+    parser.add_argument("--out", required=True, type=path, help="folder for fidelity.csv, fidelity.json, fidelity.png")
     parser.add_argument("--lengths", type=positive_int, nargs="+", default=list(LENGTHS), help="sequence lengths T")
     parser.add_argument("--seeds", type=positive_int, default=SEEDS, help="random problems averaged per entry")
     parser.add_argument("--hidden", type=positive_int, default=16, help="hidden size of every cell")

@@ -20,26 +20,29 @@ class Curve(NamedTuple):
     key: str = "metric"  # the records' field plotted against the step (records where it is null are left out)
 
 
-PNG = b"\x89PNG\r\n\x1a\n"
+FORMATS = {".png": b"\x89PNG\r\n\x1a\n", ".pdf": b"%PDF-", ".svg": b"<?xml"}  # what a plot file starts with
 RUN_FILES = ("config.json", "metrics.jsonl", "checkpoint.npz", "curve.png", ".lock")  # rtrl.training.run's
 
 
 def check_plot_out(out: str | os.PathLike) -> None:
-    """``ValueError`` unless a plot may be written to ``out``: a ``.png`` path, not a folder, not a file of a run
-    folder (its history, checkpoint or own curve), and if it exists, a PNG already (an earlier plot, replaced)."""
+    """``ValueError`` unless a plot may be written to ``out``: a path ending in one of ``FORMATS`` (``.png``,
+    ``.pdf``, ``.svg``), not a folder, not a file of a run folder (its history, checkpoint or own curve), and if it
+    exists, a file of that format already (an earlier plot, replaced)."""
     out = Path(out)
+    suffixes = ", ".join(FORMATS)
     if out.is_dir():
-        raise ValueError(f"--out {out} is a directory; name a .png file in it")
-    if out.suffix.lower() != ".png":
-        raise ValueError(f"--out {out}: a plot is written as PNG; name a file ending in .png")
+        raise ValueError(f"--out {out} is a directory; name a file in it ending in one of {suffixes}")
+    magic = FORMATS.get(out.suffix.lower())
+    if magic is None:
+        raise ValueError(f"--out {out}: a plot is written as PNG, PDF or SVG; name a file ending in one of {suffixes}")
     if out.name in RUN_FILES and (out.parent / "config.json").is_file():
         raise ValueError(f"--out {out} is a file of the run folder {out.parent}, which a plot must not replace; "
                          "name a file outside it")
     if out.exists():
         with open(out, "rb") as f:
-            if f.read(len(PNG)) != PNG:
-                raise ValueError(f"--out {out} exists and is not a PNG, so not an earlier plot; nothing was "
-                                 "written (name another file, or remove it first)")
+            if f.read(len(magic)) != magic:
+                raise ValueError(f"--out {out} exists and is not a {out.suffix[1:].upper()}, so not an earlier plot; "
+                                 "nothing was written (name another file, or remove it first)")
 
 
 def pyplot():
@@ -52,11 +55,13 @@ def pyplot():
     return plt
 
 
-def save_png(fig, out: str | os.PathLike, dpi: int = 100) -> None:
-    """Write ``fig`` to ``out`` as a PNG, atomically, and free it."""
+def save_figure(fig, out: str | os.PathLike, dpi: int = 100) -> None:
+    """Write ``fig`` to ``out`` atomically, in the format its suffix names (``FORMATS``; PNG otherwise), and free
+    it."""
+    kind = Path(out).suffix.lower()[1:] if Path(out).suffix.lower() in FORMATS else "png"
     try:
         fig.tight_layout()
-        atomic_write(out, lambda f: fig.savefig(f, format="png", dpi=dpi))
+        atomic_write(out, lambda f: fig.savefig(f, format=kind, dpi=dpi))
     finally:
         pyplot().close(fig)
 
@@ -92,7 +97,7 @@ def plot_curves(curves: Sequence[Curve], out: str | os.PathLike, title: str = ""
         ax.legend(fontsize=8)
     if title:  # wrapped to the figure's width (a long one was clipped at both edges)
         fig.suptitle(textwrap.fill(title, width=int(panels * 5.5 * 10)), fontsize="medium")
-    save_png(fig, out)
+    save_figure(fig, out)
 
 
 def names_of(curves: Sequence[Curve]) -> str:

@@ -39,6 +39,9 @@ class TMaze(Env):
         check_positive_int("length", self.length)
         if self.max_steps is not None:
             check_positive_int("max_steps", self.max_steps)
+            if self.max_steps < self.length + 1:  # no episode could reach the junction and turn: no reward, ever
+                raise ValueError(f"max_steps must be at least length + 1 = {self.length + 1} (the corridor, then a "
+                                 f"turn), got {self.max_steps}")
         if self.max_steps is None:
             object.__setattr__(self, "max_steps", 4 * (self.length + 1))
 
