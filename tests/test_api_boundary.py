@@ -253,6 +253,10 @@ REFUSED = [
     # rtrl.rl
     ("rl.train: a dict for a configuration", lambda: rtrl.rl.train({"env": "tmaze"}), TypeError,
      ["config must be an RLConfig", "got dict"]),
+    ("TMaze: a corridor whose default max_steps overflows 32 bits", lambda: rtrl.rl.TMaze(length=2**29), ValueError,
+     ["length must be at most 536,870,910 for the default max_steps", "got 536,870,912"]),
+    ("TMaze: a corridor longer than 32 bits", lambda: rtrl.rl.TMaze(length=10**12, max_steps=10**12 + 1), ValueError,
+     ["length must be at most 2,147,483,647 (2**31 - 1), got 1,000,000,000,000"]),
     ("TMaze: an episode too short to reach the junction", lambda: rtrl.rl.TMaze(length=5, max_steps=5), ValueError,
      ["max_steps must be at least length + 1 = 6", "got 5"]),
 ]

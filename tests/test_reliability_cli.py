@@ -9,6 +9,7 @@ for byte what it was (nothing lost, nothing rewritten), and no folder may appear
 
 import json
 import os
+import re
 import shutil
 import sys
 
@@ -112,6 +113,15 @@ def nan_record(tmp, trained):
     lines = (tmp / "run" / "metrics.jsonl").read_text().splitlines(keepends=True)
     lines[1] = lines[1].replace('"loss": ', '"loss": NaN, "was": ')
     (tmp / "run" / "metrics.jsonl").write_text("".join(lines))
+
+
+def nan_lr(tmp, trained):
+    """config.json's learning rate made NaN (the message once said only that the file was not strict JSON)."""
+    copy_run(tmp, trained)
+    config = tmp / "run" / "config.json"
+    text, n = re.subn(r'"lr": [^,\n]+', '"lr": NaN', config.read_text())
+    assert n == 1
+    config.write_text(text)
 
 
 def checkpoint_meta(**changes):
@@ -232,6 +242,7 @@ BAD_INPUT = [
     ("resume {run}", truncate("metrics.jsonl", lambda n: 0), 2, "no record of step 8"),
     ("resume {run}", middle_line_damaged, 2, "line 2"),
     ("resume {run}", nan_record, 2, "line 2"),
+    ("resume {run}", nan_lr, 2, "lr is NaN or infinite"),
     # rtrl resume: a checkpoint at odds with itself, a budget that goes back (issue 22)
     ("resume {run}", checkpoint_meta(step=4), 2, "is damaged: its state stands at step 8"),
     ("resume {run}", checkpoint_meta(step=-8), 2, "is damaged: its meta step is -8"),

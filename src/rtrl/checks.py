@@ -7,11 +7,15 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+MAX_COUNT = 2**31 - 1  # sizes and counts are 32-bit integers in JAX (without x64)
+
 
 def check_positive_int(name: str, value: Any) -> None:
-    """``ValueError`` naming ``name`` unless ``value`` is an int >= 1 (a bool is not)."""
+    """``ValueError`` naming ``name`` unless ``value`` is an int from 1 to ``MAX_COUNT`` (a bool is not)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if value > MAX_COUNT:
+        raise ValueError(f"{name} must be at most {MAX_COUNT:,} (2**31 - 1), got {value:,}")
 
 
 def default_dtype(dtype=None) -> jnp.dtype:

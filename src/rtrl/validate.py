@@ -21,6 +21,7 @@ import operator
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 def describe(tree) -> dict[str, tuple]:
@@ -158,19 +159,20 @@ def traced(cell, dtype, fn, *args):
 
 
 def check_sequence(cell, xs, targets) -> None:
-    """``xs`` is ``(T, *batch, input_size)`` with ``T >= 1`` and every leaf of ``targets`` leads with ``T``."""
-    if jnp.ndim(xs) < 2:
-        raise ValueError(f"xs must have shape (T, *batch, input_size), got shape {jnp.shape(xs)}")
-    if jnp.shape(xs)[-1] != cell.input_size:
+    """``xs`` is ``(T, *batch, input_size)`` with ``T >= 1`` and every leaf of ``targets`` leads with ``T`` (numpy's
+    shape functions: they read arrays and tracers, and nested lists too)."""
+    if np.ndim(xs) < 2:
+        raise ValueError(f"xs must have shape (T, *batch, input_size), got shape {np.shape(xs)}")
+    if np.shape(xs)[-1] != cell.input_size:
         raise ValueError(
-            f"xs must end in input_size={cell.input_size} for {cell.name}, got shape {jnp.shape(xs)}"
+            f"xs must end in input_size={cell.input_size} for {cell.name}, got shape {np.shape(xs)}"
         )
-    T = jnp.shape(xs)[0]
+    T = np.shape(xs)[0]
     if T == 0:
         raise ValueError("xs must hold at least one time step (T >= 1), got T = 0")
     for leaf in jax.tree.leaves(targets):
-        if jnp.ndim(leaf) < 1 or jnp.shape(leaf)[0] != T:
-            raise ValueError(f"targets must have leading dimension T = {T} like xs, got shape {jnp.shape(leaf)}")
+        if np.ndim(leaf) < 1 or np.shape(leaf)[0] != T:
+            raise ValueError(f"targets must have leading dimension T = {T} like xs, got shape {np.shape(leaf)}")
 
 
 def check_loss(loss_fn, h, target):

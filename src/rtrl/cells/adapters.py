@@ -30,8 +30,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rtrl.cells.base import Carry, Cell, Params, check_size
-from rtrl.checks import default_dtype
+from rtrl.cells.base import Carry, Cell, Params
+from rtrl.checks import check_positive_int, default_dtype
 
 
 class Identity:
@@ -80,7 +80,7 @@ class AdaptedCell(Cell):
 
     # -- shared -----------------------------------------------------------------------------------------
     def __post_init__(self) -> None:
-        check_size("input_size", self.input_size)  # before the step is traced on inputs of that size
+        check_positive_int("input_size", self.input_size)  # before the step is traced on inputs of that size
         if self.hidden_size is None:  # the width of h, from the step itself
             object.__setattr__(self, "hidden_size", self.h_shape()[0])
         super().__post_init__()

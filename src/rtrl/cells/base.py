@@ -44,9 +44,6 @@ def glorot(key: jax.Array, shape: tuple[int, int], dtype) -> jax.Array:
     return jax.random.uniform(key, shape, dtype, -limit, limit)
 
 
-MAX_SIZE = 2**31 - 1  # the largest 32-bit integer: no weight matrix of a larger size could be held in any memory
-
-
 class Cell(Frozen):
     """Base class of every cell: sizes, input validation, default initialisation and zero carries."""
 
@@ -63,7 +60,7 @@ class Cell(Frozen):
 
     def __post_init__(self) -> None:
         for name in ("input_size", "hidden_size"):
-            check_size(name, getattr(self, name))
+            check_positive_int(name, getattr(self, name))
 
     # -- to be provided by subclasses -------------------------------------------------------------------
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
@@ -118,13 +115,6 @@ class Cell(Frozen):
                 raise ValueError(
                     f"params[{name!r}] of {self.name} must have shape {shape}, got {jnp.shape(params[name])}"
                 )
-
-
-def check_size(name: str, value) -> None:
-    """``ValueError`` naming ``name`` unless ``value`` is an int from 1 to ``MAX_SIZE``."""
-    check_positive_int(name, value)
-    if value > MAX_SIZE:
-        raise ValueError(f"{name} must be at most {MAX_SIZE:,} (2**31 - 1), got {value:,}")
 
 
 def checking_first_argument(method: Callable, check: Callable) -> Callable:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-MAX_COUNT = 2**31 - 1  # sizes and counts are 32-bit integers in JAX (without x64)
+from rtrl.checks import MAX_COUNT
 
 
 def positive_int(text: str) -> int:

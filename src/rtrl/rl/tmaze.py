@@ -19,7 +19,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rtrl.checks import check_positive_int
+from rtrl.checks import MAX_COUNT, check_positive_int
 from rtrl.rl.envs import Env
 
 LEFT, RIGHT, FORWARD = 0, 1, 2
@@ -43,6 +43,9 @@ class TMaze(Env):
                 raise ValueError(f"max_steps must be at least length + 1 = {self.length + 1} (the corridor, then a "
                                  f"turn), got {self.max_steps}")
         if self.max_steps is None:
+            if 4 * (self.length + 1) > MAX_COUNT:  # the step counter is 32-bit
+                raise ValueError(f"length must be at most {MAX_COUNT // 4 - 1:,} for the default max_steps = 4 * "
+                                 f"(length + 1) to fit in 32 bits, got {self.length:,}; or give max_steps")
             object.__setattr__(self, "max_steps", 4 * (self.length + 1))
 
     @property

@@ -24,7 +24,7 @@ import jax
 from rtrl import methods
 from rtrl.cells import CELLS
 from rtrl.cells.adapters import CellError, from_import_path, is_trusted, split_import_path
-from rtrl.checks import default_dtype
+from rtrl.checks import MAX_COUNT, default_dtype
 from rtrl.frozen import Frozen
 from rtrl.inspection import PROBE_LIMIT
 from rtrl.methods.sensitivity import SnAp
@@ -35,7 +35,6 @@ OPTIMIZERS = ("adam", "sgd")
 RESUME_KEYS = ("steps", "devices")  # may change between a run and its resumption: the budget, where it runs
 ADDED_KEYS = ("devices",)  # options newer than some run folders: a config.json without them takes the default
 MAX_SEED = 2**32 - 1  # jax.random.PRNGKey takes a 32-bit seed without x64
-MAX_COUNT = 2**31 - 1  # sizes and counts are 32-bit integers in JAX (without x64)
 MAX_STEPS = 2**30  # the step counter is 32-bit: the budget rounded up to whole updates (k <= 2**30) stays below 2**31
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 from pathlib import Path
 
@@ -59,13 +60,32 @@ class RunError(ValueError):
     """A run folder that cannot be used as asked (damaged, in use, another run); the message names the file."""
 
 
+class NotStrict(ValueError):
+    """A ``NaN`` or ``Infinity`` in JSON text."""
+
+
 def reject_constant(name: str):
-    raise ValueError(f"{name} is not strict JSON")
+    raise NotStrict(name)
+
+
+def non_finite_fields(value, where: str = "") -> list[str]:
+    """The dotted names of the ``NaN`` / infinite numbers in parsed JSON (``["lr"]``, ``["task.scale"]``)."""
+    if isinstance(value, dict):
+        return [f for k, v in value.items() for f in non_finite_fields(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(value, list):
+        return [f for i, v in enumerate(value) for f in non_finite_fields(v, f"{where}[{i}]")]
+    return [where or "the value"] if isinstance(value, float) and not math.isfinite(value) else []
 
 
 def parse_json(text: str):
-    """Strict JSON: ``NaN`` and ``Infinity`` are refused (``json.loads`` would accept them)."""
-    return json.loads(text, parse_constant=reject_constant)
+    """Strict JSON: ``NaN`` and ``Infinity`` are refused (``json.loads`` would accept them), naming the fields that
+    hold them."""
+    try:
+        return json.loads(text, parse_constant=reject_constant)
+    except NotStrict:
+        fields = non_finite_fields(json.loads(text))
+        raise ValueError(f"{', '.join(fields)} {'is' if len(fields) == 1 else 'are'} NaN or infinite, which strict "
+                         "JSON does not allow") from None
 
 
 def config_class(data) -> type[Options]:
