@@ -164,7 +164,7 @@ def test_exact_methods_equal_the_frameworks_own_gradient(name, batch_shape):
     one, with every parameter moved off the module's own; and the adapter's forward h is the framework's.
     Mutations tried by hand, each caught here: nnx's and Equinox's step calling the module itself (its own
     parameters, not those passed in); Equinox LSTMCell's h taken as state[1] (c); the batch mapped with the carry
-    unmapped (``in_axes=(None, None, 0)``); the adapter's zero carry made ones."""
+    unmapped (``in_axes=(None, None, 0)``); the adapter's zero carry (``AdaptedCell.initial_carry``) made ones."""
     cell = make(name)
     params, xs, ys = random_problem(cell, 40, batch_shape, seed=1)
     params = moved(params, 2)
