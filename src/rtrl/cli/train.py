@@ -8,15 +8,11 @@ import contextlib
 import sys
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
-
 from rtrl.cli.argtypes import import_path, path, positive_int
 from rtrl.cli.options import add_config_arguments, config_from_args
 from rtrl.cli.usage import UsageError
-from rtrl.rl.loop import RLConfig
-from rtrl.training.config import Options, allowed_imports, check_memory, floats_of
-from rtrl.training.run import CHECKPOINT, CONFIG, CURVE, METRICS, Run, remove_folders
+from rtrl.training.config import Options, allowed_imports, check_memory
+from rtrl.training.run import CONFIG, FILES, Run, remove_folders
 from rtrl.training.trainer import Diverged
 
 
@@ -36,26 +32,10 @@ def one_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
-def memory_needed(config: Options) -> int:
-    """A lower bound of the bytes a run holds at once (``RunConfig.memory_needed``; an RL run's: the parameters
-    three times, and per environment the torso's online state (traces, or tbptt's window), the eligibility traces,
-    one per parameter, and the inputs that the fidelity check keeps)."""
-    if not isinstance(config, RLConfig):
-        return config.memory_needed()
-    env, agent = config.parts()
-    itemsize = jnp.dtype(config.dtype).itemsize
-    params = floats_of(lambda: agent.init(jax.random.PRNGKey(0)))
-    memory = floats_of(lambda: agent.learner.init(agent.cell.init(jax.random.PRNGKey(0))))
-    history = env.max_steps * env.obs_size if config.fidelity_every else 0  # the inputs the fidelity check keeps
-    return itemsize * (3 * params + config.envs * (params + memory + history))
-
-
 def fits(config: Options) -> None:
     """A ``UsageError`` before anything is written when the run cannot fit in this machine's memory."""
     try:
-        rl = isinstance(config, RLConfig)
-        sizes = "--hidden, --envs or --truncation" if rl else "--hidden, --batch or --eval-size"
-        check_memory(memory_needed(config), config.devices, sizes)
+        check_memory(config.memory_needed(), config.devices, config.size_options)
     except ValueError as e:
         raise UsageError(str(e)) from None
 
@@ -149,7 +129,7 @@ def discard(run: Run) -> None:
     """Remove a run this command made, under its lock: its files, then the folders ``Run.create`` made (only
     those, and only if empty)."""
     with run.locked():
-        for name in (CONFIG, METRICS, CHECKPOINT, CURVE):
+        for name in FILES:
             with contextlib.suppress(OSError):
                 (run.path / name).unlink(missing_ok=True)
         remove_folders(run.made)

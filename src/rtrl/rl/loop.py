@@ -52,6 +52,7 @@ from rtrl.training.config import (
     Options,
     cell_name,
     flag,
+    floats_of,
     make_cell,
     non_negative_float,
     non_negative_int,
@@ -87,6 +88,7 @@ class RLConfig(Options):
     apply is a ``ValueError`` here."""
 
     command = "rtrl rl"
+    size_options = "--hidden, --envs or --truncation"
     env: str = option("tmaze", "an environment from `rtrl list`", one_of(ENVS), "NAME")
     env_args: tuple = option((), "an environment option, e.g. memory_length=20 (repeatable)", pairs, "KEY=VALUE")
     cell: Any = option("elman", "a cell from `rtrl list`, or the import path of any other, e.g. flax.linen:GRUCell "
@@ -127,6 +129,17 @@ class RLConfig(Options):
             raise ValueError(f"envs must be a multiple of devices={self.devices} (each device takes an equal share "
                              f"of the environments), got {self.envs}")
         self.parts()
+
+    def memory_needed(self) -> int:
+        """A lower bound of the bytes the run holds at once (``check_memory``): the parameters three times, and per
+        environment the torso's online state (traces, or tbptt's window), the eligibility traces, one per
+        parameter, and the inputs that the fidelity check keeps."""
+        env, agent = self.parts()
+        itemsize = jnp.dtype(self.dtype).itemsize
+        params = floats_of(lambda: agent.init(jax.random.PRNGKey(0)))
+        memory = floats_of(lambda: agent.learner.init(agent.cell.init(jax.random.PRNGKey(0))))
+        history = env.max_steps * env.obs_size if self.fidelity_every else 0
+        return itemsize * (3 * params + self.envs * (params + memory + history))
 
     def parts(self) -> tuple[Env, ActorCritic]:
         """``(environment, agent)``; ``ValueError`` naming an option the environment or the cell does not have, a

@@ -174,6 +174,7 @@ class Options(Frozen):
     (``rtrl train``) and ``rtrl.rl.RLConfig`` (``rtrl rl``) are ones."""
 
     command = "rtrl train"  # what writes it, for messages
+    size_options = "--hidden, --batch or --eval-size"  # what to make smaller when a run does not fit
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
