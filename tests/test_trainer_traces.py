@@ -21,41 +21,14 @@ import optax
 import pytest
 from jax.flatten_util import ravel_pytree
 
+from noise_task import LENGTH, Noise
 from rtrl.cells import Elman
-from rtrl.training.tasks import Episodes, Task
 from rtrl.training.trainer import Trainer
 
 LR = 0.3
 B = 2
-T = 3
+T = LENGTH
 N = 2
-
-
-class Noise(Task):
-    """Episodes of 3 steps of random inputs and targets, scored with weights 1, 2, 3. Squared-error loss."""
-
-    name = "noise"
-    input_size = 1
-    output_size = 1
-
-    @property
-    def length(self) -> int:
-        return T
-
-    @property
-    def chance(self) -> float:
-        return 0.0
-
-    def episode(self, key):
-        u = jax.random.normal(key, (2, T, 1), jnp.float64)
-        return Episodes(u[0], u[1], jnp.arange(1.0, T + 1.0))
-
-    def loss(self, outputs, targets):
-        return jnp.sum((outputs - targets) ** 2, axis=-1)
-
-    def metrics(self, outputs, episodes):
-        loss = jnp.sum(self.loss(outputs, episodes.targets) * episodes.weights) / jnp.sum(episodes.weights)
-        return {"metric": loss, "loss": loss}
 
 
 TASK = Noise()

@@ -14,40 +14,12 @@ import numpy as np
 import optax
 import pytest
 
+from noise_task import Noise
 from rtrl.cells import Elman
-from rtrl.training.tasks import Episodes, Task
 from rtrl.training.trainer import Trainer, fit
 
 LR = 0.3
 B = 2
-
-
-class Noise(Task):
-    """Episodes of 3 steps of random inputs and targets, every step scored with weight 1, 2, 3 (so a step read
-    twice or skipped changes the numbers). Squared-error loss."""
-
-    name = "noise"
-    input_size = 1
-    output_size = 1
-
-    @property
-    def length(self) -> int:
-        return 3
-
-    @property
-    def chance(self) -> float:
-        return 0.0
-
-    def episode(self, key):
-        u = jax.random.normal(key, (2, 3, 1), jnp.float64)
-        return Episodes(u[0], u[1], jnp.arange(1.0, 4.0))
-
-    def loss(self, outputs, targets):
-        return jnp.sum((outputs - targets) ** 2, axis=-1)
-
-    def metrics(self, outputs, episodes):
-        loss = jnp.sum(self.loss(outputs, episodes.targets) * episodes.weights) / jnp.sum(episodes.weights)
-        return {"metric": loss, "loss": loss}
 
 
 TASK = Noise()
