@@ -6,6 +6,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 MAX_COUNT = 2**31 - 1  # sizes and counts are 32-bit integers in JAX (without x64)
 
@@ -31,3 +32,13 @@ def default_dtype(dtype=None) -> jnp.dtype:
     if not jnp.issubdtype(dtype, jnp.inexact):
         raise TypeError(f"dtype must be a floating dtype such as 'float32' or jnp.float64, got {dtype.name}")
     return dtype
+
+
+def first_non_finite(named) -> tuple[str, float] | None:
+    """The name and value of the first NaN or infinity among ``(name, array)`` pairs (arrays that are not
+    floating-point have none); ``None`` if every value is finite."""
+    for name, leaf in named:
+        a = np.asarray(leaf)
+        if np.issubdtype(a.dtype, np.inexact) and not np.isfinite(a).all():
+            return name, float(a[~np.isfinite(a)].flat[0])
+    return None

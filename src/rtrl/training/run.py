@@ -40,9 +40,9 @@ from pathlib import Path
 
 import filelock
 import jax
-import numpy as np
 
 from rtrl import devices, interrupts
+from rtrl.checks import first_non_finite
 from rtrl.files import atomic_write_text
 from rtrl.reports.plot import Curve, plot_curves
 from rtrl.rl.loop import RLConfig
@@ -210,14 +210,9 @@ def check_target(path: Path, config: Options, overwrite: bool) -> None:
 
 
 def non_finite(state) -> tuple[str, float] | None:
-    """The tree path and value of the first NaN or infinity among ``state``'s floating leaves; None if there is none."""
-    for name, leaf in checkpoint.named_leaves(state):
-        if checkpoint.is_key(leaf):
-            continue
-        a = np.asarray(leaf)
-        if np.issubdtype(a.dtype, np.inexact) and not np.isfinite(a).all():
-            return name, float(a[~np.isfinite(a)].flat[0])
-    return None
+    """The tree path and value of the first NaN or infinity among ``state``'s leaves; None if there is none."""
+    return first_non_finite((name, leaf) for name, leaf in checkpoint.named_leaves(state)
+                            if not checkpoint.is_key(leaf))
 
 
 def checked_meta(file: Path, state, meta: dict) -> dict:

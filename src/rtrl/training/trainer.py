@@ -40,7 +40,7 @@ import numpy as np
 import optax
 from jax import lax
 
-from rtrl.checks import check_positive_int
+from rtrl.checks import check_positive_int, first_non_finite
 from rtrl.devices import batch_axes, mesh, shardings, split, tracing
 from rtrl.methods import Method, resolve
 from rtrl.online import online, steps_per_body
@@ -279,11 +279,9 @@ def checked(step: int, record: dict) -> dict:
 
 def finite_or_diverged(step: int, params) -> None:
     """``Diverged`` at ``step`` naming the first non-finite value among the parameters, if there is one."""
-    for a in jax.tree.leaves(params):
-        a = np.asarray(a)
-        bad = a[~np.isfinite(a)]
-        if bad.size:
-            raise Diverged(step, float(bad[0]), "a parameter")
+    bad = first_non_finite(("a parameter", a) for a in jax.tree.leaves(params))
+    if bad:
+        raise Diverged(step, bad[1], bad[0])
 
 
 def fit(
