@@ -153,7 +153,7 @@ CELL_ROWS = [
 def test_a_bad_cell_or_size_is_one_line_and_changes_nothing(tmp_path, trained, user_run, capsys, monkeypatch,
                                                            command, setup, status, word):
     """[``from_import_path`` without its catch-all around the constructor: the ``os:getcwd``, ``raises`` and
-    ``MLP`` rows fail with a traceback; without ``check_cell``: ``rtrl.cells:Cell`` left config.json and .lock
+    ``MLP`` rows fail with a traceback; without ``check_imported_cell``: ``rtrl.cells:Cell`` left config.json and .lock
     behind; ``from_dict`` without ``check_importable``: the ``os:system`` row ran ``os.system(3, 3)`` and the
     ``test_cli_cells:tiny`` rows resumed; ``is_trusted`` taking any callable of a trusted module: the
     ``from_import_path`` and ``filter_jit`` rows fail; ``fits`` not called: the memory rows made the

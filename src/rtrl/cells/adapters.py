@@ -470,7 +470,7 @@ def from_import_path(path: str, *, input_size: int, hidden_size: int, **options)
     if cell is None:
         raise CellError(f"{path!r} is neither a cell class nor a factory of cells: called as {path}(input_size, "
                         f"hidden_size) it returned a {type(made).__name__}, not an rtrl, Flax or Equinox cell")
-    check_cell(cell, path, input_size, hidden_size)
+    check_imported_cell(cell, path, input_size, hidden_size)
     return cell
 
 
@@ -503,7 +503,7 @@ def check_options(obj, path: str, options: dict, kind: str) -> None:
         raise CellError(f"cell {path!r} has no option {unknown}; its options are {known}", "cell_args")
 
 
-def check_cell(cell: Cell, path: str, input_size: int, hidden_size: int) -> None:
+def check_imported_cell(cell: Cell, path: str, input_size: int, hidden_size: int) -> None:
     """``cell`` has the sizes asked for, and ``init``, ``initial_carry`` and ``step`` work on one example and keep
     the carry's shape (tried on shapes alone); else a ``CellError`` saying what was expected."""
     if (cell.input_size, cell.hidden_size) != (input_size, hidden_size):
