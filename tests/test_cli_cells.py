@@ -10,10 +10,13 @@ import sys
 import jax
 import pytest
 
+from rtrl import devices
 from rtrl.cells import Elman
+from rtrl.cells import lookup as configs
 from rtrl.cli import main
-from rtrl.training import config as configs
-from rtrl.training.run import Run, read_config
+from rtrl.run.folder import Run, read_config
+from rtrl.training.assemble import assemble, state_bytes
+from rtrl.training.config import RunConfig
 from test_reliability_cli import TINY_ARGS, copy_run, edit_config, nothing, refused, snapshot
 
 HERE = "test_cli_cells"
@@ -195,7 +198,7 @@ def test_what_a_run_folder_may_import_without_the_user(tmp_path, monkeypatch):
                  "equinox.nn:GRUCell"):
         assert configs.importable(path), path
     for path in ("os:system", "rtrl.cells:activation", "rtrl.cells.adapters:from_function", "flax.linen:jit",
-                 "equinox:filter_jit", "rtrl.cells:Nope", "rtrl.training.config:make_cell", f"{HERE}:tiny",
+                 "equinox:filter_jit", "rtrl.cells:Nope", "rtrl.cells.lookup:make_cell", f"{HERE}:tiny",
                  "rtrl.cellsX:Elman", "sneaky_cells:Elman"):
         assert not configs.importable(path), path
     assert "sneaky_cells" not in sys.modules and not marker.exists()
@@ -226,9 +229,9 @@ def test_memory_is_checked_against_what_the_machine_has(monkeypatch):
     """The boundary, with the machine's memory given: exactly enough passes, one byte short is refused naming
     both figures. [``>`` in ``check_memory`` made ``>=``: the first call raises]"""
     monkeypatch.setattr(configs, "available_memory", lambda devices=1: (1000, "available (test)"))
-    configs.check_memory(1000)
+    devices.check_memory(1000)
     with pytest.raises(ValueError, match=r"needs at least 1,001 bytes.*has 1,000 bytes available \(test\)"):
-        configs.check_memory(1001)
+        devices.check_memory(1001)
 
 
 def test_the_memory_estimate_is_a_lower_bound_of_the_trainers_state():
@@ -237,12 +240,12 @@ def test_the_memory_estimate_is_a_lower_bound_of_the_trainers_state():
     [traces counted once per stream twice: the first assertion fails; the batch left out: the second fails]"""
     import rtrl
 
-    config = configs.RunConfig(task="copy", task_args={"max_length": 2}, hidden=5, method="rtrl", batch=3,
-                               eval_size=4).resolved()
-    task, cell, method = config.parts()
-    state = config.trainer().init()
+    parts = assemble(RunConfig(task="copy", task_args={"max_length": 2}, hidden=5, method="rtrl", batch=3,
+                               eval_size=4))
+    config, task, cell, method = parts
+    state = parts.trainer().init()
     real = sum(a.nbytes for a in jax.tree.leaves(state))
-    estimate = configs.state_bytes(cell, method, config.batch, config.update_every)
+    estimate = state_bytes(cell, method, config.batch, config.update_every)
     assert estimate <= real
     traces = rtrl.inspect(cell).memory["rtrl"] * 8  # float64 under the tests
     assert estimate >= config.batch * traces
