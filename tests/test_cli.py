@@ -14,10 +14,10 @@ from rtrl.cells.base import Cell
 from rtrl.cli import COMMANDS, main
 from rtrl.cli.demo import CONFIG as DEMO
 from rtrl.methods import METHODS
+from rtrl.run import checkpoint
 from rtrl.run import folder as runs
 from rtrl.run.folder import read_metrics
 from rtrl.training import assemble as assembly
-from rtrl.run import checkpoint
 from rtrl.training.assemble import assemble
 from rtrl.training.config import RunConfig
 from rtrl.training.tasks import TASKS

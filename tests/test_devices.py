@@ -25,8 +25,8 @@ from rtrl.devices import batch_axes, tracing
 from rtrl.optim import make_optimizer
 from rtrl.rl.config import RLConfig
 from rtrl.rl.loop import runner, train
-from rtrl.run.folder import read_config, read_metrics
 from rtrl.run import checkpoint
+from rtrl.run.folder import read_config, read_metrics
 from rtrl.training.assemble import assemble
 from rtrl.training.config import RunConfig
 from rtrl.training.tasks import Copy

@@ -18,9 +18,9 @@ from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import ENVS
 from rtrl.rl.loop import train
 from rtrl.rl.presets import PRESETS, ROWS, TABLES
+from rtrl.run import checkpoint
 from rtrl.run.folder import CHECKPOINT, METRICS, read_config, read_metrics
 from rtrl.run.options import config_from_args, options_table
-from rtrl.run import checkpoint
 from test_reliability_cli import copy_run, edit_config, refused, remove
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

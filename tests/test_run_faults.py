@@ -25,9 +25,9 @@ import pytest
 from rtrl import files
 from rtrl.cli import main
 from rtrl.rl import RLConfig
+from rtrl.run import checkpoint
 from rtrl.run import folder as runs
 from rtrl.run.folder import CHECKPOINT, METRICS, Run, RunError, read_metrics
-from rtrl.run import checkpoint
 from rtrl.training.assemble import assemble
 from rtrl.training.config import RunConfig
 from rtrl.training.trainer import Diverged

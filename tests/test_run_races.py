@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 
 from rtrl.cli import main
+from rtrl.run import checkpoint
 from rtrl.run import folder as runs
 from rtrl.run.folder import CHECKPOINT, CONFIG, LOCK, Run, RunError, read_metrics
-from rtrl.run import checkpoint
 from rtrl.training.assemble import assemble
 from rtrl.training.config import RunConfig
 from rtrl.training.trainer import Diverged
