@@ -21,6 +21,7 @@ Mutation tried: ``from rtrl.training import trainer`` added to ``rtrl/rl/loop.py
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -93,6 +94,7 @@ def imported(source: str, module: str, is_package: bool, known) -> set[str]:
     return resolved
 
 
+@functools.cache
 def graph(root: Path = SRC) -> dict[str, set[str]]:
     """Every module of ``root``/rtrl and the rtrl modules it imports."""
     files = {module_name(f, root): f for f in sorted((root / "rtrl").rglob("*.py"))}
