@@ -15,6 +15,7 @@ from rtrl.cells import Elman
 from rtrl.cells import lookup as configs
 from rtrl.cli import main
 from rtrl.run.folder import Run, read_config
+from rtrl.run.training import TrainRun
 from rtrl.training.assemble import assemble, state_bytes
 from rtrl.training.config import RunConfig
 from test_reliability_cli import TINY_ARGS, copy_run, edit_config, nothing, refused, snapshot
@@ -228,7 +229,7 @@ def test_an_old_config_json_of_a_registered_cell_still_reads(trained):
 def test_memory_is_checked_against_what_the_machine_has(monkeypatch):
     """The boundary, with the machine's memory given: exactly enough passes, one byte short is refused naming
     both figures. [``>`` in ``check_memory`` made ``>=``: the first call raises]"""
-    monkeypatch.setattr(configs, "available_memory", lambda devices=1: (1000, "available (test)"))
+    monkeypatch.setattr(devices, "available_memory", lambda devices=1: (1000, "available (test)"))
     devices.check_memory(1000)
     with pytest.raises(ValueError, match=r"needs at least 1,001 bytes.*has 1,000 bytes available \(test\)"):
         devices.check_memory(1001)
@@ -271,12 +272,12 @@ def test_running_out_of_memory_while_training_is_one_line_and_leaves_nothing(tmp
     clean-up: config.json, .lock and three folders are left]"""
     from jax.errors import JaxRuntimeError
 
-    monkeypatch.setattr(Run, "load", lambda self: (None, 0.0))  # no compilation: the failure comes at once
+    monkeypatch.setattr(TrainRun, "load", lambda self: (None, 0.0))  # no compilation: the failure comes at once
     for error in (MemoryError(), JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 2045 bytes.\nmore")):
         def fail(self, *args, error=error):
             raise error
 
-        monkeypatch.setattr(Run, "fit", fail)
+        monkeypatch.setattr(TrainRun, "fit", fail)
         out = tmp_path / "a" / "b" / "run"
         code = main(f"train {TINY_ARGS} --out {out}".split())
         err = capsys.readouterr().err

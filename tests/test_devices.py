@@ -276,7 +276,7 @@ def test_batch_axes_are_found_from_the_shapes_wherever_they_lie():
 
 @pytest.mark.parametrize("make, message", [
     (lambda: Trainer(TASK, Elman(TASK.input_size, 4), batch=6, devices=4),
-     "batch (6) must be a multiple of devices (4)"),
+     "batch must be a multiple of devices=4 (each device takes an equal share of the streams), got 6"),
     (lambda: Trainer(TASK, Elman(TASK.input_size, 4), batch=8, devices=8),
      "devices must be at most the 4 cpu device(s) available, got 8; on CPU, set "
      "XLA_FLAGS=--xla_force_host_platform_device_count=N"),

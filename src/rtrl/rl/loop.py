@@ -96,7 +96,8 @@ def torso_cosine(a, b) -> jax.Array:
 class OnlineActorCritic:
     """The compiled pieces of a run: ``init(seed)``, ``advance(state, n)``, the environment and the agent."""
 
-    def __init__(self, assembly: RLAssembly):
+    def __init__(self, assembly: RLAssembly | RLConfig):
+        assembly = assemble(assembly) if isinstance(assembly, RLConfig) else assembly
         config = self.config = assembly.config
         self.env, self.agent = assembly.env, assembly.agent
         self.optimizer = make_optimizer(config.optimizer, config.lr, config.clip, config.kappa)
