@@ -23,7 +23,7 @@ def main(process: int, processes: int, port: int, out: str) -> None:
     jax.distributed.initialize(f"localhost:{port}", num_processes=processes, process_id=process)
     import numpy as np
 
-    from rtrl.training import checkpoint
+    from rtrl.run import checkpoint
     from rtrl.training.trainer import fit
     from test_devices import HALF, trainer
 

@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rtrl.training import checkpoint
-from rtrl.training.run import CHECKPOINT, METRICS, Run, read_metrics
+from rtrl.run import checkpoint
+from rtrl.run.folder import CHECKPOINT, METRICS, Run, read_metrics
 
 CONFIG = {
     "task": "copy",

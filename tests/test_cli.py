@@ -14,11 +14,12 @@ from rtrl.cells.base import Cell
 from rtrl.cli import COMMANDS, main
 from rtrl.cli.demo import CONFIG as DEMO
 from rtrl.methods import METHODS
-from rtrl.training import checkpoint
-from rtrl.training import config as configs
-from rtrl.training import run as runs
+from rtrl.run import checkpoint
+from rtrl.run import folder as runs
+from rtrl.run.folder import read_metrics
+from rtrl.training import assemble as assembly
+from rtrl.training.assemble import assemble
 from rtrl.training.config import RunConfig
-from rtrl.training.run import read_metrics
 from rtrl.training.tasks import TASKS
 
 # the configuration of tests/test_checkpoint.py, so that the compiled trainer is shared
@@ -143,14 +144,14 @@ def test_other_bad_input_is_one_line(tmp_path, capsys, argv, expected):
 
 
 def test_budgets_round_up_to_whole_updates():
-    config = RunConfig(update_every=3, steps=10, eval_every=4).resolved()
+    config = assemble(RunConfig(update_every=3, steps=10, eval_every=4)).config
     assert (config.steps, config.eval_every) == (12, 6)
-    config = RunConfig(method="bptt", task="copy", task_args={"max_length": 2}, steps=11).resolved()
+    config = assemble(RunConfig(method="bptt", task="copy", task_args={"max_length": 2}, steps=11)).config
     assert config.update_every == 5 and config.steps == 15  # bptt: windows of whole episodes
 
 
 def test_the_demo_is_exact_online_rtrl_of_the_element_wise_lstm():
-    _, cell, method = DEMO.parts()
+    _, cell, method = assemble(DEMO)[1:]
     assert method.online and method.exact and DEMO.update_every == 1 and cell.name == "ELSTM"
 
 
@@ -159,14 +160,14 @@ def test_subcommands_are_a_table():
 
 
 def test_a_diverging_run_stops_naming_the_step_and_keeps_the_last_good_checkpoint(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(configs, "make_optimizer", lambda name, lr, clip: poisoned_adam(at_update=6))
+    monkeypatch.setattr(assembly, "make_optimizer", lambda name, lr, clip: poisoned_adam(at_update=6))
     out = tmp_path / "run"
     code = main(rtrl("train", TINY, "--seed 1 --steps 12 --out", out))
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err
     assert "the training loss became nan at step 7" in err and "last good checkpoint (step 4)" in err
     assert [r["step"] for r in read_metrics(out)] == [0, 4]
-    template = jax.tree.map(jnp.zeros_like, runs.read_config(out).trainer().init())
+    template = jax.tree.map(jnp.zeros_like, assemble(runs.read_config(out)).trainer().init())
     state, meta = checkpoint.load(out / "checkpoint.npz", template)
     assert meta["step"] == 4 and int(state.step) == 4
     assert all(bool(jnp.isfinite(a).all()) for a in jax.tree.leaves(state.params))

@@ -10,10 +10,14 @@ import sys
 import jax
 import pytest
 
+from rtrl import devices
 from rtrl.cells import Elman
+from rtrl.cells import lookup as configs
 from rtrl.cli import main
-from rtrl.training import config as configs
-from rtrl.training.run import Run, read_config
+from rtrl.run.folder import Run, read_config
+from rtrl.run.training import TrainRun
+from rtrl.training.assemble import assemble, state_bytes
+from rtrl.training.config import RunConfig
 from test_reliability_cli import TINY_ARGS, copy_run, edit_config, nothing, refused, snapshot
 
 HERE = "test_cli_cells"
@@ -195,7 +199,7 @@ def test_what_a_run_folder_may_import_without_the_user(tmp_path, monkeypatch):
                  "equinox.nn:GRUCell"):
         assert configs.importable(path), path
     for path in ("os:system", "rtrl.cells:activation", "rtrl.cells.adapters:from_function", "flax.linen:jit",
-                 "equinox:filter_jit", "rtrl.cells:Nope", "rtrl.training.config:make_cell", f"{HERE}:tiny",
+                 "equinox:filter_jit", "rtrl.cells:Nope", "rtrl.cells.lookup:make_cell", f"{HERE}:tiny",
                  "rtrl.cellsX:Elman", "sneaky_cells:Elman"):
         assert not configs.importable(path), path
     assert "sneaky_cells" not in sys.modules and not marker.exists()
@@ -225,10 +229,10 @@ def test_an_old_config_json_of_a_registered_cell_still_reads(trained):
 def test_memory_is_checked_against_what_the_machine_has(monkeypatch):
     """The boundary, with the machine's memory given: exactly enough passes, one byte short is refused naming
     both figures. [``>`` in ``check_memory`` made ``>=``: the first call raises]"""
-    monkeypatch.setattr(configs, "available_memory", lambda devices=1: (1000, "available (test)"))
-    configs.check_memory(1000)
+    monkeypatch.setattr(devices, "available_memory", lambda devices=1: (1000, "available (test)"))
+    devices.check_memory(1000)
     with pytest.raises(ValueError, match=r"needs at least 1,001 bytes.*has 1,000 bytes available \(test\)"):
-        configs.check_memory(1001)
+        devices.check_memory(1001)
 
 
 def test_the_memory_estimate_is_a_lower_bound_of_the_trainers_state():
@@ -237,12 +241,12 @@ def test_the_memory_estimate_is_a_lower_bound_of_the_trainers_state():
     [traces counted once per stream twice: the first assertion fails; the batch left out: the second fails]"""
     import rtrl
 
-    config = configs.RunConfig(task="copy", task_args={"max_length": 2}, hidden=5, method="rtrl", batch=3,
-                               eval_size=4).resolved()
-    task, cell, method = config.parts()
-    state = config.trainer().init()
+    parts = assemble(RunConfig(task="copy", task_args={"max_length": 2}, hidden=5, method="rtrl", batch=3,
+                               eval_size=4))
+    config, task, cell, method = parts
+    state = parts.trainer().init()
     real = sum(a.nbytes for a in jax.tree.leaves(state))
-    estimate = configs.state_bytes(cell, method, config.batch, config.update_every)
+    estimate = state_bytes(cell, method, config.batch, config.update_every)
     assert estimate <= real
     traces = rtrl.inspect(cell).memory["rtrl"] * 8  # float64 under the tests
     assert estimate >= config.batch * traces
@@ -268,12 +272,12 @@ def test_running_out_of_memory_while_training_is_one_line_and_leaves_nothing(tmp
     clean-up: config.json, .lock and three folders are left]"""
     from jax.errors import JaxRuntimeError
 
-    monkeypatch.setattr(Run, "load", lambda self: (None, 0.0))  # no compilation: the failure comes at once
+    monkeypatch.setattr(TrainRun, "load", lambda self: (None, 0.0))  # no compilation: the failure comes at once
     for error in (MemoryError(), JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 2045 bytes.\nmore")):
         def fail(self, *args, error=error):
             raise error
 
-        monkeypatch.setattr(Run, "fit", fail)
+        monkeypatch.setattr(TrainRun, "fit", fail)
         out = tmp_path / "a" / "b" / "run"
         code = main(f"train {TINY_ARGS} --out {out}".split())
         err = capsys.readouterr().err

@@ -3,7 +3,7 @@
 import re
 
 from rtrl.cli import main
-from rtrl.training.run import read_metrics
+from rtrl.run.folder import read_metrics
 
 
 def test_the_demo_learns_and_its_gradient_equals_bptt(tmp_path, capsys):

@@ -22,12 +22,15 @@ from rtrl.benchmarks import devices as bench
 from rtrl.cells import ELSTM, Elman
 from rtrl.compare import relative_error
 from rtrl.devices import batch_axes, tracing
-from rtrl.rl.loop import RLConfig, runner, train
-from rtrl.training import checkpoint
+from rtrl.optim import make_optimizer
+from rtrl.rl.config import RLConfig
+from rtrl.rl.loop import runner, train
+from rtrl.run import checkpoint
+from rtrl.run.folder import read_config, read_metrics
+from rtrl.training.assemble import assemble
 from rtrl.training.config import RunConfig
-from rtrl.training.run import read_config, read_metrics
 from rtrl.training.tasks import Copy
-from rtrl.training.trainer import Trainer, make_optimizer
+from rtrl.training.trainer import Trainer
 
 TASK = Copy(max_length=2)  # episodes of 5 steps
 B, HALF, TOL = 8, 10, 1e-9
@@ -273,7 +276,7 @@ def test_batch_axes_are_found_from_the_shapes_wherever_they_lie():
 
 @pytest.mark.parametrize("make, message", [
     (lambda: Trainer(TASK, Elman(TASK.input_size, 4), batch=6, devices=4),
-     "batch (6) must be a multiple of devices (4)"),
+     "batch must be a multiple of devices=4 (each device takes an equal share of the streams), got 6"),
     (lambda: Trainer(TASK, Elman(TASK.input_size, 4), batch=8, devices=8),
      "devices must be at most the 4 cpu device(s) available, got 8; on CPU, set "
      "XLA_FLAGS=--xla_force_host_platform_device_count=N"),
@@ -291,7 +294,7 @@ def test_bad_device_counts_are_refused_saying_what_to_do(make, message):
 
 
 def test_a_run_folder_from_before_devices_existed_resumes_on_one_device():
-    written = RunConfig(batch=4).resolved().to_dict()
+    written = assemble(RunConfig(batch=4)).config.to_dict()
     del written["devices"]
     assert RunConfig.from_dict(written, complete=True).devices == 1
 

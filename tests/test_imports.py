@@ -72,7 +72,7 @@ def test_the_blocker_blocks_an_installed_package(package):
 
 
 @pytest.mark.parametrize("module", ["rtrl.benchmarks.suite", "rtrl.reports.fidelity", "rtrl.reports.results",
-                                    "rtrl.cli", "rtrl.rl.loop", "rtrl.training.run"])
+                                    "rtrl.cli", "rtrl.rl.loop", "rtrl.run"])
 def test_each_layer_imports_first_in_a_fresh_interpreter(module):
     """No circular import: each layer's entry module is importable on its own, before anything else."""
     done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)

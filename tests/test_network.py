@@ -138,8 +138,9 @@ def test_layer_local_needs_a_layered_cell():
 
 
 def test_the_trainer_takes_a_network():
+    from rtrl.optim import make_optimizer
     from rtrl.training.tasks import Copy
-    from rtrl.training.trainer import Trainer, make_optimizer
+    from rtrl.training.trainer import Trainer
 
     task = Copy(max_length=2)
     net = Network(layers=(LRU(4, 4), RTU(4, 4)), input_size=task.input_size)

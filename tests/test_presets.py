@@ -8,19 +8,19 @@ from rtrl.cells import LRU, Network
 from rtrl.cli import main
 from rtrl.methods import LayerLocal
 from rtrl.reports.results import with_section
+from rtrl.training.assemble import assemble
 from rtrl.training.config import RunConfig
 from rtrl.training.presets import EXPERIMENTS, PRESETS
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_preset_is_a_valid_run_configuration(name):
-    task, cell, method = RunConfig(**PRESETS[name].options).parts()
+    task, cell, method = assemble(RunConfig(**PRESETS[name].options))[1:]
     assert task.name == PRESETS[name].options["task"]
 
 
 def test_copy20_is_online_rtrl_on_patterns_of_up_to_20_bits():
-    config = RunConfig(**PRESETS["copy20"].options).resolved()
-    task, cell, method = config.parts()
+    config, task, cell, method = assemble(RunConfig(**PRESETS["copy20"].options))
     assert task.max_length == 20 and config.update_every == 1
     assert isinstance(cell, Network) and all(isinstance(layer, LRU) for layer in cell.layers)
     assert method == LayerLocal(inner="closed_form")
@@ -49,7 +49,7 @@ def test_every_row_of_the_results_tables_is_a_preset_and_the_table_names_it():
             name = experiment.preset_name(row)
             assert PRESETS[name].options == experiment.options(row)
     assert len(PRESETS) == sum(len(e.rows) for e in EXPERIMENTS)  # no two rows share a name
-    config = RunConfig(**PRESETS["recall50/lru_network-bptt-k10"].options).resolved()
+    config = assemble(RunConfig(**PRESETS["recall50/lru_network-bptt-k10"].options)).config
     assert config.update_every == 10 and config.task_args["delay"] == 50 and config.method == "bptt"
 
 

@@ -8,8 +8,9 @@ import pytest
 
 import rtrl
 from rtrl.compare import relative_error
+from rtrl.optim import make_optimizer
 from rtrl.training.tasks import Copy
-from rtrl.training.trainer import Trainer, fit, make_optimizer
+from rtrl.training.trainer import Trainer, fit
 
 CELL = rtrl.cells.ELSTM(3, 4)  # element-wise: every online method applies (closed_form, diagonal, ...)
 PARAMS = CELL.init(jax.random.PRNGKey(0))

@@ -17,7 +17,7 @@ import pytest
 
 from rtrl.cells import CELLS
 from rtrl.cli import main
-from rtrl.training.run import Run
+from rtrl.run.folder import Run
 
 TINY = {"task": "copy", "task_args": {"max_length": 2}, "cell": "elman", "hidden": 3, "method": "closed_form",
         "batch": 2, "lr": 0.05, "eval_every": 4, "eval_size": 8, "steps": 8}
@@ -129,7 +129,7 @@ def checkpoint_meta(**changes):
     def setup(tmp, trained):
         import numpy as np
 
-        from rtrl.training import checkpoint
+        from rtrl.run import checkpoint
 
         copy_run(tmp, trained)
         arrays, meta = checkpoint.read(tmp / "run" / "checkpoint.npz")
@@ -349,7 +349,7 @@ def test_a_missing_optional_package_is_one_line(tmp_path, capsys, monkeypatch):
 
 def test_a_write_that_fails_half_way_leaves_no_folder_behind(tmp_path, capsys, monkeypatch):
     """A read-only or full disk, injected (the tests run as root, for whom permissions do not apply)."""
-    import rtrl.training.run as runs
+    import rtrl.run.folder as runs
 
     def refuse(path, text):
         raise PermissionError(13, "Permission denied", str(path))

@@ -15,8 +15,8 @@ from oracle import EXACT_TOL
 from rtrl.online import zero_where
 from rtrl.rl import ActorCritic, EpisodeStats, Masked, RLConfig, TMaze, make, train
 from rtrl.rl.agent import heads, objectives
+from rtrl.rl.envs.tmaze import FORWARD, LEFT, RIGHT, TMazeState
 from rtrl.rl.loop import runner
-from rtrl.rl.tmaze import FORWARD, LEFT, RIGHT, TMazeState
 
 T, E = 14, 2
 

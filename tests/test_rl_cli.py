@@ -13,12 +13,14 @@ import pytest
 
 from rtrl.cells import GRU
 from rtrl.cli import main, parser
-from rtrl.cli.options import config_from_args, options_table
+from rtrl.rl.assemble import assemble as rl_assemble
+from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import ENVS
-from rtrl.rl.loop import RLConfig, train
+from rtrl.rl.loop import train
 from rtrl.rl.presets import PRESETS, ROWS, TABLES
-from rtrl.training import checkpoint
-from rtrl.training.run import CHECKPOINT, METRICS, read_config, read_metrics
+from rtrl.run import checkpoint
+from rtrl.run.folder import CHECKPOINT, METRICS, read_config, read_metrics
+from rtrl.run.options import config_from_args, options_table
 from test_reliability_cli import copy_run, edit_config, refused, remove
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -139,7 +141,8 @@ def test_options_are_the_fields_of_rlconfig_and_a_preset_gives_the_rest():
 
 def test_cell_takes_a_name_or_an_import_path_as_rtrl_train_does():
     config = RLConfig(env="tmaze", cell="rtrl.cells:GRU", hidden=3)
-    assert config.parts()[1].cell == RLConfig(env="tmaze", cell="gru", hidden=3).parts()[1].cell == GRU(3, 3)
+    gru = rl_assemble(RLConfig(env="tmaze", cell="gru", hidden=3)).agent.cell
+    assert rl_assemble(config).agent.cell == gru == GRU(3, 3)
     assert RLConfig.from_dict(json.loads(json.dumps(config.to_dict())), complete=True) == config
 
 

@@ -35,8 +35,9 @@ import numpy as np
 import pytest
 
 from rtrl.rl.agent import ActorCritic
+from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import Env, EpisodeStats
-from rtrl.rl.loop import OnlineActorCritic, RLConfig
+from rtrl.rl.loop import OnlineActorCritic
 
 E, STEPS, LENGTH = 2, 5, 3
 FIRST_EPISODE = (2, 4)  # steps left in each environment's first episode (later ones: LENGTH)
@@ -362,7 +363,7 @@ def test_the_shortest_tmaze_episode_allowed_still_reaches_its_reward():
     """``max_steps = length + 1``, the least ``TMaze`` accepts: two steps down the corridor, then the turn to the cue
     at the last step is rewarded (+1) and ends the episode. [the bound made ``length + 2``: refused here; made
     ``length``: the boundary row of tests/test_api_boundary.py accepts an episode that cannot reach the turn]"""
-    from rtrl.rl.tmaze import FORWARD, TMaze
+    from rtrl.rl.envs.tmaze import FORWARD, TMaze
 
     env = TMaze(length=2, max_steps=3)
     _, state = env.reset(jax.random.PRNGKey(0))

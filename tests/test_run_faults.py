@@ -25,10 +25,11 @@ import pytest
 from rtrl import files
 from rtrl.cli import main
 from rtrl.rl import RLConfig
-from rtrl.training import checkpoint
-from rtrl.training import run as runs
+from rtrl.run import checkpoint
+from rtrl.run import folder as runs
+from rtrl.run.folder import CHECKPOINT, METRICS, Run, RunError, read_metrics
+from rtrl.training.assemble import assemble
 from rtrl.training.config import RunConfig
-from rtrl.training.run import CHECKPOINT, METRICS, Run, RunError, read_metrics
 from rtrl.training.trainer import Diverged
 
 TINY = {"task": "copy", "task_args": {"max_length": 2}, "cell": "elman", "hidden": 3, "method": "closed_form",
@@ -42,7 +43,7 @@ class Killed(BaseException):
 @pytest.fixture(scope="module")
 def trainer():
     """One trainer for the module: every run here has the same configuration, so they share its compilations."""
-    return RunConfig.from_dict(TINY).trainer()
+    return assemble(RunConfig.from_dict(TINY)).trainer()
 
 
 @pytest.fixture(scope="module")

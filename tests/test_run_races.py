@@ -25,10 +25,11 @@ import numpy as np
 import pytest
 
 from rtrl.cli import main
-from rtrl.training import checkpoint
-from rtrl.training import run as runs
+from rtrl.run import checkpoint
+from rtrl.run import folder as runs
+from rtrl.run.folder import CHECKPOINT, CONFIG, LOCK, Run, RunError, read_metrics
+from rtrl.training.assemble import assemble
 from rtrl.training.config import RunConfig
-from rtrl.training.run import CHECKPOINT, CONFIG, LOCK, Run, RunError, read_metrics
 from rtrl.training.trainer import Diverged
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -44,7 +45,7 @@ class Killed(BaseException):
 
 @pytest.fixture(scope="module")
 def trainer():
-    return RunConfig.from_dict(TINY).trainer()
+    return assemble(RunConfig.from_dict(TINY)).trainer()
 
 
 def steps_of(path):
@@ -61,7 +62,7 @@ def another_process_wins_after_our_mkdir(monkeypatch, path, config, hold=True):
     def made_then_overtaken(folder):
         made = made_folders(folder)
         theirs.acquire()
-        (folder / CONFIG).write_text(json.dumps(RunConfig.from_dict(config).resolved().to_dict()))
+        (folder / CONFIG).write_text(json.dumps(assemble(RunConfig.from_dict(config)).config.to_dict()))
         if not hold:
             theirs.release()
         return made
@@ -181,7 +182,8 @@ def test_rl_dtype_float64_runs_in_float64(tmp_path, monkeypatch):
     """In a process without JAX's 64-bit mode (as the command starts), `--dtype float64` used to record float64
     and run in float32 [`RLRun.build` without enabling x64: the checkpoint's parameters are float32 and this
     fails]; the library refuses it rather than run in float32."""
-    from rtrl.rl.loop import OnlineActorCritic, RLConfig
+    from rtrl.rl.config import RLConfig
+    from rtrl.rl.loop import OnlineActorCritic
 
     config = RLConfig(env="tmaze", env_args={"length": 2}, hidden=3, envs=2, steps=4, record_every=4, dtype="float64")
     jax.config.update("jax_enable_x64", False)
@@ -252,7 +254,7 @@ def test_ctrl_c_at_start_up_while_compiling_and_while_training(tmp_path):
     assert "rtrl: interrupted" in err or "stopped at once" in err, err
     out, err = finished_with_130(training)
     assert "stopping after the current steps" in err and "continue from step" in out, (out, err)
-    trainer = RunConfig.from_dict(json.loads((tmp_path / "training" / CONFIG).read_text())).trainer()
+    trainer = assemble(RunConfig.from_dict(json.loads((tmp_path / "training" / CONFIG).read_text()))).trainer()
     for name in ("compiling", "training"):  # one trainer: both runs are one configuration
         resumes(tmp_path / name, trainer)
 

@@ -10,10 +10,11 @@ import pytest
 import rtrl
 from oracle import EXACT_TOL, random_problem, relative_error, squared_error
 from rtrl.cli import parser
-from rtrl.cli.options import config_from_args
 from rtrl.methods import METHODS, REGISTRY, Auto, ClosedForm, Diagonal, LayerLocal, resolve
 from rtrl.online import stored
 from rtrl.reports.fidelity import gradient_fidelity
+from rtrl.run.options import config_from_args
+from rtrl.training.assemble import assemble
 from rtrl.training.config import RunConfig
 
 # Measured (python: the fidelity problems of rtrl.reports.fidelity, 4 inputs, 16 neurons, T in 1, 10, 100, seeds
@@ -93,10 +94,10 @@ def test_bfloat16_gradients_stay_within_the_measured_cosine_of_bptt(cell, method
 def test_the_option_reaches_the_method_from_the_command_line_and_auto():
     args = parser().parse_args("train --cell elstm --method closed_form --trace-dtype bfloat16 --out x".split())
     config = config_from_args(args)
-    assert config.trace_dtype == "bfloat16" and config.parts()[2] == ClosedForm(trace_dtype="bfloat16")
+    assert config.trace_dtype == "bfloat16" and assemble(config).method == ClosedForm(trace_dtype="bfloat16")
     assert RunConfig.from_dict(config.to_dict()) == config
     method_arg = RunConfig(cell="elstm", method="diagonal", method_args={"trace_dtype": "float16"})
-    assert method_arg.parts()[2] == Diagonal(trace_dtype="float16")
+    assert assemble(method_arg).method == Diagonal(trace_dtype="float16")
     assert resolve(Auto(trace_dtype="bfloat16"), rtrl.cells.ELSTM(2, 3)) == ClosedForm(trace_dtype="bfloat16")
     assert ClosedForm(trace_dtype=jnp.bfloat16) == ClosedForm(trace_dtype="bfloat16")  # a dtype or its name
 
@@ -106,9 +107,9 @@ def test_the_option_reaches_the_method_from_the_command_line_and_auto():
     (lambda: Diagonal(trace_dtype="bf16"), "trace_dtype must be one of"),
     (lambda: Auto(trace_dtype=3), "trace_dtype must be one of"),
     (lambda: RunConfig(cell="elstm", method="closed_form", trace_dtype="float8"), "trace_dtype must be one of"),
-    (lambda: RunConfig(cell="elstm", method="bptt", trace_dtype="bfloat16"), "needs a trace method"),
-    (lambda: RunConfig(cell="elstm", method="closed_form", trace_dtype="bfloat16",
-                       method_args={"trace_dtype": "float16"}), "given twice"),
+    (lambda: assemble(RunConfig(cell="elstm", method="bptt", trace_dtype="bfloat16")), "needs a trace method"),
+    (lambda: assemble(RunConfig(cell="elstm", method="closed_form", trace_dtype="bfloat16",
+                                method_args={"trace_dtype": "float16"})), "given twice"),
 ])
 def test_bad_trace_dtypes_are_refused_with_a_clear_error(make, message):
     with pytest.raises(ValueError, match=message):
@@ -192,7 +193,7 @@ def test_every_method_refuses_a_trace_dtype_it_cannot_store(name):
         assert dataclasses.replace(REGISTRY[name](), trace_dtype=jnp.bfloat16).trace_dtype == "bfloat16"
     else:
         with pytest.raises(ValueError, match="trace_dtype needs a trace method"):
-            RunConfig(cell="elstm", method=name, trace_dtype="bfloat16").parts()
+            assemble(RunConfig(cell="elstm", method=name, trace_dtype="bfloat16"))
 
 
 def test_layer_local_refuses_a_trace_dtype_on_its_inner_method():

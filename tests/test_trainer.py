@@ -11,9 +11,11 @@ import rtrl
 from poison import poisoned_adam
 from rtrl.cells import Elman
 from rtrl.compare import relative_error
+from rtrl.driver import Diverged
+from rtrl.optim import make_optimizer
 from rtrl.training.model import readout
 from rtrl.training.tasks import Copy, stream_chunk
-from rtrl.training.trainer import Diverged, Trainer, chunk_size, fit, make_optimizer
+from rtrl.training.trainer import Trainer, chunk_size, fit
 
 TASK = Copy(max_length=2)  # episodes of 5 steps
 CELL = Elman(TASK.input_size, 3)

@@ -11,12 +11,30 @@ import numpy as np
 MAX_COUNT = 2**31 - 1  # sizes and counts are 32-bit integers in JAX (without x64)
 
 
+def positive_int_expected(value: Any) -> str | None:
+    """The one positive-integer rule: ``None`` for an int from 1 to ``MAX_COUNT`` (a bool is not one), else what
+    was expected (every check of a size or count, in the library, a configuration or an argument, says this)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return "a positive integer"
+    if value > MAX_COUNT:
+        return f"at most {MAX_COUNT:,} (2**31 - 1)"
+    return None
+
+
 def check_positive_int(name: str, value: Any) -> None:
     """``ValueError`` naming ``name`` unless ``value`` is an int from 1 to ``MAX_COUNT`` (a bool is not)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if value > MAX_COUNT:
-        raise ValueError(f"{name} must be at most {MAX_COUNT:,} (2**31 - 1), got {value:,}")
+    expected = positive_int_expected(value)
+    if expected:
+        got = f"{value:,}" if expected.startswith("at most") else repr(value)
+        raise ValueError(f"{name} must be {expected}, got {got}")
+
+
+def check_shares(count: int, devices: int, name: str = "batch", share: str = "streams") -> None:
+    """The one rule of splitting: ``ValueError`` unless ``devices`` divides ``count`` (``name``: the batch or the
+    environments), as each device takes an equal share of the ``share``."""
+    if count % devices:
+        raise ValueError(f"{name} must be a multiple of devices={devices} (each device takes an equal share of the "
+                         f"{share}), got {count}")
 
 
 def default_dtype(dtype=None) -> jnp.dtype:

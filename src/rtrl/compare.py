@@ -24,3 +24,9 @@ def cosine(grads, reference) -> float:
     g = jnp.concatenate([a.ravel() for a in jax.tree.leaves(grads)])
     r = jnp.concatenate([a.ravel() for a in jax.tree.leaves(reference)])
     return float(g @ r / nonzero(jnp.linalg.norm(g) * jnp.linalg.norm(r)))
+
+
+def squared_error(h, y):
+    """The summed squared error of an output ``h`` against a target ``y``: the per-step loss of the fidelity report
+    and the benchmarks' random problems."""
+    return jnp.sum((h - y) ** 2)

@@ -15,6 +15,8 @@ one-device run is exactly the code and the cost it always was.
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -22,20 +24,18 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from rtrl.checks import check_positive_int
+from rtrl.checks import check_positive_int, check_shares
 
 AXIS = "batch"
 MORE_CPU_DEVICES = "XLA_FLAGS=--xla_force_host_platform_device_count=N"
 
 
-def mesh(devices: int, batch: int, batch_name: str = "batch") -> Mesh | None:
+def mesh(devices: int, batch: int, batch_name: str = "batch", share: str = "streams") -> Mesh | None:
     """The 1-D mesh over the first ``devices`` devices (``None`` for one device); ``ValueError`` when ``devices``
     is not a positive integer, exceeds the devices available, or does not divide ``batch`` (named
     ``batch_name``)."""
     check_positive_int("devices", devices)
-    if batch % devices:
-        raise ValueError(f"{batch_name} ({batch}) must be a multiple of devices ({devices}): each device takes "
-                         f"an equal share of the {batch_name}")
+    check_shares(batch, devices, batch_name, share)
     available = jax.devices()
     if devices > len(available):
         raise ValueError(
@@ -78,3 +78,38 @@ def tracing(mesh: Mesh | None):
     """The context to trace a step in: ``mesh`` made current (``jax.set_mesh``), so that code choosing between
     forms (``rtrl.online.contract_summed``) knows the batch is split; nothing for one device."""
     return contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh)
+
+
+# -- what a run needs and what the machine has -------------------------------------------------------------------
+def floats_of(make: Callable) -> int:
+    """Floats in the arrays ``make()`` returns, worked out on shapes alone."""
+    return sum(math.prod(a.shape) for a in jax.tree.leaves(jax.eval_shape(make)))
+
+
+def available_memory(devices: int = 1) -> tuple[int, str]:
+    """Bytes free for a run on ``devices`` devices, and where the figure comes from: the accelerators' own
+    memory, else the host's (``MemAvailable`` in ``/proc/meminfo``, or ``os.sysconf``)."""
+    device = jax.devices()[0]
+    stats = device.memory_stats() if device.platform != "cpu" else None
+    if stats and "bytes_limit" in stats:
+        free = stats["bytes_limit"] - stats.get("bytes_in_use", 0)
+        return free * devices, f"free on {devices} {device.platform} device{'s' * (devices > 1)}"
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        with open("/proc/meminfo") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        return int(fields["MemAvailable"].split()[0]) * 1024, "available (MemAvailable in /proc/meminfo)"
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "available (free physical memory)"
+
+
+def gib(n: int) -> str:
+    """Bytes for a person: GiB, MiB or bytes."""
+    return f"{n / 2**30:,.1f} GiB" if n >= 2**27 else f"{n / 2**20:,.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
+
+
+def check_memory(needed: int, devices: int = 1, smaller: str = "--hidden, --batch or --eval-size") -> None:
+    """A ``ValueError`` saying how much is needed and how much there is, when ``needed`` bytes do not fit."""
+    free, where = available_memory(devices)
+    if needed > free:
+        raise ValueError(f"the run needs at least {gib(needed)} of memory (its parameters with their optimiser state, "
+                         f"and what every stream keeps) and this machine has {gib(free)} {where}; "
+                         f"choose a smaller {smaller}")

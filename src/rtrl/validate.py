@@ -15,6 +15,7 @@ would then change dtype (which no ``lax.scan`` accepts).
 
 from __future__ import annotations
 
+import abc
 import difflib
 import functools
 import operator
@@ -52,14 +53,26 @@ def closest(name: str, names) -> str:
     return f"; did you mean {found[0]!r}?" if found else ""
 
 
+def applies(method, cell) -> bool:
+    """Whether ``method`` applies to ``cell`` (its ``check`` passes)."""
+    try:
+        method.check(cell)
+    except ValueError:
+        return False
+    return True
+
+
+class CellInterface(abc.ABC):  # noqa: B024 (no abstract method: a class to register, not to subclass)
+    """What ``check_cell`` accepts: ``rtrl.cells.Cell`` registers itself here (``CellInterface.register``), so this
+    layer checks a cell without importing the cells above it."""
+
+
 def check_cell(cell) -> None:
     """``cell`` must be a cell object (an instance of ``rtrl.cells.Cell``), not a name or a class."""
-    from rtrl.cells.base import Cell  # the cells import this module
-
-    if isinstance(cell, Cell):
+    if isinstance(cell, CellInterface):
         return
     hint = ""
-    if isinstance(cell, type) and issubclass(cell, Cell):
+    if isinstance(cell, type) and issubclass(cell, CellInterface):
         hint = f": make one with its sizes, e.g. {cell.__name__}(input_size, hidden_size)"
     raise TypeError(f"cell must be a cell object such as rtrl.cells.Elman(...), got {what(cell)}{hint}")
 

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 
 import rtrl
 from rtrl.benchmarks.timing import forward_fn, gradient_fn, interleaved_seconds, random_problem
-from rtrl.cli.argtypes import size3
+from rtrl.run.argtypes import size3
 
 
 def elstm_step(p, c, x):

@@ -20,8 +20,9 @@ import jax
 
 from rtrl.cells import LRU, RTU, Network
 from rtrl.methods import LayerLocal
+from rtrl.optim import make_optimizer
 from rtrl.training.tasks import MNIST1D, Copy, Recall
-from rtrl.training.trainer import Trainer, fit, make_optimizer
+from rtrl.training.trainer import Trainer, fit
 
 CELLS = {"lru": LRU, "rtu": RTU}
 

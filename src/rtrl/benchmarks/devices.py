@@ -24,9 +24,10 @@ import jax
 from jax.flatten_util import ravel_pytree
 
 from rtrl.benchmarks.timing import interleaved_seconds
-from rtrl.cli.argtypes import positive_int
 from rtrl.compare import relative_error
 from rtrl.devices import MORE_CPU_DEVICES
+from rtrl.run.argtypes import positive_int
+from rtrl.training.assemble import assemble
 from rtrl.training.config import RunConfig
 
 FORCE = "--xla_force_host_platform_device_count"
@@ -40,7 +41,7 @@ def measure(counts, cell: str = "elstm", method: str = "closed_form", hidden: in
                        update_every=1)
     calls, params = {}, {}
     for n in counts:
-        trainer = config.replace(devices=n).trainer()
+        trainer = assemble(config.replace(devices=n)).trainer()
         state = trainer.init()
         calls[n] = (trainer.train, (state, steps))
         params[n] = ravel_pytree(trainer.train(state, steps)[0].params)[0]  # one vector: no leaf is all zeros

@@ -25,9 +25,9 @@ import jax.numpy as jnp
 import rtrl
 from rtrl.benchmarks.timing import per_step_seconds, random_problem
 from rtrl.cells.base import glorot
-from rtrl.cli.argtypes import size3
 from rtrl.methods import resolve
-from rtrl.reports.fidelity import applies
+from rtrl.run.argtypes import size3
+from rtrl.validate import applies
 
 
 def tanh_step(p, c, x):

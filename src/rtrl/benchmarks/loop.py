@@ -22,7 +22,7 @@ from jax import lax
 
 import rtrl
 from rtrl.benchmarks.timing import random_problem, squared_error
-from rtrl.cli.argtypes import positive_int, size3
+from rtrl.run.argtypes import positive_int, size3
 
 VARIANTS = ("plain", "donated", "scan")
 

@@ -25,8 +25,8 @@ from rtrl import sequence_grad
 from rtrl.benchmarks import elementwise
 from rtrl.benchmarks.streams import exact_method
 from rtrl.benchmarks.timing import gradient_fn, interleaved_seconds, random_problem, squared_error
-from rtrl.cli.argtypes import positive_int, size3
 from rtrl.compare import cosine, relative_error
+from rtrl.run.argtypes import positive_int, size3
 
 DTYPES = ("bfloat16", "float16")
 FIDELITY = {"D": 4, "N": 16, "B": 2}

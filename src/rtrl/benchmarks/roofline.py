@@ -25,7 +25,7 @@ from jax import lax
 import rtrl
 from rtrl.benchmarks.sequence import problem
 from rtrl.benchmarks.timing import forward_fn, gradient_fn, interleaved_seconds, median_seconds, squared_error
-from rtrl.cli.argtypes import size3
+from rtrl.run.argtypes import size3
 
 
 def bandwidth_bytes_per_second(nbytes: int = 256 * 2**20, updates: int = 16) -> float:

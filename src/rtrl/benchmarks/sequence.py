@@ -19,7 +19,7 @@ import jax
 
 import rtrl
 from rtrl.benchmarks.timing import gradient_fn, interleaved_seconds, random_problem
-from rtrl.cli.argtypes import size3
+from rtrl.run.argtypes import size3
 
 METHODS = ("closed_form", "diagonal", "bptt")
 

@@ -26,7 +26,7 @@ from rtrl.benchmarks.elementwise import CELLS
 from rtrl.benchmarks.roofline import trace_bytes
 from rtrl.benchmarks.scaling import fitted_exponent
 from rtrl.benchmarks.timing import forward_fn, gradient_fn, interleaved_seconds, random_problem
-from rtrl.cli.argtypes import positive_int, size3
+from rtrl.run.argtypes import positive_int, size3
 
 CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 TRACE_DTYPES = ("float32", "bfloat16")

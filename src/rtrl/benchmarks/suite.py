@@ -32,10 +32,10 @@ from pathlib import Path
 import jax
 
 from rtrl.benchmarks import deep, devices, elementwise, loop, precision, roofline, scaling, sequence, streams
-from rtrl.cli.argtypes import path
 from rtrl.files import atomic_write_text
-from rtrl.reports.plot import pyplot, save_figure
-from rtrl.training.run import CONFIG
+from rtrl.run.argtypes import path
+from rtrl.run.folder import CONFIG
+from rtrl.run.plot import pyplot, save_figure
 
 FULL = {"per_step_sizes": [(64, 256, 32), (32, 64, 8)], "per_step_T": 100, "rtrl_max_hidden": 64,
         "sequence_size": (32, 64, 8), "lengths": [100, 1000, 10000], "scaling_sizes": [8, 16, 32, 64],

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from jax import lax
 
 import rtrl
+from rtrl.compare import squared_error
 
 
 def interleaved_seconds(calls: dict[str, tuple[Callable, tuple]], repeats: int = 7,
@@ -48,10 +49,6 @@ def random_problem(cell, T: int, B: int, seed: int = 0):
     xs = jax.random.normal(k_x, (T, B, cell.input_size), jnp.float32)
     ys = jax.random.normal(k_y, (T, B, cell.hidden_size), jnp.float32)
     return params, xs, ys
-
-
-def squared_error(h, y):
-    return jnp.sum((h - y) ** 2)
 
 
 def forward_fn(cell) -> Callable:

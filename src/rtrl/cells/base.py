@@ -32,7 +32,7 @@ import jax.numpy as jnp
 
 from rtrl.checks import check_positive_int, default_dtype
 from rtrl.frozen import Frozen
-from rtrl.validate import as_batch_shape, check_key
+from rtrl.validate import CellInterface, as_batch_shape, check_key
 
 Params = dict[str, jax.Array]
 Carry = Any  # a pytree whose leaves are (*batch, k) arrays
@@ -115,6 +115,9 @@ class Cell(Frozen):
                 raise ValueError(
                     f"params[{name!r}] of {self.name} must have shape {shape}, got {jnp.shape(params[name])}"
                 )
+
+
+CellInterface.register(Cell)  # what rtrl.validate.check_cell accepts
 
 
 def checking_first_argument(method: Callable, check: Callable) -> Callable:

@@ -34,6 +34,8 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import Carry, Cell, Params, init_params
+from rtrl.cells.lru import LRU
+from rtrl.cells.rtu import RTU
 from rtrl.checks import check_positive_int, default_dtype
 
 NORMS = ("layer", "rms", "none")
@@ -169,3 +171,13 @@ class Network(Cell):
         for i, g in enumerate(grads):
             out[block_name(i)]["cell"] = g
         return out
+
+
+def lru_network(input_size: int, hidden_size: int, depth: int = 2, cell: str = "lru", r_min: float = 0.9,
+                r_max: float = 0.999, norm: str = "layer") -> Network:
+    """``depth`` residual blocks of LRU (or RTU) cells of width ``hidden_size``, with poles on the ring
+    ``r_min .. r_max`` (long memory from the start), reading inputs of ``input_size``: the deep network of the
+    results' presets (``--cell rtrl.cells.network:lru_network``)."""
+    cls = {"lru": LRU, "rtu": RTU}[cell]
+    return Network(layers=tuple(cls(hidden_size, hidden_size, r_min=r_min, r_max=r_max) for _ in range(depth)),
+                   input_size=input_size, norm=norm)

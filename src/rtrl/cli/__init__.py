@@ -23,16 +23,15 @@ from rtrl.cli.browse import add_inspect_arguments, add_plot_arguments, cmd_inspe
 from rtrl.cli.demo import add_demo_arguments, cmd_demo
 from rtrl.cli.rl import add_rl_arguments, cmd_rl
 from rtrl.cli.train import add_resume_arguments, add_train_arguments, cmd_resume, cmd_train, one_line, out_of_memory
-from rtrl.cli.usage import Parser, UsageError
 from rtrl.reports import fidelity
-from rtrl.training.checkpoint import CheckpointError
-from rtrl.training.run import RunError
+from rtrl.run.checkpoint import CheckpointError
+from rtrl.run.folder import RunError
+from rtrl.run.usage import Parser, UsageError
 from rtrl.training.tasks.base import MissingPackage
 
 
 def bench_suite():
-    """``rtrl.benchmarks.suite``, imported when ``rtrl bench`` is used: its sections import this package's argument
-    types, so importing it here at the top would make ``from rtrl.benchmarks import suite`` circular."""
+    """``rtrl.benchmarks.suite``, imported when ``rtrl bench`` is used (it loads every benchmark section)."""
     from rtrl.benchmarks import suite
 
     return suite

@@ -11,9 +11,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from rtrl.cli import argtypes
-from rtrl.cli.usage import UsageError
-from rtrl.training.run import Run, read_metrics
+from rtrl.run import argtypes
+from rtrl.run.folder import Run, read_metrics
+from rtrl.run.usage import UsageError
 
 
 def add_plot_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,7 +23,7 @@ def add_plot_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_plot(args) -> int:
-    from rtrl.reports.plot import check_plot_out, plot_curves
+    from rtrl.run.plot import check_plot_out, plot_curves
 
     out = Path(args.out)
     if not out.parent.is_dir():
@@ -97,7 +97,7 @@ def cmd_list(args) -> int:
 
 
 def add_inspect_arguments(p: argparse.ArgumentParser) -> None:
-    from rtrl.cli.argtypes import positive_int
+    from rtrl.run.argtypes import positive_int
 
     p.add_argument("--cell", required=True, help="a cell from `rtrl list`, or an import path, e.g. flax.linen:GRUCell")
     p.add_argument("--cell-arg", action="append", metavar="KEY=VALUE", help="a cell option (repeatable)")
@@ -107,8 +107,8 @@ def add_inspect_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_inspect(args) -> int:
     import rtrl
-    from rtrl.cli.options import parse_options
-    from rtrl.training.config import make_cell
+    from rtrl.cells.lookup import make_cell
+    from rtrl.run.options import parse_options
 
     try:
         cell = make_cell(args.cell, parse_options(args.cell_arg, "--cell-arg"), args.input, args.hidden)

@@ -16,13 +16,13 @@ import jax
 import jax.numpy as jnp
 
 import rtrl
-from rtrl.cli.argtypes import path, positive_int
 from rtrl.cli.train import train_run
-from rtrl.training import checkpoint
+from rtrl.run import checkpoint
+from rtrl.run.argtypes import path, positive_int
+from rtrl.run.folder import CHECKPOINT, Run
+from rtrl.run.folder import CONFIG as CONFIG_FILE
 from rtrl.training.config import RunConfig
 from rtrl.training.model import readout
-from rtrl.training.run import CHECKPOINT, Run
-from rtrl.training.run import CONFIG as CONFIG_FILE
 
 CONFIG = RunConfig(task="copy", task_args={"max_length": 6}, cell="elstm", hidden=64, method="closed_form",
                    update_every=1, batch=16, lr=1e-2, steps=30000, eval_every=1000)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 
-from rtrl.cli.options import add_config_arguments, config_from_args
 from rtrl.cli.train import add_run_arguments, start
-from rtrl.rl.loop import RLConfig
+from rtrl.rl.assemble import assemble
+from rtrl.rl.config import RLConfig
 from rtrl.rl.presets import PRESETS
+from rtrl.run.options import add_config_arguments, assembled, config_from_args
 
 
 def add_rl_arguments(p: argparse.ArgumentParser) -> None:
@@ -17,4 +18,4 @@ def add_rl_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_rl(args) -> int:
-    return start(args, config_from_args(args, RLConfig, PRESETS))
+    return start(args, assembled(assemble, config_from_args(args, RLConfig, PRESETS)))

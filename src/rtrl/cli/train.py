@@ -8,12 +8,14 @@ import contextlib
 import sys
 from pathlib import Path
 
-from rtrl.cli.argtypes import import_path, path, positive_int
-from rtrl.cli.options import add_config_arguments, config_from_args
-from rtrl.cli.usage import UsageError
-from rtrl.training.config import Options, allowed_imports, check_memory
-from rtrl.training.run import CONFIG, FILES, Run, remove_folders
-from rtrl.training.trainer import Diverged
+from rtrl.cells.lookup import allowed_imports
+from rtrl.devices import check_memory
+from rtrl.driver import Diverged
+from rtrl.run.argtypes import import_path, path, positive_int
+from rtrl.run.folder import CONFIG, FILES, Run, remove_folders
+from rtrl.run.options import add_config_arguments, assembled, config_from_args
+from rtrl.run.usage import UsageError
+from rtrl.training.assemble import assemble
 
 
 class OutOfMemory(Exception):
@@ -32,10 +34,12 @@ def one_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
-def fits(config: Options) -> None:
-    """A ``UsageError`` before anything is written when the run cannot fit in this machine's memory."""
+def fits(assembly) -> None:
+    """A ``UsageError`` before anything is written when the run of ``assembly`` cannot fit in this machine's
+    memory."""
+    config = assembly.config
     try:
-        check_memory(config.memory_needed(), config.devices, config.size_options)
+        check_memory(assembly.memory_needed(), config.devices, config.size_options)
     except ValueError as e:
         raise UsageError(str(e)) from None
 
@@ -109,13 +113,15 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     add_run_arguments(p)
 
 
-def start(args, config: Options) -> int:
-    """``rtrl train`` and ``rtrl rl``: check that the run fits, create its folder and train; a run that runs out
-    of memory before its first checkpoint past step 0 is removed again, folders and all (nothing half-made)."""
-    fits(config)
+def start(args, assembly) -> int:
+    """``rtrl train`` and ``rtrl rl``: check that the run of ``assembly`` (its parts, built once) fits, create its
+    folder and train; a run that runs out of memory before its first checkpoint past step 0 is removed again,
+    folders and all (nothing half-made)."""
+    fits(assembly)
     out = Path(args.out)
     fresh = not (out / CONFIG).exists()
-    run = Run.create(out, config, overwrite=args.overwrite)  # may read back the cell this command line names
+    # may read back the cell this command line names
+    run = Run.create(out, assembly.config, overwrite=args.overwrite, assembly=assembly)
     try:
         return train_run(run, args.quiet)
     except OutOfMemory as e:
@@ -136,7 +142,7 @@ def discard(run: Run) -> None:
 
 
 def cmd_train(args) -> int:
-    return start(args, config_from_args(args))
+    return start(args, assembled(assemble, config_from_args(args)))
 
 
 def add_resume_arguments(p: argparse.ArgumentParser) -> None:
@@ -153,7 +159,7 @@ def add_resume_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_resume(args) -> int:
     with allowed_imports(args.allow_import):
         run = Run.open(args.run, steps=args.steps, devices=args.devices)
-        fits(run.config)
+        fits(run.assembly)
         try:
             return train_run(run, args.quiet)
         except OutOfMemory as e:

@@ -26,12 +26,12 @@ import jax
 import jax.numpy as jnp
 
 import rtrl
-from rtrl.benchmarks.timing import squared_error
 from rtrl.cells import CELLS, LRU, RTU, Elman, Network, Stack
-from rtrl.compare import cosine, relative_error
+from rtrl.compare import cosine, relative_error, squared_error
 from rtrl.files import atomic_write_text
 from rtrl.methods import REGISTRY, Method, resolve
-from rtrl.reports.plot import pyplot, save_figure
+from rtrl.run.plot import pyplot, save_figure
+from rtrl.validate import applies
 
 METHODS = ("rtrl", "snap1", "snap2", "eprop", "uoro", "tbptt", "layer_local")
 LENGTHS = (1, 10, 100)
@@ -71,14 +71,6 @@ def cell_label(cell) -> str:
 def method_label(method: Method) -> str:
     """The registry name for a method with default options, its repr otherwise."""
     return method.name if method == resolve(method.name) else repr(method)
-
-
-def applies(method: Method, cell) -> bool:
-    try:
-        method.check(cell)
-    except ValueError:
-        return False
-    return True
 
 
 def gradient_fidelity(cell, method, T: int, seed: int, batch: int = BATCH) -> tuple[float, float]:
@@ -236,7 +228,7 @@ def page_path(path: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from rtrl.cli.argtypes import path, positive_int  # here: rtrl.cli imports this module to list its commands
+    from rtrl.run.argtypes import path, positive_int
 
     parser.add_argument("--out", required=True, type=path, help="folder for fidelity.csv, fidelity.json, fidelity.png")
     parser.add_argument("--lengths", type=positive_int, nargs="+", default=list(LENGTHS), help="sequence lengths T")

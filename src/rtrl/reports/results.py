@@ -18,12 +18,12 @@ import argparse
 import time
 from pathlib import Path
 
+from rtrl.driver import Diverged
 from rtrl.files import atomic_write_text
-from rtrl.reports.plot import Curve, plot_curves
+from rtrl.run.folder import Run, read_metrics
+from rtrl.run.plot import Curve, plot_curves
 from rtrl.training.presets import EXPERIMENTS, Experiment, Row
-from rtrl.training.run import Run, read_metrics
 from rtrl.training.tasks.base import MissingPackage
-from rtrl.training.trainer import Diverged
 
 
 def run_row(experiment: Experiment, row: Row, root: Path) -> dict:

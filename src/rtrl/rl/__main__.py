@@ -8,10 +8,12 @@ import argparse
 import json
 import sys
 
-from rtrl.cli.options import add_config_arguments, config_from_args
-from rtrl.cli.usage import UsageError
-from rtrl.rl.loop import RLConfig, train
+from rtrl.rl.assemble import assemble
+from rtrl.rl.config import RLConfig
+from rtrl.rl.loop import train
 from rtrl.rl.presets import PRESETS
+from rtrl.run.options import add_config_arguments, assembled, config_from_args
+from rtrl.run.usage import UsageError
 
 
 def main(argv=None) -> None:
@@ -19,11 +21,11 @@ def main(argv=None) -> None:
     add_config_arguments(parser, RLConfig, PRESETS)
     args = parser.parse_args(argv)
     try:
-        config = config_from_args(args, RLConfig, PRESETS)
+        assembly = assembled(assemble, config_from_args(args, RLConfig, PRESETS))
     except UsageError as e:
         parser.error(str(e))
-    print(json.dumps({"config": config.to_dict()}), flush=True)
-    train(config, on_record=lambda record, _: print(json.dumps(record), flush=True))
+    print(json.dumps({"config": assembly.config.to_dict()}), flush=True)
+    train(assembly, on_record=lambda record, _: print(json.dumps(record), flush=True))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -41,124 +40,15 @@ import jax.numpy as jnp
 import optax
 from jax import lax
 
-from rtrl.cells import Cell
 from rtrl.devices import batch_axes, mesh, shardings, tracing
-from rtrl.methods import REGISTRY, Method
-from rtrl.rl.agent import ActorCritic
-from rtrl.rl.envs import ENVS, Env, make
+from rtrl.driver import drive, finite_or_diverged
+from rtrl.optim import make_optimizer
+from rtrl.rl.assemble import RLAssembly, assemble
+from rtrl.rl.config import RLConfig
 from rtrl.rl.normalize import Running, normalized, running_init, running_update, running_var
-from rtrl.rl.obgd import obgd
-from rtrl.training.config import (
-    Options,
-    cell_name,
-    flag,
-    floats_of,
-    make_cell,
-    non_negative_float,
-    non_negative_int,
-    one_of,
-    option,
-    optional,
-    pairs,
-    positive_float,
-    positive_int,
-    unit_interval,
-)
-from rtrl.training.config import seed as a_seed
-from rtrl.training.trainer import finite_or_diverged
 from rtrl.validate import what
 
-OPTIMIZERS = ("obgd", "adam", "sgd")
 CHUNK = 500  # steps per jitted call at most (a progress-bar tick; the parameters are checked after each)
-
-
-def cell_or_name(value):
-    """An rtrl cell object (from Python), or what ``rtrl train --cell`` takes: a registered name or an import path."""
-    return value if isinstance(value, Cell) else cell_name(value)
-
-
-def method_or_name(value):
-    """A method object, or a name from ``rtrl.METHODS`` (``tbptt``: the rolling window of ``truncation`` steps)."""
-    return value if isinstance(value, Method) else one_of(REGISTRY)(value)
-
-
-class RLConfig(Options):
-    """Everything that defines a run (the run folder's ``config.json``; ``rtrl rl``'s options). Construction checks
-    every field, builds the environment and the agent, so an unknown environment option or a method that does not
-    apply is a ``ValueError`` here."""
-
-    command = "rtrl rl"
-    size_options = "--hidden, --envs or --truncation"
-    env: str = option("tmaze", "an environment from `rtrl list`", one_of(ENVS), "NAME")
-    env_args: tuple = option((), "an environment option, e.g. memory_length=20 (repeatable)", pairs, "KEY=VALUE")
-    cell: Any = option("elman", "a cell from `rtrl list`, or the import path of any other, e.g. flax.linen:GRUCell "
-                       "(sized by the observation and --hidden)", cell_or_name, "NAME")
-    cell_args: tuple = option((), "a cell option, e.g. activation=relu (repeatable)", pairs, "KEY=VALUE")
-    hidden: int = option(32, "hidden size of the recurrent torso", positive_int, "N")
-    method: Any = option("rtrl", "a trace method from `rtrl list`, or tbptt (a rolling window of --truncation steps)",
-                         method_or_name, "NAME")
-    truncation: int = option(8, "tbptt's window", positive_int, "K")
-    envs: int = option(16, "environments stepped in parallel", positive_int, "E")
-    steps: int = option(100_000, "environment steps per environment", positive_int, "S")
-    gamma: float = option(0.99, "discount", unit_interval, "G")
-    lam: float = option(0.8, "lambda of the parameter-space eligibility traces (0: one-step actor-critic)",
-                        unit_interval, "L")
-    entropy: float = option(0.01, "weight of the policy's entropy", non_negative_float, "C")
-    value_coef: float = option(1.0, "weight of the value's gradient in the traces", non_negative_float, "C")
-    # measured (docs/rl.md): obgd at lr 1, kappa 2 was slower on masked CartPole and did not learn MemoryChain(20)
-    optimizer: str = option("adam", "adam, sgd or obgd (Elsayed et al.'s overshooting-bounded step)",
-                            one_of(OPTIMIZERS), "NAME")
-    lr: float = option(1e-3, "learning rate", positive_float, "LR")
-    kappa: float = option(2.0, "obgd's bound", positive_float, "K")
-    clip: float | None = option(1.0, "adam / sgd: clip the update's global norm to this (`--no-clip`: do not)",
-                                optional(positive_float), "C")
-    normalize_obs: bool = option(True, "normalise observations by running mean and variance", flag)
-    scale_rewards: bool = option(True, "scale rewards by the running deviation of the discounted return", flag)
-    update_every: int = option(1, "an update every k steps (the ascents of k steps summed)", positive_int, "K")
-    record_every: int = option(1000, "steps between metrics records (and checkpoints)", positive_int, "R")
-    fidelity_every: int = option(0, "every M steps, the cosine of the online gradients with BPTT's (0: off)",
-                                 non_negative_int, "M")
-    seed: int = option(0, "seed of the parameters, the environments and the actions", a_seed, "SEED")
-    dtype: str = option("float32", "float32 or float64", one_of(("float32", "float64")), "DTYPE")
-    devices: int = option(1, "devices to split the environments over (--envs a multiple of it; docs/devices.md)",
-                          positive_int, "N")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.envs % self.devices:
-            raise ValueError(f"envs must be a multiple of devices={self.devices} (each device takes an equal share "
-                             f"of the environments), got {self.envs}")
-        self.parts()
-
-    def memory_needed(self) -> int:
-        """A lower bound of the bytes the run holds at once (``check_memory``): the parameters three times, and per
-        environment the torso's online state (traces, or tbptt's window), the eligibility traces, one per
-        parameter, and the inputs that the fidelity check keeps."""
-        env, agent = self.parts()
-        itemsize = jnp.dtype(self.dtype).itemsize
-        params = floats_of(lambda: agent.init(jax.random.PRNGKey(0)))
-        memory = floats_of(lambda: agent.learner.init(agent.cell.init(jax.random.PRNGKey(0))))
-        history = env.max_steps * env.obs_size if self.fidelity_every else 0
-        return itemsize * (3 * params + self.envs * (params + memory + history))
-
-    def parts(self) -> tuple[Env, ActorCritic]:
-        """``(environment, agent)``; ``ValueError`` naming an option the environment or the cell does not have, a
-        cell that does not read the observation, or a method that does not apply."""
-        env = make(self.env, **dict(self.env_args))
-        cell = self.cell
-        if isinstance(cell, str):
-            cell = make_cell(cell, dict(self.cell_args), env.obs_size, self.hidden)
-        elif self.cell_args:
-            raise ValueError("cell_args apply to a cell given by name; this one is an object")
-        if cell.input_size != env.obs_size:
-            raise ValueError(f"cell input_size must be the observation size {env.obs_size} of {env.name}, got "
-                             f"{cell.input_size}")
-        return env, ActorCritic(cell, env.num_actions, self.method, self.truncation)
-
-    def label(self) -> str:
-        method = getattr(self.method, "name", self.method)
-        return f"{getattr(self.cell, 'name', self.cell)} {method}" + (f" K={self.truncation}" if method == "tbptt"
-                                                                     else "")
 
 
 class Pending(NamedTuple):
@@ -203,26 +93,20 @@ def torso_cosine(a, b) -> jax.Array:
     return a @ b / jnp.maximum(jnp.linalg.norm(a) * jnp.linalg.norm(b), jnp.finfo(a.dtype).tiny)
 
 
-def make_optimizer(config: RLConfig) -> optax.GradientTransformationExtraArgs:
-    if config.optimizer == "obgd":
-        return obgd(config.lr, config.kappa)
-    clipping = optax.clip_by_global_norm(config.clip) if config.clip is not None else optax.identity()
-    return optax.chain(clipping, {"adam": optax.adam, "sgd": optax.sgd}[config.optimizer](config.lr))
-
-
 class OnlineActorCritic:
     """The compiled pieces of a run: ``init(seed)``, ``advance(state, n)``, the environment and the agent."""
 
-    def __init__(self, config: RLConfig):
-        self.config = config
-        self.env, self.agent = config.parts()
-        self.optimizer = make_optimizer(config)
+    def __init__(self, assembly: RLAssembly | RLConfig):
+        assembly = assemble(assembly) if isinstance(assembly, RLConfig) else assembly
+        config = self.config = assembly.config
+        self.env, self.agent = assembly.env, assembly.agent
+        self.optimizer = make_optimizer(config.optimizer, config.lr, config.clip, config.kappa)
         if config.dtype == "float64" and not jax.config.jax_enable_x64:  # JAX would silently run in float32
             raise ValueError("dtype float64 needs JAX's 64-bit mode: jax.config.update('jax_enable_x64', True) "
                              "before anything else (rtrl rl does it)")
         self.dtype = jnp.dtype(config.dtype)
         self.history = self.env.max_steps if config.fidelity_every else 0
-        self.mesh = mesh(config.devices, config.envs, "envs")
+        self.mesh = mesh(config.devices, config.envs, "envs", "environments")
         self._compiled = jax.jit(self._advance, static_argnums=1)
 
     def advance(self, state: RLState, n: int):
@@ -345,45 +229,47 @@ def cleared(state: RLState) -> RLState:
     return state._replace(tally=jax.tree.map(jnp.zeros_like, state.tally))
 
 
-@functools.cache
-def _runner(config: RLConfig) -> OnlineActorCritic:
-    return OnlineActorCritic(config)
+_RUNNERS: dict[RLConfig, OnlineActorCritic] = {}
 
 
-def runner(config: RLConfig) -> OnlineActorCritic:
-    """The compiled pieces of ``config``, shared by every config that differs only in the run's length or seed (so
-    ``train`` called again, to resume, with more steps or another seed, compiles nothing new)."""
-    return _runner(dataclasses.replace(config, steps=1, record_every=1, seed=0))
+def runner(assembly: RLAssembly | RLConfig) -> OnlineActorCritic:
+    """The compiled pieces of a run (``assembly``, or a configuration, then assembled), shared by every run that
+    differs only in its length or seed (so ``train`` called again, to resume, with more steps or another seed,
+    compiles nothing new)."""
+    key = dataclasses.replace(getattr(assembly, "config", assembly), steps=1, record_every=1, seed=0)
+    if key not in _RUNNERS:
+        _RUNNERS[key] = OnlineActorCritic(assembly if isinstance(assembly, RLAssembly) else assemble(assembly))
+    return _RUNNERS[key]
 
 
-def train(config: RLConfig, state: RLState | None = None,
+def train(config: RLConfig | RLAssembly, state: RLState | None = None,
           on_record: Callable[[dict, RLState], None] | None = None,
           on_chunk: Callable[[RLState, int], None] | None = None, wall_s: float = 0.0) -> tuple[RLState, list[dict]]:
-    """Run ``config`` up to ``config.steps`` steps per environment (from ``state``, or from the start), one record at
-    every multiple of ``record_every`` and at the end; ``on_record(record, state)`` after each (a checkpoint there
-    resumes the run exactly), ``on_chunk(state, n)`` after every ``n`` steps done (one jitted call). ``wall_s``: the
-    time already spent (a resumed run). Stops with ``rtrl.training.trainer.Diverged`` if a parameter stops being
-    finite (``on_record`` has seen nothing past the previous record)."""
-    if not isinstance(config, RLConfig):
+    """Run ``config`` (or its assembly) up to ``config.steps`` steps per environment (from ``state``, or from the
+    start), one record at every multiple of ``record_every`` and at the end (``rtrl.driver.drive``);
+    ``on_record(record, state)`` after each (a checkpoint there resumes the run exactly), ``on_chunk(state, n)``
+    after every ``n`` steps done (one jitted call). ``wall_s``: the time already spent (a resumed run). Stops with
+    ``rtrl.driver.Diverged`` if a parameter stops being finite (``on_record`` has seen nothing past the previous
+    record)."""
+    if not isinstance(config, (RLConfig, RLAssembly)):
         raise TypeError(f"config must be an RLConfig, e.g. rl.train(rl.RLConfig(env='tmaze')), got {what(config)}")
     run = runner(config)
+    config = getattr(config, "config", config)
     state = run.init(config.seed) if state is None else state
-    records, start = [], time.perf_counter() - wall_s
-    step = int(state.step)
-    while step < config.steps:
-        boundary = min((step // config.record_every + 1) * config.record_every, config.steps)
-        while step < boundary:
-            n = min(CHUNK, boundary - step)
-            state = run.advance(state, n)
-            step += n
-            finite_or_diverged(step, state.params)
-            if on_chunk is not None:
-                on_chunk(state, n)
-        rec = {**record(state), "wall_s": round(time.perf_counter() - start, 3)}
-        state = cleared(state)
+    records = []
+
+    def advance(state, step, n):
+        state = run.advance(state, n)
+        finite_or_diverged(step + n, state.params)
+        return state
+
+    def on(state, rec):
         records.append(rec)
         if on_record is not None:
             on_record(rec, state)
+
+    state = drive(state, config.steps, config.record_every, CHUNK, advance,
+                  lambda state, step: (record(state), cleared(state)), None, on, on_chunk, wall_s)
     return state, records
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from rtrl.training.presets import Preset
+from rtrl.config import Preset
 
 FIDELITY_EVERY = 250
 METHODS = ("rtrl", "tbptt", "snap1", "eprop", "uoro")

@@ -15,7 +15,8 @@ import os
 import statistics
 
 from rtrl.files import atomic_write_text
-from rtrl.rl.loop import RLConfig, mean_return, train
+from rtrl.rl.config import RLConfig
+from rtrl.rl.loop import mean_return, train
 from rtrl.rl.presets import PRESETS, ROWS, TABLES
 
 

@@ -6,30 +6,16 @@ is rerun alone with ``rtrl train --preset NAME --out DIR``, and the table and th
 update interval). A row is named ``EXPERIMENT/CELL-METHOD-kK`` unless it has a short name of its own (``copy20``,
 ``copy5``). ``rtrl list`` shows them all.
 
-Deep networks are named by an import path to a factory here (``lru_network``), since a ``Network``'s layers are
-not one registered cell.
+Deep networks are named by the import path of a factory (``rtrl.cells.network.lru_network``), since a
+``Network``'s layers are not one registered cell.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
 
-from rtrl.cells import LRU, RTU, Network
-
-
-class Preset(NamedTuple):
-    summary: str
-    options: dict
-
-
-def lru_network(input_size: int, hidden_size: int, depth: int = 2, cell: str = "lru", r_min: float = 0.9,
-                r_max: float = 0.999, norm: str = "layer") -> Network:
-    """``depth`` residual blocks of LRU (or RTU) cells of width ``hidden_size``, with poles on the ring
-    ``r_min .. r_max`` (long memory from the start), reading inputs of ``input_size``."""
-    cls = {"lru": LRU, "rtu": RTU}[cell]
-    return Network(layers=tuple(cls(hidden_size, hidden_size, r_min=r_min, r_max=r_max) for _ in range(depth)),
-                   input_size=input_size, norm=norm)
+from rtrl.cells.network import lru_network  # noqa: F401  (run folders written before it moved name it here)
+from rtrl.config import Preset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,7 +73,7 @@ EPISODE_UPDATES = "exact RTRL updating once per episode: full BPTT's gradient, c
 def per_episode(length: int) -> tuple[Row, ...]:
     """Elman updated once per episode of ``length`` steps: by full BPTT, and by exact RTRL (the same gradient)."""
     return Row("elman", "bptt", None, FULL_BPTT), Row("elman", "closed_form", length, EPISODE_UPDATES)
-NETWORK = "rtrl.training.presets:lru_network"
+NETWORK = "rtrl.cells.network:lru_network"
 LAYER_LOCAL = (("inner", "closed_form"),)
 # One value per step: a normalisation after the rank-one encoder would keep little more than its sign.
 NO_NORM = (("norm", "none"),)

@@ -29,8 +29,6 @@ another order.
 from __future__ import annotations
 
 import functools
-import math
-import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -40,10 +38,13 @@ import numpy as np
 import optax
 from jax import lax
 
-from rtrl.checks import check_positive_int, first_non_finite
+from rtrl.checks import check_positive_int
+from rtrl.config import checked, flag, random_seed, step_count
 from rtrl.devices import batch_axes, mesh, shardings, split, tracing
+from rtrl.driver import Diverged, drive, finite_or_diverged
 from rtrl.methods import Method, resolve
 from rtrl.online import online, steps_per_body
+from rtrl.optim import make_optimizer
 from rtrl.training.model import ReadoutModel, with_reset_flag
 from rtrl.training.tasks import Task, stream_chunk
 from rtrl.training.windows import SequenceWindow, TraceWindow
@@ -60,28 +61,6 @@ class TrainState(NamedTuple):
     key: jax.Array  # the data key: episode e of stream b is drawn from fold_in(fold_in(key, b), e)
     loss_sum: jax.Array  # weighted training loss since the last evaluation ...
     weight_sum: jax.Array  # ... and its total weight
-
-
-class Diverged(RuntimeError):
-    """A quantity (the training loss, a held-out metric, the parameters) became NaN or infinite; ``step`` is the
-    first step where it did."""
-
-    def __init__(self, step: int, value: float, quantity: str = "the training loss"):
-        super().__init__(f"{quantity} became {value} at step {step}")
-        self.step, self.quantity = step, quantity
-
-
-def make_optimizer(name: str = "adam", lr: float = 1e-3, clip: float | None = 1.0) -> optax.GradientTransformation:
-    """``adam`` or ``sgd`` at learning rate ``lr``, after clipping the global gradient norm to ``clip`` (if any)."""
-    optimizers = {"adam": optax.adam, "sgd": optax.sgd}
-    if name not in optimizers:
-        raise ValueError(f"optimizer must be one of {sorted(optimizers)}, got {name!r}")
-    if not 0 < lr < math.inf:
-        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
-    if clip is not None and not 0 < clip < math.inf:
-        raise ValueError(f"clip must be a positive finite number (or None for no clipping), got {clip!r}")
-    clipping = optax.clip_by_global_norm(clip) if clip is not None else optax.identity()
-    return optax.chain(clipping, optimizers[name](lr))
 
 
 class Trainer:
@@ -107,16 +86,14 @@ class Trainer:
         seed: int = 0,
         devices: int = 1,
     ):
-        from rtrl.training import config  # its checks (it imports this module)
-
         if not isinstance(task, Task):
             raise TypeError(f"task must be a task object such as rtrl.training.tasks.Copy(), got {what(task)}")
         check_cell(cell)
         check_positive_int("batch", batch)
         check_positive_int("update_every", update_every)
         check_positive_int("eval_size", eval_size)
-        config.checked("seed", config.seed, seed)
-        config.checked("stagger", config.flag, stagger)
+        checked("seed", random_seed, seed)
+        checked("stagger", flag, stagger)
         if optimizer is not None and not all(callable(getattr(optimizer, f, None)) for f in ("init", "update")):
             raise TypeError(f"optimizer must be an optax optimizer such as make_optimizer('adam', lr=1e-3) (or None "
                             f"for that default), got {what(optimizer)}")
@@ -229,9 +206,7 @@ class Trainer:
 
     def train(self, state: TrainState, n_steps: int) -> tuple[TrainState, jax.Array]:
         """Advance ``n_steps`` (a multiple of ``update_every``); also the per-step weighted loss sums."""
-        from rtrl.training import config  # its checks (it imports this module)
-
-        config.checked("n_steps", config.step_count, n_steps)
+        checked("n_steps", step_count, n_steps)
         if n_steps % self.update_every:
             raise ValueError(f"n_steps must be a multiple of update_every={self.update_every}, got {n_steps}")
         with tracing(self.mesh):
@@ -269,19 +244,12 @@ def evaluation(trainer: Trainer, state: TrainState) -> dict[str, float]:
     return {("eval_loss" if name == "loss" else name): v for name, v in trainer.evaluate(state.params).items()}
 
 
-def checked(step: int, record: dict) -> dict:
+def checked_record(step: int, record: dict) -> dict:
     """``record``, unless one of its numbers is not finite: then ``Diverged`` naming the first such quantity."""
     for name, value in record.items():
         if isinstance(value, float) and not np.isfinite(value):
             raise Diverged(step, value, "the held-out " + name if name != "loss" else "the training loss")
     return record
-
-
-def finite_or_diverged(step: int, params) -> None:
-    """``Diverged`` at ``step`` naming the first non-finite value among the parameters, if there is one."""
-    bad = first_non_finite(("a parameter", a) for a in jax.tree.leaves(params))
-    if bad:
-        raise Diverged(step, bad[1], bad[0])
 
 
 def fit(
@@ -306,29 +274,24 @@ def fit(
         check_positive_int(name, value)
         if value % k:
             raise ValueError(f"{name} must be a multiple of update_every={k}, got {value}")
-    chunk = chunk_size(eval_every, k)
-    step = int(state.step)
-    start = time.perf_counter() - wall_s
-    if step == 0 and on_eval is not None:  # where learning starts from
-        on_eval(state, checked(0, {"step": 0, "loss": None, **evaluation(trainer, state), "wall_s": 0.0}))
-    while step < steps:
-        boundary = min((step // eval_every + 1) * eval_every, steps)
-        while step < boundary:
-            n = min(chunk, boundary - step)
-            state, losses = trainer.train(state, n)
-            losses = np.asarray(losses)
-            bad = np.flatnonzero(~np.isfinite(losses))
-            if bad.size:
-                raise Diverged(step + int(bad[0]) + 1, float(losses[bad[0]]))
-            step += n
-            if on_chunk is not None:
-                on_chunk(state, n)
+
+    def advance(state, step, n):
+        state, losses = trainer.train(state, n)
+        losses = np.asarray(losses)
+        bad = np.flatnonzero(~np.isfinite(losses))
+        if bad.size:
+            raise Diverged(step + int(bad[0]) + 1, float(losses[bad[0]]))
+        return state
+
+    def record(state, step):
         finite_or_diverged(step, state.params)
         weight = float(state.weight_sum)
-        record = {"step": step, "loss": float(state.loss_sum) / weight if weight > 0 else None}
-        record.update(evaluation(trainer, state))
-        record["wall_s"] = round(time.perf_counter() - start, 3)
-        state = trainer.reset_interval(state)
-        if on_eval is not None:
-            on_eval(state, checked(step, record))
-    return state
+        rec = {"step": step, "loss": float(state.loss_sum) / weight if weight > 0 else None}
+        rec.update(evaluation(trainer, state))
+        return checked_record(step, rec), trainer.reset_interval(state)
+
+    def first(state):
+        return checked_record(0, {"step": 0, "loss": None, **evaluation(trainer, state)})
+
+    return drive(state, steps, eval_every, chunk_size(eval_every, k), advance, record, first, on_eval, on_chunk,
+                 wall_s)

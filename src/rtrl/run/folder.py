@@ -1,12 +1,14 @@
 """A run folder: one training run that can be started, stopped, resumed and compared.
 
-Two kinds share it: a training run of ``rtrl train`` (``Run``: a model trained online on a task) and an online
-reinforcement-learning run of ``rtrl rl`` (``RLRun``: ``rtrl.rl``'s actor-critic); ``Run.open`` picks the kind
-from ``config.json``. Files in ``runs/NAME/``:
+Every kind of run shares it: a training run of ``rtrl train`` (``rtrl.run.training.TrainRun``: a model trained
+online on a task) and an online reinforcement-learning run of ``rtrl rl`` (``rtrl.run.rl.RLRun``: ``rtrl.rl``'s
+actor-critic). Each kind registers itself in ``KINDS`` (its configuration class, how it assembles and advances);
+``Run.create`` and ``Run.open`` pick the kind from the configuration, and ``kind_of_data`` infers it from
+``config.json``'s options (once, here). Files in ``runs/NAME/``:
 
 * ``config.json``: the run's configuration, complete and resolved: a ``RunConfig`` (task, cell, method and their
-  options, sizes, optimiser, budget, seed; ``RunConfig.trainer()`` turns it back into a ``Trainer``) or, where it
-  names an ``env``, an ``rtrl.rl.RLConfig``;
+  options, sizes, optimiser, budget, seed; ``rtrl.training.assemble`` turns it back into its parts) or an
+  ``rtrl.rl.RLConfig``;
 * ``metrics.jsonl``: one strict-JSON object per evaluation (never ``NaN``): ``step``, ``loss`` (training loss since
   the previous evaluation, ``null`` at step 0), ``metric`` (the task's held-out headline metric), ``eval_loss``,
   any other metric of the task, and ``wall_s`` (seconds of training so far, across resumptions). An RL run's
@@ -33,24 +35,22 @@ never silently restarted; nothing is deleted or rewritten unless ``overwrite`` i
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
 from pathlib import Path
 
 import filelock
-import jax
 
 from rtrl import devices, interrupts
+from rtrl.cells.lookup import allowed_imports
 from rtrl.checks import first_non_finite
+from rtrl.config import Config
+from rtrl.driver import Diverged
 from rtrl.files import atomic_write_text
-from rtrl.reports.plot import Curve, plot_curves
-from rtrl.rl.loop import RLConfig
-from rtrl.rl.loop import runner as rl_runner
-from rtrl.rl.loop import train as rl_train
-from rtrl.training import checkpoint
-from rtrl.training.config import Options, RunConfig, allowed_imports
-from rtrl.training.trainer import Diverged, fit
+from rtrl.run import checkpoint
+from rtrl.run.plot import Curve, plot_curves
 
 CONFIG, METRICS, CHECKPOINT, CURVE, LOCK = "config.json", "metrics.jsonl", "checkpoint.npz", "curve.png", ".lock"
 FILES = (CONFIG, METRICS, CHECKPOINT, CURVE)
@@ -88,16 +88,37 @@ def parse_json(text: str):
                          "JSON does not allow") from None
 
 
-def config_class(data) -> type[Options]:
-    """What ``config.json`` holds: an ``RLConfig`` where it names an ``env`` (``rtrl rl``), else a ``RunConfig``."""
-    return RLConfig if isinstance(data, dict) and "env" in data else RunConfig
+KINDS: dict[str, type[Run]] = {}  # name -> the kind's run class (``register``), in the order registered
+
+
+def register(kind: type[Run]) -> type[Run]:
+    """Add a kind of run (a subclass of ``Run`` naming its ``name``, ``config_class`` and ``assemble``)."""
+    KINDS[kind.name] = kind
+    return kind
+
+
+def kind_of(config: Config) -> type[Run]:
+    """The kind of run whose configuration class ``config`` is."""
+    for kind in KINDS.values():
+        if type(config) is kind.config_class:
+            return kind
+    names = ", ".join(k.config_class.__name__ for k in KINDS.values())
+    raise TypeError(f"config must be the configuration of a kind of run ({names}), got {type(config).__name__}")
+
+
+def kind_of_data(data) -> type[Run]:
+    """The kind of run that JSON-like ``data`` (a ``config.json``) configures: the kind with the fewest options
+    that it lacks, the first registered on a tie (a file without a kind of its own says what it is by its
+    options)."""
+    keys = set(data) if isinstance(data, dict) else set()
+    return min(KINDS.values(), key=lambda kind: len(keys - {f.name for f in dataclasses.fields(kind.config_class)}))
 
 
 def fmt(value) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-def read_config(path: str | os.PathLike) -> Options:
+def read_config(path: str | os.PathLike) -> Config:
     """The configuration of the run in ``path`` (either kind); ``RunError`` naming the file if it is missing or
     damaged."""
     file = Path(path) / CONFIG
@@ -108,7 +129,7 @@ def read_config(path: str | os.PathLike) -> Options:
     except (ValueError, UnicodeDecodeError) as e:
         raise RunError(f"{file} is not valid JSON ({e})") from None
     try:
-        return config_class(data).from_dict(data, where=str(file), complete=True, trusted=False)
+        return kind_of_data(data).config_class.from_dict(data, where=str(file), complete=True, trusted=False)
     except ValueError as e:
         raise RunError(str(e)) from None
 
@@ -139,15 +160,15 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
     return records
 
 
-def check_devices(config: Options) -> None:
+def check_devices(kind: type[Run], config: Config) -> None:
     """``RunError`` unless this machine has the devices ``config`` splits its streams (or environments) over."""
     try:
-        devices.mesh(config.devices, config.batch if isinstance(config, RunConfig) else config.envs)
+        devices.mesh(config.devices, getattr(config, kind.streams))
     except ValueError as e:
         raise RunError(f"{e} (or run it on fewer: --devices)") from None
 
 
-def write_config(path: Path, config: Options) -> None:
+def write_config(path: Path, config: Config) -> None:
     try:
         text = json.dumps(config.to_dict(), indent=2, allow_nan=False)
     except TypeError as e:  # a cell or method given as an object (from Python), not by name
@@ -192,7 +213,7 @@ def is_writers(name: str) -> bool:
     return name == LOCK or (name.startswith(".") and name.endswith(".tmp"))
 
 
-def check_target(path: Path, config: Options, overwrite: bool) -> None:
+def check_target(path: Path, config: Config, overwrite: bool) -> None:
     """``RunError`` unless ``path`` can hold the run of ``config``: missing, empty, or holding the same run (budget
     aside), or anything there with ``overwrite``."""
     if path.exists() and not path.is_dir():
@@ -231,14 +252,24 @@ def checked_meta(file: Path, state, meta: dict) -> dict:
 
 
 class Run:
-    """A run folder and its configuration: ``Run.create(path, config)`` or ``Run.open(path)``, then ``train()``.
-    The trainer is built on first use. This class is the training run's kind (``RunConfig``); ``create`` and
-    ``open`` return the kind the configuration asks for (``RLRun`` for an ``RLConfig``)."""
+    """A run folder and its configuration: ``Run.create(path, config)`` or ``Run.open(path)``, then ``train()``;
+    both return the kind of run the configuration asks for (a subclass registered in ``KINDS``). The parts are
+    assembled once (``assembly``, e.g. by the command line before anything is written); the compiled pieces
+    (``trainer``) are built on first use.
 
-    def __init__(self, path: str | os.PathLike, config: Options, trainer=None):
+    A kind names ``name``, ``config_class``, ``assemble`` (config -> its parts, ``.config`` the resolved
+    configuration) and ``streams`` (the option the devices split), and says how it ``build``s, starts (``fresh``)
+    and advances (``fit``), and how its records read."""
+
+    name: str
+    config_class: type[Config]
+    streams: str
+
+    def __init__(self, path: str | os.PathLike, assembly, trainer=None):
         self.path = Path(path)
-        self.config = config
-        self._trainer = trainer  # None: built from config on first use
+        self.assembly = assembly
+        self.config = assembly.config
+        self._trainer = trainer  # None: built from the assembly on first use
         self.lock = filelock.FileLock(str(self.path / LOCK), timeout=0)
         self.made: list[Path] = []  # the folders ``create`` made (only these may be removed again)
 
@@ -249,44 +280,40 @@ class Run:
         return self._trainer
 
     # -- what differs between the kinds ---------------------------------------------------------------
+    @staticmethod
+    def assemble(config: Config):
+        """The parts of ``config`` (``ValueError`` naming an option)."""
+        raise NotImplementedError
+
     def build(self):
-        """The compiled pieces of the run (here a ``Trainer``)."""
-        return self.config.trainer()
+        """The compiled pieces of the run."""
+        raise NotImplementedError
 
     def fresh(self):
         """The state at step 0 (the template a checkpoint is loaded into)."""
-        return self.trainer.init()
+        raise NotImplementedError
 
     def fit(self, state, wall_s: float, on_record, on_chunk):
         """Continue ``state`` to ``config.steps``, ``on_record(state, record)`` after each record."""
-        return fit(self.trainer, state, self.config.steps, self.config.eval_every, on_eval=on_record,
-                   on_chunk=on_chunk, wall_s=wall_s)
+        raise NotImplementedError
 
     def curve(self, label: str | None = None) -> Curve:
-        task = self.config.parts()[0]
-        return Curve(label or self.config.label(), read_metrics(self.path), task.metric_name, task.chance)
+        raise NotImplementedError
 
     def title(self) -> str:
-        config = self.config
-        return f"{self.trainer.task.name}: {config.label()}, hidden {config.hidden}, batch {config.batch}"
+        raise NotImplementedError
 
     def describe(self) -> str:
         """One line: what the run trains."""
-        config, task = self.config, self.trainer.task
-        return (f"{task.name} ({task.metric_name}, chance {task.chance:.3g}) | {config.cell} hidden {config.hidden} "
-                f"| {config.method}, update every {config.update_every} | batch {config.batch}, {config.steps} steps")
+        raise NotImplementedError
 
     def status(self, record: dict) -> str:
         """A record in a few words (the progress bar's)."""
-        return f"loss {fmt(record['loss'])} {self.trainer.task.metric_name} {fmt(record['metric'])}"
+        raise NotImplementedError
 
     def summary(self) -> str:
         """Where the run started and where it stands."""
-        records, task = read_metrics(self.path), self.trainer.task
-        first, last = records[0], records[-1]
-        extra = ", ".join(f"{k} {fmt(v)}" for k, v in last.items() if k not in ("step", "loss", "metric", "wall_s"))
-        return (f"{task.metric_name}: {fmt(first['metric'])} at step {first['step']} -> {fmt(last['metric'])} at "
-                f"step {last['step']} (chance {task.chance:.3g}; {extra}) in {last['wall_s']:.1f} s")
+        raise NotImplementedError
 
     @contextlib.contextmanager
     def locked(self):
@@ -304,17 +331,23 @@ class Run:
             ) from None
 
     @classmethod
-    def create(cls, path: str | os.PathLike, config: Options | dict, overwrite: bool = False, trainer=None) -> Run:
+    def create(cls, path: str | os.PathLike, config: Config | dict, overwrite: bool = False, trainer=None,
+               assembly=None) -> Run:
         """A new run in ``path``; if it already holds the same run (budget aside), that run, to be continued.
         A different run there is an error unless ``overwrite``, which removes the run's files first. Nothing is
-        created when the configuration is invalid or ``path`` cannot hold a run. ``trainer``: one already built
-        from the same configuration, to reuse its compiled functions."""
-        config = (config if isinstance(config, Options) else config_class(config).from_dict(config)).resolved()
-        check_devices(config)
+        created when the configuration is invalid or ``path`` cannot hold a run. ``assembly``: ``config``'s parts,
+        already assembled (else they are here); ``trainer``: one already built from the same configuration, to
+        reuse its compiled functions."""
+        if not isinstance(config, Config):
+            config = kind_of_data(config).config_class.from_dict(config)
+        kind = kind_of(config)
+        assembly = assembly if assembly is not None else kind.assemble(config)
+        config = assembly.config
+        check_devices(kind, config)
         path = Path(path)
         check_target(path, config, overwrite)  # before anything is made; again below, under the lock
         made = made_folders(path)
-        run = KINDS[type(config)](path, config, trainer)
+        run = kind(path, assembly, trainer)
         with run.locked():  # another process holding it: refused, and nothing of its removed
             try:
                 check_target(path, config, overwrite)  # what is there now (another writer may have come first)
@@ -333,14 +366,17 @@ class Run:
         """An existing run, with its step budget changed to ``steps`` and its device count to ``devices`` if given
         (``trainer`` as in ``create``); the checkpoint of a run on any number of devices resumes on any other."""
         config = read_config(path)
-        run = KINDS[type(config)](path, config, trainer)
+        kind = kind_of(config)
         changes = {name: value for name, value in (("steps", steps), ("devices", devices)) if value is not None}
-        if changes:
-            try:
-                run.config = config.replace(**changes).resolved()
-            except ValueError as e:
-                raise RunError(str(e)) from None
-        check_devices(run.config)
+        try:
+            config = config.replace(**changes)
+        except ValueError as e:
+            raise RunError(str(e)) from None
+        try:
+            run = kind(path, kind.assemble(config), trainer)
+        except ValueError as e:  # what the file names cannot be built (an option a task does not have, ...)
+            raise RunError(f"{Path(path) / CONFIG}: {e}") from None
+        check_devices(kind, run.config)
         if steps is not None:
             run.check_budget(steps)
         return run
@@ -452,46 +488,5 @@ class Run:
         return checkpoint.read_meta(file)["step"] if file.is_file() else None
 
 
-class RLRun(Run):
-    """The run folder of ``rtrl rl``: an online actor-critic (``rtrl.rl.train``), a record every ``record_every``
-    steps (none at step 0: no episode has ended there)."""
-
-    def build(self):
-        if self.config.dtype == "float64":  # a run folder is its process's whole work: JAX's 64-bit mode, first
-            jax.config.update("jax_enable_x64", True)
-        return rl_runner(self.config)
-
-    def fresh(self):
-        return self.trainer.init(self.config.seed)
-
-    def fit(self, state, wall_s: float, on_record, on_chunk):
-        return rl_train(self.config, state, lambda record, state: on_record(state, record), on_chunk, wall_s)[0]
-
-    def curve(self, label: str | None = None) -> Curve:
-        return Curve(label or self.config.label(), read_metrics(self.path), "mean return", None, key="return")
-
-    def title(self) -> str:
-        env = self.config.env + "".join(f" {k}={v}" for k, v in self.config.env_args)
-        return f"{env}: {self.config.label()}, hidden {self.config.hidden}, {self.config.envs} environments"
-
-    def describe(self) -> str:
-        config = self.config
-        return (f"{self.trainer.env.name} | {config.label()} hidden {config.hidden}, update every "
-                f"{config.update_every} | {config.envs} environments, {config.steps} steps each")
-
-    def status(self, record: dict) -> str:
-        cosines = "".join(f" {k} {fmt(record[k])}" for k in ("cos_value", "cos_policy") if k in record)
-        return f"return {fmt(record['return'])} ({record['episodes']} episodes){cosines}"
-
-    def summary(self) -> str:
-        records = read_metrics(self.path)
-        first, last = records[0], records[-1]
-        extra = ", ".join(f"{k} {fmt(v)}" for k, v in last.items() if k not in ("step", "return", "wall_s"))
-        return (f"mean return {fmt(first['return'])} at step {first['step']} -> {fmt(last['return'])} at step "
-                f"{last['step']} ({extra}) in {last['wall_s']:.1f} s")
-
-
-KINDS: dict[type[Options], type[Run]] = {RunConfig: Run, RLConfig: RLRun}
-
-__all__ = ["CHECKPOINT", "CONFIG", "CURVE", "METRICS", "Diverged", "RLRun", "Run", "RunConfig", "RunError",
-           "read_config", "read_metrics"]
+__all__ = ["CHECKPOINT", "CONFIG", "CURVE", "KINDS", "METRICS", "Diverged", "Run", "RunError", "kind_of",
+           "kind_of_data", "read_config", "read_metrics", "register"]

@@ -1,4 +1,5 @@
-"""Environments as pure functions, in the style of gymnax, and the registry ``make(name, **options)``.
+"""Environments as pure functions, in the style of gymnax: the base class and the wrappers (``Masked``,
+``EpisodeStats``); each environment has a module of its own, and ``rtrl.rl.envs.registry`` names them.
 
 An environment is a frozen dataclass of its options (``rtrl.frozen.Frozen``) with::
 
@@ -13,7 +14,6 @@ they wrap in the field ``env``.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, NamedTuple
 
 import jax
@@ -132,51 +132,3 @@ class EpisodeStats(Env):
                            jnp.where(done, episode_return, state.last_return),
                            jnp.where(done, length, state.last_length))
         return obs, stats, reward, done
-
-
-def option_fields(cls) -> list[str]:
-    return [f.name for f in dataclasses.fields(cls)]
-
-
-def built(cls, name: str, options: dict):
-    """``cls(**options)``, with a ``ValueError`` naming an option ``cls`` does not have."""
-    unknown = sorted(set(options) - set(option_fields(cls)))
-    if unknown:
-        raise ValueError(f"environment {name!r} has no option {unknown[0]!r}; its options are {option_fields(cls)}")
-    return cls(**options)
-
-
-def _tmaze(**options):
-    """Built here (rtrl.rl.TMaze): a cue at the start, the matching turn at the end of a corridor (length, max_steps)"""
-    from rtrl.rl.tmaze import TMaze
-
-    return built(TMaze, "tmaze", options)
-
-
-def _gymnax(gymnax_name: str, what: str, keep: tuple[int, ...] | None = None):
-    def make_env(**options):
-        from rtrl.rl.gymnax_env import Gymnax
-
-        env = Gymnax(gymnax_name, tuple(sorted(options.items())))
-        return Masked(env, keep) if keep is not None else env
-
-    make_env.__doc__ = f"gymnax {gymnax_name}{what} (options: its EnvParams fields; the rl extra)"
-    return make_env
-
-
-# name -> constructor(**options), its docstring's line what `rtrl list` shows. The gymnax ones need the ``rl``
-# extra (gymnax is imported only when built).
-ENVS = {
-    "tmaze": _tmaze,
-    "memory-chain": _gymnax("MemoryChain-bsuite", ": a context bit at the start, to repeat after memory_length steps"),
-    "cartpole": _gymnax("CartPole-v1", ""),
-    "cartpole-masked": _gymnax("CartPole-v1", " with cart position and pole angle only, no velocities (a POMDP)",
-                               keep=(0, 2)),
-}
-
-
-def make(name: str, **options) -> Env:
-    """The environment ``name`` from ``ENVS`` with its options, wrapped in ``EpisodeStats``."""
-    if name not in ENVS:
-        raise ValueError(f"unknown environment {name!r}; expected one of {sorted(ENVS)}")
-    return EpisodeStats(ENVS[name](**options))

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from rtrl.checks import MAX_COUNT
+from rtrl.checks import MAX_COUNT, positive_int_expected
 
 
 def positive_int(text: str) -> int:
     value = int(text)
-    if not 1 <= value <= MAX_COUNT:
-        raise argparse.ArgumentTypeError(f"must be a positive integer up to 2**31 - 1 = {MAX_COUNT}, got {text}")
+    expected = positive_int_expected(value)
+    if expected:
+        raise argparse.ArgumentTypeError(f"must be {expected}, got {text}")
     return value
 
 

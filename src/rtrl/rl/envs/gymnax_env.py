@@ -14,7 +14,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from rtrl.rl.envs import Env
+from rtrl.rl.envs.base import Env
 
 
 @functools.cache

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.checks import MAX_COUNT, check_positive_int
-from rtrl.rl.envs import Env
+from rtrl.rl.envs.base import Env
 
 LEFT, RIGHT, FORWARD = 0, 1, 2
 

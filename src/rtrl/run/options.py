@@ -1,22 +1,26 @@
 """The options of ``rtrl train`` and ``rtrl rl``, built from the fields of their configuration (``RunConfig``,
-``rtrl.rl.RLConfig``: one spelling of each schema).
+``rtrl.rl.RLConfig``: one spelling of each schema), and the assembly of the configuration they give.
 
 Each field ``name`` becomes ``--name`` (underscores as dashes) with the field's help and default; an options field
 ``X_args`` becomes a repeatable ``--X-arg KEY=VALUE``; a flag field a switch (and ``--no-NAME`` where it is on by
 default); an optional field with a default (``clip``) also gets ``--no-NAME``. The argument types call the field's
 own check, so the CLI refuses exactly what the configuration refuses, with the same words. ``--preset NAME`` starts
-from a named configuration's options. ``options_table(cls)`` is the Markdown reference in docs/cli.md.
+from a named configuration's options. ``options_table(cls)`` is the Markdown reference in docs/cli.md. Defaults are
+read from the fields (``rtrl.config.defaults``): no configuration is built to make a parser; ``assembled(assemble,
+config)`` turns the assembly's errors into usage errors naming the flag.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 
-from rtrl.cli.usage import UsageError
-from rtrl.training.config import Invalid, OptionError, Options, RunConfig, flag, options, pairs
-from rtrl.training.presets import PRESETS, Preset
+from rtrl.config import Config, Invalid, OptionError, Preset, defaults, flag, key_values, pairs
+from rtrl.run.usage import UsageError
+from rtrl.training.config import RunConfig
+from rtrl.training.presets import PRESETS
 
 UNSET = object()  # an option not given on the command line: the preset's value, else the configuration's default
 
@@ -42,7 +46,7 @@ def parse_options(pairs: list[str] | None, flag_name: str) -> dict:
 
 
 def is_options(field: dataclasses.Field) -> bool:
-    return field.metadata["check"] in (options, pairs)
+    return field.metadata["check"] in (key_values, pairs)
 
 
 def negated(field: dataclasses.Field, default) -> bool:
@@ -74,16 +78,16 @@ def argument_type(field: dataclasses.Field):
     return parse
 
 
-def add_config_arguments(p: argparse.ArgumentParser, cls: type[Options] = RunConfig,
+def add_config_arguments(p: argparse.ArgumentParser, cls: type[Config] = RunConfig,
                          presets: dict[str, Preset] = PRESETS) -> None:
     """An option per field of ``cls``, and ``--preset`` naming one of ``presets``."""
     p.add_argument("--preset", choices=sorted(presets), metavar="NAME",
                    help=f"a named configuration ({', '.join(sorted(presets))}; `rtrl list`); options given beside "
                         "it override its own")
-    default = cls()
+    default = defaults(cls)
     parser = p
     for field in dataclasses.fields(cls):
-        value, help_text = getattr(default, field.name), field.metadata["help"]
+        value, help_text = default[field.name], field.metadata["help"]
         # A value and its --no-NAME contradict each other (`--clip 0.5 --no-clip` would drop the value given):
         # argparse refuses the pair. A switch and its negation keep the usual rule, the last one wins.
         contradicts = negated(field, value) and field.metadata["check"] is not flag
@@ -103,24 +107,32 @@ def add_config_arguments(p: argparse.ArgumentParser, cls: type[Options] = RunCon
                            const=None if field.metadata["check"] is not flag else False, help=f"no {field.name}")
 
 
-def config_from_args(args: argparse.Namespace, cls: type[Options] = RunConfig,
-                     presets: dict[str, Preset] = PRESETS) -> Options:
+def config_from_args(args: argparse.Namespace, cls: type[Config] = RunConfig,
+                     presets: dict[str, Preset] = PRESETS) -> Config:
     """The configuration of parsed arguments (over the preset's options, if one is named); ``UsageError`` naming
     what is wrong."""
     preset = presets[args.preset].options if getattr(args, "preset", None) else {}
-    default = cls()
+    default = defaults(cls)
     values = {}
     for field in dataclasses.fields(cls):
         value = getattr(args, field.name)
-        base = preset.get(field.name, getattr(default, field.name))
+        base = preset.get(field.name, default[field.name])
         if is_options(field):
             value = {**dict(base), **parse_options(value, flag_of(field))}
         elif value is UNSET:
             value = base
         values[field.name] = value
-    try:
+    with usage_errors(cls):
         return cls(**values)
-    except OptionError as e:  # named by its flag: `argument --cell-arg: cell 'x' has no option ['y']; ...`
+
+
+@contextlib.contextmanager
+def usage_errors(cls: type[Config]):
+    """A ``ValueError`` in the block as a ``UsageError``; an ``OptionError`` named by its flag (``argument
+    --cell-arg: cell 'x' has no option ['y']; ...``)."""
+    try:
+        yield
+    except OptionError as e:
         fields = {f.name: f for f in dataclasses.fields(cls)}
         where = f"argument {flag_of(fields[e.option])}: " if e.option in fields else ""
         raise UsageError(f"{where}{e}") from None
@@ -128,12 +140,19 @@ def config_from_args(args: argparse.Namespace, cls: type[Options] = RunConfig,
         raise UsageError(str(e)) from None
 
 
-def options_table(cls: type[Options] = RunConfig) -> str:
+def assembled(assemble, config: Config):
+    """``assemble(config)``: the run's parts, built once, before anything is written; its errors are usage errors
+    naming the option's flag."""
+    with usage_errors(type(config)):
+        return assemble(config)
+
+
+def options_table(cls: type[Config] = RunConfig) -> str:
     """The Markdown table of a configuration's options (docs/cli.md: ``rtrl train``'s, ``rtrl rl``'s)."""
     lines = ["| option | meaning | default |", "|---|---|---|"]
-    default = cls()
+    default = defaults(cls)
     for field in dataclasses.fields(cls):
-        value, metavar = getattr(default, field.name), field.metadata["metavar"]
+        value, metavar = default[field.name], field.metadata["metavar"]
         name = f"`{flag_of(field)}" + (f" {metavar}`" if metavar else "`")
         if negated(field, value):
             name += f", `--no-{field.name.replace('_', '-')}`"

@@ -1,0 +1,241 @@
+"""Configuration as plain validated data: a frozen dataclass whose fields each carry a default, a help line and a
+check, and nothing else.
+
+``option(default, help, check)`` declares a field; constructing a ``Config`` runs every field's check (a
+``ValueError`` naming the field, what was expected and what came) and builds nothing: what the values name (a task,
+a cell, a method, an environment) is made by the kind's ``assemble``. ``to_dict`` / ``from_dict`` are a run folder's
+``config.json``; the command line's options are made from the fields (``rtrl.run.options``). ``rtrl.training``'s
+``RunConfig`` and ``rtrl.rl``'s ``RLConfig`` are ones.
+
+A check is a function ``value -> value`` that raises ``Invalid(what was expected)``; the common ones are here, once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from rtrl.checks import positive_int_expected
+from rtrl.frozen import Frozen
+
+RESUME_KEYS = ("steps", "devices")  # may change between a run and its resumption: the budget, where it runs
+ADDED_KEYS = ("devices",)  # options newer than some run folders: a config.json without them takes the default
+MAX_SEED = 2**32 - 1  # jax.random.PRNGKey takes a 32-bit seed without x64
+MAX_STEPS = 2**30  # the step counter is 32-bit: the budget rounded up to whole updates (k <= 2**30) stays below 2**31
+
+
+class Invalid(ValueError):
+    """A value that fails a check; the message is what was expected (``"a positive integer"``)."""
+
+
+class OptionError(ValueError):
+    """A configuration that cannot be assembled because of one option (``option``: its field name, e.g.
+    ``cell_args``), so that the command line can name the flag."""
+
+    def __init__(self, message: str, option: str):
+        super().__init__(message)
+        self.option = option
+
+
+# -- checks: value -> value, or Invalid(what was expected) ------------------------------------------------------
+def is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def positive_int(value):
+    expected = positive_int_expected(value)
+    if expected:
+        raise Invalid(expected)
+    return value
+
+
+def step_count(value):
+    if is_int(value) and value > MAX_STEPS:
+        raise Invalid(f"a positive integer up to 2**30 = {MAX_STEPS}")
+    return positive_int(value)
+
+
+def random_seed(value):
+    if not is_int(value) or not 0 <= value <= MAX_SEED:
+        raise Invalid(f"an integer from 0 to 2**32 - 1 = {MAX_SEED}")
+    return value
+
+
+def positive_float(value):
+    if not (is_int(value) or isinstance(value, float)) or not (math.isfinite(value) and value > 0):
+        raise Invalid("a positive finite number")
+    return float(value)
+
+
+def non_negative_int(value):
+    if not is_int(value) or value < 0:
+        raise Invalid("a non-negative integer")
+    return value
+
+
+def non_negative_float(value):
+    if not (is_int(value) or isinstance(value, float)) or not (math.isfinite(value) and value >= 0):
+        raise Invalid("a non-negative finite number")
+    return float(value)
+
+
+def unit_interval(value):
+    if not (is_int(value) or isinstance(value, float)) or not 0 <= value <= 1:
+        raise Invalid("a number in [0, 1]")
+    return float(value)
+
+
+def flag(value):
+    if not isinstance(value, bool):
+        raise Invalid("true or false")
+    return value
+
+
+def key_values(value):
+    """Options of a named thing (``task_args``): a dict with string keys."""
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise Invalid("an object of options (KEY: VALUE)")
+    return value
+
+
+def pairs(value):
+    """``key_values`` as a sorted tuple of ``(name, value)`` pairs, so that the configuration stays hashable (a
+    dict, or the JSON lists of pairs that ``config.json`` holds, are accepted)."""
+    try:
+        items = dict(value).items() if not isinstance(value, str) else None
+    except (TypeError, ValueError):
+        items = None
+    if items is None or not all(isinstance(k, str) for k, _ in items):
+        raise Invalid("an object of options (KEY: VALUE)")
+    return tuple(sorted(items))
+
+
+def optional(check: Callable) -> Callable:
+    def check_optional(value):
+        try:
+            return None if value is None else check(value)
+        except Invalid as e:
+            raise Invalid(f"{e} or null") from None
+
+    return check_optional
+
+
+def one_of(names) -> Callable:
+    def check_name(value):
+        if not isinstance(value, str) or value not in names:
+            raise Invalid(f"one of {sorted(names)}")
+        return value
+
+    return check_name
+
+
+def checked(name: str, check: Callable, value):
+    """``check(value)``; its ``Invalid`` as a ``ValueError`` naming ``name``, what was expected and what came."""
+    try:
+        return check(value)
+    except Invalid as e:
+        raise ValueError(f"{name} must be {e}, got {value!r}") from None
+
+
+def option(default, help: str, check: Callable, metavar: str | None = None, untrusted: Callable | None = None):
+    """A field of a ``Config``: its default, help line (for ``--help`` and docs/cli.md) and check. ``untrusted(value,
+    where)``: a check of what a file says before anything it names is used (``Config.from_dict(trusted=False)``)."""
+    meta = {"help": help, "check": check, "metavar": metavar, "untrusted": untrusted}
+    if isinstance(default, dict):
+        return dataclasses.field(default_factory=dict, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def defaults(cls) -> dict[str, Any]:
+    """Each field's default, read from the class (no configuration is constructed)."""
+    return {f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            for f in dataclasses.fields(cls)}
+
+
+class Config(Frozen):
+    """A configuration whose fields are ``option()``s: construction runs every field's check (a ``ValueError``
+    naming the field and what was expected) and builds nothing; ``to_dict`` / ``from_dict`` are its
+    ``config.json``."""
+
+    command = "rtrl train"  # what writes it, for messages
+    size_options = "--hidden, --batch or --eval-size"  # what to make smaller when a run does not fit
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = checked(field.name, field.metadata["check"], getattr(self, field.name))
+            object.__setattr__(self, field.name, value)
+
+    def replace(self, **changes) -> Config:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-like (options kept as ``pairs`` written as an object, as ``config.json`` shows them)."""
+        return {f.name: dict(getattr(self, f.name)) if f.metadata["check"] is pairs else getattr(self, f.name)
+                for f in dataclasses.fields(self)}
+
+    def differences(self, other: Config, ignore=RESUME_KEYS) -> list[str]:
+        """Names of the options (outside ``ignore``) whose values differ (``["kind"]`` for another kind of run)."""
+        if type(other) is not type(self):
+            return ["kind"]
+        return [k for k, v in self.to_dict().items() if k not in ignore and other.to_dict()[k] != v]
+
+    @classmethod
+    def from_dict(cls, data, where: str = "the configuration", complete: bool = False, trusted: bool = True
+                  ) -> Config:
+        """A configuration from JSON-like ``data``; ``complete``: every option must be present (a file we wrote).
+        ``trusted=False`` for data from a file (``config.json``): each field's ``untrusted`` check runs first (a
+        cell named by import path must be one the user allows, before anything is imported). Errors name
+        ``where``."""
+        if not trusted and isinstance(data, dict):
+            for field in dataclasses.fields(cls):
+                if field.metadata["untrusted"] is not None and field.name in data:
+                    field.metadata["untrusted"](data[field.name], where)
+        if not isinstance(data, dict):
+            raise ValueError(f"{where} must be a JSON object of run options, got {type(data).__name__}")
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(data) - set(names))
+        if unknown:
+            raise ValueError(f"{where} has unknown options {unknown}; the options are {names}")
+        missing = [n for n in names if n not in data and n not in ADDED_KEYS]
+        if complete and missing:
+            raise ValueError(f"{where} lacks options {missing}: it was not written by `{cls.command}`")
+        try:
+            return cls(**data)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+
+
+class Preset(NamedTuple):
+    """A named configuration (``--preset NAME``): a one-line summary and its options (over the defaults)."""
+
+    summary: str
+    options: dict
+
+
+# -- what the names of a configuration name ------------------------------------------------------------------------
+def option_names(cls, exclude=()) -> dict[str, object]:
+    """Keyword options of a constructor and their defaults."""
+    return {
+        name: p.default
+        for name, p in inspect.signature(cls).parameters.items()
+        if name not in exclude and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+
+
+def make(kind: str, registry: dict, name: str, args: dict, exclude=(), positional=()):
+    """``registry[name](*positional, **args)``, its options checked first; an ``OptionError`` names what is
+    wrong (``kind``: the option, e.g. ``"task"``; its options are ``kind_args``)."""
+    if name not in registry:
+        raise OptionError(f"unknown {kind} {name!r}; expected one of {sorted(registry)}", kind)
+    known = option_names(registry[name], exclude)
+    unknown = set(args) - set(known)
+    if unknown:
+        raise OptionError(f"{kind} {name!r} has no option {sorted(unknown)}; its options are {sorted(known)}",
+                          f"{kind}_args")
+    try:
+        return registry[name](*positional, **args)
+    except TypeError as e:  # e.g. an option of the wrong type deep in a constructor
+        raise OptionError(f"{kind} {name!r}: bad options {args}: {e}", f"{kind}_args") from None

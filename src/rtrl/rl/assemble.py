@@ -1,0 +1,52 @@
+"""``assemble(config)``: the environment and the agent (its cell and method) that an ``RLConfig`` names, each built
+once; every error a ``ValueError`` (or ``OptionError``) naming the option, raised before anything is written."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from rtrl.cells.lookup import make_cell
+from rtrl.devices import floats_of
+from rtrl.rl.agent import ActorCritic
+from rtrl.rl.config import RLConfig
+from rtrl.rl.envs import Env, make
+from rtrl.validate import what
+
+
+class RLAssembly(NamedTuple):
+    """An RL run's parts: its configuration, the environment and the agent."""
+
+    config: RLConfig
+    env: Env
+    agent: ActorCritic
+
+    def memory_needed(self) -> int:
+        """A lower bound of the bytes the run holds at once (``rtrl.devices.check_memory``): the parameters three
+        times, and per environment the torso's online state (traces, or tbptt's window), the eligibility traces,
+        one per parameter, and the inputs that the fidelity check keeps."""
+        c, env, agent = self.config, self.env, self.agent
+        itemsize = jnp.dtype(c.dtype).itemsize
+        params = floats_of(lambda: agent.init(jax.random.PRNGKey(0)))
+        memory = floats_of(lambda: agent.learner.init(agent.cell.init(jax.random.PRNGKey(0))))
+        history = env.max_steps * env.obs_size if c.fidelity_every else 0
+        return itemsize * (3 * params + c.envs * (params + memory + history))
+
+
+def assemble(config: RLConfig) -> RLAssembly:
+    """The parts of ``config``; ``ValueError`` naming an option the environment or the cell does not have, a cell
+    that does not read the observation, or a method that does not apply."""
+    if not isinstance(config, RLConfig):
+        raise TypeError(f"config must be an RLConfig, e.g. rl.assemble(rl.RLConfig(env='tmaze')), got {what(config)}")
+    env = make(config.env, **dict(config.env_args))
+    cell = config.cell
+    if isinstance(cell, str):
+        cell = make_cell(cell, dict(config.cell_args), env.obs_size, config.hidden)
+    elif config.cell_args:
+        raise ValueError("cell_args apply to a cell given by name; this one is an object")
+    if cell.input_size != env.obs_size:
+        raise ValueError(f"cell input_size must be the observation size {env.obs_size} of {env.name}, got "
+                         f"{cell.input_size}")
+    return RLAssembly(config, env, ActorCritic(cell, env.num_actions, config.method, config.truncation))

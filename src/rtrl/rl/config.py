@@ -1,0 +1,88 @@
+"""The configuration of an online actor-critic run (``rtrl rl``'s options, an RL run folder's ``config.json``): plain
+validated data (``rtrl.config``); ``rtrl.rl.assemble`` builds what it names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rtrl.cells import Cell
+from rtrl.cells.lookup import cell_name, check_file_cell
+from rtrl.checks import check_shares
+from rtrl.config import (
+    Config,
+    flag,
+    non_negative_float,
+    non_negative_int,
+    one_of,
+    option,
+    optional,
+    pairs,
+    positive_float,
+    positive_int,
+    random_seed,
+    unit_interval,
+)
+from rtrl.methods import REGISTRY, Method
+from rtrl.optim import OPTIMIZERS
+from rtrl.rl.envs import ENVS
+
+
+def cell_or_name(value):
+    """An rtrl cell object (from Python), or what ``rtrl train --cell`` takes: a registered name or an import path."""
+    return value if isinstance(value, Cell) else cell_name(value)
+
+
+def method_or_name(value):
+    """A method object, or a name from ``rtrl.METHODS`` (``tbptt``: the rolling window of ``truncation`` steps)."""
+    return value if isinstance(value, Method) else one_of(REGISTRY)(value)
+
+
+class RLConfig(Config):
+    """Everything that defines a run (the run folder's ``config.json``; ``rtrl rl``'s options), as plain data:
+    construction checks every field and builds nothing (``rtrl.rl.assemble`` builds the environment and the
+    agent)."""
+
+    command = "rtrl rl"
+    size_options = "--hidden, --envs or --truncation"
+    env: str = option("tmaze", "an environment from `rtrl list`", one_of(ENVS), "NAME")
+    env_args: tuple = option((), "an environment option, e.g. memory_length=20 (repeatable)", pairs, "KEY=VALUE")
+    cell: Any = option("elman", "a cell from `rtrl list`, or the import path of any other, e.g. flax.linen:GRUCell "
+                       "(sized by the observation and --hidden)", cell_or_name, "NAME", check_file_cell)
+    cell_args: tuple = option((), "a cell option, e.g. activation=relu (repeatable)", pairs, "KEY=VALUE")
+    hidden: int = option(32, "hidden size of the recurrent torso", positive_int, "N")
+    method: Any = option("rtrl", "a trace method from `rtrl list`, or tbptt (a rolling window of --truncation steps)",
+                         method_or_name, "NAME")
+    truncation: int = option(8, "tbptt's window", positive_int, "K")
+    envs: int = option(16, "environments stepped in parallel", positive_int, "E")
+    steps: int = option(100_000, "environment steps per environment", positive_int, "S")
+    gamma: float = option(0.99, "discount", unit_interval, "G")
+    lam: float = option(0.8, "lambda of the parameter-space eligibility traces (0: one-step actor-critic)",
+                        unit_interval, "L")
+    entropy: float = option(0.01, "weight of the policy's entropy", non_negative_float, "C")
+    value_coef: float = option(1.0, "weight of the value's gradient in the traces", non_negative_float, "C")
+    # measured (docs/rl.md): obgd at lr 1, kappa 2 was slower on masked CartPole and did not learn MemoryChain(20)
+    optimizer: str = option("adam", "adam, sgd or obgd (Elsayed et al.'s overshooting-bounded step)",
+                            one_of(OPTIMIZERS), "NAME")
+    lr: float = option(1e-3, "learning rate", positive_float, "LR")
+    kappa: float = option(2.0, "obgd's bound", positive_float, "K")
+    clip: float | None = option(1.0, "adam / sgd: clip the update's global norm to this (`--no-clip`: do not)",
+                                optional(positive_float), "C")
+    normalize_obs: bool = option(True, "normalise observations by running mean and variance", flag)
+    scale_rewards: bool = option(True, "scale rewards by the running deviation of the discounted return", flag)
+    update_every: int = option(1, "an update every k steps (the ascents of k steps summed)", positive_int, "K")
+    record_every: int = option(1000, "steps between metrics records (and checkpoints)", positive_int, "R")
+    fidelity_every: int = option(0, "every M steps, the cosine of the online gradients with BPTT's (0: off)",
+                                 non_negative_int, "M")
+    seed: int = option(0, "seed of the parameters, the environments and the actions", random_seed, "SEED")
+    dtype: str = option("float32", "float32 or float64", one_of(("float32", "float64")), "DTYPE")
+    devices: int = option(1, "devices to split the environments over (--envs a multiple of it; docs/devices.md)",
+                          positive_int, "N")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_shares(self.envs, self.devices, "envs", "environments")
+
+    def label(self) -> str:
+        method = getattr(self.method, "name", self.method)
+        return f"{getattr(self.cell, 'name', self.cell)} {method}" + (f" K={self.truncation}" if method == "tbptt"
+                                                                     else "")

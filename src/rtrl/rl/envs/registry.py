@@ -1,0 +1,54 @@
+"""The environments by name: ``ENVS`` (name -> constructor, whose docstring's first line ``rtrl list`` shows) and
+``make(name, **options)``. A new environment is a module of this package and one entry here."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rtrl.rl.envs.base import Env, EpisodeStats, Masked
+from rtrl.rl.envs.gymnax_env import Gymnax
+from rtrl.rl.envs.tmaze import TMaze
+
+
+def _option_fields(cls) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def _built(cls, name: str, options: dict):
+    """``cls(**options)``, with a ``ValueError`` naming an option ``cls`` does not have."""
+    unknown = sorted(set(options) - set(_option_fields(cls)))
+    if unknown:
+        raise ValueError(f"environment {name!r} has no option {unknown[0]!r}; its options are {_option_fields(cls)}")
+    return cls(**options)
+
+
+def _tmaze(**options):
+    """Built here (rtrl.rl.TMaze): a cue at the start, the matching turn at the end of a corridor (length, max_steps)"""
+    return _built(TMaze, "tmaze", options)
+
+
+def _gymnax(gymnax_name: str, what: str, keep: tuple[int, ...] | None = None):
+    def make_env(**options):
+        env = Gymnax(gymnax_name, tuple(sorted(options.items())))
+        return Masked(env, keep) if keep is not None else env
+
+    make_env.__doc__ = f"gymnax {gymnax_name}{what} (options: its EnvParams fields; the rl extra)"
+    return make_env
+
+
+# name -> constructor(**options), its docstring's line what `rtrl list` shows. The gymnax ones need the ``rl``
+# extra (gymnax is imported only when built).
+ENVS = {
+    "tmaze": _tmaze,
+    "memory-chain": _gymnax("MemoryChain-bsuite", ": a context bit at the start, to repeat after memory_length steps"),
+    "cartpole": _gymnax("CartPole-v1", ""),
+    "cartpole-masked": _gymnax("CartPole-v1", " with cart position and pole angle only, no velocities (a POMDP)",
+                               keep=(0, 2)),
+}
+
+
+def make(name: str, **options) -> Env:
+    """The environment ``name`` from ``ENVS`` with its options, wrapped in ``EpisodeStats``."""
+    if name not in ENVS:
+        raise ValueError(f"unknown environment {name!r}; expected one of {sorted(ENVS)}")
+    return EpisodeStats(ENVS[name](**options))

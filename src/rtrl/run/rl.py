@@ -1,0 +1,58 @@
+"""The online reinforcement-learning run's kind of run folder (``rtrl rl``): ``rtrl.rl``'s actor-critic, a record
+every ``record_every`` steps (none at step 0: no episode has ended there)."""
+
+from __future__ import annotations
+
+import jax
+
+from rtrl.rl.assemble import assemble
+from rtrl.rl.config import RLConfig
+from rtrl.rl.loop import runner, train
+from rtrl.run.folder import Run, fmt, read_metrics, register
+from rtrl.run.plot import Curve
+
+
+@register
+class RLRun(Run):
+    """A run folder of ``rtrl rl``; its compiled pieces are an ``rtrl.rl.OnlineActorCritic``."""
+
+    name = "rl"
+    config_class = RLConfig
+    streams = "envs"
+    assemble = staticmethod(assemble)
+
+    def build(self):
+        if self.config.dtype == "float64":  # a run folder is its process's whole work: JAX's 64-bit mode, first
+            jax.config.update("jax_enable_x64", True)
+        return runner(self.assembly)
+
+    def fresh(self):
+        return self.trainer.init(self.config.seed)
+
+    def fit(self, state, wall_s: float, on_record, on_chunk):
+        return train(self.assembly, state, lambda record, state: on_record(state, record), on_chunk, wall_s)[0]
+
+    def curve(self, label: str | None = None) -> Curve:
+        return Curve(label or self.config.label(), read_metrics(self.path), "mean return", None, key="return")
+
+    def title(self) -> str:
+        env = self.config.env + "".join(f" {k}={v}" for k, v in self.config.env_args)
+        return f"{env}: {self.config.label()}, hidden {self.config.hidden}, {self.config.envs} environments"
+
+    def describe(self) -> str:
+        config = self.config
+        return (f"{self.assembly.env.name} | {config.label()} hidden {config.hidden}, update every "
+                f"{config.update_every} | {config.envs} environments, {config.steps} steps each")
+
+    def status(self, record: dict) -> str:
+        cosines = "".join(f" {k} {fmt(record[k])}" for k in ("cos_value", "cos_policy") if k in record)
+        return f"return {fmt(record['return'])} ({record['episodes']} episodes){cosines}"
+
+    def summary(self) -> str:
+        records = read_metrics(self.path)
+        first, last = records[0], records[-1]
+        extra = ", ".join(f"{k} {fmt(v)}" for k, v in last.items() if k not in ("step", "return", "wall_s"))
+        return (f"mean return {fmt(first['return'])} at step {first['step']} -> {fmt(last['return'])} at step "
+                f"{last['step']} ({extra}) in {last['wall_s']:.1f} s")
+
+

@@ -1,0 +1,53 @@
+"""The training run's kind of run folder (``rtrl train``): a model trained online on a task (``rtrl.training``),
+evaluated every ``eval_every`` steps and at step 0."""
+
+from __future__ import annotations
+
+from rtrl.run.folder import Run, fmt, read_metrics, register
+from rtrl.run.plot import Curve
+from rtrl.training.assemble import assemble
+from rtrl.training.config import RunConfig
+from rtrl.training.trainer import fit
+
+
+@register
+class TrainRun(Run):
+    """A run folder of ``rtrl train``; its compiled pieces are a ``Trainer``."""
+
+    name = "train"
+    config_class = RunConfig
+    streams = "batch"
+    assemble = staticmethod(assemble)
+
+    def build(self):
+        return self.assembly.trainer()
+
+    def fresh(self):
+        return self.trainer.init()
+
+    def fit(self, state, wall_s: float, on_record, on_chunk):
+        return fit(self.trainer, state, self.config.steps, self.config.eval_every, on_eval=on_record,
+                   on_chunk=on_chunk, wall_s=wall_s)
+
+    def curve(self, label: str | None = None) -> Curve:
+        task = self.assembly.task
+        return Curve(label or self.config.label(), read_metrics(self.path), task.metric_name, task.chance)
+
+    def title(self) -> str:
+        config = self.config
+        return f"{self.assembly.task.name}: {config.label()}, hidden {config.hidden}, batch {config.batch}"
+
+    def describe(self) -> str:
+        config, task = self.config, self.assembly.task
+        return (f"{task.name} ({task.metric_name}, chance {task.chance:.3g}) | {config.cell} hidden {config.hidden} "
+                f"| {config.method}, update every {config.update_every} | batch {config.batch}, {config.steps} steps")
+
+    def status(self, record: dict) -> str:
+        return f"loss {fmt(record['loss'])} {self.assembly.task.metric_name} {fmt(record['metric'])}"
+
+    def summary(self) -> str:
+        records, task = read_metrics(self.path), self.assembly.task
+        first, last = records[0], records[-1]
+        extra = ", ".join(f"{k} {fmt(v)}" for k, v in last.items() if k not in ("step", "loss", "metric", "wall_s"))
+        return (f"{task.metric_name}: {fmt(first['metric'])} at step {first['step']} -> {fmt(last['metric'])} at "
+                f"step {last['step']} (chance {task.chance:.3g}; {extra}) in {last['wall_s']:.1f} s")

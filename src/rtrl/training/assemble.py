@@ -1,0 +1,98 @@
+"""``assemble(config)``: the task, the cell and the method that a ``RunConfig`` names, each built once, and the
+configuration resolved against them.
+
+Resolving fills the defaults that depend on the parts (``update_every``: 1 for a trace method, the episode length
+for a sequence method; ``eval_every``: about 25 evaluations per run) and rounds the budgets up to whole updates.
+Every error is an ``OptionError`` or ``ValueError`` naming the option (a usage error on the command line), raised
+before anything is written; the run folder and the trainer take the assembly and build nothing again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import NamedTuple
+
+import jax
+
+from rtrl import methods
+from rtrl.cells.lookup import make_cell
+from rtrl.checks import default_dtype
+from rtrl.config import make
+from rtrl.devices import floats_of
+from rtrl.inspection import PROBE_LIMIT
+from rtrl.methods.sensitivity import SnAp
+from rtrl.optim import make_optimizer
+from rtrl.training.config import RunConfig
+from rtrl.training.tasks import TASKS, Task
+from rtrl.training.trainer import Trainer
+from rtrl.validate import what
+
+
+class Assembly(NamedTuple):
+    """A training run's parts: the resolved configuration and the task, cell and method it names."""
+
+    config: RunConfig
+    task: Task
+    cell: object
+    method: methods.Method
+
+    def trainer(self) -> Trainer:
+        """The trainer of these parts; a new one each call (each compiles its own)."""
+        c = self.config
+        return Trainer(self.task, self.cell, self.method, batch=c.batch, update_every=c.update_every,
+                       optimizer=make_optimizer(c.optimizer, c.lr, c.clip), eval_size=c.eval_size, stagger=c.stagger,
+                       seed=c.seed, devices=c.devices)
+
+    def memory_needed(self) -> int:
+        """A lower bound of the bytes the run holds at once (``rtrl.devices.check_memory``): the model's state and,
+        per stream, its carry and traces (``state_bytes``), and the held-out episodes' inputs."""
+        c, task, cell = self.config, self.task, self.cell
+        held_out = c.eval_size * (task.length * task.input_size + floats_of(lambda: cell.initial_carry(())))
+        return state_bytes(cell, self.method, c.batch, c.update_every) + held_out * default_dtype().itemsize
+
+
+def assemble(config: RunConfig) -> Assembly:
+    """The parts of ``config``, built once, and ``config`` resolved; ``OptionError`` / ``ValueError`` naming an
+    unknown option, or a method that does not apply to the cell or its windows."""
+    if not isinstance(config, RunConfig):
+        raise TypeError(f"config must be a RunConfig, e.g. assemble(RunConfig(task='copy')), got {what(config)}")
+    task = make("task", TASKS, config.task, config.task_args)
+    cell = make_cell(config.cell, config.cell_args, task.input_size, config.hidden)
+    method = methods.resolve(make("method", methods.REGISTRY, config.method, config.method_args), cell)
+    if config.trace_dtype is not None:
+        method = _with_trace_dtype(method, config.trace_dtype, config.method_args)
+    if config.stagger and not method.online:
+        raise ValueError(f"stagger needs a trace method; {config.method!r} updates on aligned windows")
+    k = config.update_every or (1 if method.online else task.length)
+    every = config.eval_every or k * max(1, round(config.steps / 25 / k))
+    resolved = config.replace(update_every=k, steps=-(-config.steps // k) * k, eval_every=-(-every // k) * k)
+    return Assembly(resolved, task, cell, method)
+
+
+def _with_trace_dtype(method, trace_dtype: str, method_args: dict):
+    """``method`` storing its traces in ``trace_dtype``; ``ValueError`` for a method without traces, or when the
+    method's own option says otherwise."""
+    if not method.online:
+        raise ValueError(f"trace_dtype needs a trace method; {method.name!r} keeps no traces")
+    if method_args.get("trace_dtype", trace_dtype) != trace_dtype:
+        raise ValueError(f"trace_dtype is given twice, {trace_dtype!r} and method option "
+                         f"{method_args['trace_dtype']!r}")
+    return dataclasses.replace(method, trace_dtype=trace_dtype)
+
+
+def state_bytes(cell, method, streams: int, window: int) -> int:
+    """A lower bound of the bytes of a model's state: the parameters three times (with their gradient and an
+    optimiser moment) and, per stream, the carry and the traces an online method keeps (what ``rtrl.inspect``
+    counts as trace floats per example) or the ``window`` of carries a sequence method keeps."""
+    itemsize = default_dtype().itemsize
+    params = floats_of(lambda: cell.init(jax.random.PRNGKey(0)))
+    carry = floats_of(lambda: cell.initial_carry(()))
+    if not method.online:
+        traces = window * carry * itemsize
+    elif isinstance(method, SnAp) and carry * params > PROBE_LIMIT:  # its pattern would be probed for real
+        traces = 0
+    else:
+        shapes = jax.eval_shape(lambda: method.init(cell, cell.init(jax.random.PRNGKey(0)), cell.initial_carry(())))
+        traces = sum(math.prod(a.shape) * a.dtype.itemsize for a in jax.tree.leaves(shapes))
+    return itemsize * (3 * params + streams * carry) + streams * traces
