@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import sys
 import tempfile
 from collections import Counter
@@ -22,20 +23,23 @@ from pathlib import Path
 # Bottom up. A module imports only from its own layer or lower ones, and the sibling packages of a layer
 # (cells and methods; training and rl; reports and benchmarks) do not import each other.
 LAYERS = (
-    ("frozen", "checks", "files", "compare", "structure", "devices", "startup", "interrupts", "validate",
-     "capabilities", "config", "version"),
+    ("frozen", "checks", "files", "compare", "structure", "devices", "startup", "interrupts", "validate", "config",
+     "capabilities", "kernels"),
     ("cells", "methods"),
-    ("online", "sequence", "inspection", "optim", "export", "__init__"),
+    ("online", "sequence", "inspection", "optim", "driver", "export", "__init__"),
     ("training", "rl"),
     ("run",),
     ("reports", "benchmarks"),
     ("cli", "__main__"),
 )
+IMPORT_PATH = re.compile(r"rtrl(\.\w+)+:\w+")  # a cell named by import path, imported when the string is used
 SIBLINGS = ({"cells", "methods"}, {"training", "rl"}, {"reports", "benchmarks"})  # may not import each other
 
 
 def unit(module: str) -> str:
     """The unit of the layer map a module belongs to: ``rtrl.cells.lru`` -> ``cells``, ``rtrl.online`` -> ``online``."""
+    if module.endswith(".__main__"):  # an entry point: nothing imports it
+        return "__main__"
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 
@@ -70,7 +74,7 @@ def imports_of(path: Path, module: str) -> list[str]:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
             found += [f"{base}.{a.name}" for a in node.names] + [base]
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("rtrl."):
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and IMPORT_PATH.fullmatch(node.value):
             found.append(node.value.split(":")[0])
     return [f for f in found if f == "rtrl" or f.startswith("rtrl.")]
 
@@ -117,7 +121,8 @@ def package_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
             if unit(a) != unit(b) and unit(b) != "__init__" and unit(a) != "__init__":
                 edges.setdefault(unit(a), set()).add(unit(b))
     loops = [c for c in strongly_connected(edges) if len(c) > 1]
-    module_edges = {a: {b for b in t if unit(a) == unit(b)} for a, t in graph.items()}
+    # within a package; a module's import of its own package (an ancestor, which has run already) is no loop
+    module_edges = {a: {b for b in t if unit(a) == unit(b) and not a.startswith(b + ".")} for a, t in graph.items()}
     loops += [c for c in strongly_connected(module_edges) if len(c) > 1]
     return loops
 
