@@ -18,7 +18,8 @@ from rtrl.benchmarks import kernels
 # branches hold 1 and 3 kernels (3 counted), and a nested loop of 4 iterations (1 fusion in its body, 1 in its
 # condition); the outer condition holds 1 fusion. Outside the loop a fusion and a copy run once (setup).
 # Per iteration: fusions 1 + 1 (call) + 2 (larger branch: 2 fusions) + 4 * 2 (nested) + 1 (condition) = 13,
-# library 1 (kCustom) + 1 (dot) + 1 (larger branch: custom-call) = 3, other 1 copy. Per step: halve them.
+# library 1 (kCustom) + 1 (dot) + 1 (larger branch: custom-call) = 3, other 1 copy, of which the nested loop's
+# 4 * 2 = 8. Per step: halve them.
 HLO = """HloModule jit_f, entry_computation_layout={(f32[2,8]{1,0})->f32[2,8]{1,0}}
 
 %fused_computation (param_0: f32[2,8]) -> f32[2,8] {
@@ -96,7 +97,8 @@ ENTRY %main (x: f32[2,8]) -> f32[2,8] {
 
 def test_counting_rules_on_a_hand_written_module():
     counts = kernels.per_step(HLO, steps=10)
-    assert counts == {"fusions": 6.5, "library": 1.5, "other": 0.5, "total": 8.5, "other_opcodes": {"copy": 0.5},
+    assert counts == {"fusions": 6.5, "library": 1.5, "other": 0.5, "total": 8.5, "nested": 4.0,
+                      "other_opcodes": {"copy": 0.5},
                       "trip_counts": [5]}
 
 

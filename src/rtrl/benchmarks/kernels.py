@@ -6,7 +6,8 @@ For each element-wise cell with closed-form traces and each method (``closed_for
 the forward-only scan that every timing is a ratio to), XLA compiles the whole-sequence gradient of ``--steps``
 steps and this reads the optimised HLO (``jax.jit(f).lower(...).compile().as_text()``). The scans over the steps
 are the ``while`` loops of the entry computation; each loop's body and condition are counted once per iteration,
-a loop nested inside (a loop over the streams) as many times as it runs, and the sum over the entry's loops is
+a loop nested inside (a loop over the streams) as many times as it runs (``nested`` says how many kernels
+of a step these are), and the sum over the entry's loops is
 divided by the number of steps, so a body that holds two steps (``unroll=2``) counts half per step, and BPTT's
 backward loop adds to its forward one. What is counted:
 
@@ -123,23 +124,29 @@ def kind(instruction: Instruction) -> str | None:
     return "library" if instruction.opcode in LIBRARY else f"other:{instruction.opcode}"
 
 
-def executed(computations: dict[str, list[Instruction]], name: str) -> Counter:
-    """The kernels one run of computation ``name`` launches, by ``kind`` (loops times their trip counts)."""
+def executed(computations: dict[str, list[Instruction]], name: str, loops: bool = True) -> Counter:
+    """The kernels one run of computation ``name`` launches, by ``kind``: loops times their trip counts, or
+    none of what loops run when not ``loops``."""
     total: Counter = Counter()
     for instruction in computations[name]:
         if instruction.opcode == "while":
-            once = executed(computations, *instruction.called("body")) + executed(
-                computations, *instruction.called("condition"))
-            total.update({k: n * instruction.trip_count() for k, n in once.items()})
+            if loops:
+                total.update({k: n * instruction.trip_count() for k, n in iteration(computations, instruction).items()})
         elif instruction.opcode == "call":
-            total.update(executed(computations, *instruction.called("to_apply")))
+            total.update(executed(computations, *instruction.called("to_apply"), loops))
         elif instruction.opcode == "conditional":
             branches = instruction.called("branch_computations") or (
                 instruction.called("true_computation") + instruction.called("false_computation"))
-            total.update(max((executed(computations, b) for b in branches), key=lambda c: sum(c.values())))
+            total.update(max((executed(computations, b, loops) for b in branches), key=lambda c: sum(c.values())))
         elif (k := kind(instruction)) is not None:
             total[k] += 1
     return total
+
+
+def iteration(computations: dict[str, list[Instruction]], loop: Instruction, loops: bool = True) -> Counter:
+    """The kernels one iteration of ``loop`` launches: its body and its condition."""
+    return (executed(computations, *loop.called("body"), loops)
+            + executed(computations, *loop.called("condition"), loops))
 
 
 def loops(computations: dict[str, list[Instruction]], name: str) -> list[Instruction]:
@@ -155,19 +162,22 @@ def loops(computations: dict[str, list[Instruction]], name: str) -> list[Instruc
 
 def per_step(hlo: str, steps: int) -> dict:
     """Kernels per step of a program that scans ``steps`` steps: ``"fusions"``, ``"library"``, ``"other"`` and
-    their ``"total"`` (floats: a loop body may hold several steps), ``"other_opcodes"`` (``{opcode: per step}``)
-    and ``"trip_counts"``, one per outermost loop."""
+    their ``"total"`` (floats: a loop body may hold several steps), how many of them run in loops nested in the
+    scans' bodies (``"nested"``), ``"other_opcodes"`` (``{opcode: per step}``) and ``"trip_counts"``, one per
+    outermost loop."""
     computations, entry = parse(hlo)
     scans = loops(computations, entry)
     if not scans:
         raise ValueError("the entry computation holds no loop: XLA unrolled the scan, or the program has none")
     total: Counter = Counter()
+    nested = 0
     for loop in scans:
-        once = executed(computations, *loop.called("body")) + executed(computations, *loop.called("condition"))
+        once = iteration(computations, loop)
         total.update({k: n * loop.trip_count() for k, n in once.items()})
+        nested += (sum(once.values()) - sum(iteration(computations, loop, loops=False).values())) * loop.trip_count()
     others = {k.split(":", 1)[1]: n / steps for k, n in sorted(total.items()) if k.startswith("other:")}
     counts = {"fusions": total["fusions"] / steps, "library": total["library"] / steps, "other": sum(others.values())}
-    return {**counts, "total": sum(counts.values()), "other_opcodes": others,
+    return {**counts, "total": sum(counts.values()), "nested": nested / steps, "other_opcodes": others,
             "trip_counts": [loop.trip_count() for loop in scans]}
 
 
@@ -197,10 +207,10 @@ def measure(cell_name: str, D: int, N: int, B: int, T: int, methods=METHODS) -> 
 
 def print_rows(rows: list[dict]) -> None:
     print(f"  {'cell':>13} {'D x N x B':>12} {'method':>12} {'fusions':>8} {'library':>8} {'other':>6} "
-          f"{'total':>6}  loop trips, other kernels")
+          f"{'total':>6} {'nested':>6}  loop trips, other kernels")
     for r in rows:
         print(f"  {r['cell']:>13} {r['D']}x{r['N']}x{r['B']:<6} {r['method']:>12} {r['fusions']:8.3g} "
-              f"{r['library']:8.3g} {r['other']:6.3g} {r['total']:6.3g}  {r['trip_counts']} "
+              f"{r['library']:8.3g} {r['other']:6.3g} {r['total']:6.3g} {r['nested']:6.3g}  {r['trip_counts']} "
               + " ".join(f"{op} {n:.3g}" for op, n in r["other_opcodes"].items()), flush=True)
 
 
