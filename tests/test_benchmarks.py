@@ -8,7 +8,7 @@ import optax
 import oracle
 import rtrl
 from rtrl import cli
-from rtrl.benchmarks import elementwise, loop, roofline, scaling, sequence, streams, suite
+from rtrl.benchmarks import elementwise, loop, peers, roofline, scaling, sequence, streams, suite
 from rtrl.benchmarks.timing import random_problem
 
 
@@ -73,7 +73,16 @@ def fake_results() -> dict:
             "deep": {"forward": 1e-4, "layer_local(closed_form)": 5e-4, "layer_local(diagonal)": 6e-4, "bptt": 4e-4},
             "streams": {"caches": {"L1d": 2**15, "L2": 2**19, "L3": 2**25}, "rows": stream_rows},
             "precision": precision, "devices": [{"devices": 1, "seconds": 1e-4, "relative_error": 0.0},
-                                                {"devices": 4, "seconds": 4e-4, "relative_error": 2e-8}]}
+                                                {"devices": 4, "seconds": 4e-4, "relative_error": 2e-8}],
+            "kernels": [{"cell": "lru", "D": 64, "N": 256, "B": 32, "T": 100, "method": "bptt", "fusions": 39.0,
+                         "library": 19.0, "other": 5.0, "total": 63.0, "nested": 0.0, "other_opcodes": {"copy": 5.0},
+                         "trip_counts": [100, 100]}],
+            "peers": {"braintrace": "0.2.6", "brainstate": "0.5.4", "rows": [
+                {"D": 32, "N": 64, "B": 8, "T": 100, "check_T": 50,
+                 "errors": {"rtrl diagonal": 3e-16, "braintrace D_RTRL single-step": 2e-16},
+                 "seconds": {"rtrl diagonal, scan": 2e-6, "rtrl diagonal, one call": 1e-5,
+                             "braintrace D_RTRL single-step, scan": 1.3e-5,
+                             "braintrace D_RTRL single-step, one call": 8e-5}}]}}
 
 
 def test_figures_as_markdown_name_the_machine_and_the_date():
@@ -94,7 +103,12 @@ def test_figures_as_markdown_name_the_machine_and_the_date():
     assert "| ELSTM | `closed_form` | bfloat16 | 400 us | 0.80x | 1.00x | 0.999997 | 0.006 | 0.999997 | 0.006 |" in text
     assert "| 4 | 400 us | 4.00x | 2.0e-08 |" in text
     assert ("forced host devices" in text) == (jax.default_backend() == "cpu")
+    assert "| lru | 64 x 256 x 32 | `bptt` | 39 | 19 | 5 | 63 | 0 | 100 + 100 |" in text
+    assert "Beside braintrace** 0.2.6" in text and "braintrace D_RTRL single-step 2.0e-16" in text
+    assert "| 32 x 64 x 8 | braintrace D_RTRL single-step, scan | 13 us | 6.50x |" in text
+    assert "| 32 x 64 x 8 | braintrace D_RTRL single-step, one call | 80 us | 8.00x |" in text
     assert "smoke test" in suite.markdown(fake_results(), quick=True) and "smoke test" not in text
+    assert "not measured in this run" in suite.markdown({**fake_results(), "peers": None})
 
 
 def test_figures_replace_what_lies_between_the_markers_and_nothing_else(tmp_path):
@@ -170,3 +184,14 @@ def test_the_plain_tanh_cell_of_the_benchmarks_gets_exact_traces():
     assert rtrl.methods.resolve("auto", cell).name == "diagonal"
     params, xs, ys = oracle.random_problem(cell, 20, (2,), 0)
     assert oracle.gradient_error(cell, "diagonal", params, xs, ys) <= oracle.EXACT_TOL
+
+
+def test_the_peer_benchmarks_oracle_is_bptt_and_it_skips_cleanly_without_braintrace(monkeypatch, capsys):
+    """``peers.bptt_grad`` (the oracle both libraries are checked against) is our BPTT's gradient, and without
+    braintrace the section says so in one line and exits 0."""
+    cell, params, xs, ys = peers.problem(3, 4, 2, 6, jnp.float64, seed=1)
+    _, expected = rtrl.sequence_grad(cell, params, xs, ys, oracle.squared_error, method="bptt")
+    assert oracle.relative_error(peers.bptt_grad(params, xs, ys), expected) <= oracle.EXACT_TOL
+    monkeypatch.setattr(peers, "peer_modules", lambda: None)
+    assert peers.main(["--sizes", "3x4x2"]) == 0
+    assert capsys.readouterr().out == peers.SKIPPED + "\n"

@@ -13,7 +13,10 @@ Sections (each also runs alone, see its module):
 7. exact element-wise RTRL against the streams B, the width N and the input size D, float32 and bfloat16
    traces, with the traces' size against the caches (``streams``);
 8. trace precision: per-step time and gradient fidelity of bfloat16 and float16 traces (``precision``);
-9. training split over 1, 2 and 4 devices (``devices``; forced host devices on a CPU: a functional check).
+9. training split over 1, 2 and 4 devices (``devices``; forced host devices on a CPU: a functional check);
+10. kernels per step of each cell and method, read from the compiled program (``kernels``; deterministic);
+11. our exact online step beside braintrace's D_RTRL, gradients checked against BPTT first (``peers``; skipped
+    where braintrace is not installed).
 ``--quick`` shrinks every section to finish in a minute or two (for a smoke test, not for figures).
 ``--markdown PAGE`` writes the figures, with the machine and the date, into the documentation page between its
 ``BEGIN`` and ``END`` markers; the text around them (what the figures mean) is kept.
@@ -31,7 +34,19 @@ from pathlib import Path
 
 import jax
 
-from rtrl.benchmarks import deep, devices, elementwise, loop, precision, roofline, scaling, sequence, streams
+from rtrl.benchmarks import (
+    deep,
+    devices,
+    elementwise,
+    kernels,
+    loop,
+    peers,
+    precision,
+    roofline,
+    scaling,
+    sequence,
+    streams,
+)
 from rtrl.files import atomic_write_text
 from rtrl.run.argtypes import path
 from rtrl.run.folder import CONFIG
@@ -44,14 +59,18 @@ FULL = {"per_step_sizes": [(64, 256, 32), (32, 64, 8)], "per_step_T": 100, "rtrl
         "streams": {"center": (64, 256, 32), "streams": [1, 4, 32, 128, 512, 1024], "widths": [64, 256, 1024],
                     "inputs": [8, 64, 256], "T": 10},
         "precision": {"size": (64, 256, 32), "T": 100, "fidelity_T": 100, "seeds": 3},
-        "devices": {"counts": [1, 2, 4], "hidden": 64, "batch": 32, "steps": 50}}
+        "devices": {"counts": [1, 2, 4], "hidden": 64, "batch": 32, "steps": 50},
+        "kernels": {"sizes": [(64, 256, 32), (32, 64, 8)], "T": 100},
+        "peers": {"sizes": [(64, 256, 32), (32, 64, 8)], "T": 100, "check_T": 50}}
 QUICK = {"per_step_sizes": [(8, 16, 4)], "per_step_T": 20, "rtrl_max_hidden": 16,
          "sequence_size": (4, 8, 2), "lengths": [10, 100], "scaling_sizes": [4, 8],
          "roofline_size": (8, 16, 4), "loop_size": (8, 16, 4), "loop_T": 20,
          "deep": {"depth": 2, "width": 8, "input": 4, "batch": 2, "T": 20},
          "streams": {"center": (4, 8, 2), "streams": [1, 2], "widths": [8], "inputs": [4], "T": 5},
          "precision": {"size": (4, 8, 2), "T": 10, "fidelity_T": 10, "seeds": 1},
-         "devices": {"counts": [1, 2], "hidden": 4, "batch": 4, "steps": 5}}
+         "devices": {"counts": [1, 2], "hidden": 4, "batch": 4, "steps": 5},
+         "kernels": {"sizes": [(4, 8, 2)], "T": 10},
+         "peers": {"sizes": [(4, 8, 2)], "T": 10, "check_T": 10}}
 
 
 def per_step_rows(config) -> list[dict]:
@@ -133,6 +152,14 @@ def run(config, rss: bool = True) -> dict:
     dv = config["devices"]
     results["devices"] = devices.run(dv["counts"], hidden=dv["hidden"], batch=dv["batch"], steps=dv["steps"])
     devices.print_rows(results["devices"])
+    print("10. kernels per step, from the compiled program", flush=True)
+    kn = config["kernels"]
+    results["kernels"] = [r for name in kernels.CELLS for D, N, B in kn["sizes"]
+                          for r in kernels.measure(name, D, N, B, kn["T"])]
+    kernels.print_rows(results["kernels"])
+    print("11. beside braintrace's D_RTRL", flush=True)
+    pe = config["peers"]
+    results["peers"] = peers.run(pe["sizes"], pe["T"], pe["check_T"])
     return results
 
 
@@ -288,6 +315,38 @@ def devices_markdown(results: dict) -> list[str]:
             *table(["devices", "per step", "vs 1 device", "params rel. err."], body)]
 
 
+def kernels_markdown(results: dict) -> list[str]:
+    rows = results["kernels"]
+    body = [[r["cell"], f"{r['D']} x {r['N']} x {r['B']}", f"`{r['method']}`", f"{r['fusions']:.3g}",
+             f"{r['library']:.3g}", f"{r['other']:.3g}", f"{r['total']:.3g}", f"{r['nested']:.3g}",
+             " + ".join(str(n) for n in r["trip_counts"])] for r in rows]
+    return [f"**Kernels per step** (T = {results['config']['kernels']['T']}, float32): what XLA's compiled "
+            "whole-sequence program launches per scanned step, read from its optimised HLO "
+            "(`python -m rtrl.benchmarks.kernels`): generated fusions, library calls (matrix products) and other "
+            "kernels (copies), how many of them run in loops nested in the step (the contraction's loop over the "
+            "streams), and the iterations of each scan (100 a step; 50: two steps a loop body; BPTT scans twice):",
+            "", *table(["cell", "D x N x B", "method", "fusions", "library", "other", "total", "nested",
+                        "loop iterations"], body)]
+
+
+def peers_markdown(results: dict) -> list[str]:
+    found, pe = results["peers"], results["config"]["peers"]
+    if found is None:
+        return ["**Beside braintrace**: not measured in this run (braintrace is not installed here; "
+                "`python -m rtrl.benchmarks.peers --help` says how)."]
+    names = list(dict.fromkeys(n for r in found["rows"] for n in r["seconds"]))
+    body = [[f"{r['D']} x {r['N']} x {r['B']}", name, duration(s), f"{s / peers.ours(r['seconds'], name):.2f}x"]
+            for r in found["rows"] for name in names if (s := r["seconds"].get(name)) is not None]
+    errors = "; ".join(f"{r['D']} x {r['N']} x {r['B']}: " + ", ".join(f"{n} {e:.1e}" for n, e in r["errors"].items())
+                       for r in found["rows"])
+    return [f"**Beside braintrace** {found['braintrace']} (brainstate {found['brainstate']}): a tanh IndRNN, our "
+            "`diagonal` against braintrace's `D_RTRL` in its two modes, per step: a whole sequence's online "
+            f"gradient in one call over T = {pe['T']} (`scan`) and a single step as one call; against ours "
+            f"measured the same way. Each gradient was first checked against BPTT (float64, T = {pe['check_T']}, "
+            f"relative error: {errors}):", "",
+            *table(["D x N x B", "variant", "per step", "vs ours"], body)]
+
+
 def markdown(results: dict, quick: bool = False) -> str:
     """The figures of one ``run`` as Markdown: the machine and the date, then one table per section."""
     m = results["machine"]
@@ -296,7 +355,8 @@ def markdown(results: dict, quick: bool = False) -> str:
     if quick:
         head += " **`--quick` sizes: a smoke test, not figures.**"
     sections = [per_step_markdown, sequence_markdown, scaling_markdown, roofline_markdown, loop_markdown,
-                deep_markdown, streams_markdown, precision_markdown, devices_markdown]
+                deep_markdown, streams_markdown, precision_markdown, devices_markdown, kernels_markdown,
+                peers_markdown]
     return "\n\n".join([head] + ["\n".join(section(results)) for section in sections])
 
 
