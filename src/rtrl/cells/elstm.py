@@ -92,5 +92,5 @@ class ELSTM(ElementwiseCell):
         grads.update({name: per_neuron(g_carry["c"], e) * e for name, e in traces.items()})
         return grads
 
-    def trace_gradient(self, params: Params, grads: Params) -> Params:
+    def trace_to_params(self, params: Params, grads: Params) -> Params:
         return as_params(grads, self.projections())

@@ -155,7 +155,7 @@ class SecondOrderFilter(ElementwiseCell):
     def trace_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
         return filter_trace_contract(traces, g_carry)
 
-    def trace_gradient(self, params: Params, grads: Params) -> Params:
+    def trace_to_params(self, params: Params, grads: Params) -> Params:
         return as_params(grads, self.projections())
 
 

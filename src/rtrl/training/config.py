@@ -420,7 +420,7 @@ def state_bytes(cell, method, streams: int, window: int) -> int:
     elif isinstance(method, SnAp) and carry * params > PROBE_LIMIT:  # its pattern would be probed for real
         traces = 0
     else:
-        shapes = jax.eval_shape(lambda: method.init(cell, cell.init(jax.random.PRNGKey(0)), cell.initial_carry(())))
+        shapes = method.trace_shapes(cell)
         traces = sum(math.prod(a.shape) * a.dtype.itemsize for a in jax.tree.leaves(shapes))
     return itemsize * (3 * params + streams * carry) + streams * traces
 
