@@ -260,8 +260,8 @@ def stream_grad(learner: Learner, params, state: OnlineState, xs, targets, loss_
     def step_loss(p, running, xy):
         state, total = running  # the loss is summed in step order too
         h, state = learner.step(p, state, xy[0])
-        loss = loss_fn(h, xy[1])
-        return loss, ((state, total + loss), None)
+        value = loss_fn(h, xy[1])
+        return value, ((state, total + value), None)
 
     (state, loss), grads, _ = accumulate(step_loss, params, (state, jnp.zeros((), loss.dtype)), (xs, targets),
                                          unroll=steps_per_body(learner.cell, params, state.carry, xs[0]))
