@@ -74,9 +74,10 @@ def trace_dtype_option():
 
 def example_shapes(cell, params=None, carry=None) -> tuple[Any, Any]:
     """One example's parameters and carry as the method binds to them: those given (arrays or shapes), else the
-    shapes of ``cell.init``'s and ``cell.initial_carry(())``'s (what ``rtrl.online`` checks parameters against)."""
+    shapes of ``cell.init``'s and ``cell.initial_carry(())``'s (what ``rtrl.online`` checks parameters against),
+    worked out without making an array (so binding does not start JAX's backend: the CLI checks it first)."""
     if params is None:
-        params = jax.eval_shape(cell.init, jax.random.PRNGKey(0))
+        params = jax.eval_shape(lambda: cell.init(jax.random.PRNGKey(0)))
     if carry is None:
         carry = jax.eval_shape(lambda: cell.initial_carry(()))
     return params, carry

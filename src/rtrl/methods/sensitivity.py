@@ -96,8 +96,9 @@ def contract_on(pattern: Pattern | None, values, g):
 class Sensitivity(TraceMethod):
     """``M`` on the pattern that ``pattern`` gives (``None``: full), carried by ``propagation(J)``."""
 
-    def pattern(self, cell, params, carry) -> Pattern | None:
-        """The kept entries for one example's ``params`` and ``carry`` (arrays or shapes); ``None``: all."""
+    def pattern(self, cell, params=None, carry=None) -> Pattern | None:
+        """The kept entries for one example's ``params`` and ``carry`` (arrays or shapes; by default the cell's
+        own, ``example_shapes``); ``None``: all."""
         return None
 
     def propagation(self, j_carry):
@@ -105,7 +106,7 @@ class Sensitivity(TraceMethod):
         return j_carry
 
     def bind(self, cell, params=None, carry=None) -> TraceRule:
-        pattern = self.pattern(cell, *example_shapes(cell, params, carry))
+        pattern = self.pattern(cell, params, carry)
         return TraceRule(self, functools.partial(zero_sensitivity, pattern),
                          functools.partial(advance, cell, pattern, self.propagation),
                          functools.partial(contract, cell, pattern))
@@ -147,7 +148,8 @@ class SnAp(Sensitivity):
     def name(self) -> str:
         return f"snap{self.n}"
 
-    def pattern(self, cell, params, carry) -> Pattern:
+    def pattern(self, cell, params=None, carry=None) -> Pattern:
+        params, carry = example_shapes(cell, params, carry)
         return snap_pattern(cell, structure.spec(params), structure.spec(carry), self.n)
 
     def trace_shapes(self, cell):
