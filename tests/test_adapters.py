@@ -11,6 +11,7 @@ from flax import nnx
 import rtrl
 from exactness import masked_error, perturbed, reset_error, worst_error
 from oracle import EXACT_TOL, random_carry, random_problem, squared_error
+from rtrl.capabilities import HasOutput
 from rtrl.cells import from_equinox, from_flax, from_function, from_nnx
 from rtrl.compare import relative_error
 
@@ -347,7 +348,7 @@ def test_an_output_fn_gives_the_new_traces_form_and_stays_exact():
         return h
 
     cell = from_function(indrnn_init, indrnn_step, zero_carry, input_size=D, hidden_size=N, output_fn=output_fn)
-    assert hasattr(cell, "output") and not hasattr(function_cell("indrnn"), "output")
+    assert isinstance(cell, HasOutput) and not isinstance(function_cell("indrnn"), HasOutput)
     params, xs, ys = random_problem(cell, 20, (2,), seed=9)
     carries = (cell.initial_carry((2,)), random_carry(cell, (2,), 10))
     error, where = worst_error(cell, ("auto",), perturbed(params, 11), xs, ys, carries, (1, 2, 20))

@@ -21,14 +21,15 @@ CELLS = {"iir2": IIR2(3, 4), "adaptive_iir2": AdaptiveIIR2(3, 4), "elstm": ELSTM
 
 
 def traces_after(cell, method, params, xs):
-    """One example's traces after the steps ``xs`` from a zero carry (the method's own update)."""
-    method = rtrl.methods.resolve(method, cell)
+    """One example's traces after the steps ``xs`` from a zero carry (the method's own update), and
+    ``contract(credit)`` laid out like ``params``."""
+    rule = rtrl.methods.resolve(method, cell).bind(cell)
     carry = cell.initial_carry((), xs.dtype)
-    traces = method.init(cell, params, carry)
+    traces = rule.init(params, carry)
     for x in xs:
-        traces = method.update(cell, params, carry, traces, x)
+        traces = rule.update(params, carry, traces, x)
         carry = cell.step(params, carry, x)[0]
-    return method, traces
+    return lambda credit: rule.to_params(params, rule.contract(params, traces, credit))
 
 
 @pytest.mark.parametrize("method", ["closed_form", "diagonal"])
@@ -38,14 +39,11 @@ def test_contraction_of_a_credit_on_every_leaf_equals_dense_rtrl(name, method):
     params = perturbed(cell.init(jax.random.PRNGKey(0), jnp.float64), 1)
     xs = jax.random.normal(jax.random.PRNGKey(2), (5, cell.input_size), jnp.float64)
     credit = random_carry(cell, (), 3)  # non-zero on every leaf
-    dense, dense_traces = traces_after(cell, "rtrl", params, xs)
-    exact, exact_traces = traces_after(cell, method, params, xs)
-    reference = dense.contract(cell, params, dense_traces, credit)
-    assert relative_error(exact.contract(cell, params, exact_traces, credit), reference) <= EXACT_TOL
+    dense = traces_after(cell, "rtrl", params, xs)
+    exact = traces_after(cell, method, params, xs)
+    assert relative_error(exact(credit), dense(credit)) <= EXACT_TOL
     # Each leaf on its own, so that a term wrong on one leaf cannot hide behind the others.
     for leaf in jax.tree.leaves(jax.tree_util.tree_map_with_path(lambda path, a: path, credit)):
         alone = jax.tree_util.tree_map_with_path(lambda p, a, leaf=leaf: a if p == leaf else jnp.zeros_like(a),
                                                  credit)
-        got = exact.contract(cell, params, exact_traces, alone)
-        want = dense.contract(cell, params, dense_traces, alone)
-        assert relative_error(got, want) <= EXACT_TOL, jax.tree_util.keystr(leaf)
+        assert relative_error(exact(alone), dense(alone)) <= EXACT_TOL, jax.tree_util.keystr(leaf)

@@ -62,11 +62,16 @@ def test_the_default_stores_traces_in_the_parameters_dtype():
     assert floating_dtypes(rtrl.online(cell, "closed_form").init(params, (2,)).traces) == {jnp.dtype(jnp.float64)}
 
 
+def rounding_update(rule, dtype):
+    """``rule`` whose update rounds each new trace to ``dtype`` and widens it back to float64 as it writes it."""
+    return rule._replace(update=lambda *args: stored(stored(rule.update(*args), dtype), jnp.float64))
+
+
 class RoundedClosedForm(ClosedForm):
     """Full-precision traces, each new one rounded to bfloat16 (and widened back) as the update writes it."""
 
-    def update(self, cell, params, carry, traces, x):
-        return stored(stored(super().update(cell, params, carry, traces, x), jnp.bfloat16), jnp.float64)
+    def bind(self, cell, params=None, carry=None):
+        return rounding_update(super().bind(cell, params, carry), jnp.bfloat16)
 
 
 def test_bfloat16_traces_are_float64_traces_rounded_once_a_step():
@@ -126,10 +131,10 @@ def rounded(method, dtype):
     it: what ``trace_dtype=dtype`` must amount to, built without the online step's own rounding (``widened``)."""
     base = type(method)
 
-    def update(self, cell, params, carry, traces, x):
-        return stored(stored(base.update(self, cell, params, carry, traces, x), dtype), jnp.float64)
+    def bind(self, cell, params=None, carry=None):
+        return rounding_update(base.bind(self, cell, params, carry), dtype)
 
-    rounding = type(f"Rounded{base.__name__}", (base,), {"update": update, "__module__": __name__})
+    rounding = type(f"Rounded{base.__name__}", (base,), {"bind": bind, "__module__": __name__})
     return rounding(**{f.name: getattr(method, f.name) for f in dataclasses.fields(method) if f.init})
 
 

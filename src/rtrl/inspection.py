@@ -21,9 +21,7 @@ import jax
 
 from rtrl import structure, validate
 from rtrl.methods import REGISTRY, resolve
-from rtrl.methods.sensitivity import SnAp
-
-PROBE_LIMIT = 2_000_000  # SnAp's pattern probes the full (C, P) Jacobian: skipped above this many entries
+from rtrl.methods.sensitivity import PROBE_LIMIT  # noqa: F401 (where the docstring's limit lives; imported from here)
 
 
 class Inspection(NamedTuple):
@@ -60,18 +58,19 @@ def roles(cell, params, carry) -> tuple[dict[str, str], str]:
     for j, (name, shape) in enumerate(zip(leaves.param_names, shapes, strict=True)):
         if not leaves.reach(j):
             out[name] = f"readout {shape}: reaches no carry"
-        elif isinstance(found, str):
+        elif isinstance(found, structure.NotElementwise):
             out[name] = f"dense {shape}: reaches carry leaves {[leaves.carry_names[t] for t in leaves.reach(j)]}"
         else:
             kind = "per-neuron" if len(shape) == 1 else "projection"
             out[name] = f"{kind} {shape}: reaches {[leaves.carry_names[t] for t in found.reach[j]]} of its neuron"
-    if isinstance(found, str):
-        return out, f"{sizes}; not element-wise: {found}"
+    if isinstance(found, structure.NotElementwise):
+        return out, f"{sizes}; not element-wise: {found.reason}"
     return out, f"{sizes}; element-wise over {found.neurons} neurons"
 
 
-def memory(cell, params, carry) -> dict[str, int | None]:
-    """Trace floats per example of each trace method (default options) that applies to ``cell``."""
+def memory(cell) -> dict[str, int | None]:
+    """Trace floats per example of each trace method (default options) that applies to ``cell`` (``None``: not
+    found out, ``TraceMethod.trace_shapes``)."""
     out = {}
     for name, make in REGISTRY.items():
         method = make()
@@ -81,10 +80,8 @@ def memory(cell, params, carry) -> dict[str, int | None]:
             method = resolve(method, cell)
         except ValueError:
             continue
-        if isinstance(method, SnAp) and floats(carry) * floats(params) > PROBE_LIMIT:
-            out[name] = None
-            continue
-        out[name] = floats(jax.eval_shape(lambda p, c, m=method: m.init(cell, p, c), params, carry))
+        shapes = method.trace_shapes(cell)
+        out[name] = None if shapes is None else floats(shapes)
     return out
 
 
@@ -97,6 +94,6 @@ def inspect(cell, params=None) -> Inspection:
         validate.check_params(cell, params)
     carry = jax.eval_shape(lambda: cell.initial_carry(()))
     method = resolve("auto", cell)
-    by_method = memory(cell, params, carry)
+    by_method = memory(cell)
     role, carry_text = roles(cell, params, carry)
     return Inspection(cell.name, method.name, by_method[method.name], by_method, role, carry_text)

@@ -34,6 +34,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from rtrl import validate
+from rtrl.capabilities import HasOutput
 from rtrl.methods import TraceMethod, resolve
 from rtrl.structure import unread_as_none
 
@@ -65,10 +66,11 @@ class OnlineState(NamedTuple):
 
 
 class Learner(NamedTuple):
-    """``init(params, batch_shape=(), carry=None)``, ``step(params, state, x)``, ``reset(state, done)``."""
+    """``init(params, batch_shape=(), carry=None)``, ``step(params, state, x)``, ``reset(state, done)``; ``cell``
+    and ``method`` (the method bound: ``auto`` resolved)."""
 
     cell: Any
-    method: TraceMethod
+    method: Any
     init: Callable
     step: Callable
     reset: Callable
@@ -135,40 +137,43 @@ def zero_where(done: jax.Array, tree):
 
 
 def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
-    """The online learner of ``cell`` under a trace method (a name from ``rtrl.METHODS`` or an object).
+    """The online learner of ``cell`` under a trace method (a name from ``rtrl.METHODS`` or an object), which is
+    bound to the cell here, once (``method.bind(cell)``: ``rtrl.methods.TraceRule``); the learner's step wraps the
+    bound rule's pure functions of one example, mapped over the batch.
 
     ``learner.init(params, batch_shape)`` makes the state in the parameters' dtype (promoted with ``carry``'s when
     one is given); ``learner.step`` computes in it and returns gradients in each parameter's own dtype, and refuses
     an ``x`` wider than the state (``rtrl.validate``: float16 parameters with float32 inputs need a float32 state,
     ``learner.init(params, carry=cell.initial_carry(batch_shape, jnp.float32))``)."""
     validate.check_cell(cell)
-    method = resolve(method, cell)
+    method = resolve(method)
     if not method.online:
         raise ValueError(
             f"method {method.name!r} needs the whole sequence and has no online step; "
             "use rtrl.sequence_grad, or a trace method such as 'rtrl'"
         )
+    rule = method.bind(cell)  # what the method needs of the cell, found once; ValueError where it does not apply
 
     def init(params, batch_shape: tuple[int, ...] = (), carry=None) -> OnlineState:
         if carry is None:
             dtype = jnp.result_type(*jax.tree.leaves(params))
             carry = cell.initial_carry(tuple(batch_shape), dtype)
         batch_ndim = jax.tree.leaves(carry)[0].ndim - 1
-        traces = over_batch(lambda c: method.init(cell, params, c), batch_ndim, 0)(carry)
-        return OnlineState(carry, stored(traces, method.trace_dtype))
+        traces = over_batch(lambda c: rule.init(params, c), batch_ndim, 0)(carry)
+        return OnlineState(carry, stored(traces, rule.trace_dtype))
 
     def widened(params, traces):
-        """The stored traces in the parameters' dtype, as the method computes with them."""
-        return traces if method.trace_dtype is None else stored(traces, jnp.result_type(*jax.tree.leaves(params)))
+        """The stored traces in the parameters' dtype, as the rule computes with them."""
+        return traces if rule.trace_dtype is None else stored(traces, jnp.result_type(*jax.tree.leaves(params)))
 
     def advance(params, state, x):
-        update = over_batch(lambda c, tr, xi: method.update(cell, params, c, tr, xi), jnp.ndim(x) - 1, 0)
-        return stored(update(state.carry, widened(params, state.traces), x), method.trace_dtype)
+        update = over_batch(lambda c, tr, xi: rule.update(params, c, tr, xi), jnp.ndim(x) - 1, 0)
+        return stored(update(state.carry, widened(params, state.traces), x), rule.trace_dtype)
 
     def contract(params, traces, g_carry):
-        summed = contract_summed(lambda tr, g: method.contract_traces(cell, params, widened(params, tr), g), traces,
+        summed = contract_summed(lambda tr, g: rule.contract(params, widened(params, tr), g), traces,
                                  g_carry, jnp.ndim(jax.tree.leaves(g_carry)[0]) - 1)
-        return method.as_params(cell, params, summed)
+        return rule.to_params(params, summed)
 
     def forward_new(params, state, x):
         cell.check_input(x)
@@ -198,7 +203,7 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
         g_params = jax.tree.map(jnp.add, g_params, contract(params, state.traces, g_carry))
         return g_params, jax.tree.map(jnp.zeros_like, state), g_x
 
-    forward, backward = ((forward_new, backward_new) if method.exact and hasattr(cell, "output")
+    forward, backward = ((forward_new, backward_new) if rule.exact and isinstance(cell, HasOutput)
                          else (forward_previous, backward_previous))
 
     @jax.custom_vjp
@@ -221,7 +226,26 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
         done = flags
         return OnlineState(zero_where(done, state.carry), zero_where(done, state.traces))
 
-    return Learner(cell, method, *validate.online(cell, method, init, step, OnlineState), reset)
+    return Learner(cell, rule.method, *validate.online(cell, rule.method, init, step, OnlineState), reset)
+
+
+def accumulate(step_loss: Callable, params, state, data, unroll: int = 1):
+    """The per-step gradients of a stream summed over its steps, in constant memory: the one gradient-accumulating
+    driver (``stream_grad``, the trainer's windows).
+
+    ``step_loss(params, state, d) -> (loss, (next_state, out))`` is one step on ``d``, an element of ``data``
+    along its leading axis (time); ``jax.grad`` of ``loss`` w.r.t. ``params`` is that step's gradient (through
+    ``learner.step``: the method's). Returns ``(state, grads, outs)``: the last state, the sum of the gradients
+    (added in step order) and each step's ``out`` stacked. ``unroll`` steps are compiled into one loop body
+    (``steps_per_body``)."""
+
+    def body(acc, d):
+        state, grads = acc
+        (_, (state, out)), g = jax.value_and_grad(step_loss, has_aux=True)(params, state, d)
+        return (state, jax.tree.map(jnp.add, grads, g)), out
+
+    (state, grads), outs = lax.scan(body, (state, jax.tree.map(jnp.zeros_like, params)), data, unroll=unroll)
+    return state, grads, outs
 
 
 def stream_grad(learner: Learner, params, state: OnlineState, xs, targets, loss_fn):
@@ -233,17 +257,12 @@ def stream_grad(learner: Learner, params, state: OnlineState, xs, targets, loss_
     h = jax.eval_shape(lambda p, s, x: learner.step(p, s, x)[0], params, state, xs[0])
     loss = validate.check_loss(loss_fn, h, jax.tree.map(lambda a: a[0], targets))
 
-    def body(acc, xy):
-        state, loss, grads = acc
+    def step_loss(p, running, xy):
+        state, total = running  # the loss is summed in step order too
+        h, state = learner.step(p, state, xy[0])
+        value = loss_fn(h, xy[1])
+        return value, ((state, total + value), None)
 
-        def step_loss(p):
-            h, next_state = learner.step(p, state, xy[0])
-            return loss_fn(h, xy[1]), next_state
-
-        (l, state), g = jax.value_and_grad(step_loss, has_aux=True)(params)
-        return (state, loss + l, jax.tree.map(jnp.add, grads, g)), None
-
-    zero = jnp.zeros((), loss.dtype)
-    (state, loss, grads), _ = lax.scan(body, (state, zero, jax.tree.map(jnp.zeros_like, params)), (xs, targets),
-                                       unroll=steps_per_body(learner.cell, params, state.carry, xs[0]))
+    (state, loss), grads, _ = accumulate(step_loss, params, (state, jnp.zeros((), loss.dtype)), (xs, targets),
+                                         unroll=steps_per_body(learner.cell, params, state.carry, xs[0]))
     return loss, grads, state

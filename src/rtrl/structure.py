@@ -10,9 +10,10 @@ Every trace method asks the same few questions of a cell's step, and this module
   e.g. a relu unit inactive at all of them, chance ``2**-PROBES``, counts as zero). SnAp's patterns come from it.
 * ``elementwise(cell, ...)``: whether the step is element-wise (every carry leaf a vector over the same N
   neurons, the carry coupled only within a neuron, every parameter entry reaching at most one neuron in one
-  step), and if so which neuron each parameter entry reaches: what ``diagonal`` needs, from the step alone. An
-  entry that the jaxpr says depends on the carry (or reaches it) but whose derivative is zero at every probe
-  reaches neurons unknown: the step then counts as not element-wise (dense traces, exact all the same).
+  step), and if so which neuron each parameter entry reaches (an ``Elementwise``; else a ``NotElementwise``
+  saying why): what ``diagonal`` needs, from the step alone. An entry that the jaxpr says depends on the carry
+  (or reaches it) but whose derivative is zero at every probe reaches neurons unknown: the step then counts as
+  not element-wise (dense traces, exact all the same).
 * ``flat_step(cell, params, carry, x)``: the carry update as a function of flat vectors, for the methods that
   carry matrices over the flattened carry and parameters (dense RTRL, SnAp, e-prop, UORO).
 
@@ -172,6 +173,12 @@ class Elementwise(NamedTuple):
     deps: tuple[frozenset[int], ...]
 
 
+class NotElementwise(NamedTuple):
+    """Why a cell's step is not element-wise (``reason``, a sentence), as ``elementwise`` found it."""
+
+    reason: str
+
+
 def placement_of(neuron: np.ndarray, N: int):
     """``Elementwise.placement`` of a leaf from the neuron each entry reaches (-1: none)."""
     if (neuron < 0).all():
@@ -249,8 +256,8 @@ COUPLED = ("its recurrence couples neurons (neuron k's next carry depends on oth
 
 
 @functools.lru_cache(maxsize=64)
-def elementwise(cell, params_spec, carry_spec) -> Elementwise | str:
-    """The element-wise structure of ``cell.step``, or a sentence saying why it has none.
+def elementwise(cell, params_spec, carry_spec) -> Elementwise | NotElementwise:
+    """The element-wise structure of ``cell.step``, or ``NotElementwise`` with a sentence saying why it has none.
 
     Leaf-level dependencies come from the jaxpr. Neuron-level structure is probed at ``PROBES`` random points
     with a binary code: with the cotangent (tangent) on neuron ``k`` of every carry leaf scaled by bit ``b`` of
@@ -260,7 +267,7 @@ def elementwise(cell, params_spec, carry_spec) -> Elementwise | str:
     p_shapes, c_shapes = params_spec[1], carry_spec[1]
     sizes = {s for s in c_shapes}
     if len(sizes) != 1 or len(next(iter(sizes))) != 1:
-        return f"its carry leaves are not per-neuron vectors of one size (shapes {list(c_shapes)})"
+        return NotElementwise(f"its carry leaves are not per-neuron vectors of one size (shapes {list(c_shapes)})")
     (N,) = next(iter(sizes))
     P, S = len(p_shapes), len(c_shapes)
     dtype = jax.dtypes.canonicalize_dtype(np.float64)
@@ -309,7 +316,7 @@ def elementwise(cell, params_spec, carry_spec) -> Elementwise | str:
 
     probes = probe_points(shapes)
     if S and N > 1 and concrete(couples_at, [a[0] for a in probes]):
-        return COUPLED
+        return NotElementwise(COUPLED)
 
     def survey(probes):
         def add(i, acc):
@@ -328,19 +335,21 @@ def elementwise(cell, params_spec, carry_spec) -> Elementwise | str:
 
     neurons, consistent, couples, seen = jax.tree.map(np.asarray, concrete(survey, probes))
     if couples:
-        return COUPLED
+        return NotElementwise(COUPLED)
     # The jaxpr says what can depend on what; an entry that does but whose derivative was zero at every probe (a
     # ReLU the probes never switch on) reaches neurons unknown to us, which element-wise traces cannot assume.
     for t, name in enumerate(leaves.carry_names):
         if leaves.deps[t] and not seen[t].all():
-            return f"carry leaf {name!r} depends on the carry, but not at any probe for some neurons{UNSEEN}"
+            return NotElementwise(f"carry leaf {name!r} depends on the carry, but not at any probe for some "
+                                  f"neurons{UNSEEN}")
     for j, name in enumerate(leaves.param_names):
         if leaves.reach(j) and not (neurons[j] >= 0).all():
-            return f"parameter {name!r} reaches the carry, but some of its entries reach no neuron at any probe{UNSEEN}"
+            return NotElementwise(f"parameter {name!r} reaches the carry, but some of its entries reach no neuron at "
+                                  f"any probe{UNSEEN}")
     for name, ok in zip(leaves.param_names, consistent, strict=True):
         if not ok.all():
-            return f"parameter {name!r} has entries that reach several neurons in one step, so its exact traces are " \
-                   "dense"
+            return NotElementwise(f"parameter {name!r} has entries that reach several neurons in one step, so its "
+                                  "exact traces are dense")
     reach = tuple(leaves.reach(j) if (neurons[j] >= 0).any() else () for j in range(P))
     return Elementwise(N, leaves.carry_names, leaves.param_names, tuple(placement_of(n, N) for n in neurons), reach,
                        leaves.direct, leaves.deps)

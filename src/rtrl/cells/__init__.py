@@ -1,6 +1,14 @@
 """Recurrent cells: hyper-parameters plus pure ``init / initial_carry / step`` functions."""
 
-from rtrl.cells.adapters import AdaptedCell, FunctionCell, from_equinox, from_flax, from_function, from_nnx
+from rtrl.cells.adapters import (
+                                 AdaptedCell,
+                                 FunctionCell,
+                                 FunctionCellWithOutput,
+                                 from_equinox,
+                                 from_flax,
+                                 from_function,
+                                 from_nnx,
+)
 from rtrl.cells.adaptive_iir2 import AdaptiveIIR2
 from rtrl.cells.base import Cell
 from rtrl.cells.elementwise import ElementwiseCell
@@ -17,5 +25,5 @@ CELLS: dict[str, type[Cell]] = {"elman": Elman, "gru": GRU, "iir2": IIR2, "adapt
                                  "lru": LRU, "rtu": RTU}
 
 __all__ = ["CELLS", "ELSTM", "GRU", "IIR2", "LRU", "RTU", "AdaptedCell", "AdaptiveIIR2", "Cell", "ElementwiseCell",
-           "Elman", "FunctionCell", "Network", "Stack", "from_equinox", "from_flax", "from_function", "from_nnx",
-           "stability", "stability_margin"]
+           "Elman", "FunctionCell", "FunctionCellWithOutput", "Network", "Stack", "from_equinox", "from_flax",
+           "from_function", "from_nnx", "stability", "stability_margin"]

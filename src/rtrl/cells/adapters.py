@@ -202,27 +202,18 @@ class AdaptedCell(Cell):
 
 class FunctionCell(AdaptedCell):
     """``from_function``: ``init_fn(key)``, ``step_fn(params, carry, x) -> (carry, h)`` and ``carry_fn()``, for
-    one example; optionally ``output_fn(params, new_carry, x) -> h``."""
+    one example. It has no ``output`` (``rtrl.capabilities.HasOutput``): ``FunctionCellWithOutput`` has."""
 
     init_fn: Callable = None
     step_fn: Callable = None
     carry_fn: Callable = None
     label: str = "FunctionCell"
-    output_fn: Callable | None = None
 
     INIT, STEP, CARRY = "init_fn", "step_fn", "carry_fn"
 
     @property
     def name(self) -> str:
         return self.label
-
-    @property
-    def output(self) -> Callable:
-        """``h`` from the new carry (only when ``output_fn`` is given: exact methods then contract the new traces,
-        with no backward pass through the recurrence, see ``rtrl.online``)."""
-        if self.output_fn is None:
-            raise AttributeError("output")  # hasattr(cell, "output") is False: the online step's other form
-        return lambda params, carry, x: over_examples(self.output_fn, jnp.ndim(x) - 1)(params, carry, x)
 
     def example_init(self, key):
         return self.init_fn(key)
@@ -232,6 +223,21 @@ class FunctionCell(AdaptedCell):
 
     def example_carry(self):
         return self.carry_fn()
+
+
+class FunctionCellWithOutput(FunctionCell):
+    """``from_function`` with ``output_fn(params, new_carry, x) -> h`` for one example: the cell has ``output``
+    (``rtrl.capabilities.HasOutput``), so exact methods contract the new traces, with no backward pass through the
+    recurrence (see ``rtrl.online``)."""
+
+    output_fn: Callable = None
+
+    def __check_init__(self) -> None:
+        if not callable(self.output_fn):
+            raise ValueError(f"output_fn must be a function, got {self.output_fn!r}")
+
+    def output(self, params: Params, carry: Carry, x: jax.Array) -> jax.Array:
+        return over_examples(self.output_fn, jnp.ndim(x) - 1)(params, carry, x)
 
 
 def from_function(init_fn: Callable, step_fn: Callable, carry_fn: Callable, *, input_size: int, hidden_size: int,
@@ -246,13 +252,14 @@ def from_function(init_fn: Callable, step_fn: Callable, carry_fn: Callable, *, i
         raise ValueError(f"output_fn must be a function or None, got {output_fn!r}")
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty string (the cell's name in messages), got {name!r}")
-    cell = FunctionCell(input_size, hidden_size, init_fn, step_fn, carry_fn, name, output_fn)
-    if output_fn is not None:
-        check_output(cell)
+    if output_fn is None:
+        return FunctionCell(input_size, hidden_size, init_fn, step_fn, carry_fn, name)
+    cell = FunctionCellWithOutput(input_size, hidden_size, init_fn, step_fn, carry_fn, name, output_fn)
+    check_output(cell)
     return cell
 
 
-def check_output(cell: FunctionCell) -> None:
+def check_output(cell: FunctionCellWithOutput) -> None:
     """``ValueError`` unless ``output_fn`` gives the step's own ``h`` at a random point (one example)."""
     key = jax.random.PRNGKey(0)
     params = cell.example_init(key)

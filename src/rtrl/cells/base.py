@@ -5,13 +5,15 @@ convention with any number of leading batch dimensions: ``x`` is ``(*batch, inpu
 ``(*batch, k)`` and ``h`` is ``(*batch, hidden_size)``. Parameters are a flat dict of arrays with no batch
 dimension, so one ``step`` serves a single example, a batch, ``vmap``, ``grad`` and ``jit`` alike.
 
-Optional, for the trace methods:
+Optional, for the trace methods, as the typed protocols of ``rtrl.capabilities`` (a cell has a capability when
+its class defines the members):
 
-* ``output(params, carry_t, x_t) -> h_t``: for a cell whose ``h`` is a function of the new carry (``step`` must
-  return exactly ``(carry_t, output(params, carry_t, x_t))``). Exact methods then contract the new traces and
-  skip the backward pass through the recurrence (``rtrl.online``).
+* ``output(params, carry_t, x_t) -> h_t`` (``HasOutput``): for a cell whose ``h`` is a function of the new carry
+  (``step`` must return exactly ``(carry_t, output(params, carry_t, x_t))``). Exact methods then contract the new
+  traces and skip the backward pass through the recurrence (``rtrl.online``).
 
-* ``trace_init / trace_update / trace_contract``: hand-derived ("closed-form") eligibility traces, used by the
+* ``trace_init / trace_update / trace_contract`` (``HandDerivedTraces``, with ``trace_to_params``, which every
+  cell has: the identity unless overridden): hand-derived ("closed-form") eligibility traces, used by the
   ``closed_form`` method; see ``rtrl.methods.closed_form`` for their contract.
 
 A subclass is a frozen dataclass without saying so (``rtrl.frozen.Frozen``): it declares its options as annotated
@@ -97,6 +99,11 @@ class Cell(Frozen):
         if sizes is None:
             return jnp.zeros(batch_shape + (self.hidden_size,), dtype)
         return {name: jnp.zeros(batch_shape + (k,), dtype) for name, k in sizes.items()}
+
+    def trace_to_params(self, params: Params, grads: Params) -> Params:
+        """Hand-derived traces' gradients (a sum of ``trace_contract``) laid out like ``params``: as they are, unless
+        a cell lays its traces out otherwise (``rtrl.capabilities.HandDerivedTraces``)."""
+        return grads
 
     def check_input(self, x: jax.Array) -> None:
         """Shapes are static under jit, so this costs nothing at run time."""

@@ -17,8 +17,8 @@ Hand-derived traces of a projection ``P`` (D, N) are kept **neuron-major**, ``(N
 every term of their update is a per-neuron factor times a row, ``J[k] e[P][k, :] + d[k] x``, so the factor is
 invariant along the row in memory and XLA computes it once per neuron instead of once per entry (the ELSTM's
 trace update at 64x256x32: 2x faster). ``trace_zeros``, ``outer`` and ``per_neuron`` lay the traces and their
-terms out; a cell's ``trace_gradient`` turns the summed contraction back into the parameters' shapes
-(``as_params``). The ``diagonal`` method does not need it: it
+terms out; a cell's ``trace_to_params`` turns the summed contraction back into the parameters' shapes
+(``neuron_major_to_params``). The ``diagonal`` method does not need it: it
 finds the element-wise structure of any cell's step (``rtrl.structure.elementwise``); the declaration is for the
 person writing the cell, and for the hand-derived traces of the library's cells.
 """
@@ -47,7 +47,7 @@ def trace_zeros(param: jax.Array, dtype) -> jax.Array:
     return jnp.zeros(jnp.shape(param)[::-1], dtype)
 
 
-def as_params(grads: Params, projections) -> Params:
+def neuron_major_to_params(grads: Params, projections) -> Params:
     """Neuron-major gradients laid out like their parameters: the ``projections`` (N, D) transposed to (D, N)."""
     return {name: g.T if name in projections else g for name, g in grads.items()}
 

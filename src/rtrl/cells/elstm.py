@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import Params
-from rtrl.cells.elementwise import ElementwiseCell, as_params, outer, per_neuron, trace_zeros
+from rtrl.cells.elementwise import ElementwiseCell, neuron_major_to_params, outer, per_neuron, trace_zeros
 
 
 class ELSTM(ElementwiseCell):
@@ -92,5 +92,5 @@ class ELSTM(ElementwiseCell):
         grads.update({name: per_neuron(g_carry["c"], e) * e for name, e in traces.items()})
         return grads
 
-    def trace_gradient(self, params: Params, grads: Params) -> Params:
-        return as_params(grads, self.projections())
+    def trace_to_params(self, params: Params, grads: Params) -> Params:
+        return neuron_major_to_params(grads, self.projections())

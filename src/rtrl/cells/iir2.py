@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import Params, activation
-from rtrl.cells.elementwise import ElementwiseCell, as_params, outer, per_neuron, trace_zeros
+from rtrl.cells.elementwise import ElementwiseCell, neuron_major_to_params, outer, per_neuron, trace_zeros
 
 PARAMETERISATIONS = ("seed", "stable")
 # The per-neuron quantities each parameterisation learns, in the order (feedback, feedback, feedforward x 2).
@@ -155,8 +155,8 @@ class SecondOrderFilter(ElementwiseCell):
     def trace_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
         return filter_trace_contract(traces, g_carry)
 
-    def trace_gradient(self, params: Params, grads: Params) -> Params:
-        return as_params(grads, self.projections())
+    def trace_to_params(self, params: Params, grads: Params) -> Params:
+        return neuron_major_to_params(grads, self.projections())
 
 
 class IIR2(SecondOrderFilter):

@@ -22,8 +22,8 @@ cell is element-wise: a lower block's parameters reach the upper cells through t
 
 ``Stack`` is the plain composition of cells (each reads the previous one's output); ``Network`` is a separate
 class because its blocks add parameters outside the cells (encoder, mixing) and a residual stream. Both expose the
-layered protocol that ``layer_local`` reads: ``layers``, ``layer_params(params)``, ``layer_inputs(params, carry,
-x)`` (each cell's input at this step) and ``from_layer_grads(params, grads)``.
+layered protocol (``rtrl.capabilities.Layered``) that ``layer_local`` reads: ``layers``, ``layer_params(params)``,
+``layer_inputs(params, carry, x)`` (each cell's input at this step) and ``from_layer_grads(params, grads)``.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ class Network(Cell):
     def step(self, params: Params, carry: Carry, x: jax.Array):
         return self.forward(params, carry, x)[:2]
 
-    # -- the layered protocol (rtrl.methods.LayerLocal) ---------------------------------------------------
+    # -- the layered protocol (rtrl.capabilities.Layered), read by rtrl.methods.LayerLocal --------------------
     def layer_params(self, params: Params) -> tuple:
         return tuple(params[block_name(i)]["cell"] for i in range(len(self.layers)))
 

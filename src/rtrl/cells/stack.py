@@ -10,7 +10,8 @@ The carry is the tuple of the layers' carries. Exact RTRL of a stack is dense ev
 element-wise, because a lower layer's parameters reach the upper layers' carries through their inputs; the
 ``rtrl`` method gives it (sensitivities of the whole carry w.r.t. all parameters), and ``layer_local``
 (``rtrl.methods.LayerLocal``) keeps only each layer's own block, through the layered protocol below
-(``layer_params``, ``layer_inputs``, ``from_layer_grads``; shared with ``rtrl.cells.Network``).
+(``rtrl.capabilities.Layered``: ``layer_params``, ``layer_inputs``, ``from_layer_grads``; shared with
+``rtrl.cells.Network``).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class Stack(Cell):
             carries.append(c)
         return tuple(carries), x, tuple(inputs)
 
-    # -- the layered protocol (rtrl.methods.LayerLocal) ---------------------------------------------------
+    # -- the layered protocol (rtrl.capabilities.Layered), read by rtrl.methods.LayerLocal --------------------
     def layer_params(self, params: Params) -> tuple:
         return tuple(params[layer_name(i)] for i in range(len(self.layers)))
 

@@ -2,7 +2,8 @@
 
 ``REGISTRY`` maps each name in ``METHODS`` to the constructor of that method with its default options (a class,
 or a ``functools.partial`` fixing an option: ``snap2`` is ``SnAp(n=2)``); ``resolve`` turns a name or an object
-into a method, checked against a cell.
+into a method, checked against a cell. A trace method's ``bind(cell)`` gives its ``TraceRule`` for that cell
+(``rtrl.methods.base``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import functools
 from collections.abc import Callable
 
 from rtrl.methods.auto import Auto
-from rtrl.methods.base import TRACE_DTYPES, Method, SequenceMethod, TraceMethod
+from rtrl.methods.base import TRACE_DTYPES, Method, SequenceMethod, TraceMethod, TraceRule
 from rtrl.methods.bptt import BPTT
 from rtrl.methods.closed_form import ClosedForm
 from rtrl.methods.diagonal import Diagonal
@@ -57,4 +58,4 @@ def resolve(method: str | Method, cell=None) -> Method:
 
 __all__ = ["BPTT", "TRACE_DTYPES", "Auto", "METHODS", "REGISTRY", "TBPTT", "UORO", "ClosedForm", "DenseRTRL",
            "Diagonal", "EProp", "LayerLocal", "Method", "Sensitivity", "SequenceMethod", "SnAp", "TraceMethod",
-           "resolve"]
+           "TraceRule", "resolve"]

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rtrl.methods import diagonal
-from rtrl.methods.base import Method, TraceMethod, check_trace_dtype, trace_dtype_option
+from rtrl.methods.base import Method, TraceMethod, TraceRule, check_trace_dtype, trace_dtype_option
 from rtrl.methods.closed_form import ClosedForm
 from rtrl.methods.sensitivity import DenseRTRL
+from rtrl.structure import Elementwise
 
 
 class Auto(Method):
@@ -23,14 +24,20 @@ class Auto(Method):
     exact: ClassVar[bool] = True
     trace_dtype: str | None = trace_dtype_option()  # handed to the method chosen
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "trace_dtype", check_trace_dtype(self.trace_dtype))
+    def __check_init__(self) -> None:
+        object.__setattr__(self, "trace_dtype", check_trace_dtype(self.trace_dtype))  # canonical: "bfloat16"
 
     def choose(self, cell) -> TraceMethod:
         closed_form = ClosedForm(trace_dtype=self.trace_dtype)
         if closed_form.applies(cell):
             return closed_form
-        if not isinstance(diagonal.find(cell), str):
+        if isinstance(diagonal.find(cell), Elementwise):
             return diagonal.Diagonal(trace_dtype=self.trace_dtype)
         return DenseRTRL(trace_dtype=self.trace_dtype)
+
+    def bind(self, cell, params=None, carry=None) -> TraceRule:
+        """The rule of the method chosen for ``cell`` (its ``method`` says which)."""
+        return self.choose(cell).bind(cell, params, carry)
+
+    def trace_shapes(self, cell):
+        return self.choose(cell).trace_shapes(cell)

@@ -1,24 +1,30 @@
-"""What a gradient method is.
+"""What a gradient method is, and what binding one to a cell gives.
 
-Two kinds, both frozen dataclasses of their options (``rtrl.frozen.Frozen``: compared and hashed by value, so
-compiled functions are cached per method):
+A method object holds its **options** only: a frozen dataclass (``rtrl.frozen.Frozen``: compared and hashed by
+value, so compiled functions are cached per method; ``rtrl.methods.SnAp(n=2)``), checked in ``__check_init__``
+(every level of a subclass runs its bases' checks). Two kinds:
 
-* ``TraceMethod`` (online): carries eligibility traces forward with the carry. Its three pure functions act on
-  **one example** (no batch dimensions; the library vmaps them over the batch):
+* ``TraceMethod`` (online) **binds** to a cell once, in the manner of optax's ``init``/``update`` pairs:
+  ``rule = method.bind(cell)`` finds what the method needs to know about the cell's step, once (``diagonal``:
+  the element-wise structure; ``snap1``: the sparsity pattern; ``closed_form``: the cell's hand-derived traces;
+  ``layer_local``: a bound rule per layer), and returns a ``TraceRule``: pure functions of **one example** (no
+  batch dimensions; ``rtrl.online`` vmaps them over the batch) that close over what was found:
 
-  - ``init(cell, params, carry) -> traces``: traces of a carry that does not depend on the parameters (zeros);
-  - ``update(cell, params, carry, traces, x) -> traces'``: the traces of ``carry' = step(params, carry, x)``;
-  - ``contract_traces(cell, params, traces, g_carry) -> grads``: the parameter gradient that a credit
-    ``g_carry`` on the carry the traces describe amounts to, in the traces' layout. A leaf of ``g_carry`` may be
-    ``None``: no credit on that carry leaf (``rtrl.structure``'s policy), so its traces need not be read;
-  - ``as_params(cell, params, grads)`` (default: as it is): such a gradient laid out like ``params``, for a
-    method whose traces are laid out otherwise (the element-wise methods keep them neuron-major).
+  - ``init(params, carry) -> traces``: the traces of a carry that does not depend on the parameters (zeros);
+  - ``update(params, carry, traces, x) -> traces'``: the traces of ``carry' = step(params, carry, x)``;
+  - ``contract(params, traces, g_carry) -> grads``: the parameter gradient that a credit ``g_carry`` on the carry
+    the traces describe amounts to, **in the traces' layout**. A leaf of ``g_carry`` may be ``None``: no credit
+    on that carry leaf (``rtrl.structure``'s policy), so its traces need not be read;
+  - ``to_params(params, grads) -> grads``: a sum of such gradients laid out like ``params`` (default: as it
+    is), for a rule whose traces are laid out otherwise (the element-wise ones keep them neuron-major). The
+    online step sums ``contract`` over the examples of a batch in the traces' own layout and lays the sum out
+    once.
 
-  ``contract = as_params o contract_traces`` is the gradient (a pytree like ``params``). The online step sums
-  ``contract_traces`` over the examples of a batch, streaming in the traces' own layout, and lays the sum out once.
-
-  Their use (``rtrl.online``) back-propagates a step's loss through that one step only, to the parameters
-  (immediate part) and to a carry, whose credit the traces turn into the rest.
+  and ``method``, ``exact``, ``trace_dtype``. A method that does not apply to the cell raises ``ValueError`` from
+  ``bind`` (and from ``check(cell)``), saying why. The rule's use (``rtrl.online``) back-propagates a step's
+  loss through that one step only, to the parameters (immediate part) and to a carry, whose credit the traces
+  turn into the rest. ``trace_shapes(cell)`` says what ``init`` makes (``None`` where finding out would cost a
+  probe of the cell: SnAp on a large cell).
 
   Every trace method has the option ``trace_dtype`` (keyword only): the dtype the traces are **stored** in
   between steps, ``None`` (default) for the dtype of the parameters and carry. ``"bfloat16"`` or ``"float16"``
@@ -30,13 +36,16 @@ compiled functions are cached per method):
 * ``SequenceMethod``: needs the whole sequence (``bptt``, ``tbptt``); only ``sequence_grad`` applies.
 
 Every method has ``check(cell)``, which raises ``ValueError`` saying why the method does not apply to a cell.
+docs/methods.md says what a new approximation implements.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, NamedTuple
 
+import jax
 import jax.numpy as jnp
 
 from rtrl.frozen import Frozen
@@ -63,6 +72,40 @@ def trace_dtype_option():
     return dataclasses.field(default=None, kw_only=True)
 
 
+def example_shapes(cell, params=None, carry=None) -> tuple[Any, Any]:
+    """One example's parameters and carry as the method binds to them: those given (arrays or shapes), else the
+    shapes of ``cell.init``'s and ``cell.initial_carry(())``'s (what ``rtrl.online`` checks parameters against),
+    worked out without making an array (so binding does not start JAX's backend: the CLI checks it first)."""
+    if params is None:
+        params = jax.eval_shape(lambda: cell.init(jax.random.PRNGKey(0)))
+    if carry is None:
+        carry = jax.eval_shape(lambda: cell.initial_carry(()))
+    return params, carry
+
+
+def laid_out_as_is(params, grads) -> Any:
+    """``TraceRule.to_params`` of traces laid out like the parameters."""
+    return grads
+
+
+class TraceRule(NamedTuple):
+    """A trace method bound to a cell: pure functions of one example (see the module docstring)."""
+
+    method: Any  # the TraceMethod bound (its options)
+    init: Callable  # (params, carry) -> traces
+    update: Callable  # (params, carry, traces, x) -> traces
+    contract: Callable  # (params, traces, g_carry) -> grads in the traces' layout
+    to_params: Callable = laid_out_as_is  # (params, grads) -> grads laid out like params
+
+    @property
+    def exact(self) -> bool:
+        return self.method.exact
+
+    @property
+    def trace_dtype(self) -> str | None:
+        return self.method.trace_dtype
+
+
 class Method(Frozen):
     name: ClassVar[str] = "method"
     online: ClassVar[bool] = False
@@ -76,27 +119,19 @@ class TraceMethod(Method):
     online: ClassVar[bool] = True
     trace_dtype: str | None = trace_dtype_option()
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "trace_dtype", check_trace_dtype(self.trace_dtype))
+    def __check_init__(self) -> None:
+        object.__setattr__(self, "trace_dtype", check_trace_dtype(self.trace_dtype))  # canonical: "bfloat16"
 
-    def init(self, cell, params, carry) -> Any:
+    def bind(self, cell, params=None, carry=None) -> TraceRule:
+        """The rule of this method for ``cell`` (``ValueError`` where it does not apply). ``params`` and ``carry``
+        (one example's, arrays or shapes) default to the shapes of ``cell.init`` and ``cell.initial_carry``."""
         raise NotImplementedError
 
-    def update(self, cell, params, carry, traces, x) -> Any:
-        raise NotImplementedError
-
-    def contract_traces(self, cell, params, traces, g_carry) -> Any:
-        """The gradient a credit on the carry amounts to, in the traces' layout (what the online step sums)."""
-        raise NotImplementedError
-
-    def as_params(self, cell, params, grads) -> Any:
-        """A sum of ``contract_traces`` laid out like ``params``."""
-        return grads
-
-    def contract(self, cell, params, traces, g_carry) -> Any:
-        """The gradient a credit ``g_carry`` on the carry amounts to, laid out like ``params``."""
-        return self.as_params(cell, params, self.contract_traces(cell, params, traces, g_carry))
+    def trace_shapes(self, cell) -> Any:
+        """The shapes and dtypes of one example's traces under this method (what the rule's ``init`` makes, in the
+        default dtype), or ``None`` where finding them out would cost a probe of the cell's Jacobians."""
+        params, carry = example_shapes(cell)
+        return jax.eval_shape(self.bind(cell, params, carry).init, params, carry)
 
 
 class SequenceMethod(Method):

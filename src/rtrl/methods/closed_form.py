@@ -1,27 +1,29 @@
 """Hand-derived traces that a cell writes beside its forward equations.
 
-A cell opts in by defining, for one example, ``trace_init(params, carry)``,
-``trace_update(params, carry, traces, x)`` and ``trace_contract(params, traces, g_carry)`` with the meaning of
-``TraceMethod.init / update / contract_traces``, and, when its traces are laid out unlike its parameters,
-``trace_gradient(params, grads)`` with the meaning of ``TraceMethod.as_params`` (``ElementwiseCell`` keeps the
-traces of projections neuron-major). Derivations live in docs/derivations.md; the tests hold each one to BPTT.
+A cell opts in by defining, for one example, ``trace_init(params, carry)``, ``trace_update(params, carry,
+traces, x)`` and ``trace_contract(params, traces, g_carry)`` with the meaning of a bound rule's ``init``,
+``update`` and ``contract`` (``rtrl.methods.TraceRule``), and, when its traces are laid out unlike its parameters,
+``trace_to_params(params, grads)`` with the meaning of its ``to_params`` (``ElementwiseCell`` keeps the traces of
+projections neuron-major); together the protocol ``rtrl.capabilities.HandDerivedTraces``. Binding hands those
+functions on as they are. Derivations live in docs/derivations.md; the tests hold each one to BPTT.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from rtrl.methods.base import TraceMethod
+from rtrl.capabilities import HandDerivedTraces
+from rtrl.methods.base import TraceMethod, TraceRule
 
 
 class ClosedForm(TraceMethod):
-    """The cell's own hand-derived traces (``trace_init / trace_update / trace_contract``)."""
+    """The cell's own hand-derived traces (``rtrl.capabilities.HandDerivedTraces``)."""
 
     name: ClassVar[str] = "closed_form"
     exact: ClassVar[bool] = True
 
     def applies(self, cell) -> bool:
-        return all(hasattr(cell, f) for f in ("trace_init", "trace_update", "trace_contract"))
+        return isinstance(cell, HandDerivedTraces)
 
     def check(self, cell) -> None:
         if not self.applies(cell):
@@ -30,14 +32,6 @@ class ClosedForm(TraceMethod):
                 "use 'diagonal' for an element-wise cell or 'rtrl' for any cell"
             )
 
-    def init(self, cell, params, carry):
-        return cell.trace_init(params, carry)
-
-    def update(self, cell, params, carry, traces, x):
-        return cell.trace_update(params, carry, traces, x)
-
-    def contract_traces(self, cell, params, traces, g_carry):
-        return cell.trace_contract(params, traces, g_carry)
-
-    def as_params(self, cell, params, grads):
-        return cell.trace_gradient(params, grads) if hasattr(cell, "trace_gradient") else grads
+    def bind(self, cell, params=None, carry=None) -> TraceRule:
+        self.check(cell)
+        return TraceRule(self, cell.trace_init, cell.trace_update, cell.trace_contract, cell.trace_to_params)

@@ -35,21 +35,20 @@ import jax
 import jax.numpy as jnp
 
 from rtrl import structure
-from rtrl.methods.base import TraceMethod
+from rtrl.methods.base import TraceMethod, TraceRule, example_shapes
 
 
-def find(cell, params=None, carry=None) -> structure.Elementwise | str:
+def find(cell, params=None, carry=None) -> structure.Elementwise | structure.NotElementwise:
     """The cell's element-wise structure (see ``rtrl.structure.elementwise``), or why it has none."""
-    params = jax.eval_shape(cell.init, jax.random.PRNGKey(0)) if params is None else params
-    carry = cell.initial_carry(()) if carry is None else carry
+    params, carry = example_shapes(cell, params, carry)
     return structure.elementwise(cell, structure.spec(params), structure.spec(carry))
 
 
-def require(cell, params, carry) -> structure.Elementwise:
+def require(cell, params=None, carry=None) -> structure.Elementwise:
     found = find(cell, params, carry)
-    if isinstance(found, str):
+    if isinstance(found, structure.NotElementwise):
         raise ValueError(f"method 'diagonal' needs a cell whose recurrence is element-wise, and {cell.name} is not "
-                         f"one: {found}; use 'rtrl' (exact for any cell)")
+                         f"one: {found.reason}; use 'rtrl' (exact for any cell)")
     return found
 
 
@@ -74,80 +73,87 @@ class Diagonal(TraceMethod):
     exact: ClassVar[bool] = True
 
     def check(self, cell) -> None:
-        require(cell, None, None)
+        require(cell)
 
-    def init(self, cell, params, carry):
+    def bind(self, cell, params=None, carry=None) -> TraceRule:
         found = require(cell, params, carry)
-        p_leaves = jax.tree.leaves(params)
-        dtype = jnp.result_type(*p_leaves, *jax.tree.leaves(carry))
-        zero = [to_trace(jnp.zeros(jnp.shape(p), dtype), place) for p, place in zip(p_leaves, found.placement,
-                                                                                     strict=True)]
-        return {found.param_names[j]: {found.carry_names[s]: zero[j] for s in found.reach[j]}
-                for j in range(len(p_leaves)) if found.reach[j]}
+        return TraceRule(self, functools.partial(zero_traces, found), functools.partial(advance, cell, found),
+                         functools.partial(contract, found), functools.partial(to_params, found))
 
-    def update(self, cell, params, carry, traces, x):
-        found = require(cell, params, carry)
-        p_leaves, p_tree = jax.tree.flatten(params)
-        c_leaves, c_tree = jax.tree.flatten(carry)
-        S = len(c_leaves)
 
-        def new_carry(p_leaves, c_leaves):
-            return jax.tree.leaves(cell.step(jax.tree.unflatten(p_tree, p_leaves), jax.tree.unflatten(c_tree, c_leaves),
-                                             x)[0])
+def zero_traces(found: structure.Elementwise, params, carry):
+    p_leaves = jax.tree.leaves(params)
+    dtype = jnp.result_type(*p_leaves, *jax.tree.leaves(carry))
+    zero = [to_trace(jnp.zeros(jnp.shape(p), dtype), place) for p, place in zip(p_leaves, found.placement,
+                                                                                 strict=True)]
+    return {found.param_names[j]: {found.carry_names[s]: zero[j] for s in found.reach[j]}
+            for j in range(len(p_leaves)) if found.reach[j]}
 
-        def replaced(leaves, j, a):
-            return [a if i == j else leaf for i, leaf in enumerate(leaves)]
 
-        @functools.cache
-        def column(s):
-            """``J[:, s]``: a jvp with an all-ones tangent on carry leaf ``s`` alone, so only its paths are
-            differentiated (XLA re-evaluates each column inside every trace update it fuses into)."""
-            return jax.jvp(lambda a: new_carry(p_leaves, replaced(c_leaves, s, a)), (c_leaves[s],),
-                           (jnp.ones_like(c_leaves[s]),))[1]
+def advance(cell, found: structure.Elementwise, params, carry, traces, x):
+    """The traces of ``step(params, carry, x)``'s new carry (the update in the module docstring)."""
+    p_leaves, p_tree = jax.tree.flatten(params)
+    c_leaves, c_tree = jax.tree.flatten(carry)
+    S = len(c_leaves)
 
-        @functools.cache
-        def immediate(t):
-            """``I[t]`` for every parameter leaf that new leaf ``t`` reads: one vjp, an all-ones cotangent."""
-            readers = sorted(found.direct[t])
+    def new_carry(p_leaves, c_leaves):
+        return jax.tree.leaves(cell.step(jax.tree.unflatten(p_tree, p_leaves), jax.tree.unflatten(c_tree, c_leaves),
+                                         x)[0])
 
-            def leaf_t(*read):
-                chosen = dict(zip(readers, read, strict=True))
-                return new_carry([chosen.get(i, p) for i, p in enumerate(p_leaves)], c_leaves)[t]
+    def replaced(leaves, j, a):
+        return [a if i == j else leaf for i, leaf in enumerate(leaves)]
 
-            out, pull = jax.vjp(leaf_t, *[p_leaves[j] for j in readers])
-            return dict(zip(readers, pull(jnp.ones_like(out)), strict=True))
+    @functools.cache
+    def column(s):
+        """``J[:, s]``: a jvp with an all-ones tangent on carry leaf ``s`` alone, so only its paths are
+        differentiated (XLA re-evaluates each column inside every trace update it fuses into)."""
+        return jax.jvp(lambda a: new_carry(p_leaves, replaced(c_leaves, s, a)), (c_leaves[s],),
+                       (jnp.ones_like(c_leaves[s]),))[1]
 
-        new = {}
-        for j, name in enumerate(found.param_names):
-            if name not in traces:
-                continue
-            trace, place = traces[name], found.placement[j]
-            along = trace_placement(place, jnp.ndim(p_leaves[j]))
-            new[name] = {}
-            for t in found.reach[j]:
-                target = found.carry_names[t]
-                terms = [structure.spread(column(s)[t], along) * trace[found.carry_names[s]]
-                         for s in range(S) if s in found.deps[t] and found.carry_names[s] in trace]
-                if j in found.direct[t]:
-                    terms.append(to_trace(immediate(t)[j], place))
-                new[name][target] = functools.reduce(operator.add, terms)
-        return new
+    @functools.cache
+    def immediate(t):
+        """``I[t]`` for every parameter leaf that new leaf ``t`` reads: one vjp, an all-ones cotangent."""
+        readers = sorted(found.direct[t])
 
-    def contract_traces(self, cell, params, traces, g_carry):
-        found = require(cell, params, cell.initial_carry(()))
-        g = dict(zip(found.carry_names, structure.credit_leaves(g_carry), strict=True))
-        p_leaves, p_tree = jax.tree.flatten(params)
-        grads = []
-        for j, (name, p) in enumerate(zip(found.param_names, p_leaves, strict=True)):
-            along = trace_placement(found.placement[j], jnp.ndim(p))
-            total = to_trace(jnp.zeros_like(p), found.placement[j])
-            for s, e in traces.get(name, {}).items():
-                if g[s] is not None:  # no credit on that leaf: skip its traces
-                    total = total + structure.spread(g[s], along) * e
-            grads.append(total)
-        return jax.tree.unflatten(p_tree, grads)
+        def leaf_t(*read):
+            chosen = dict(zip(readers, read, strict=True))
+            return new_carry([chosen.get(i, p) for i, p in enumerate(p_leaves)], c_leaves)[t]
 
-    def as_params(self, cell, params, grads):
-        found = require(cell, params, cell.initial_carry(()))
-        leaves, tree = jax.tree.flatten(grads)
-        return jax.tree.unflatten(tree, [to_param(g, place) for g, place in zip(leaves, found.placement, strict=True)])
+        out, pull = jax.vjp(leaf_t, *[p_leaves[j] for j in readers])
+        return dict(zip(readers, pull(jnp.ones_like(out)), strict=True))
+
+    new = {}
+    for j, name in enumerate(found.param_names):
+        if name not in traces:
+            continue
+        trace, place = traces[name], found.placement[j]
+        along = trace_placement(place, jnp.ndim(p_leaves[j]))
+        new[name] = {}
+        for t in found.reach[j]:
+            target = found.carry_names[t]
+            terms = [structure.spread(column(s)[t], along) * trace[found.carry_names[s]]
+                     for s in range(S) if s in found.deps[t] and found.carry_names[s] in trace]
+            if j in found.direct[t]:
+                terms.append(to_trace(immediate(t)[j], place))
+            new[name][target] = functools.reduce(operator.add, terms)
+    return new
+
+
+def contract(found: structure.Elementwise, params, traces, g_carry):
+    """``dL/dtheta_q = sum_s g_{s,k(q)} e[theta][s]_q``, in the traces' layout."""
+    g = dict(zip(found.carry_names, structure.credit_leaves(g_carry), strict=True))
+    p_leaves, p_tree = jax.tree.flatten(params)
+    grads = []
+    for j, (name, p) in enumerate(zip(found.param_names, p_leaves, strict=True)):
+        along = trace_placement(found.placement[j], jnp.ndim(p))
+        total = to_trace(jnp.zeros_like(p), found.placement[j])
+        for s, e in traces.get(name, {}).items():
+            if g[s] is not None:  # no credit on that leaf: skip its traces
+                total = total + structure.spread(g[s], along) * e
+        grads.append(total)
+    return jax.tree.unflatten(p_tree, grads)
+
+
+def to_params(found: structure.Elementwise, params, grads):
+    leaves, tree = jax.tree.flatten(grads)
+    return jax.tree.unflatten(tree, [to_param(g, place) for g, place in zip(leaves, found.placement, strict=True)])

@@ -1,9 +1,10 @@
 """Layer-local RTRL for layered cells: each recurrent layer keeps its own traces, of its own parameters, w.r.t.
 its own carry.
 
-A layered cell (``rtrl.cells.Stack``, ``rtrl.cells.Network``) exposes ``layers``, ``layer_params(params)``,
-``layer_inputs(params, carry, x)`` (the input each layer reads at this step) and ``from_layer_grads(params,
-grads)``. For layer ``i`` with parameters ``theta_i``, carry ``c_i`` and input ``x_i``, the inner method traces
+A layered cell (``rtrl.cells.Stack``, ``rtrl.cells.Network``; the protocol ``rtrl.capabilities.Layered``) exposes
+``layers``, ``layer_params(params)``, ``layer_inputs(params, carry, x)`` (the input each layer reads at this
+step) and ``from_layer_grads(params, grads)``. Binding resolves the inner method for each layer and binds it to
+that layer, once. For layer ``i`` with parameters ``theta_i``, carry ``c_i`` and input ``x_i``, the inner method traces
 ``M_i = d c_i / d theta_i`` as if ``x_i`` did not depend on any parameter. Dropped: every block
 ``d c_j / d theta`` with ``j`` above the layer that owns ``theta``, i.e. the influence of a lower layer's
 parameters (and of the parameters outside the cells: a network's encoder and mixing layers) on the upper layers'
@@ -21,11 +22,11 @@ cells (LRU, RTU, IIR2), traces the size of the cells' recurrent parameters times
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
-from rtrl.methods.base import TraceMethod
-
-PROTOCOL = ("layers", "layer_params", "layer_inputs", "from_layer_grads")
+from rtrl.capabilities import Layered
+from rtrl.methods.base import TraceMethod, TraceRule, example_shapes
 
 
 class LayerLocal(TraceMethod):
@@ -35,9 +36,8 @@ class LayerLocal(TraceMethod):
     inner: Any = "auto"
     name: ClassVar[str] = "layer_local"
 
-    def __post_init__(self) -> None:
+    def __check_init__(self) -> None:
         """``inner`` is refused here, not at the first step: a trace method's name or a trace method object."""
-        super().__post_init__()
         from rtrl.methods import REGISTRY, Auto  # the registry imports this module
         from rtrl.validate import closest, what
 
@@ -58,30 +58,46 @@ class LayerLocal(TraceMethod):
         """The method of each layer of ``cell``, checked against it."""
         from rtrl.methods import resolve  # the registry imports this module
 
-        return tuple(resolve(self.inner, layer) for layer in cell.layers)  # trace methods: see __post_init__
+        return tuple(resolve(self.inner, layer) for layer in cell.layers)  # trace methods: see __check_init__
 
     def check(self, cell) -> None:
-        if not all(hasattr(cell, name) for name in PROTOCOL):
-            raise ValueError(f"method 'layer_local' applies to a rtrl.cells.Stack or rtrl.cells.Network (a layered "
-                             f"cell), got {cell.name}; use the inner method directly on a single cell")
+        require_layered(cell)
         self.inner_methods(cell)
 
-    def init(self, cell, params, carry):
-        return tuple(inner.init(layer, p, c) for inner, layer, p, c in
-                     zip(self.inner_methods(cell), cell.layers, cell.layer_params(params), carry, strict=True))
+    def bind(self, cell, params=None, carry=None) -> TraceRule:
+        """Each layer's rule, bound once (an inner method that does not apply to a layer refuses there)."""
+        from rtrl.methods import resolve  # the registry imports this module
 
-    def update(self, cell, params, carry, traces, x):
-        inputs = cell.layer_inputs(params, carry, x)  # constants for each layer's traces
-        return tuple(inner.update(layer, p, c, tr, xi) for inner, layer, p, c, tr, xi in
-                     zip(self.inner_methods(cell), cell.layers, cell.layer_params(params), carry, traces, inputs,
-                         strict=True))
+        require_layered(cell)
+        params, carry = example_shapes(cell, params, carry)
+        inner = resolve(self.inner)
+        rules = tuple(inner.bind(layer, p, c) for layer, p, c in
+                      zip(cell.layers, cell.layer_params(params), carry, strict=True))
+        return TraceRule(self, functools.partial(init, cell, rules), functools.partial(update, cell, rules),
+                         functools.partial(contract, cell, rules), functools.partial(to_params, cell, rules))
 
-    def contract_traces(self, cell, params, traces, g_carry):
-        return tuple(inner.contract_traces(layer, p, tr, g) for inner, layer, p, tr, g in
-                     zip(self.inner_methods(cell), cell.layers, cell.layer_params(params), traces, g_carry,
-                         strict=True))
 
-    def as_params(self, cell, params, grads):
-        return cell.from_layer_grads(params, tuple(inner.as_params(layer, p, g) for inner, layer, p, g in
-                                                   zip(self.inner_methods(cell), cell.layers,
-                                                       cell.layer_params(params), grads, strict=True)))
+def require_layered(cell) -> None:
+    if not isinstance(cell, Layered):
+        raise ValueError(f"method 'layer_local' applies to a rtrl.cells.Stack or rtrl.cells.Network (a layered "
+                         f"cell), got {cell.name}; use the inner method directly on a single cell")
+
+
+def init(cell, rules, params, carry):
+    return tuple(rule.init(p, c) for rule, p, c in zip(rules, cell.layer_params(params), carry, strict=True))
+
+
+def update(cell, rules, params, carry, traces, x):
+    inputs = cell.layer_inputs(params, carry, x)  # constants for each layer's traces
+    return tuple(rule.update(p, c, tr, xi) for rule, p, c, tr, xi in
+                 zip(rules, cell.layer_params(params), carry, traces, inputs, strict=True))
+
+
+def contract(cell, rules, params, traces, g_carry):
+    return tuple(rule.contract(p, tr, g) for rule, p, tr, g in
+                 zip(rules, cell.layer_params(params), traces, g_carry, strict=True))
+
+
+def to_params(cell, rules, params, grads):
+    return cell.from_layer_grads(params, tuple(rule.to_params(p, g) for rule, p, g in
+                                               zip(rules, cell.layer_params(params), grads, strict=True)))

@@ -28,8 +28,10 @@ pattern (``4 r > C``, e.g. SnAp-1 on GRU) is stored densely and masked, and the 
 from __future__ import annotations
 
 import functools
+import math
 from typing import ClassVar, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -37,7 +39,9 @@ from jax.flatten_util import ravel_pytree
 
 from rtrl import structure
 from rtrl.checks import check_positive_int
-from rtrl.methods.base import TraceMethod
+from rtrl.methods.base import TraceMethod, TraceRule, example_shapes
+
+PROBE_LIMIT = 2_000_000  # SnAp's pattern probes the full (C, P) Jacobian: not found out above this many entries
 
 
 class Pattern(NamedTuple):
@@ -92,28 +96,37 @@ def contract_on(pattern: Pattern | None, values, g):
 class Sensitivity(TraceMethod):
     """``M`` on the pattern that ``pattern`` gives (``None``: full), carried by ``propagation(J)``."""
 
-    def pattern(self, cell, params, carry) -> Pattern | None:
+    def pattern(self, cell, params=None, carry=None) -> Pattern | None:
+        """The kept entries for one example's ``params`` and ``carry`` (arrays or shapes; by default the cell's
+        own, ``example_shapes``); ``None``: all."""
         return None
 
     def propagation(self, j_carry):
         """The part of the recurrence Jacobian the traces are carried by (all of it here)."""
         return j_carry
 
-    def init(self, cell, params, carry):
-        flat_p, _ = ravel_pytree(params)
-        flat_c, _ = ravel_pytree(carry)
+    def bind(self, cell, params=None, carry=None) -> TraceRule:
         pattern = self.pattern(cell, params, carry)
-        shape = (flat_c.size, flat_p.size) if pattern is None or not pattern.compressed else pattern.rows.shape
-        return jnp.zeros(shape, jnp.result_type(flat_c, flat_p))
+        return TraceRule(self, functools.partial(zero_sensitivity, pattern),
+                         functools.partial(advance, cell, pattern, self.propagation),
+                         functools.partial(contract, cell, pattern))
 
-    def update(self, cell, params, carry, traces, x):
-        j_params, j_carry = structure.step_jacobians(cell, params, carry, x)
-        return propagate(self.pattern(cell, params, carry), self.propagation(j_carry), j_params, traces)
 
-    def contract_traces(self, cell, params, traces, g_carry):
-        carry = cell.initial_carry((), traces.dtype)
-        g = structure.flat_credit(g_carry, carry)
-        return ravel_pytree(params)[1](contract_on(self.pattern(cell, params, carry), traces, g))
+def zero_sensitivity(pattern: Pattern | None, params, carry):
+    flat_p, _ = ravel_pytree(params)
+    flat_c, _ = ravel_pytree(carry)
+    shape = (flat_c.size, flat_p.size) if pattern is None or not pattern.compressed else pattern.rows.shape
+    return jnp.zeros(shape, jnp.result_type(flat_c, flat_p))
+
+
+def advance(cell, pattern: Pattern | None, propagation, params, carry, traces, x):
+    j_params, j_carry = structure.step_jacobians(cell, params, carry, x)
+    return propagate(pattern, propagation(j_carry), j_params, traces)
+
+
+def contract(cell, pattern: Pattern | None, params, traces, g_carry):
+    g = structure.flat_credit(g_carry, cell.initial_carry((), traces.dtype))
+    return ravel_pytree(params)[1](contract_on(pattern, traces, g))
 
 
 class DenseRTRL(Sensitivity):
@@ -128,13 +141,24 @@ class SnAp(Sensitivity):
 
     n: int = 1
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def __check_init__(self) -> None:
         check_positive_int("n", self.n)
 
     @property
     def name(self) -> str:
         return f"snap{self.n}"
 
-    def pattern(self, cell, params, carry) -> Pattern:
+    def pattern(self, cell, params=None, carry=None) -> Pattern:
+        params, carry = example_shapes(cell, params, carry)
         return snap_pattern(cell, structure.spec(params), structure.spec(carry), self.n)
+
+    def trace_shapes(self, cell):
+        """``None`` above ``PROBE_LIMIT`` sensitivity entries: the pattern is probed for real, at that cost."""
+        params, carry = example_shapes(cell)
+        if size(params) * size(carry) > PROBE_LIMIT:
+            return None
+        return super().trace_shapes(cell)
+
+
+def size(tree) -> int:
+    return sum(math.prod(a.shape) for a in jax.tree.leaves(tree))

@@ -23,6 +23,7 @@ reset zeroes the counter like every trace, restarting that example's stream.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar, NamedTuple
 
 import jax
@@ -30,7 +31,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from rtrl import structure
-from rtrl.methods.base import TraceMethod
+from rtrl.methods.base import TraceMethod, TraceRule
 
 EPS = 1e-7  # Tallec and Ollivier's guard against 0/0 in the rho scalings (irrelevant to the mean)
 
@@ -49,30 +50,37 @@ class UORO(TraceMethod):
     seed: Any = 0
     name: ClassVar[str] = "uoro"
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def __check_init__(self) -> None:
         integer = isinstance(self.seed, int) or jnp.issubdtype(getattr(self.seed, "dtype", float), jnp.integer)
         if isinstance(self.seed, bool) or not integer or jnp.ndim(self.seed) != 0:
             raise ValueError(f"seed must be an integer (a Python int, or a scalar integer array), got {self.seed!r}")
 
-    def init(self, cell, params, carry):
-        flat_p, _ = ravel_pytree(params)
-        flat_c, _ = ravel_pytree(carry)
-        dtype = jnp.result_type(flat_c, flat_p)
-        return UOROTraces(jnp.zeros(flat_c.shape, dtype), jnp.zeros(flat_p.shape, dtype), jnp.zeros((), jnp.uint32))
+    def bind(self, cell, params=None, carry=None) -> TraceRule:
+        """Nothing to find in the cell: the rule is the same for every cell."""
+        return TraceRule(self, zero_estimate, functools.partial(advance, cell, self.seed),
+                         functools.partial(contract, cell))
 
-    def update(self, cell, params, carry, traces, x):
-        f, flat_p, flat_c, _ = structure.flat_step(cell, params, carry, x)
-        c_tilde, theta_tilde = traces.carry, traces.params
-        key = jax.random.fold_in(jax.random.PRNGKey(self.seed), traces.step)
-        nu = jax.random.rademacher(key, c_tilde.shape, c_tilde.dtype)
-        j_c = jax.jvp(lambda c: f(flat_p, c), (flat_c,), (c_tilde,))[1]
-        nu_i = jax.vjp(lambda p: f(p, flat_c), flat_p)[1](nu)[0]
-        norm = jnp.linalg.norm
-        rho0 = jnp.sqrt((norm(theta_tilde) + EPS) / (norm(j_c) + EPS))
-        rho1 = jnp.sqrt((norm(nu_i) + EPS) / (norm(nu) + EPS))
-        return UOROTraces(rho0 * j_c + rho1 * nu, theta_tilde / rho0 + nu_i / rho1, traces.step + jnp.uint32(1))
 
-    def contract_traces(self, cell, params, traces, g_carry):
-        g = structure.flat_credit(g_carry, cell.initial_carry((), traces.carry.dtype))
-        return ravel_pytree(params)[1]((g @ traces.carry) * traces.params)
+def zero_estimate(params, carry) -> UOROTraces:
+    flat_p, _ = ravel_pytree(params)
+    flat_c, _ = ravel_pytree(carry)
+    dtype = jnp.result_type(flat_c, flat_p)
+    return UOROTraces(jnp.zeros(flat_c.shape, dtype), jnp.zeros(flat_p.shape, dtype), jnp.zeros((), jnp.uint32))
+
+
+def advance(cell, seed, params, carry, traces: UOROTraces, x) -> UOROTraces:
+    f, flat_p, flat_c, _ = structure.flat_step(cell, params, carry, x)
+    c_tilde, theta_tilde = traces.carry, traces.params
+    key = jax.random.fold_in(jax.random.PRNGKey(seed), traces.step)
+    nu = jax.random.rademacher(key, c_tilde.shape, c_tilde.dtype)
+    j_c = jax.jvp(lambda c: f(flat_p, c), (flat_c,), (c_tilde,))[1]
+    nu_i = jax.vjp(lambda p: f(p, flat_c), flat_p)[1](nu)[0]
+    norm = jnp.linalg.norm
+    rho0 = jnp.sqrt((norm(theta_tilde) + EPS) / (norm(j_c) + EPS))
+    rho1 = jnp.sqrt((norm(nu_i) + EPS) / (norm(nu) + EPS))
+    return UOROTraces(rho0 * j_c + rho1 * nu, theta_tilde / rho0 + nu_i / rho1, traces.step + jnp.uint32(1))
+
+
+def contract(cell, params, traces: UOROTraces, g_carry):
+    g = structure.flat_credit(g_carry, cell.initial_carry((), traces.carry.dtype))
+    return ravel_pytree(params)[1]((g @ traces.carry) * traces.params)

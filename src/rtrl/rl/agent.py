@@ -24,14 +24,17 @@ from rtrl.cells.base import Cell, glorot
 from rtrl.checks import check_positive_int
 from rtrl.methods import TBPTT, Method, resolve
 from rtrl.online import Learner, online, zero_where
-from rtrl.rl.rolling import rolling_tbptt
+from rtrl.rl.rolling import RollingTBPTT
 
 
-def learner_of(cell: Cell, method: str | Method, truncation: int) -> Learner:
-    """``rtrl.online(cell, method)`` for a trace method; the rolling window for ``tbptt`` (its own ``truncation``
-    when ``method`` is a ``TBPTT`` object); ``ValueError`` for a method an online agent cannot use."""
+def learner_of(cell: Cell, method: str | Method | RollingTBPTT, truncation: int) -> Learner:
+    """The learner of ``cell`` under ``method``: a trace method bound by ``rtrl.online``; for ``tbptt`` the rolling
+    window (``RollingTBPTT``) of ``truncation`` steps, or of its own when ``method`` is a ``TBPTT`` or
+    ``RollingTBPTT`` object; ``ValueError`` for a method an online agent cannot use."""
+    if isinstance(method, RollingTBPTT):
+        return method.bind(cell)
     if method == "tbptt" or isinstance(method, TBPTT):
-        return rolling_tbptt(cell, method.truncation if isinstance(method, TBPTT) else truncation)
+        return RollingTBPTT(method.truncation if isinstance(method, TBPTT) else truncation).bind(cell)
     method = resolve(method, cell)
     if not method.online:
         raise ValueError(f"method {method.name!r} needs whole episodes and cannot drive an online agent; use a "

@@ -1,8 +1,18 @@
 """Rolling truncated BPTT as an online learner: at every step, back-propagate through the last ``K`` steps.
 
-``rolling_tbptt(cell, K)`` has the interface of ``rtrl.online`` (``init``, ``step``, ``reset``), so an agent
-swaps it for a trace method. Its state keeps the last ``K`` inputs, where an episode began among them, and the
-carry before the oldest (a constant: nothing flows back past it). ``step`` appends ``x`` and unrolls the cell
+``RollingTBPTT(truncation=K).bind(cell)`` (or ``rolling_tbptt(cell, K)``) is a learner with the interface of
+``rtrl.online`` (``init``, ``step``, ``reset``, ``cell``, ``method``), so an agent swaps it for a trace method.
+
+Why it binds to a learner and not to a ``rtrl.methods.TraceRule`` as the trace methods do: a trace rule keeps, per
+example, a summary of the past (the traces) that a credit on the carry is contracted with, so the past itself is
+dropped and ``rtrl.online`` can run every rule through one step whose backward pass never looks back. Rolling
+TBPTT keeps the past (the last ``K`` inputs) and differentiates through it with ordinary autodiff: there is no
+summary to contract, and the gradient of a step is the backward pass of a ``K``-step unroll. So it is another kind
+of thing, an option object that binds to a cell like a method (``bind``; frozen, compared by value, checked in
+``__check_init__``) whose binding is the learner itself.
+
+Its state keeps the last ``K`` inputs, where an episode began among them, and the carry before the oldest (a
+constant: nothing flows back past it). ``step`` appends ``x`` and unrolls the cell
 over the window from that carry with ordinary autodiff, so ``jax.grad`` of a loss on ``h_t`` is::
 
     d L_t / d theta  through  carry_{t-K} (fixed) -> x_{t-K+1} -> ... -> x_t
@@ -15,13 +25,15 @@ gradient is BPTT's.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
 from rtrl.checks import check_positive_int
+from rtrl.frozen import Frozen
 from rtrl.online import Learner, zero_where
 
 
@@ -33,17 +45,30 @@ class Window(NamedTuple):
     pending: jax.Array  # (*batch,) bool: the next input begins an episode
 
 
-class RollingTBPTT(NamedTuple):
-    """The ``method`` of a rolling learner: its name and window, as trace methods are named."""
+class RollingTBPTT(Frozen):
+    """Rolling truncated BPTT over the last ``truncation`` steps (see the module docstring); named as the chunked
+    ``tbptt`` it stands in for online, and not exact."""
 
-    truncation: int
-    name: str = "tbptt"
-    exact: bool = False
+    truncation: int = 8
+    name: ClassVar[str] = "tbptt"
+    online: ClassVar[bool] = True
+    exact: ClassVar[bool] = False
+
+    def __check_init__(self) -> None:
+        check_positive_int("truncation", self.truncation)
+
+    def bind(self, cell) -> Learner:
+        """The learner of ``cell`` under this window."""
+        return Learner(cell, self, *window_learner(cell, self.truncation))
 
 
 def rolling_tbptt(cell, truncation: int) -> Learner:
-    check_positive_int("truncation", truncation)
-    K = truncation
+    """``RollingTBPTT(truncation).bind(cell)``."""
+    return RollingTBPTT(truncation).bind(cell)
+
+
+def window_learner(cell, K: int) -> tuple[Callable, Callable, Callable]:
+    """``(init, step, reset)`` of the rolling window of ``K`` steps over ``cell``."""
 
     def init(params, batch_shape: tuple[int, ...] = (), carry=None) -> Window:
         dtype = jnp.result_type(*jax.tree.leaves(params))
@@ -82,4 +107,4 @@ def rolling_tbptt(cell, truncation: int) -> Learner:
                              f"{done.dtype} {done.shape}")
         return window._replace(pending=window.pending | done)
 
-    return Learner(cell, RollingTBPTT(K), init, step, reset)
+    return init, step, reset

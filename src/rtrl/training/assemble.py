@@ -20,8 +20,6 @@ from rtrl.cells.lookup import make_cell
 from rtrl.checks import default_dtype
 from rtrl.config import make
 from rtrl.devices import floats_of
-from rtrl.inspection import PROBE_LIMIT
-from rtrl.methods.sensitivity import SnAp
 from rtrl.optim import make_optimizer
 from rtrl.training.config import RunConfig
 from rtrl.training.tasks import TASKS, Task
@@ -90,9 +88,7 @@ def state_bytes(cell, method, streams: int, window: int) -> int:
     carry = floats_of(lambda: cell.initial_carry(()))
     if not method.online:
         traces = window * carry * itemsize
-    elif isinstance(method, SnAp) and carry * params > PROBE_LIMIT:  # its pattern would be probed for real
-        traces = 0
-    else:
-        shapes = jax.eval_shape(lambda: method.init(cell, cell.init(jax.random.PRNGKey(0)), cell.initial_carry(())))
+    else:  # None where the shapes would cost a probe of the cell (a large SnAp pattern): counted as none
+        shapes = method.trace_shapes(cell)
         traces = sum(math.prod(a.shape) * a.dtype.itemsize for a in jax.tree.leaves(shapes))
     return itemsize * (3 * params + streams * carry) + streams * traces

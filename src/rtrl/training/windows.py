@@ -7,8 +7,9 @@ loss sums and weight sums (``(k,)``) and ``grads`` is the gradient of the window
 per-stream loss times its weight.
 
 * ``TraceWindow`` (trace methods): ``jax.grad`` of each step's loss through ``learner.step`` is the method's
-  gradient; they are summed over the window. ``memory`` is the learner's ``OnlineState``: carry and traces run on
-  across updates (k = 1 is fully online RTRL).
+  gradient; they are summed over the window by ``rtrl.online.accumulate``, as ``stream_grad`` sums them.
+  ``memory`` is the learner's ``OnlineState``: carry and traces run on across updates (k = 1 is fully online
+  RTRL).
 * ``SequenceWindow`` (``bptt``, ``tbptt``): ``method.sequence_grad`` of the ``ReadoutModel`` over the window from
   the carried carry, so the gradient is cut at window boundaries. ``memory`` is the carry.
 """
@@ -23,7 +24,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from rtrl.methods import SequenceMethod
-from rtrl.online import Learner, steps_per_body
+from rtrl.online import Learner, accumulate, steps_per_body
 from rtrl.training.model import ReadoutModel, readout, with_reset_flag
 
 
@@ -38,22 +39,15 @@ class TraceWindow(NamedTuple):
     def __call__(self, params, memory, episodes, done):
         learner, B = self.learner, self.batch
 
-        def one_step(carry, data):
-            memory, grads = carry
+        def step_loss(p, memory, data):
             ep, done_t = data
             memory = learner.reset(memory, done_t)
+            h, next_memory = learner.step(p["cell"], memory, ep.xs)
+            weighted = self.score(readout(p["readout"], h), ep.targets, ep.weights)
+            return jnp.sum(weighted) / B, (next_memory, (jnp.sum(weighted), jnp.sum(ep.weights)))
 
-            def loss(p):
-                h, next_memory = learner.step(p["cell"], memory, ep.xs)
-                weighted = self.score(readout(p["readout"], h), ep.targets, ep.weights)
-                return jnp.sum(weighted) / B, (next_memory, jnp.sum(weighted))
-
-            (_, (memory, total)), g = jax.value_and_grad(loss, has_aux=True)(params)
-            return (memory, jax.tree.map(jnp.add, grads, g)), (total, jnp.sum(ep.weights))
-
-        zero = jax.tree.map(jnp.zeros_like, params)
         unroll = steps_per_body(learner.cell, params["cell"], memory.carry, episodes.xs[0])
-        (memory, grads), (losses, weights) = lax.scan(one_step, (memory, zero), (episodes, done), unroll=unroll)
+        memory, grads, (losses, weights) = accumulate(step_loss, params, memory, (episodes, done), unroll=unroll)
         return memory, grads, losses, weights
 
 

@@ -1,0 +1,59 @@
+"""A cell's optional capabilities, as typed protocols: what a method may ask of a cell beyond ``step``.
+
+Cells and methods both import this module (it imports neither). A capability is present when the cell's class
+defines the protocol's members, ``isinstance(cell, HasOutput)``; a cell that lacks one does not define its
+members at all (no member that raises, no ``None`` to test for).
+
+* ``HasOutput``: ``output(params, carry_t, x_t) -> h_t``, for a cell whose ``h`` is a function of the new carry
+  (its ``step`` returns exactly ``(carry_t, output(params, carry_t, x_t))``). Exact methods then contract the new
+  traces and skip the backward pass through the recurrence (``rtrl.online``).
+* ``HandDerivedTraces``: closed-form eligibility traces written beside the forward equations, for one example,
+  with the meaning of a bound rule's functions (``rtrl.methods.TraceRule``): ``trace_init(params, carry)``,
+  ``trace_update(params, carry, traces, x)``, ``trace_contract(params, traces, g_carry)`` and
+  ``trace_to_params(params, grads)``. Every ``rtrl.cells.Cell`` has the last one (the identity: traces laid out
+  like the parameters), so a cell opts in by writing the first three, and the fourth when its traces are laid
+  out otherwise. The ``closed_form`` method uses them.
+* ``Layered``: a cell made of recurrent layers (``rtrl.cells.Stack``, ``rtrl.cells.Network``), which
+  ``layer_local`` traces layer by layer: ``layers`` (the cells), ``layer_params(params)`` (each layer's
+  parameters), ``layer_inputs(params, carry, x)`` (the input each layer reads at this step) and
+  ``from_layer_grads(params, grads)`` (the layers' gradients as a gradient of ``params``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class HasOutput(Protocol):
+    def output(self, params, carry, x) -> Any:
+        """``h`` from the parameters, the new carry and the input."""
+
+
+@runtime_checkable
+class HandDerivedTraces(Protocol):
+    def trace_init(self, params, carry) -> Any:
+        """The traces of a carry that does not depend on the parameters (zeros)."""
+
+    def trace_update(self, params, carry, traces, x) -> Any:
+        """The traces of ``step(params, carry, x)``'s new carry."""
+
+    def trace_contract(self, params, traces, g_carry) -> Any:
+        """The gradient a credit on the carry amounts to, in the traces' layout."""
+
+    def trace_to_params(self, params, grads) -> Any:
+        """A sum of ``trace_contract`` laid out like ``params``."""
+
+
+@runtime_checkable
+class Layered(Protocol):
+    layers: tuple
+
+    def layer_params(self, params) -> tuple:
+        """Each layer's parameters."""
+
+    def layer_inputs(self, params, carry, x) -> tuple:
+        """The input each layer reads at this step."""
+
+    def from_layer_grads(self, params, grads: tuple) -> Any:
+        """The layers' gradients as a gradient of all of ``params``."""
