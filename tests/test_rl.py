@@ -89,6 +89,9 @@ def worst(online, reference):
     (rtrl.cells.Elman(3, 5), "rtrl"),
     (rtrl.cells.GRU(3, 4), "rtrl"),
     (rtrl.cells.IIR2(3, 4), "closed_form"),
+    (rtrl.cells.LRU(3, 4), "auto"),  # the torsos of the field (issue 24): `auto` must find exact traces for each
+    (rtrl.cells.RTU(3, 4), "auto"),
+    (rtrl.cells.network.lru_network(input_size=3, hidden_size=4), "auto"),
 ])
 def test_exact_per_step_gradients_equal_bptt_across_resets(cell, method):
     agent = ActorCritic(cell, 3, method)

@@ -227,3 +227,26 @@ def test_a_missing_popgym_is_named(monkeypatch, tmp_path, capsys):
     assert main(["rl", "--env", "gymnasium:popgym-FooEasy-v0", "--out", str(tmp_path / "r")]) == 2
     assert "needs the popgym package: pip install 'rtrl[popgym]'" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_every_round_3_preset_assembles_and_one_runs_from_the_command_line(tmp_path):
+    """The presets of issue 24 (DESIGN.md's round-3 names) each with TBPTT and the memoryless row: every row builds
+    (environment, spaces, cell); `rtrl rl --preset popgym-repeat-first --seed 1` runs a few steps into a run
+    folder whose config is the preset's (the popgym ID, the seed)."""
+    from rtrl.cli import main
+    from rtrl.rl.assemble import assemble
+    from rtrl.rl.presets import PRESETS
+    from rtrl.run.folder import read_config, read_metrics
+
+    names = ("memory-chain-128", "popgym-repeat-first", "popgym-repeat-previous", "popgym-count-recall",
+             "popgym-autoencode")
+    for name in names:
+        for row in (name, f"{name}-tbptt", f"{name}-memoryless"):
+            parts = assemble(RLConfig(**PRESETS[row].options))
+            assert type(parts.agent.cell).__name__ == ("FeedForward" if row.endswith("memoryless") else "Elman")
+    out = tmp_path / "rf"
+    assert main(["rl", "--preset", "popgym-repeat-first", "--seed", "1", "--steps", "4", "--record-every", "2",
+                 "--hidden", "2", "--envs", "2", "--fidelity-every", "0", "--out", str(out), "--quiet"]) == 0
+    config = read_config(out)
+    assert (config.env, config.seed, config.method) == ("gymnasium:popgym-RepeatFirstEasy-v0", 1, "rtrl")
+    assert [r["step"] for r in read_metrics(out)] == [2, 4]
