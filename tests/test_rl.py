@@ -89,6 +89,9 @@ def worst(online, reference):
     (rtrl.cells.Elman(3, 5), "rtrl"),
     (rtrl.cells.GRU(3, 4), "rtrl"),
     (rtrl.cells.IIR2(3, 4), "closed_form"),
+    (rtrl.cells.LRU(3, 4), "auto"),  # the torsos of the field (issue 24): `auto` must find exact traces for each
+    (rtrl.cells.RTU(3, 4), "auto"),
+    (rtrl.cells.network.lru_network(input_size=3, hidden_size=4), "auto"),
 ])
 def test_exact_per_step_gradients_equal_bptt_across_resets(cell, method):
     agent = ActorCritic(cell, 3, method)
@@ -143,42 +146,42 @@ def test_tmaze_reset_shows_one_of_both_cues_at_the_start():
 
 
 def test_tmaze_forward_moves_along_the_corridor_which_shows_nothing():
-    obs, state, reward, done = MAZE.transition(None, at(0, RIGHT), FORWARD)
+    obs, state, reward, done, _ = MAZE.transition(None, at(0, RIGHT), FORWARD)
     assert int(state.position) == 1 and float(reward) == 0 and not done
     np.testing.assert_array_equal(obs, [0.0, 0.0, 0.0])
 
 
 def test_tmaze_a_turn_in_the_corridor_stays_put():
     for action in (LEFT, RIGHT):
-        obs, state, reward, done = MAZE.transition(None, at(1), action)
+        obs, state, reward, done, _ = MAZE.transition(None, at(1), action)
         assert int(state.position) == 1 and int(state.time) == 1 and float(reward) == 0 and not done
 
 
 def test_tmaze_junction_is_observed_and_forward_there_stays():
-    obs, state, reward, done = MAZE.transition(None, at(2), FORWARD)
+    obs, state, reward, done, _ = MAZE.transition(None, at(2), FORWARD)
     assert int(state.position) == 3
     np.testing.assert_array_equal(obs, [0.0, 0.0, 1.0])
-    obs, state, reward, done = MAZE.transition(None, state, FORWARD)
+    obs, state, reward, done, _ = MAZE.transition(None, state, FORWARD)
     assert int(state.position) == 3 and float(reward) == 0 and not done
 
 
 @pytest.mark.parametrize("cue", [LEFT, RIGHT])
 def test_tmaze_turn_at_the_junction_ends_with_the_cue_deciding_the_reward(cue):
     for action, expected in ((cue, 1.0), (1 - cue, -1.0)):
-        _, _, reward, done = MAZE.transition(None, at(3, cue), action)
+        _, _, reward, done, _ = MAZE.transition(None, at(3, cue), action)
         assert float(reward) == expected and bool(done)
 
 
 def test_tmaze_time_limit_ends_the_episode_without_reward():
     assert MAZE.max_steps == 16 and TMaze(length=3, max_steps=5).max_steps == 5
-    _, _, reward, done = MAZE.transition(None, at(1, time=14), LEFT)
+    _, _, reward, done, _ = MAZE.transition(None, at(1, time=14), LEFT)
     assert not done
-    _, _, reward, done = MAZE.transition(None, at(1, time=15), LEFT)
+    _, _, reward, done, _ = MAZE.transition(None, at(1, time=15), LEFT)
     assert bool(done) and float(reward) == 0
 
 
 def test_step_resets_where_the_episode_ends():
-    obs, state, reward, done = MAZE.step(jax.random.PRNGKey(0), at(3, RIGHT, time=7), RIGHT)
+    obs, state, reward, done, *_ = MAZE.step(jax.random.PRNGKey(0), at(3, RIGHT, time=7), RIGHT)
     assert bool(done) and float(reward) == 1
     assert int(state.position) == 0 and int(state.time) == 0 and obs[:2].sum() == 1
 
@@ -189,10 +192,10 @@ def test_episode_stats_and_masking():
     obs, state = env.reset(jax.random.PRNGKey(1))
     cue = int(state.env.cue)
     np.testing.assert_array_equal(obs, [0.0, 1.0 - cue])
-    obs, state, _, done = env.step(jax.random.PRNGKey(2), state, FORWARD)
+    obs, state, _, done, *_ = env.step(jax.random.PRNGKey(2), state, FORWARD)
     np.testing.assert_array_equal(obs, [1.0, 0.0])
     assert not done and float(state.episode_return) == 0 and int(state.episode_length) == 1
-    _, state, _, done = env.step(jax.random.PRNGKey(3), state, 1 - cue)
+    _, state, _, done, *_ = env.step(jax.random.PRNGKey(3), state, 1 - cue)
     assert bool(done) and float(state.last_return) == -1 and int(state.last_length) == 2
     assert int(state.episode_length) == 0 and float(state.episode_return) == 0
 

@@ -16,8 +16,8 @@ def test_memory_chain_length_is_an_option_and_the_episode_lasts_it():
     context = float(obs[2])  # the bit to remember, shown at the first step only
     step = jax.jit(env.step)
     for t in range(7):
-        obs, state, reward, done = step(jax.random.PRNGKey(t), state, jnp.int32(context > 0))
-        assert bool(done) == (t == 6)
+        obs, state, reward, done, truncated, _ = step(jax.random.PRNGKey(t), state, jnp.int32(context > 0))
+        assert bool(done) == (t == 6) and not truncated  # the answer ends it: a termination
     assert float(reward) == 1.0 and float(state.last_return) == 1.0 and int(state.last_length) == 7
 
 

@@ -77,11 +77,11 @@ class Scripted(Env):
         noise = jax.random.uniform(key, dtype=jnp.float64) if self.noisy else jnp.float64(0.0)
         reward = (jnp.asarray(REWARDS)[action % 3] + 0.25 * state.time).astype(jnp.float32)  # exact in float32
         state = ScriptState(state.time + 1, state.left - 1, action.astype(jnp.int32), noise, state.taken)
-        return self.observe(state), state, reward, state.left == 0
+        return self.observe(state), state, reward, state.left == 0, jnp.zeros((), bool)
 
     def step(self, key, state, action):
-        obs, state, reward, done = super().step(key, state, action)
-        return obs, state._replace(taken=jnp.asarray(action, jnp.int32)), reward, done
+        step = super().step(key, state, action)
+        return step._replace(state=step.state._replace(taken=jnp.asarray(action, jnp.int32)))
 
 
 @functools.cache
@@ -124,7 +124,8 @@ class Oracle:
         self.S = [{"W": np.zeros((N, D, N)), "B": np.zeros((N, N)), "R": np.zeros((N, N, N))} for _ in range(E)]
         self.z = [jax.tree.map(np.zeros_like, self.p) for _ in range(E)]
         self.acc, self.acc_overshoot = jax.tree.map(np.zeros_like, self.p), 0.0
-        self.pending = None  # (value, scaled reward, done) of the previous step
+        self.pending = None  # (value, scaled reward, done, owed) of the previous step
+        self.deltas = []  # the TD errors, step by step
         self.seen_obs, self.seen_returns = [], []
         self.discounted = np.zeros(E)
         self.step = 0
@@ -133,6 +134,12 @@ class Oracle:
     def obs(self, e):
         s = self.env[e]
         return np.array([1.0 + 0.1 * s["left"], 0.5 * s["time"] - 0.2, 0.3 * s["last"] + 0.1])
+
+    def value_after(self, e, x):
+        """V(h') of one torso step on ``x`` from environment e's carry, nothing kept."""
+        t = self.p["torso"]
+        h = np.tanh(x @ t["W"] + t["B"] + self.h[e] @ t["R"])
+        return h @ self.p["value"]["W"][:, 0] + self.p["value"]["b"][0]
 
     def torso(self, e, x):
         """h' = tanh(x W + B + h R) and its sensitivities dh'_k / dtheta, recurring through h."""
@@ -167,8 +174,22 @@ class Oracle:
                        through(w_p @ d_entropy, d_entropy, 0.0))
 
     def advance(self, actions):
+        """One step in the scripted environments (``Scripted``, written out again here)."""
+        self.act(np.stack([self.obs(e) for e in range(E)]), actions)
+        rewards, done = np.zeros(E), np.zeros(E, bool)
+        for e in range(E):
+            s = self.env[e]
+            rewards[e] = REWARDS[actions[e]] + 0.25 * s["time"]
+            s.update(time=s["time"] + 1, left=s["left"] - 1, last=int(actions[e]))
+            done[e] = s["left"] == 0
+            if done[e]:
+                self.env[e] = dict(time=0, left=LENGTH, last=0)
+        self.observe(rewards, done, np.zeros(E, bool), None)
+        return done
+
+    def act(self, obs, actions):
+        """The agent's part: act on ``obs``, the previous step's TD error, the update, the traces."""
         c = self.c
-        obs = np.stack([self.obs(e) for e in range(E)])
         self.seen_obs.append(obs)
         seen = np.concatenate(self.seen_obs)
         x = (obs - seen.mean(0)) / np.sqrt(seen.var(0) + 1e-8)
@@ -177,12 +198,14 @@ class Oracle:
             values[e], ge = self.grads(e, self.torso(e, x[e]), actions[e])
             g.append(ge)
         # the previous step's TD error: no bootstrap where it ended an episode; none before the first step
+        # a truncated one bootstraps from the value owed (its last observation's); none before the first step
         if self.pending is None:
             delta = np.zeros(E)
             done_before = np.zeros(E, bool)
         else:
-            v_prev, r_prev, done_before = self.pending
-            delta = r_prev + c.gamma * np.where(done_before, 0.0, values) - v_prev
+            v_prev, r_prev, done_before, owed = self.pending
+            delta = r_prev + c.gamma * np.where(done_before, owed, values) - v_prev
+        self.deltas.append(delta)
         ascent = jax.tree.map(lambda *zs: sum(delta[e] * zs[e] for e in range(E)) / E, *self.z)
         ascent = jax.tree.map(lambda a, *hs: a + c.entropy * sum(hs) / E, ascent, *[ge[2] for ge in g])
         l1 = [sum(np.abs(a).sum() for a in jax.tree.leaves(z)) for z in self.z]
@@ -202,24 +225,25 @@ class Oracle:
             decay = 0.0 if done_before[e] else c.gamma * c.lam
             self.z[e] = jax.tree.map(lambda z, gv, gp, decay=decay: decay * z + c.value_coef * gv + gp,
                                      self.z[e], g[e][0], g[e][1])
-        # the environments (auto-reset), the discounted return (restarted with each episode), reward scaling
-        rewards, done = np.zeros(E), np.zeros(E, bool)
-        for e in range(E):
-            s = self.env[e]
-            rewards[e] = REWARDS[actions[e]] + 0.25 * s["time"]
-            s.update(time=s["time"] + 1, left=s["left"] - 1, last=int(actions[e]))
-            done[e] = s["left"] == 0
-            if done[e]:
-                self.env[e] = dict(time=0, left=LENGTH, last=0)
+        self.values, self.done_before = values, done_before
+
+    def observe(self, rewards, done, truncated, final_obs):
+        """The bookkeeping after the environments' step: the discounted return (restarted with each episode),
+        reward scaling, the value owed where an episode was truncated (its last observation normalised by the
+        statistics so far, the torso stepped from the episode's carry, the parameters just updated), resets."""
+        c, done_before = self.c, self.done_before
+        owed = np.zeros(E)
+        seen = np.concatenate(self.seen_obs)
+        for e in np.flatnonzero(truncated):
+            owed[e] = self.value_after(e, (final_obs[e] - seen.mean(0)) / np.sqrt(seen.var(0) + 1e-8))
         self.discounted = c.gamma * np.where(done_before, 0.0, self.discounted) + rewards
         self.seen_returns.append(self.discounted.copy())
         scaled = rewards / np.sqrt(np.concatenate(self.seen_returns).var() + 1e-8)
         for e in np.flatnonzero(done):  # the torso starts the next episode from zero
             self.h[e] = 0.0
             self.S[e] = jax.tree.map(np.zeros_like, self.S[e])
-        self.pending = (values, scaled, done)
+        self.pending = (self.values, scaled, done, owed)
         self.step += 1
-        return done
 
 
 BASE = dict(env="tmaze", cell="elman", hidden=2, envs=E, steps=STEPS, record_every=STEPS, gamma=0.9, lam=0.5,
@@ -252,7 +276,7 @@ def test_every_step_is_the_written_out_actor_critic_update(optimizer, update_eve
         assert_close(state.params, oracle.p, f"parameters after step {t}")
         assert_close(state.traces, jax.tree.map(lambda *z: np.stack(z), *oracle.z), f"traces after step {t}")
         assert_close(state.memory.carry, oracle.h, f"carries after step {t}")
-        value, reward, done = oracle.pending
+        value, reward, done, _ = oracle.pending
         assert_close((state.pending.value, state.pending.reward), (value, reward), f"pending step {t}")
         assert np.array_equal(state.pending.done, done) and bool(state.pending.valid)
     # the scripted case is the one described: env 0 ends at steps 2 and 5, env 1 at step 4
@@ -368,7 +392,7 @@ def test_the_shortest_tmaze_episode_allowed_still_reaches_its_reward():
     env = TMaze(length=2, max_steps=3)
     _, state = env.reset(jax.random.PRNGKey(0))
     for step in range(2):
-        _, state, reward, done = env.transition(None, state, FORWARD)
+        _, state, reward, done, _ = env.transition(None, state, FORWARD)
         assert (float(reward), bool(done)) == (0.0, False), step
-    _, state, reward, done = env.transition(None, state, int(state.cue))
+    _, state, reward, done, _ = env.transition(None, state, int(state.cue))
     assert (float(reward), bool(done), int(state.time)) == (1.0, True, 3)

@@ -14,6 +14,7 @@ from rtrl.cells.base import Cell
 from rtrl.cells.elementwise import ElementwiseCell
 from rtrl.cells.elman import Elman
 from rtrl.cells.elstm import ELSTM
+from rtrl.cells.feedforward import FeedForward
 from rtrl.cells.gru import GRU
 from rtrl.cells.iir2 import IIR2, stability, stability_margin
 from rtrl.cells.lru import LRU
@@ -22,8 +23,8 @@ from rtrl.cells.rtu import RTU
 from rtrl.cells.stack import Stack
 
 CELLS: dict[str, type[Cell]] = {"elman": Elman, "gru": GRU, "iir2": IIR2, "adaptive_iir2": AdaptiveIIR2, "elstm": ELSTM,
-                                 "lru": LRU, "rtu": RTU}
+                                 "lru": LRU, "rtu": RTU, "feedforward": FeedForward}
 
 __all__ = ["CELLS", "ELSTM", "GRU", "IIR2", "LRU", "RTU", "AdaptedCell", "AdaptiveIIR2", "Cell", "ElementwiseCell",
-           "Elman", "FunctionCell", "FunctionCellWithOutput", "Network", "Stack", "from_equinox", "from_flax",
-           "from_function", "from_nnx", "stability", "stability_margin"]
+           "Elman", "FeedForward", "FunctionCell", "FunctionCellWithOutput", "Network", "Stack", "from_equinox",
+           "from_flax", "from_function", "from_nnx", "stability", "stability_margin"]

@@ -91,6 +91,11 @@ class ActorCritic:
         grads = jax.vmap(vjp)(cotangents)[0]
         return action, value, grads, memory
 
+    def value(self, params, memory, x: jax.Array) -> jax.Array:
+        """One environment's ``V(h)`` after the torso's step on ``x`` from ``memory`` (no gradient, nothing kept): the
+        value of a truncated episode's last observation, which its TD target still owes."""
+        return heads(params, self.learner.step(params["torso"], memory, x)[0])[1]
+
     def reset(self, memory, done: jax.Array):
         """Zero the torso's state where an episode ended (``done``: (E,) bool)."""
         return jax.vmap(self.learner.reset)(memory, done)

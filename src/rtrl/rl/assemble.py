@@ -41,6 +41,13 @@ def assemble(config: RLConfig) -> RLAssembly:
     if not isinstance(config, RLConfig):
         raise TypeError(f"config must be an RLConfig, e.g. rl.assemble(rl.RLConfig(env='tmaze')), got {what(config)}")
     env = make(config.env, **dict(config.env_args))
+    if getattr(env, "host", False):
+        if config.devices != 1:
+            raise ValueError(f"devices must be 1 for {env.name}, a Python environment stepped on the host, got "
+                             f"{config.devices}")
+        if config.fidelity_every and env.max_steps is None:
+            raise ValueError(f"fidelity_every needs a bound on the episode's length, and {env.name} states none; "
+                             "give one with --env-arg max_episode_steps=N")
     cell = config.cell
     if isinstance(cell, str):
         cell = make_cell(cell, dict(config.cell_args), env.obs_size, config.hidden)

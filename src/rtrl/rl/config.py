@@ -24,7 +24,7 @@ from rtrl.config import (
 )
 from rtrl.methods import REGISTRY, Method
 from rtrl.optim import OPTIMIZERS
-from rtrl.rl.envs import ENVS
+from rtrl.rl.envs import env_name
 
 
 def cell_or_name(value):
@@ -44,8 +44,10 @@ class RLConfig(Config):
 
     command = "rtrl rl"
     size_options = "--hidden, --envs or --truncation"
-    env: str = option("tmaze", "an environment from `rtrl list`", one_of(ENVS), "NAME")
-    env_args: tuple = option((), "an environment option, e.g. memory_length=20 (repeatable)", pairs, "KEY=VALUE")
+    env: str = option("tmaze", "an environment from `rtrl list`, or gymnasium:ID (any registered Gymnasium "
+                      "environment, stepped on the host)", env_name, "NAME")
+    env_args: tuple = option((), "an environment option, e.g. memory_length=20, or a keyword of gymnasium.make "
+                             "(repeatable)", pairs, "KEY=VALUE")
     cell: Any = option("elman", "a cell from `rtrl list`, or the import path of any other, e.g. flax.linen:GRUCell "
                        "(sized by the observation and --hidden)", cell_or_name, "NAME", check_file_cell)
     cell_args: tuple = option((), "a cell option, e.g. activation=relu (repeatable)", pairs, "KEY=VALUE")

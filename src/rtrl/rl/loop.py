@@ -4,7 +4,12 @@ Every step, for each environment ``e`` (``ActorCritic.act``, mapped over E), the
 observation and gives ``v_t``, an action ``a_t`` and the per-step gradients ``g_v``, ``g_logp``, ``g_H``. The TD
 error of the previous step is known once ``v_t`` is::
 
-    delta_{t-1} = r_{t-1} + gamma * (1 - done_{t-1}) * v_t - v_{t-1}
+    delta_{t-1} = r_{t-1} + gamma * next_{t-1} - v_{t-1},   next = v_t          where the episode goes on
+                                                                   0            where it terminated
+                                                                   V(s_T)       where it was truncated
+
+where ``V(s_T)`` is the value of the truncated episode's last observation (the torso's step on it from the
+episode's carry, with the parameters ``v_t`` uses; computed only at steps where some environment truncates).
 
 and the update (ascent) is AC(lambda) with eligibility traces in parameter space, one per environment (with
 ``update_every = k``, the ascents of k steps are summed and applied at the k-th)::
@@ -21,10 +26,19 @@ normalised by running statistics (both options).
 between each environment's online ``g_v`` and ``g_logp`` and the BPTT gradients of the same objectives over the
 episode so far, with the current parameters; a history of ``env.max_steps`` inputs is kept for that.
 
-The whole run is a pure function of ``RLState`` (a pytree: checkpoint it to resume bit for bit); ``train`` drives
-chunks of ``record_every`` steps, one jitted ``lax.scan`` each, and returns metrics records. ``devices = N``
-splits the E environments over N devices (``rtrl.devices``): environment states, torso memory and the traces
-``z`` along E, the parameters and statistics replicated; XLA reduces the means over E across the devices.
+A step is two parts that every loop shares: the agent's (``_act``: act, TD error, update, traces) and, after the
+environments' step, its bookkeeping (``_observe``: reward scaling, the value owed at a truncation, resets, tallies).
+With a jitted environment the whole run is a pure function of ``RLState`` (a pytree: checkpoint it to resume bit
+for bit); ``train`` drives chunks of ``record_every`` steps, one jitted ``lax.scan`` each, and returns metrics
+records. A host environment (``gymnasium:ID``) is stepped in Python between the jitted calls: per step, one jitted
+call (the previous step's ``_observe`` and this step's ``_act``), the actions to the host, the environments' step,
+the outcome to the device. Its environments are not in ``RLState``: a state that is not the one this loop last
+returned (a checkpoint loaded, another run's) re-seeds them from the state's key (a function of the run's seed and
+the step), and every
+environment begins a new episode there (no TD error across the cut, the traces and the torso's state zeroed).
+
+``devices = N`` splits the E environments over N devices (``rtrl.devices``): environment states, torso memory and
+the traces ``z`` along E, the parameters and statistics replicated; XLA reduces the means over E across the devices.
 """
 
 from __future__ import annotations
@@ -32,11 +46,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax import lax
 
@@ -45,6 +61,7 @@ from rtrl.driver import drive, finite_or_diverged
 from rtrl.optim import make_optimizer
 from rtrl.rl.assemble import RLAssembly, assemble
 from rtrl.rl.config import RLConfig
+from rtrl.rl.envs.gymnasium_env import Outcome
 from rtrl.rl.normalize import Running, normalized, running_init, running_update, running_var
 from rtrl.validate import what
 
@@ -56,7 +73,8 @@ class Pending(NamedTuple):
 
     value: jax.Array  # (E,)
     reward: jax.Array  # (E,) scaled
-    done: jax.Array  # (E,) bool
+    done: jax.Array  # (E,) bool: the episode ended (terminated or truncated)
+    owed: jax.Array  # (E,) where done, the value to bootstrap from: V(s_T) if truncated, 0 if terminated
     valid: jax.Array  # scalar bool: false before the first step
 
 
@@ -88,6 +106,15 @@ class RLState(NamedTuple):
     tally: Tally
 
 
+class Acted(NamedTuple):
+    """A step's agent part done (``_act``), the environments' step to come."""
+
+    state: RLState  # the parameters updated, the torso advanced (not yet reset), the key advanced
+    action: jax.Array  # (E,)
+    value: jax.Array  # (E,) v_t
+    env_key: jax.Array  # the environments' key of this step (jitted environments)
+
+
 def torso_cosine(a, b) -> jax.Array:
     a, b = (jnp.concatenate([x.ravel() for x in jax.tree.leaves(t["torso"])]) for t in (a, b))
     return a @ b / jnp.maximum(jnp.linalg.norm(a) * jnp.linalg.norm(b), jnp.finfo(a.dtype).tiny)
@@ -107,15 +134,29 @@ class OnlineActorCritic:
         self.dtype = jnp.dtype(config.dtype)
         self.history = self.env.max_steps if config.fidelity_every else 0
         self.mesh = mesh(config.devices, config.envs, "envs", "environments")
-        self._compiled = jax.jit(self._advance, static_argnums=1)
+        self.host = getattr(self.env, "host", False)
+        if self.host:
+            self.vector = self.env.vector(config.envs)
+            self._live = None  # the obs array of the state this loop last returned: its environments are live
+            self._act_jit = jax.jit(self._act)
+            self._observe_jit = jax.jit(self._observe)
+            self._observe_act = jax.jit(lambda acted, outcome: self._act(self._observe(acted, outcome)))
+            self.timings = {"agent": 0.0, "transfers": 0.0, "envs": 0.0}  # seconds, summed over host steps
+        else:
+            self._compiled = jax.jit(self._advance, static_argnums=1)
 
     def advance(self, state: RLState, n: int):
-        """``n`` steps of every environment, compiled (see ``_advance``)."""
+        """``n`` steps of every environment, compiled (see ``_advance``), or stepped on the host."""
+        if self.host:
+            return self._advance_host(state, n)
         with tracing(self.mesh):
             return self._compiled(self.place(state), n)
 
     def init(self, seed: int) -> RLState:
-        return self.place(self.fresh(seed, self.config.envs))
+        state = self.place(self.fresh(seed, self.config.envs))
+        if self.host:
+            self._live = state.obs  # the environments were just reset for this state
+        return state
 
     @functools.cached_property
     def sharding(self):
@@ -130,13 +171,16 @@ class OnlineActorCritic:
         E, dtype = envs, self.dtype
         k_params, k_env, key = jax.random.split(jax.random.PRNGKey(seed), 3)
         params = self.agent.init(k_params, dtype)
-        obs, env_state = jax.vmap(self.env.reset)(jax.random.split(k_env, E))
+        if self.host:
+            obs, env_state = jnp.asarray(self.vector.reset(self.seeds(k_env))), ()
+        else:
+            obs, env_state = jax.vmap(self.env.reset)(jax.random.split(k_env, E))
         zeros = jnp.zeros((E,), dtype)
         return RLState(
             params=params, opt_state=self.optimizer.init(params), memory=self.agent.memory(params, E),
             env_state=env_state, obs=obs.astype(dtype), obs_stats=running_init((self.env.obs_size,), dtype),
             return_stats=running_init((), dtype), discounted=zeros,
-            pending=Pending(zeros, zeros, jnp.zeros((E,), bool), jnp.array(False)),
+            pending=Pending(zeros, zeros, jnp.zeros((E,), bool), zeros, jnp.array(False)),
             traces=jax.tree.map(lambda a: jnp.zeros((E, *a.shape), dtype), params),
             accumulated=(jax.tree.map(jnp.zeros_like, params), jnp.zeros((), dtype)),
             history=jnp.zeros((self.history, E, self.env.obs_size), dtype), age=jnp.zeros((E,), jnp.int32),
@@ -144,7 +188,8 @@ class OnlineActorCritic:
             tally=Tally(jnp.zeros((), jnp.int32), jnp.zeros((), dtype), jnp.zeros((2,), dtype),
                         jnp.zeros((), jnp.int32)))
 
-    def _one(self, state: RLState, _) -> tuple[RLState, None]:
+    def _act(self, state: RLState) -> Acted:
+        """The agent's part of a step: act on ``state.obs``, the previous step's TD error, the update, the traces."""
         c, agent, E = self.config, self.agent, self.config.envs
         key, k_act, k_env = jax.random.split(state.key, 3)
         obs_stats = running_update(state.obs_stats, state.obs) if c.normalize_obs else state.obs_stats
@@ -174,7 +219,7 @@ class OnlineActorCritic:
 
         # The previous step's TD error, and the update it makes with the traces up to that step.
         p = state.pending
-        delta = jnp.where(p.valid, p.reward + c.gamma * jnp.where(p.done, 0.0, value) - p.value, 0.0)
+        delta = jnp.where(p.valid, p.reward + c.gamma * jnp.where(p.done, p.owed, value) - p.value, 0.0)
         ascent = jax.tree.map(lambda z, h: jnp.tensordot(delta, z, 1) / E + c.entropy * h.mean(axis=0),
                               state.traces, g_entropy)
         l1 = sum(jnp.abs(z).reshape(E, -1).sum(axis=1) for z in jax.tree.leaves(state.traces))
@@ -197,17 +242,86 @@ class OnlineActorCritic:
         traces = jax.tree.map(lambda z, gv, gp: decay.reshape((E,) + (1,) * (z.ndim - 1)) * z + c.value_coef * gv + gp,
                               state.traces, g_v, g_logp)
 
-        obs, env_state, reward, done = jax.vmap(self.env.step)(jax.random.split(k_env, E), state.env_state, action)
-        reward = reward.astype(self.dtype)
+        state = state._replace(params=params, opt_state=opt_state, memory=memory, obs_stats=obs_stats,
+                               traces=traces, accumulated=accumulated, history=history, age=age, key=key, tally=tally)
+        return Acted(state, action, value, k_env)
+
+    def _observe(self, acted: Acted, outcome: Outcome) -> RLState:
+        """The step's bookkeeping once the environments have stepped: the reward scaled, the value a truncated
+        episode is owed, the torso reset where an episode ended, the pending step, the tallies."""
+        c, state = self.config, acted.state
+        p = state.pending
+        reward = jnp.asarray(outcome.reward).astype(self.dtype)
+        done, truncated = jnp.asarray(outcome.done), jnp.asarray(outcome.truncated)
         discounted = c.gamma * jnp.where(p.done, 0.0, state.discounted) + reward
         return_stats = running_update(state.return_stats, discounted) if c.scale_rewards else state.return_stats
         scaled = reward / jnp.sqrt(running_var(return_stats) + 1e-8) if c.scale_rewards else reward
-        memory = agent.reset(memory, done)
-        tally = tally._replace(episodes=tally.episodes + done.sum(dtype=jnp.int32),
-                               returns=tally.returns + jnp.where(done, env_state.last_return, 0.0).sum())
-        return RLState(params, opt_state, memory, env_state, obs.astype(self.dtype), obs_stats, return_stats,
-                       discounted, Pending(value, scaled, done, jnp.array(True)), traces, accumulated, history, age,
-                       key, state.step + 1, tally), None
+
+        def values(_):  # V(s_T): the torso's step on the last observation, from the episode's own carry
+            final = jnp.asarray(outcome.final_obs).astype(self.dtype)
+            x = normalized(state.obs_stats, final) if c.normalize_obs else final
+            return jax.vmap(self.agent.value, in_axes=(None, 0, 0))(state.params, state.memory, x)
+
+        owed = lax.cond(truncated.any(), values, lambda _: jnp.zeros(done.shape, self.dtype), None)
+        owed = jnp.where(truncated, owed, 0.0)
+        tally = state.tally._replace(
+            episodes=state.tally.episodes + done.sum(dtype=jnp.int32),
+            returns=state.tally.returns + jnp.where(done, jnp.asarray(outcome.episode_return), 0.0).sum())
+        return state._replace(memory=self.agent.reset(state.memory, done),
+                              obs=jnp.asarray(outcome.obs).astype(self.dtype), return_stats=return_stats,
+                              discounted=discounted, pending=Pending(acted.value, scaled, done, owed, jnp.array(True)),
+                              step=state.step + 1, tally=tally)
+
+    def _one(self, state: RLState, _) -> tuple[RLState, None]:
+        """A step with a jitted environment: the agent's part, the environments' step, the bookkeeping."""
+        acted = self._act(state)
+        E = self.config.envs
+        step = jax.vmap(self.env.step)(jax.random.split(acted.env_key, E), state.env_state, acted.action)
+        outcome = Outcome(step.obs, step.reward, step.done, step.truncated, step.final_obs, step.state.last_return)
+        return self._observe(acted, outcome)._replace(env_state=step.state), None
+
+    # -- a host environment -------------------------------------------------------------------------------------
+    def seeds(self, key: jax.Array) -> list[int]:
+        """The host environments' seeds at a (re)start, one per environment, drawn from ``key`` (at the start the
+        environments' key of the seed; at a restart the state's key, a function of the seed and the step)."""
+        words = np.asarray(jax.random.key_data(key)).ravel().tolist()
+        return [int(s) for s in np.random.SeedSequence(words).generate_state(self.config.envs)]
+
+    def restarted(self, state: RLState) -> RLState:
+        """``state`` with fresh environments (re-seeded), each at the start of an episode: the pending TD step
+        dropped, the torso's state zeroed (and, at the next step, the traces cut and the return restarted)."""
+        E = self.config.envs
+        obs = self.vector.reset(self.seeds(state.key))
+        ended = jnp.ones((E,), bool)
+        return state._replace(obs=jnp.asarray(obs).astype(self.dtype), memory=self.agent.reset(state.memory, ended),
+                              pending=state.pending._replace(done=ended, valid=jnp.array(False)))
+
+    def _advance_host(self, state: RLState, n: int) -> RLState:
+        """``n`` steps with the environments on the host: one jitted call per step (the last step's ``_observe``
+        fused with this step's ``_act``), the actions to the host, the environments' step, the outcome back."""
+        if state.obs is not self._live:
+            state = self.restarted(state)
+        clock, t = self.timings, time.perf_counter()
+        acted = self._act_jit(state)
+        for i in range(n):
+            jax.block_until_ready(acted)
+            t1 = time.perf_counter()
+            actions = np.asarray(acted.action)
+            t2 = time.perf_counter()
+            outcome = self.vector.step(actions)
+            t3 = time.perf_counter()
+            outcome = jax.device_put(outcome)
+            t4 = time.perf_counter()
+            clock["agent"] += t1 - t
+            clock["transfers"] += (t2 - t1) + (t4 - t3)
+            clock["envs"] += t3 - t2
+            t = t4
+            if i < n - 1:
+                acted = self._observe_act(acted, outcome)
+        state = jax.block_until_ready(self._observe_jit(acted, outcome))
+        clock["agent"] += time.perf_counter() - t
+        self._live = state.obs
+        return state
 
     def _advance(self, state: RLState, n: int) -> RLState:
         state = lax.scan(self._one, state, None, length=n)[0]

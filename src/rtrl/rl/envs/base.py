@@ -4,12 +4,15 @@
 An environment is a frozen dataclass of its options (``rtrl.frozen.Frozen``) with::
 
     obs, state = env.reset(key)
-    obs, state, reward, done = env.step(key, state, action)   # where done, obs and state begin the next episode
+    obs, state, reward, done, truncated, final_obs = env.step(key, state, action)   # a ``Step``
 
-``step`` resets automatically, so E environments run side by side under ``jax.vmap`` with no branch. ``obs`` is a
-float vector of ``obs_size``, ``action`` an integer in ``range(num_actions)``; no episode is longer than
-``max_steps``. A subclass writes ``reset`` and ``transition`` (one step, no reset); wrappers hold the environment
-they wrap in the field ``env``.
+where ``done`` (the episode is over: obs and state begin the next one), ``truncated`` (it was cut by a time limit,
+not terminated: the value of ``final_obs``, its last observation, is still owed) and ``final_obs`` (where
+``done``; else ``obs``). ``step`` resets automatically, so E environments run side by side under ``jax.vmap`` with
+no branch. ``obs`` is a float vector of ``obs_size``, ``action`` an integer in ``range(num_actions)``; no episode
+is longer than ``max_steps``. A subclass writes ``reset`` and ``transition`` (one step, no reset: ``(obs, state,
+reward, done, truncated)``, ``truncated`` implying ``done``); wrappers hold the environment they wrap in the field
+``env``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,19 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.frozen import Frozen
+
+
+class Step(NamedTuple):
+    """What ``Env.step`` returns: the next observation (the next episode's first where ``done``), the state, the
+    reward, whether the episode is over, whether it was cut by a time limit (then bootstrapped from
+    ``final_obs``), and the episode's last observation (``obs`` itself where not ``done``)."""
+
+    obs: jax.Array
+    state: Any
+    reward: jax.Array
+    done: jax.Array
+    truncated: jax.Array
+    final_obs: jax.Array
 
 
 def select(done: jax.Array, new, old):
@@ -50,16 +66,16 @@ class Env(Frozen):
     def reset(self, key: jax.Array) -> tuple[jax.Array, Any]:
         raise NotImplementedError
 
-    def transition(self, key: jax.Array, state, action) -> tuple[jax.Array, Any, jax.Array, jax.Array]:
-        """One step without the automatic reset: ``(obs, state, reward, done)``."""
+    def transition(self, key: jax.Array, state, action) -> tuple[jax.Array, Any, jax.Array, jax.Array, jax.Array]:
+        """One step without the automatic reset: ``(obs, state, reward, done, truncated)``."""
         raise NotImplementedError
 
-    def step(self, key: jax.Array, state, action) -> tuple[jax.Array, Any, jax.Array, jax.Array]:
+    def step(self, key: jax.Array, state, action) -> Step:
         k_step, k_reset = jax.random.split(key)
-        obs, state, reward, done = self.transition(k_step, state, action)
+        final_obs, state, reward, done, truncated = self.transition(k_step, state, action)
         fresh = self.reset(k_reset)
-        obs, state = select(done, fresh, (obs, state))
-        return obs, state, reward, done
+        obs, state = select(done, fresh, (final_obs, state))
+        return Step(obs, state, reward, done, truncated & done, final_obs)
 
 
 class Masked(Env):
@@ -92,12 +108,12 @@ class Masked(Env):
         return self.mask(obs), state
 
     def transition(self, key, state, action):
-        obs, state, reward, done = self.env.transition(key, state, action)
-        return self.mask(obs), state, reward, done
+        obs, *rest = self.env.transition(key, state, action)
+        return self.mask(obs), *rest
 
     def step(self, key, state, action):
-        obs, state, reward, done = self.env.step(key, state, action)
-        return self.mask(obs), state, reward, done
+        step = self.env.step(key, state, action)
+        return step._replace(obs=self.mask(step.obs), final_obs=self.mask(step.final_obs))
 
 
 class StatsState(NamedTuple):
@@ -125,10 +141,11 @@ class EpisodeStats(Env):
         return obs, StatsState(state, zero, jnp.zeros((), jnp.int32), zero, jnp.zeros((), jnp.int32))
 
     def step(self, key, state, action):
-        obs, inner, reward, done = self.env.step(key, state.env, action)
+        step = self.env.step(key, state.env, action)
+        inner, reward, done = step.state, step.reward, step.done
         episode_return = state.episode_return + reward
         length = state.episode_length + 1
         stats = StatsState(inner, jnp.where(done, 0.0, episode_return), jnp.where(done, 0, length),
                            jnp.where(done, episode_return, state.last_return),
                            jnp.where(done, length, state.last_length))
-        return obs, stats, reward, done
+        return step._replace(state=stats)

@@ -88,6 +88,9 @@ class Gymnax(Env):
         return jnp.asarray(obs, jnp.float32), state
 
     def transition(self, key, state, action):
-        obs, state, reward, done, _ = self._env.step_env(key, state, action, self.params)
-        done = done | self._env.is_truncated(state, self.params)  # the time limit ends an episode too
-        return jnp.asarray(obs, jnp.float32), state, jnp.asarray(reward, jnp.float32), done
+        # gymnax's step_env reports the termination alone; its time limit (max_steps_in_episode) is a truncation,
+        # which a terminal state at the same step overrides (as in Gymnasium).
+        obs, state, reward, terminated, _ = self._env.step_env(key, state, action, self.params)
+        truncated = self._env.is_truncated(state, self.params) & ~terminated
+        return jnp.asarray(obs, jnp.float32), state, jnp.asarray(reward, jnp.float32), terminated | truncated, \
+            truncated

@@ -1,11 +1,14 @@
-"""The environments by name: ``ENVS`` (name -> constructor, whose docstring's first line ``rtrl list`` shows) and
-``make(name, **options)``. A new environment is a module of this package and one entry here."""
+"""The environments by name: ``ENVS`` (name -> constructor, whose docstring's first line ``rtrl list`` shows),
+``gymnasium:ID`` for any registered Gymnasium environment, and ``make(name, **options)``. A new environment is a
+module of this package and one entry here."""
 
 from __future__ import annotations
 
 import dataclasses
 
+from rtrl.config import Invalid
 from rtrl.rl.envs.base import Env, EpisodeStats, Masked
+from rtrl.rl.envs.gymnasium_env import PREFIX, GymnasiumEnv, is_gymnasium
 from rtrl.rl.envs.gymnax_env import Gymnax
 from rtrl.rl.envs.tmaze import TMaze
 
@@ -47,8 +50,18 @@ ENVS = {
 }
 
 
-def make(name: str, **options) -> Env:
-    """The environment ``name`` from ``ENVS`` with its options, wrapped in ``EpisodeStats``."""
+def env_name(value) -> str:
+    """A name of ``ENVS`` or ``gymnasium:ID``; ``Invalid`` (what was expected) otherwise (a configuration's check)."""
+    if isinstance(value, str) and (value in ENVS or is_gymnasium(value)):
+        return value
+    raise Invalid(f"one of {sorted(ENVS)} or gymnasium:ID (any registered Gymnasium environment)")
+
+
+def make(name: str, **options) -> Env | GymnasiumEnv:
+    """The environment ``name`` from ``ENVS`` with its options, wrapped in ``EpisodeStats``; or, for
+    ``gymnasium:ID``, the Gymnasium environment ``ID`` made with ``options`` (stepped on the host)."""
+    if is_gymnasium(name):
+        return GymnasiumEnv(name[len(PREFIX):], tuple(sorted(options.items())))
     if name not in ENVS:
-        raise ValueError(f"unknown environment {name!r}; expected one of {sorted(ENVS)}")
+        raise ValueError(f"unknown environment {name!r}; expected one of {sorted(ENVS)} or gymnasium:ID")
     return EpisodeStats(ENVS[name](**options))

@@ -9,7 +9,8 @@ shows a cue, left or right, drawn at reset; nothing else tells the agent which w
 * In the corridor, forward moves one cell on; a turn leaves the agent where it is. At the junction, forward
   leaves it there, and a turn ends the episode with reward ``+1`` if it matches the cue and ``-1`` if not.
 * Every other step rewards 0. An episode that reaches ``max_steps`` steps without a turn at the junction ends
-  with reward 0 (default ``4 * (length + 1)``).
+  with reward 0 (default ``4 * (length + 1)``): a rule of the task, so a termination (nothing is bootstrapped
+  there), not a truncation.
 """
 
 from __future__ import annotations
@@ -72,4 +73,4 @@ class TMaze(Env):
         reward = jnp.where(turned, jnp.where(action == state.cue, 1.0, -1.0), 0.0).astype(jnp.float32)
         state = TMazeState(position.astype(jnp.int32), state.cue, state.time + 1)
         done = turned | (state.time >= self.max_steps)
-        return self.observe(state), state, reward, done
+        return self.observe(state), state, reward, done, jnp.zeros((), bool)
