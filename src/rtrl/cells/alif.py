@@ -21,6 +21,14 @@ adaptation directly::
     dL/dtheta = g_v ev' + g_a ea' + g_s psi' (ev' - beta ea')
 
 Memory: twice the parameters plus one ``(N,)`` vector.
+
+e-prop (Bellec et al. 2020, Methods, ALIF): the eligibility vector ``(eps_v, eps_a)`` is the neuron's own state
+sensitivity with the reset's derivative and every path through spikes to *other* state (recurrent weights) dropped;
+the adaptation's own dependence on the spike stays::
+
+    eps_v' = leak * eps_v + dI/dtheta                    (x, 1, or the last spikes for R)
+    eps_a' = psi * eps_v + (rho - psi * beta) * eps_a     psi from the previous step
+    e'     = psi' * (eps_v' - beta * eps_a')              the eligibility trace
 """
 
 from __future__ import annotations
@@ -79,3 +87,20 @@ class ALIF(SpikingCell):
         g_v, g_a, g_s = (credit(g_carry[leaf], psi) for leaf in ("v", "a", "s"))
         return {name: g_v * ev + g_a * traces["a"][name] + g_s * psi * (ev - self.adaptation * traces["a"][name])
                 for name, ev in traces["v"].items()}
+
+    # -- e-prop's eligibility traces (Bellec et al. 2020), with or without recurrent weights ------------------
+    def eprop_init(self, params: Params, carry: Params) -> Params:
+        dtype = carry["v"].dtype
+        zeros = {name: jnp.zeros(jnp.shape(p), dtype) for name, p in params.items()}
+        return {"v": zeros, "a": zeros, "psi": jnp.zeros((self.hidden_size,), dtype)}
+
+    def eprop_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
+        drive, psi, beta = self.presynaptic(carry, x), traces["psi"], self.adaptation
+        new = self.advance(params, carry, x)
+        return {"v": {name: self.leak * e + drive[name] for name, e in traces["v"].items()},
+                "a": {name: psi * traces["v"][name] + (self.adaptation_decay - psi * beta) * e
+                      for name, e in traces["a"].items()},
+                "psi": self.psi(self.distance(new["v"], new["a"]))}
+
+    def eprop_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
+        return self.closed_form_contract(params, traces, g_carry)

@@ -18,6 +18,11 @@ same step), so one trace per parameter suffices; the reset makes it enter the ne
     dL/dtheta = (g_v + g_s psi') ev'                            psi' = psi(v' - threshold), kept in the traces
 
 Memory: the parameters plus one ``(N,)`` vector.
+
+e-prop (Bellec et al. 2020, Methods, LIF): the eligibility vector is the membrane's own sensitivity with the reset's
+derivative and every path through spikes (recurrent weights included) dropped, ``eps' = leak * eps + dI/dtheta``
+(``x``, 1, or the last spikes for ``R``: a low-pass filter of the presynaptic activity), and the eligibility trace
+is ``e = psi' eps'``; ``eprop_init / eprop_update / eprop_contract`` hold it (with or without ``R``).
 """
 
 from __future__ import annotations
@@ -60,3 +65,18 @@ class LIF(SpikingCell):
         psi = traces["psi"]
         g = credit(g_carry["v"], psi) + credit(g_carry["s"], psi) * psi
         return {name: g * e for name, e in traces["v"].items()}
+
+    # -- e-prop's eligibility traces (Bellec et al. 2020), with or without recurrent weights ------------------
+    def eprop_init(self, params: Params, carry: Params) -> Params:
+        dtype = carry["v"].dtype
+        return {"v": {name: jnp.zeros(jnp.shape(p), dtype) for name, p in params.items()},
+                "psi": jnp.zeros((self.hidden_size,), dtype)}
+
+    def eprop_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
+        drive = self.presynaptic(carry, x)
+        new_v = self.advance(params, carry, x)["v"]
+        return {"v": {name: self.leak * e + drive[name] for name, e in traces["v"].items()},
+                "psi": self.psi(new_v - self.threshold)}
+
+    def eprop_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
+        return self.closed_form_contract(params, traces, g_carry)

@@ -127,6 +127,11 @@ class SpikingCell(Cell):
         """The next carry (each cell's equations)."""
         raise NotImplementedError
 
+    def presynaptic(self, carry: Params, x: jax.Array) -> Params:
+        """``dI/dtheta`` of one step, laid out like each parameter: ``x (x) 1``, ``1`` and ``s_prev (x) 1``."""
+        return {"W": x[:, None], "b": jnp.ones((self.hidden_size,), x.dtype),
+                **({"R": carry["s"][:, None]} if self.recurrent else {})}
+
     # -- closed-form traces exist without recurrent weights only -----------------------------------------
     def element_wise_hook(self, name: str):
         if self.recurrent:
