@@ -179,3 +179,15 @@ def test_cell_eprop_rule_is_bellec_et_al():
     assert 0.05 < rate < 0.6, rate
     for name in ref:
         np.testing.assert_allclose(grads[name], ref[name], rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+def test_the_docs_examples_run():
+    """Every python block of docs/spiking.md runs as written (one example per cell)."""
+    import pathlib
+    import re
+
+    doc = pathlib.Path(__file__).resolve().parents[1] / "docs" / "spiking.md"
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(), re.S)
+    assert len(blocks) == 3 and all(any(name in b for b in blocks) for name in ("LIF(", "ALIF(", "SpikingIIR2("))
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"spiking.md block {i}", "exec"), {})
