@@ -5,9 +5,10 @@ import each other (directly or round a loop). Read from the source with ``ast``:
 
 Bottom up (README "Layout"; docs/design.md):
 
-0. foundation: frozen, checks, files, compare, structure, devices, startup, interrupts, validate, config, kernels
+0. foundation: frozen, checks, files, compare, structure, devices, startup, interrupts, validate, config, kernels,
+   capabilities
 1. cells, methods (apart from each other)
-2. the public API: online, sequence, inspection, optim, driver (and ``rtrl/__init__``)
+2. the public API: online, sequence, inspection, optim, driver, export (and ``rtrl/__init__``)
 3. training, rl (apart from each other)
 4. run (the run folder, checkpoint, the driver, the command line's options and argument types, presets)
 5. reports, benchmarks (apart from each other)
@@ -28,9 +29,9 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("frozen", "checks", "files", "compare", "structure", "devices", "startup", "interrupts", "validate", "config",
-     "kernels"),
+     "kernels", "capabilities"),
     ("cells", "methods"),
-    ("online", "sequence", "inspection", "optim", "driver", ""),  # "": the package itself (rtrl/__init__)
+    ("online", "sequence", "inspection", "optim", "driver", "export", ""),  # "": the package itself (rtrl/__init__)
     ("training", "rl"),
     ("run",),
     ("reports", "benchmarks"),
