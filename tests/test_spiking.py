@@ -15,8 +15,10 @@ import pytest
 import rtrl
 from exactness import perturbed, reset_error, worst_error
 from oracle import EXACT_TOL, random_carry, random_problem
+from rtrl.capabilities import HandDerivedTraces
 from rtrl.cells import ALIF, LIF, SpikingIIR2
 from rtrl.cells.spiking import spike
+from rtrl.methods import resolve
 
 T = 200
 
@@ -66,9 +68,20 @@ def test_exact_across_a_reset(cell, method):
     assert reset_error(cell, method, params, xs[:60], ys[:60], reset_at=25) <= EXACT_TOL
 
 
+@pytest.mark.parametrize("kind", [LIF, ALIF, SpikingIIR2])
+def test_the_recurrent_option_decides_the_closed_form_capability(kind):
+    """The class defines no closed-form hook (so no member raises); the element-wise cell gets them at construction.
+    Mutation: the hooks as properties raising AttributeError (the first design) -> the class check says True."""
+    dense, element_wise = kind(2, 3, recurrent=True), kind(2, 3)
+    assert not isinstance(dense, HandDerivedTraces) and isinstance(element_wise, HandDerivedTraces)
+    assert not any(name in vars(klass) for klass in kind.__mro__ for name in ("trace_init", "trace_update",
+                                                                                 "trace_contract"))
+    assert resolve("auto", dense).name == "rtrl" and resolve("auto", element_wise).name == "closed_form"
+    assert element_wise == kind(2, 3) and hash(element_wise) == hash(kind(2, 3)) and element_wise != dense
+
+
 def test_closed_form_is_absent_with_recurrent_weights():
     cell = LIF(2, 3, recurrent=True)
-    assert not hasattr(cell, "trace_init") and hasattr(LIF(2, 3), "trace_init")
     params, xs, ys = random_problem(cell, 3, (), 0)
     with pytest.raises(ValueError, match="closed_form"):
         rtrl.sequence_grad(cell, params, xs, ys, lambda h, y: jnp.sum(h * y), method="closed_form")

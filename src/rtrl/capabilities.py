@@ -2,7 +2,9 @@
 
 Cells and methods both import this module (it imports neither). A capability is present when the cell's class
 defines the protocol's members, ``isinstance(cell, HasOutput)``; a cell that lacks one does not define its
-members at all (no member that raises, no ``None`` to test for).
+members at all (no member that raises, no ``None`` to test for). Where an option decides a capability (the
+spiking cells' ``recurrent``: closed-form traces exist without recurrent weights only), the class defines none
+of its members and the cell itself gets them at construction (``rtrl.cells.spiking``).
 
 * ``HasOutput``: ``output(params, carry_t, x_t) -> h_t``, for a cell whose ``h`` is a function of the new carry
   (its ``step`` returns exactly ``(carry_t, output(params, carry_t, x_t))``). Exact methods then contract the new

@@ -19,8 +19,11 @@ the row-vector convention::
     I = x @ W + b  (+ s_prev @ R  with recurrent=True)          W (D, N), b (N,), R (N, N)
 
 Without ``R`` every neuron evolves on its own (element-wise), so the cells provide closed-form traces of the size
-of their parameters; with ``R`` they are dense, and the closed-form hooks are absent (``hasattr`` is false), so
-``closed_form`` refuses the cell and ``auto`` finds the dense structure from the step and picks ``rtrl``.
+of their parameters; with ``R`` they are dense, and the closed-form hooks are absent. The option decides the
+capability, so the class defines none of them: the cell itself gets ``trace_init / trace_update / trace_contract``
+(its ``closed_form_*`` functions) at construction when ``recurrent=False``. ``isinstance(cell,
+HandDerivedTraces)`` is then false with ``R``, ``closed_form`` refuses the cell and ``auto`` finds the dense
+structure from the step and picks ``rtrl``.
 """
 
 from __future__ import annotations
@@ -93,6 +96,9 @@ class SpikingCell(Cell):
             raise ValueError(f"surrogate must be one of {sorted(SURROGATES)}, got {self.surrogate!r}")
         if not isinstance(self.recurrent, bool):
             raise ValueError(f"recurrent must be True or False, got {self.recurrent!r}")
+        if not self.recurrent:  # element-wise: the cell has closed-form traces (rtrl.capabilities.HandDerivedTraces)
+            for name in ("init", "update", "contract"):
+                object.__setattr__(self, "trace_" + name, getattr(self, "closed_form_" + name))
 
     # -- shared pieces of the step ----------------------------------------------------------------------
     def input_shapes(self) -> dict[str, tuple[int, ...]]:
@@ -131,17 +137,6 @@ class SpikingCell(Cell):
         """``dI/dtheta`` of one step, laid out like each parameter: ``x (x) 1``, ``1`` and ``s_prev (x) 1``."""
         return {"W": x[:, None], "b": jnp.ones((self.hidden_size,), x.dtype),
                 **({"R": carry["s"][:, None]} if self.recurrent else {})}
-
-    # -- closed-form traces exist without recurrent weights only -----------------------------------------
-    def element_wise_hook(self, name: str):
-        if self.recurrent:
-            raise AttributeError(f"{self.name} with recurrent=True has no closed-form traces ({name}); its recurrence "
-                                 "is dense: use 'rtrl' (or 'auto')")
-        return getattr(self, "closed_form_" + name.removeprefix("trace_"))
-
-    trace_init = property(lambda self: self.element_wise_hook("trace_init"))
-    trace_update = property(lambda self: self.element_wise_hook("trace_update"))
-    trace_contract = property(lambda self: self.element_wise_hook("trace_contract"))
 
 
 def credit(g: jax.Array | None, like: jax.Array) -> jax.Array:
