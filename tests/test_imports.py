@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-OPTIONAL = ("matplotlib", "tqdm", "flax", "equinox", "gymnax")
+OPTIONAL = ("matplotlib", "tqdm", "flax", "equinox", "gymnax", "nir")
 
 # Runs in a fresh interpreter: a meta-path finder makes the packages named in argv[1] look uninstalled, then runs
 # the body and reports which OPTIONAL packages got loaded.

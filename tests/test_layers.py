@@ -8,7 +8,7 @@ Bottom up (README "Layout"; docs/design.md):
 0. foundation: frozen, checks, files, compare, structure, devices, startup, interrupts, validate, config, kernels,
    capabilities
 1. cells, methods (apart from each other)
-2. the public API: online, sequence, inspection, optim, driver (and ``rtrl/__init__``)
+2. the public API: online, sequence, inspection, optim, driver, export (and ``rtrl/__init__``)
 3. training, rl (apart from each other)
 4. run (the run folder, checkpoint, the driver, the command line's options and argument types, presets)
 5. reports, benchmarks (apart from each other)
@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("frozen", "checks", "files", "compare", "structure", "devices", "startup", "interrupts", "validate", "config",
      "kernels", "capabilities"),
     ("cells", "methods"),
-    ("online", "sequence", "inspection", "optim", "driver", ""),  # "": the package itself (rtrl/__init__)
+    ("online", "sequence", "inspection", "optim", "driver", "export", ""),  # "": the package itself (rtrl/__init__)
     ("training", "rl"),
     ("run",),
     ("reports", "benchmarks"),

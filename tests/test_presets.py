@@ -61,3 +61,22 @@ def test_a_results_section_is_replaced_in_place_and_the_text_around_it_kept():
     page = with_section(page, "copy", "table A2\n")
     assert page.startswith("# Results\n\nintro\n") and page.index("table A2") < page.index("Reading of copy.")
     assert "table A\n" not in page and page.count("table B") == 1 and page.count("<!-- results:copy -->") == 1
+
+
+@pytest.mark.parametrize("task", ["evidence", "store_recall", "manifolds"])
+def test_each_spiking_task_has_exact_rtrl_eprop_and_bptt_on_a_recurrent_spiking_cell(task):
+    experiment = next(e for e in EXPERIMENTS if e.name == task)
+    assert experiment.config["task"] == task and not experiment.long
+    assert [(row.method, row.update_every) for row in experiment.rows] == [("auto", 1), ("eprop", 1), ("bptt", None)]
+    for row in experiment.rows:
+        cell = assemble(RunConfig(**{**experiment.options(row), "hidden": 4}))[2]
+        assert cell.name in ("LIF", "ALIF") and cell.recurrent  # memory beyond the membrane's time constant
+
+
+def test_a_spiking_row_trains(tmp_path):
+    """A smoke run of one spiking row (two steps): the preset is a run the trainer takes end to end."""
+    out = tmp_path / "run"
+    assert main(["train", "--preset", "store_recall/alif-recurrent=True-adaptation_decay=0.98-eprop-k1", "--hidden",
+                 "4", "--batch", "2", "--steps", "2", "--eval-every", "2", "--eval-size", "4", "--out", str(out),
+                 "--quiet"]) == 0
+    assert json.loads((out / "config.json").read_text())["method"] == "eprop"

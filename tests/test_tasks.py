@@ -7,7 +7,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rtrl.training.tasks import MNIST1D, TASKS, Adding, Copy, Recall, Sines, stream_chunk
+from rtrl.training.tasks import (
+    MNIST1D,
+    TASKS,
+    Adding,
+    Copy,
+    Evidence,
+    Manifolds,
+    Recall,
+    Sines,
+    StoreRecall,
+    stream_chunk,
+)
 from rtrl.training.tasks.mnist1d import make_dataset
 
 SMALL = {
@@ -16,6 +27,9 @@ SMALL = {
     "adding": Adding(sequence_length=10),
     "sines": Sines(patterns=2, waves=2, episode_length=12),
     "mnist1d": MNIST1D(train_size=60, test_size=30),
+    "evidence": Evidence(cues=3, cue_steps=2, gap=1, delay=4, decision_steps=2),
+    "store_recall": StoreRecall(episode_length=12),
+    "manifolds": Manifolds(classes=3, channels=5, pattern_steps=10, answer_steps=2),
 }
 
 

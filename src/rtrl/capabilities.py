@@ -2,7 +2,9 @@
 
 Cells and methods both import this module (it imports neither). A capability is present when the cell's class
 defines the protocol's members, ``isinstance(cell, HasOutput)``; a cell that lacks one does not define its
-members at all (no member that raises, no ``None`` to test for).
+members at all (no member that raises, no ``None`` to test for). Where an option decides a capability (the
+spiking cells' ``recurrent``: closed-form traces exist without recurrent weights only), the class defines none
+of its members and the cell itself gets them at construction (``rtrl.cells.spiking``).
 
 * ``HasOutput``: ``output(params, carry_t, x_t) -> h_t``, for a cell whose ``h`` is a function of the new carry
   (its ``step`` returns exactly ``(carry_t, output(params, carry_t, x_t))``). Exact methods then contract the new
@@ -13,6 +15,11 @@ members at all (no member that raises, no ``None`` to test for).
   ``trace_to_params(params, grads)``. Every ``rtrl.cells.Cell`` has the last one (the identity: traces laid out
   like the parameters), so a cell opts in by writing the first three, and the fourth when its traces are laid
   out otherwise. The ``closed_form`` method uses them.
+* ``BellecEProp``: a cell's own form of Bellec et al. (2020)'s e-prop eligibility traces (the spiking ``LIF`` and
+  ``ALIF``), with the meaning of a bound rule's ``init``, ``update`` and ``contract`` and laid out like the
+  parameters: ``eprop_init(params, carry)``, ``eprop_update(params, carry, traces, x)`` (the eligibility vectors of
+  the new carry) and ``eprop_contract(params, traces, g_carry)`` (the eligibility traces times a credit on the
+  new carry: with the credit on the spikes, the paper's ``L^t e^t``). The ``eprop`` method uses them.
 * ``Layered``: a cell made of recurrent layers (``rtrl.cells.Stack``, ``rtrl.cells.Network``), which
   ``layer_local`` traces layer by layer: ``layers`` (the cells), ``layer_params(params)`` (each layer's
   parameters), ``layer_inputs(params, carry, x)`` (the input each layer reads at this step) and
@@ -57,3 +64,15 @@ class Layered(Protocol):
 
     def from_layer_grads(self, params, grads: tuple) -> Any:
         """The layers' gradients as a gradient of all of ``params``."""
+
+
+@runtime_checkable
+class BellecEProp(Protocol):
+    def eprop_init(self, params, carry) -> Any:
+        """The eligibility vectors of a carry that does not depend on the parameters (zeros)."""
+
+    def eprop_update(self, params, carry, traces, x) -> Any:
+        """The eligibility vectors of ``step(params, carry, x)``'s new carry."""
+
+    def eprop_contract(self, params, traces, g_carry) -> Any:
+        """The eligibility traces times a credit on the carry the vectors describe, laid out like ``params``."""

@@ -4,7 +4,8 @@
 advances the carry and the traces; its backward pass, given ``dL/dh``, back-propagates through this one step
 only and turns a credit on a carry into a parameter gradient with the traces of that carry. Two equivalent ways:
 
-* **new traces** (exact methods, on a cell with ``output(params, carry_t, x_t) -> h_t``)::
+* **new traces** (exact methods, and a rule whose definition it is, ``TraceRule.contracts_new_traces``: the
+  cell's own e-prop; on a cell with ``output(params, carry_t, x_t) -> h_t``)::
 
       dL_t/dtheta = dL_t/dh_t * [ dh_t/dtheta |output + dh_t/dcarry_t * M_t ]
 
@@ -203,7 +204,7 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
         g_params = jax.tree.map(jnp.add, g_params, contract(params, state.traces, g_carry))
         return g_params, jax.tree.map(jnp.zeros_like, state), g_x
 
-    forward, backward = ((forward_new, backward_new) if rule.exact and isinstance(cell, HasOutput)
+    forward, backward = ((forward_new, backward_new) if rule.contracts_new_traces and isinstance(cell, HasOutput)
                          else (forward_previous, backward_previous))
 
     @jax.custom_vjp

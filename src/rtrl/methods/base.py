@@ -20,11 +20,12 @@ value, so compiled functions are cached per method; ``rtrl.methods.SnAp(n=2)``),
     online step sums ``contract`` over the examples of a batch in the traces' own layout and lays the sum out
     once.
 
-  and ``method``, ``exact``, ``trace_dtype``. A method that does not apply to the cell raises ``ValueError`` from
-  ``bind`` (and from ``check(cell)``), saying why. The rule's use (``rtrl.online``) back-propagates a step's
-  loss through that one step only, to the parameters (immediate part) and to a carry, whose credit the traces
-  turn into the rest. ``trace_shapes(cell)`` says what ``init`` makes (``None`` where finding out would cost a
-  probe of the cell: SnAp on a large cell).
+  and ``method``, ``exact``, ``trace_dtype``, ``contracts_new_traces`` (which traces the online step contracts:
+  ``new_traces``, by default the new ones where the method is exact). A method that does not apply to the cell
+  raises ``ValueError`` from ``bind`` (and from ``check(cell)``), saying why. The rule's use (``rtrl.online``)
+  back-propagates a step's loss through that one step only, to the parameters (immediate part) and to a carry,
+  whose credit the traces turn into the rest. ``trace_shapes(cell)`` says what ``init`` makes (``None`` where
+  finding out would cost a probe of the cell: SnAp on a large cell).
 
   Every trace method has the option ``trace_dtype`` (keyword only): the dtype the traces are **stored** in
   between steps, ``None`` (default) for the dtype of the parameters and carry. ``"bfloat16"`` or ``"float16"``
@@ -96,10 +97,20 @@ class TraceRule(NamedTuple):
     update: Callable  # (params, carry, traces, x) -> traces
     contract: Callable  # (params, traces, g_carry) -> grads in the traces' layout
     to_params: Callable = laid_out_as_is  # (params, grads) -> grads laid out like params
+    new_traces: bool | None = None  # which traces the online step contracts; None: the new ones where exact
 
     @property
     def exact(self) -> bool:
         return self.method.exact
+
+    @property
+    def contracts_new_traces(self) -> bool:
+        """Whether the online step contracts the **new** traces with the credit on the new carry (on a cell with
+        ``output``; ``rtrl.online``) rather than the previous ones with the credit on the previous carry, the last
+        step then taken exactly. The two agree for an exact rule, and the new ones are cheaper; an approximation
+        takes the previous ones unless its definition is the contraction of its new traces (Bellec et al.'s
+        e-prop: ``sum_t L^t e^t``, ``new_traces=True``)."""
+        return self.exact if self.new_traces is None else self.new_traces
 
     @property
     def trace_dtype(self) -> str | None:

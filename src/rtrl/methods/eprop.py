@@ -17,6 +17,14 @@ membrane's own dynamics; both drop the recurrent-weight path. On cells where eac
 entry within a step (``Elman``) this method equals SnAp-1; it differs where a parameter touches several
 (``GRU``'s reset gate, the layers above it in a ``Stack``, several state components of one neuron).
 Cost: as SnAp-1.
+
+**The cell's own e-prop.** A cell that writes Bellec et al.'s eligibility traces beside its equations
+(``rtrl.capabilities.BellecEProp``: the spiking ``LIF`` and ``ALIF``, with or without recurrent weights) knows what
+the generic form cannot: which carry entry is the neuron's hidden state and which its spikes, so the eligibility
+vectors keep the neuron's own dynamics and drop every path through spikes (the reset's derivative too, as the paper
+does; docs/spiking.md "e-prop"). ``eprop`` then binds to those hooks, and the rule contracts the **new** traces with
+the credit on the new carry (``TraceRule.new_traces``): with a per-step loss on the spikes, the online gradient is
+the paper's ``sum_t L^t e^t``, ``L^t = dE/dz^t``. Every other cell keeps the generic form above.
 """
 
 from __future__ import annotations
@@ -25,11 +33,14 @@ import dataclasses
 
 import jax.numpy as jnp
 
+from rtrl.capabilities import BellecEProp
+from rtrl.methods.base import TraceMethod, TraceRule
 from rtrl.methods.sensitivity import SnAp
 
 
 class EProp(SnAp):
-    """SnAp-1's sparse traces, carried by the diagonal of the recurrence Jacobian only."""
+    """The cell's own e-prop where it has one (``BellecEProp``), else SnAp-1's sparse traces carried by the diagonal
+    of the recurrence Jacobian only."""
 
     n: int = dataclasses.field(default=1, init=False, repr=False)
 
@@ -39,3 +50,13 @@ class EProp(SnAp):
 
     def propagation(self, j_carry):
         return jnp.diag(jnp.diagonal(j_carry))
+
+    def bind(self, cell, params=None, carry=None) -> TraceRule:
+        if isinstance(cell, BellecEProp):
+            return TraceRule(self, cell.eprop_init, cell.eprop_update, cell.eprop_contract, new_traces=True)
+        return super().bind(cell, params, carry)
+
+    def trace_shapes(self, cell):
+        if isinstance(cell, BellecEProp):  # no probe of the cell's Jacobians
+            return TraceMethod.trace_shapes(self, cell)
+        return super().trace_shapes(cell)

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 
 import rtrl
-from rtrl.cells import CELLS, LRU, RTU, Elman, Network, Stack
+from rtrl.cells import ALIF, CELLS, LIF, LRU, RTU, Elman, Network, Stack
 from rtrl.compare import cosine, relative_error, squared_error
 from rtrl.files import atomic_write_text
 from rtrl.methods import REGISTRY, Method, resolve
@@ -44,9 +44,11 @@ DEEP_CELLS, DEPTHS = (LRU, RTU), (2, 4)
 
 
 def default_cells(input_size: int = 4, hidden_size: int = 16) -> list:
-    """Every registered cell at the given sizes, a two-layer Elman stack, and deep networks (2 and 4 residual
-    blocks of LRU, then of RTU, cells of width ``hidden_size``)."""
+    """Every registered cell at the given sizes (the spiking LIF and ALIF also with recurrent weights, where
+    ``eprop`` is Bellec et al.'s and the gradient is BPTT's through the same surrogate), a two-layer Elman stack, and
+    deep networks (2 and 4 residual blocks of LRU, then of RTU, cells of width ``hidden_size``)."""
     cells = [cls(input_size=input_size, hidden_size=hidden_size) for cls in CELLS.values()]
+    cells += [cls(input_size=input_size, hidden_size=hidden_size, recurrent=True) for cls in (LIF, ALIF)]
     networks = [Network(layers=tuple(cls(hidden_size, hidden_size) for _ in range(depth)), input_size=input_size)
                 for cls in DEEP_CELLS for depth in DEPTHS]
     return cells + [Stack((Elman(input_size, hidden_size), Elman(hidden_size, hidden_size)))] + networks
