@@ -76,7 +76,7 @@ def test_each_spiking_task_has_exact_rtrl_eprop_and_bptt_on_a_recurrent_spiking_
 def test_a_spiking_row_trains(tmp_path):
     """A smoke run of one spiking row (two steps): the preset is a run the trainer takes end to end."""
     out = tmp_path / "run"
-    assert main(["train", "--preset", "store_recall/alif-recurrent=True-adaptation_decay=0.98-eprop-k1", "--hidden",
+    assert main(["train", "--preset", "store_recall/alif-eprop", "--hidden",
                  "4", "--batch", "2", "--steps", "2", "--eval-every", "2", "--eval-size", "4", "--out", str(out),
                  "--quiet"]) == 0
     assert json.loads((out / "config.json").read_text())["method"] == "eprop"

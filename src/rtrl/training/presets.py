@@ -73,12 +73,17 @@ EPISODE_UPDATES = "exact RTRL updating once per episode: full BPTT's gradient, c
 def per_episode(length: int) -> tuple[Row, ...]:
     """Elman updated once per episode of ``length`` steps: by full BPTT, and by exact RTRL (the same gradient)."""
     return Row("elman", "bptt", None, FULL_BPTT), Row("elman", "closed_form", length, EPISODE_UPDATES)
-def spiking(cell: str, cell_args: tuple[tuple[str, object], ...]) -> tuple[Row, ...]:
+
+
+def spiking(experiment: str, cell: str, cell_args: tuple[tuple[str, object], ...]) -> tuple[Row, ...]:
     """A spiking cell under exact RTRL (``auto``: dense ``rtrl`` with recurrent weights, closed-form traces without),
-    Bellec et al.'s e-prop (the cell's own, ``rtrl.methods.EProp``) and full BPTT, on one budget."""
-    return (Row(cell, "auto", 1, "exact RTRL through the surrogate", cell_args=cell_args),
-            Row(cell, "eprop", 1, "e-prop (Bellec et al. 2020): no path through spikes", cell_args=cell_args),
-            Row(cell, "bptt", None, FULL_BPTT, cell_args=cell_args))
+    Bellec et al.'s e-prop (the cell's own, ``rtrl.methods.EProp``) and full BPTT, on one budget; named
+    ``EXPERIMENT/CELL-rtrl``, ``-eprop``, ``-bptt`` (the cell's options are in the table, not in the name)."""
+    return (Row(cell, "auto", 1, "exact RTRL through the surrogate", cell_args=cell_args,
+                name=f"{experiment}/{cell}-rtrl"),
+            Row(cell, "eprop", 1, "e-prop (Bellec et al. 2020): no path through spikes", cell_args=cell_args,
+                name=f"{experiment}/{cell}-eprop"),
+            Row(cell, "bptt", None, FULL_BPTT, cell_args=cell_args, name=f"{experiment}/{cell}-bptt"))
 
 
 # A recurrent ALIF remembers beyond the membrane's time constant (leak 0.9: 10 steps) through its spikes and its
@@ -144,19 +149,19 @@ EXPERIMENTS = (
         "evidence",
         "spiking: tell which side had more cues after a delay of 30 steps (3 x the membrane's time constant)",
         {"task": "evidence", **SPIKING},
-        spiking("alif", RECURRENT_ALIF),
+        spiking("evidence", "alif", RECURRENT_ALIF),
     ),
     Experiment(
         "store_recall",
         "spiking: store a bit on command and recall it on command later in episodes of 60 steps",
         {"task": "store_recall", **SPIKING},
-        spiking("alif", RECURRENT_ALIF),
+        spiking("store_recall", "alif", RECURRENT_ALIF),
     ),
     Experiment(
         "manifolds",
         "spiking: classify spike-time patterns drawn from 4 smooth random curves (40 steps, then the answer)",
         {"task": "manifolds", **SPIKING},
-        spiking("lif", RECURRENT_LIF),
+        spiking("manifolds", "lif", RECURRENT_LIF),
     ),
     Experiment(
         "copy20",
