@@ -20,6 +20,8 @@ of its members and the cell itself gets them at construction (``rtrl.cells.spiki
   parameters: ``eprop_init(params, carry)``, ``eprop_update(params, carry, traces, x)`` (the eligibility vectors of
   the new carry) and ``eprop_contract(params, traces, g_carry)`` (the eligibility traces times a credit on the
   new carry: with the credit on the spikes, the paper's ``L^t e^t``). The ``eprop`` method uses them.
+* ``Spiking``: a cell whose ``h`` is its spikes (0 or 1), fired by ``fire(u)`` with a surrogate derivative
+  (``rtrl.cells.LIF``, ``ALIF``, ``SpikingIIR2``); a trainer reports the firing rate of its held-out episodes.
 * ``Layered``: a cell made of recurrent layers (``rtrl.cells.Stack``, ``rtrl.cells.Network``), which
   ``layer_local`` traces layer by layer: ``layers`` (the cells), ``layer_params(params)`` (each layer's
   parameters), ``layer_inputs(params, carry, x)`` (the input each layer reads at this step) and
@@ -50,6 +52,12 @@ class HandDerivedTraces(Protocol):
 
     def trace_to_params(self, params, grads) -> Any:
         """A sum of ``trace_contract`` laid out like ``params``."""
+
+
+@runtime_checkable
+class Spiking(Protocol):
+    def fire(self, u) -> Any:
+        """The spikes ``H(u)`` (0 or 1), differentiated through the cell's surrogate derivative."""
 
 
 @runtime_checkable

@@ -47,7 +47,7 @@ def run_row(experiment: Experiment, row: Row, root: Path) -> dict:
         "k": run.config.update_every,
         "run": run,
         "metric": records[-1]["metric"],
-        "extra": {key: v for key, v in records[-1].items() if key in ("sequence_accuracy",)},
+        "extra": {key: v for key, v in records[-1].items() if key in ("sequence_accuracy", "firing_rate")},
         "steps": records[-1]["step"],
         "wall_s": time.perf_counter() - start,
         "diverged": diverged,

@@ -38,6 +38,7 @@ import numpy as np
 import optax
 from jax import lax
 
+from rtrl.capabilities import Spiking
 from rtrl.checks import check_positive_int
 from rtrl.config import checked, flag, random_seed, step_count
 from rtrl.devices import batch_axes, mesh, shardings, split, tracing
@@ -169,6 +170,14 @@ class Trainer:
         """The model over ``xs`` (T, B, D + 1): final carry and outputs (T, B, O)."""
         return lax.scan(lambda c, x: self.model.step(params, c, x), carry, xs)
 
+    def spikes(self, cell_params, xs, n: int, dtype):
+        """The cell's ``h`` over ``xs`` (T, n, D) from a zero carry (its spikes, for a ``Spiking`` cell)."""
+
+        def step(carry, x):
+            return self.cell.step(cell_params, carry, x)
+
+        return lax.scan(step, self.cell.initial_carry((n,), dtype), xs)[1]
+
     # -- jitted chunks -----------------------------------------------------------------------------------
     def _train_chunk(self, state: TrainState, n_updates: int):
         k = self.update_every
@@ -218,6 +227,8 @@ class Trainer:
         xs = with_reset_flag(episodes.xs, jnp.zeros(episodes.weights.shape, bool))
         _, outputs = self.forward(params, self.model.initial_carry((n,), dtype), xs)
         metrics = self.task.metrics(outputs, episodes)
+        if isinstance(self.cell, Spiking):  # h is spikes: how often the neurons fire, over every held-out step
+            metrics = {**metrics, "firing_rate": self.spikes(params["cell"], episodes.xs, n, dtype).mean()}
         return metrics if self.mesh is None else lax.with_sharding_constraint(metrics, split(self.mesh, None))
 
     def evaluate(self, params) -> dict[str, float]:
