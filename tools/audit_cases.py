@@ -149,12 +149,14 @@ for name, value, words in [
     ("extra-positional", "extra", "extra|unrecognized"),
 ]:
     fix = "training/config.py"
-    if name.startswith(("opt-", "extra", "clip-and")):
+    if name.startswith(("opt-", "extra")):
         fix = "cli/train.py"
+    elif name.startswith("clip-and"):
+        fix = "run/options.py"
     elif name.startswith(("cell-", "gru-", "lru-", "rtu-", "iir2-")):
-        fix = "cells / training/config.py make_cell"
+        fix = "cells/lookup.py make_cell / training/assemble.py"
     elif name.startswith(("method", "tbptt", "snap", "uoro", "closed", "diag", "layer", "bptt", "trace")):
-        fix = "methods / training/config.py"
+        fix = "methods / training/assemble.py"
     elif name.startswith(("task", "recall", "sines", "adding", "mnist")):
         fix = "training/tasks"
     cli(f"train-{name}", f"train {TRAIN} {value} --out o", words, fix=fix)
@@ -167,7 +169,7 @@ ok("train-bptt-update", f"train {TRAIN} --method bptt --task-arg max_length=2 --
    fix="training/trainer.py")
 
 # -- train: the run folder -----------------------------------------------------------------------------------------
-F = "training/run.py"
+F = "run/folder.py"
 cli("train-out-missing", f"train {TRAIN}", "out", fix="cli/train.py")
 cli("train-out-empty", f"train {TRAIN} --out ''", "out", fix=F)
 cli("train-out-file", f"train {TRAIN} --out f.txt", "f.txt|out", fix=F, files={"f.txt": "hello"})
@@ -189,7 +191,7 @@ ok("train-out-empty-dir", f"train {TRAIN} --out d", fix=F, dirs=["d"])
 cli("train-out-dot", f"train {TRAIN} --out .", "overwrite|run|out|.", fix=F, files={"mine.txt": "x"})
 
 # -- rl ------------------------------------------------------------------------------------------------------------
-F = "rl/loop.py"
+F = "rl/config.py"
 for name, value, words in [
     ("env-unknown", "--env pong", "env"), ("env-upper", "--env TMAZE", "env"), ("env-empty", "--env ''", "env"),
     ("tmaze-length-zero", "--env-arg length=0", "length"), ("tmaze-length-neg", "--env-arg length=-3", "length"),
@@ -232,22 +234,22 @@ for name, value, words in [
 ]:
     fix = F
     if name.startswith(("env", "tmaze", "memory", "cartpole")):
-        fix = "rl/envs.py"
+        fix = "rl/envs"
     elif name.startswith("opt-of"):
         fix = "cli/rl.py"
     cli(f"rl-{name}", f"rl {RL} {value} --out o", words, fix=fix)
-cli("rl-out-train-run", f"rl {RL} --out r", "r|run|train", fix="training/run.py", folders={"r": "run"})
-cli("rl-out-file", f"rl {RL} --out f.txt", "f.txt|out", fix="training/run.py", files={"f.txt": "x"})
-cli("rl-out-other", f"rl {RL} --hidden 6 --out r", "overwrite", fix="training/run.py", folders={"r": "rl"})
-ok("rl-out-same", f"rl {RL} --out r", fix="training/run.py", folders={"r": "rl"})
-ok("rl-fidelity-every", f"rl {RL} --fidelity-every 2 --out o", fix=F)
-ok("rl-tbptt", f"rl {RL} --method tbptt --truncation 2 --out o", fix=F)
-ok("rl-obgd", f"rl {RL} --optimizer obgd --out o", fix=F)
-ok("rl-record-beyond", f"rl {RL} --record-every 8 --out o", fix=F)
+cli("rl-out-train-run", f"rl {RL} --out r", "r|run|train", fix="run/folder.py", folders={"r": "run"})
+cli("rl-out-file", f"rl {RL} --out f.txt", "f.txt|out", fix="run/folder.py", files={"f.txt": "x"})
+cli("rl-out-other", f"rl {RL} --hidden 6 --out r", "overwrite", fix="run/folder.py", folders={"r": "rl"})
+ok("rl-out-same", f"rl {RL} --out r", fix="run/folder.py", folders={"r": "rl"})
+ok("rl-fidelity-every", f"rl {RL} --fidelity-every 2 --out o", fix="rl/loop.py")
+ok("rl-tbptt", f"rl {RL} --method tbptt --truncation 2 --out o", fix="rl/loop.py")
+ok("rl-obgd", f"rl {RL} --optimizer obgd --out o", fix="rl/loop.py")
+ok("rl-record-beyond", f"rl {RL} --record-every 8 --out o", fix="rl/loop.py")
 ok("rl-flags-both", f"rl {RL} --normalize-obs --no-normalize-obs --out o", fix="cli/rl.py")
 
 # -- resume --------------------------------------------------------------------------------------------------------
-F = "training/run.py"
+F = "run/folder.py"
 R1 = {"r": "run"}
 cli("resume-nonexistent", "resume nowhere", "nowhere", fix=F)
 cli("resume-file", "resume f.txt", "f.txt", fix=F, files={"f.txt": "x"})
@@ -738,6 +740,6 @@ for id, code, words in [
     ("obgd-lr-neg", "rl.obgd(lr=-1.0)", "lr"), ("obgd-kappa-zero", "rl.obgd(kappa=0.0)", "kappa"),
     ("rl-train-config-dict", "rl.train({'env': 'tmaze'})", "config"),
 ]:
-    api(id, code, words, fix=F, command="rl")
+    api(id, code, words, fix="optim.py" if id.startswith("obgd") else F, command="rl")
 api("rl-train-tiny-ok", "rl.train(rl.RLConfig(hidden=4, envs=2, steps=4, record_every=2))", expect="ok", fix=F,
     command="rl")
