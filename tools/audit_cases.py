@@ -737,7 +737,9 @@ for id, code, words in [
     ("tmaze-max-short", "rl.TMaze(length=5, max_steps=2)", "max_steps"),
     ("tmaze-float", "rl.TMaze(length=2.5)", "length"),
     ("rl-make-unknown", "rl.make('nope')", "env|nope"),
-    ("obgd-lr-neg", "rl.obgd(lr=-1.0)", "lr"), ("obgd-kappa-zero", "rl.obgd(kappa=0.0)", "kappa"),
+    ("obgd-lr-neg", "rl.obgd(learning_rate=-1.0)", "learning_rate"),
+    ("obgd-lr-inf", "rl.obgd(learning_rate=float('inf'))", "learning_rate"),
+    ("obgd-kappa-nan", "rl.obgd(kappa=float('nan'))", "kappa"), ("obgd-kappa-zero", "rl.obgd(kappa=0.0)", "kappa"),
     ("rl-train-config-dict", "rl.train({'env': 'tmaze'})", "config"),
 ]:
     api(id, code, words, fix="optim.py" if id.startswith("obgd") else F, command="rl")
