@@ -450,6 +450,7 @@ from rtrl import cells, methods
 from rtrl.training.tasks import Adding, Copy, MNIST1D, Recall, Sines
 from rtrl.training.trainer import Trainer, make_optimizer
 from rtrl.training.config import RunConfig
+from rtrl.training.assemble import assemble
 import rtrl.rl as rl
 
 key = jax.random.PRNGKey(0)
@@ -668,7 +669,7 @@ api("eqx-gru-ok", "import equinox as eqx; c = cells.from_equinox(eqx.nn.GRUCell(
 api("flax-gru-ok", "import flax.linen as nn; c = cells.from_flax(nn.GRUCell(features=3), input_size=2); "
     "rtrl.sequence_grad(c, c.init(key), xs, ys, loss)", expect="ok", fix=F, command="adapters")
 
-F = "training"
+F = "training"  # a RunConfig checks each field; assemble(config) checks them together and builds the parts
 for id, code, words in [
     ("trainer-method", "Trainer(task, tcell, 'nope')", "method"),
     ("trainer-update-float", "Trainer(task, tcell, update_every=2.5)", "update_every"),
@@ -697,13 +698,13 @@ for id, code, words in [
     ("runconfig-cell-args-str", "RunConfig(cell_args='activation=relu')", "cell_args"),
     ("runconfig-devices-batch", "RunConfig(batch=2, devices=3)", "devices|batch"),
     ("runconfig-eval-every", "RunConfig(eval_every=0)", "eval_every"),
-    ("runconfig-bptt-stagger", "RunConfig(method='bptt', stagger=True).resolved()", "stagger"),
+    ("runconfig-bptt-stagger", "assemble(RunConfig(method='bptt', stagger=True))", "stagger"),
     ("runconfig-trace-dtype", "RunConfig(trace_dtype='int8')", "trace_dtype"),
     ("runconfig-from-list", "RunConfig.from_dict([])", "object|configuration"),
     ("runconfig-from-unknown", "RunConfig.from_dict({'bogus': 1})", "bogus"),
     ("runconfig-optimizer-obgd", "RunConfig(optimizer='obgd')", "optimizer"),
     ("runconfig-seed-huge", "RunConfig(seed=2 ** 70)", "seed"),
-    ("runconfig-task-args-bad", "RunConfig(task_args={'max_length': 'x'}).resolved()", "max_length"),
+    ("runconfig-task-args-bad", "assemble(RunConfig(task_args={'max_length': 'x'}))", "max_length"),
     ("copy-zero", "Copy(max_length=0)", "max_length"), ("copy-str", "Copy(max_length='8')", "max_length"),
     ("recall-delay-long", "Recall(delay=60, episode_length=50)", "delay"),
     ("recall-delay-neg", "Recall(delay=-1)", "delay"), ("adding-zero", "Adding(sequence_length=0)", "sequence_length"),
@@ -715,12 +716,12 @@ for id, code, words in [
 api("trainer-tiny-ok", "t = Trainer(task, tcell, batch=2, eval_size=2); s = t.init(); t.train(s, 2)", expect="ok",
     fix=F, command="training")
 
-F = "rl"
+F = "rl"  # likewise an RLConfig, its parts checked together by rl.assemble
 for id, code, words in [
     ("rlconfig-gamma", "rl.RLConfig(gamma=1.5)", "gamma"), ("rlconfig-lam", "rl.RLConfig(lam=-0.1)", "lam"),
     ("rlconfig-envs", "rl.RLConfig(envs=0)", "envs"), ("rlconfig-dtype", "rl.RLConfig(dtype='float16')", "dtype"),
-    ("rlconfig-env", "rl.RLConfig(env='nope')", "env"), ("rlconfig-method-bptt", "rl.RLConfig(method='bptt')",
-                                                          "method"),
+    ("rlconfig-env", "rl.RLConfig(env='nope')", "env"),
+    ("rlconfig-method-bptt", "rl.assemble(rl.RLConfig(method='bptt'))", "method"),
     ("rlconfig-truncation", "rl.RLConfig(truncation=0)", "truncation"),
     ("rlconfig-optimizer", "rl.RLConfig(optimizer='adagrad')", "optimizer"),
     ("rlconfig-kappa", "rl.RLConfig(kappa=0)", "kappa"), ("rlconfig-record", "rl.RLConfig(record_every=0)",
