@@ -8,6 +8,7 @@ import pytest
 
 import rtrl
 from oracle import random_problem, squared_error
+from rtrl.optim import obgd
 
 
 @pytest.fixture
@@ -92,3 +93,16 @@ def test_reset_with_a_mask_of_the_wrong_shape(problem):
     with pytest.raises(ValueError, match="done must be a bool array of the batch shape"):
         learner.reset(state, jnp.array([True, False, True]))
     assert jax.tree.leaves(learner.reset(state, jnp.array([True, False])))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"learning_rate": -1.0}, "learning_rate must be a positive finite number, got -1.0"),
+    ({"learning_rate": float("inf")}, "learning_rate must be a positive finite number, got inf"),
+    ({"kappa": 0.0}, "kappa must be a positive finite number, got 0.0"),
+    ({"kappa": float("nan")}, "kappa must be a positive finite number, got nan"),
+])
+def test_obgd_names_its_bad_argument(kwargs, match):
+    """ObGD's step size and bound are checked under their own names (it once said ``lr`` for ``learning_rate``
+    and took an infinite one, every update then NaN). Mutation: ``not value > 0`` (inf passes) fails the inf case."""
+    with pytest.raises(ValueError, match=match):
+        obgd(**kwargs)

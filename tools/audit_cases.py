@@ -149,12 +149,14 @@ for name, value, words in [
     ("extra-positional", "extra", "extra|unrecognized"),
 ]:
     fix = "training/config.py"
-    if name.startswith(("opt-", "extra", "clip-and")):
+    if name.startswith(("opt-", "extra")):
         fix = "cli/train.py"
+    elif name.startswith("clip-and"):
+        fix = "run/options.py"
     elif name.startswith(("cell-", "gru-", "lru-", "rtu-", "iir2-")):
-        fix = "cells / training/config.py make_cell"
+        fix = "cells/lookup.py make_cell / training/assemble.py"
     elif name.startswith(("method", "tbptt", "snap", "uoro", "closed", "diag", "layer", "bptt", "trace")):
-        fix = "methods / training/config.py"
+        fix = "methods / training/assemble.py"
     elif name.startswith(("task", "recall", "sines", "adding", "mnist")):
         fix = "training/tasks"
     cli(f"train-{name}", f"train {TRAIN} {value} --out o", words, fix=fix)
@@ -167,7 +169,7 @@ ok("train-bptt-update", f"train {TRAIN} --method bptt --task-arg max_length=2 --
    fix="training/trainer.py")
 
 # -- train: the run folder -----------------------------------------------------------------------------------------
-F = "training/run.py"
+F = "run/folder.py"
 cli("train-out-missing", f"train {TRAIN}", "out", fix="cli/train.py")
 cli("train-out-empty", f"train {TRAIN} --out ''", "out", fix=F)
 cli("train-out-file", f"train {TRAIN} --out f.txt", "f.txt|out", fix=F, files={"f.txt": "hello"})
@@ -189,7 +191,7 @@ ok("train-out-empty-dir", f"train {TRAIN} --out d", fix=F, dirs=["d"])
 cli("train-out-dot", f"train {TRAIN} --out .", "overwrite|run|out|.", fix=F, files={"mine.txt": "x"})
 
 # -- rl ------------------------------------------------------------------------------------------------------------
-F = "rl/loop.py"
+F = "rl/config.py"
 for name, value, words in [
     ("env-unknown", "--env pong", "env"), ("env-upper", "--env TMAZE", "env"), ("env-empty", "--env ''", "env"),
     ("tmaze-length-zero", "--env-arg length=0", "length"), ("tmaze-length-neg", "--env-arg length=-3", "length"),
@@ -232,22 +234,22 @@ for name, value, words in [
 ]:
     fix = F
     if name.startswith(("env", "tmaze", "memory", "cartpole")):
-        fix = "rl/envs.py"
+        fix = "rl/envs"
     elif name.startswith("opt-of"):
         fix = "cli/rl.py"
     cli(f"rl-{name}", f"rl {RL} {value} --out o", words, fix=fix)
-cli("rl-out-train-run", f"rl {RL} --out r", "r|run|train", fix="training/run.py", folders={"r": "run"})
-cli("rl-out-file", f"rl {RL} --out f.txt", "f.txt|out", fix="training/run.py", files={"f.txt": "x"})
-cli("rl-out-other", f"rl {RL} --hidden 6 --out r", "overwrite", fix="training/run.py", folders={"r": "rl"})
-ok("rl-out-same", f"rl {RL} --out r", fix="training/run.py", folders={"r": "rl"})
-ok("rl-fidelity-every", f"rl {RL} --fidelity-every 2 --out o", fix=F)
-ok("rl-tbptt", f"rl {RL} --method tbptt --truncation 2 --out o", fix=F)
-ok("rl-obgd", f"rl {RL} --optimizer obgd --out o", fix=F)
-ok("rl-record-beyond", f"rl {RL} --record-every 8 --out o", fix=F)
+cli("rl-out-train-run", f"rl {RL} --out r", "r|run|train", fix="run/folder.py", folders={"r": "run"})
+cli("rl-out-file", f"rl {RL} --out f.txt", "f.txt|out", fix="run/folder.py", files={"f.txt": "x"})
+cli("rl-out-other", f"rl {RL} --hidden 6 --out r", "overwrite", fix="run/folder.py", folders={"r": "rl"})
+ok("rl-out-same", f"rl {RL} --out r", fix="run/folder.py", folders={"r": "rl"})
+ok("rl-fidelity-every", f"rl {RL} --fidelity-every 2 --out o", fix="rl/loop.py")
+ok("rl-tbptt", f"rl {RL} --method tbptt --truncation 2 --out o", fix="rl/loop.py")
+ok("rl-obgd", f"rl {RL} --optimizer obgd --out o", fix="rl/loop.py")
+ok("rl-record-beyond", f"rl {RL} --record-every 8 --out o", fix="rl/loop.py")
 ok("rl-flags-both", f"rl {RL} --normalize-obs --no-normalize-obs --out o", fix="cli/rl.py")
 
 # -- resume --------------------------------------------------------------------------------------------------------
-F = "training/run.py"
+F = "run/folder.py"
 R1 = {"r": "run"}
 cli("resume-nonexistent", "resume nowhere", "nowhere", fix=F)
 cli("resume-file", "resume f.txt", "f.txt", fix=F, files={"f.txt": "x"})
@@ -448,6 +450,7 @@ from rtrl import cells, methods
 from rtrl.training.tasks import Adding, Copy, MNIST1D, Recall, Sines
 from rtrl.training.trainer import Trainer, make_optimizer
 from rtrl.training.config import RunConfig
+from rtrl.training.assemble import assemble
 import rtrl.rl as rl
 
 key = jax.random.PRNGKey(0)
@@ -666,7 +669,7 @@ api("eqx-gru-ok", "import equinox as eqx; c = cells.from_equinox(eqx.nn.GRUCell(
 api("flax-gru-ok", "import flax.linen as nn; c = cells.from_flax(nn.GRUCell(features=3), input_size=2); "
     "rtrl.sequence_grad(c, c.init(key), xs, ys, loss)", expect="ok", fix=F, command="adapters")
 
-F = "training"
+F = "training"  # a RunConfig checks each field; assemble(config) checks them together and builds the parts
 for id, code, words in [
     ("trainer-method", "Trainer(task, tcell, 'nope')", "method"),
     ("trainer-update-float", "Trainer(task, tcell, update_every=2.5)", "update_every"),
@@ -695,13 +698,13 @@ for id, code, words in [
     ("runconfig-cell-args-str", "RunConfig(cell_args='activation=relu')", "cell_args"),
     ("runconfig-devices-batch", "RunConfig(batch=2, devices=3)", "devices|batch"),
     ("runconfig-eval-every", "RunConfig(eval_every=0)", "eval_every"),
-    ("runconfig-bptt-stagger", "RunConfig(method='bptt', stagger=True).resolved()", "stagger"),
+    ("runconfig-bptt-stagger", "assemble(RunConfig(method='bptt', stagger=True))", "stagger"),
     ("runconfig-trace-dtype", "RunConfig(trace_dtype='int8')", "trace_dtype"),
     ("runconfig-from-list", "RunConfig.from_dict([])", "object|configuration"),
     ("runconfig-from-unknown", "RunConfig.from_dict({'bogus': 1})", "bogus"),
     ("runconfig-optimizer-obgd", "RunConfig(optimizer='obgd')", "optimizer"),
     ("runconfig-seed-huge", "RunConfig(seed=2 ** 70)", "seed"),
-    ("runconfig-task-args-bad", "RunConfig(task_args={'max_length': 'x'}).resolved()", "max_length"),
+    ("runconfig-task-args-bad", "assemble(RunConfig(task_args={'max_length': 'x'}))", "max_length"),
     ("copy-zero", "Copy(max_length=0)", "max_length"), ("copy-str", "Copy(max_length='8')", "max_length"),
     ("recall-delay-long", "Recall(delay=60, episode_length=50)", "delay"),
     ("recall-delay-neg", "Recall(delay=-1)", "delay"), ("adding-zero", "Adding(sequence_length=0)", "sequence_length"),
@@ -713,12 +716,12 @@ for id, code, words in [
 api("trainer-tiny-ok", "t = Trainer(task, tcell, batch=2, eval_size=2); s = t.init(); t.train(s, 2)", expect="ok",
     fix=F, command="training")
 
-F = "rl"
+F = "rl"  # likewise an RLConfig, its parts checked together by rl.assemble
 for id, code, words in [
     ("rlconfig-gamma", "rl.RLConfig(gamma=1.5)", "gamma"), ("rlconfig-lam", "rl.RLConfig(lam=-0.1)", "lam"),
     ("rlconfig-envs", "rl.RLConfig(envs=0)", "envs"), ("rlconfig-dtype", "rl.RLConfig(dtype='float16')", "dtype"),
-    ("rlconfig-env", "rl.RLConfig(env='nope')", "env"), ("rlconfig-method-bptt", "rl.RLConfig(method='bptt')",
-                                                          "method"),
+    ("rlconfig-env", "rl.RLConfig(env='nope')", "env"),
+    ("rlconfig-method-bptt", "rl.assemble(rl.RLConfig(method='bptt'))", "method"),
     ("rlconfig-truncation", "rl.RLConfig(truncation=0)", "truncation"),
     ("rlconfig-optimizer", "rl.RLConfig(optimizer='adagrad')", "optimizer"),
     ("rlconfig-kappa", "rl.RLConfig(kappa=0)", "kappa"), ("rlconfig-record", "rl.RLConfig(record_every=0)",
@@ -735,9 +738,11 @@ for id, code, words in [
     ("tmaze-max-short", "rl.TMaze(length=5, max_steps=2)", "max_steps"),
     ("tmaze-float", "rl.TMaze(length=2.5)", "length"),
     ("rl-make-unknown", "rl.make('nope')", "env|nope"),
-    ("obgd-lr-neg", "rl.obgd(lr=-1.0)", "lr"), ("obgd-kappa-zero", "rl.obgd(kappa=0.0)", "kappa"),
+    ("obgd-lr-neg", "rl.obgd(learning_rate=-1.0)", "learning_rate"),
+    ("obgd-lr-inf", "rl.obgd(learning_rate=float('inf'))", "learning_rate"),
+    ("obgd-kappa-nan", "rl.obgd(kappa=float('nan'))", "kappa"), ("obgd-kappa-zero", "rl.obgd(kappa=0.0)", "kappa"),
     ("rl-train-config-dict", "rl.train({'env': 'tmaze'})", "config"),
 ]:
-    api(id, code, words, fix=F, command="rl")
+    api(id, code, words, fix="optim.py" if id.startswith("obgd") else F, command="rl")
 api("rl-train-tiny-ok", "rl.train(rl.RLConfig(hidden=4, envs=2, steps=4, record_every=2))", expect="ok", fix=F,
     command="rl")

@@ -42,10 +42,9 @@ def make_optimizer(name: str = "adam", lr: float = 1e-3, clip: float | None = 1.
 def obgd(learning_rate: float = 1.0, kappa: float = 2.0) -> optax.GradientTransformationExtraArgs:
     """ObGD: ``updates`` (the descent direction ``-delta * z``) scaled by ``learning_rate / max(M, 1)``, with
     ``M = learning_rate * kappa * overshoot`` (the extra argument)."""
-    if not learning_rate > 0:
-        raise ValueError(f"lr must be positive, got {learning_rate!r}")
-    if not kappa > 0:
-        raise ValueError(f"kappa must be positive, got {kappa!r}")
+    for name, value in (("learning_rate", learning_rate), ("kappa", kappa)):
+        if not 0 < value < math.inf:  # an infinite step size or bound makes every update NaN or zero
+            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
 
     def init(params):
         return optax.EmptyState()
