@@ -90,7 +90,7 @@ def spiking(experiment: str, cell: str, cell_args: tuple[tuple[str, object], ...
 # adaptation (decay 0.98: 50 steps); manifolds' patterns last 40 steps and are read as they arrive.
 RECURRENT_ALIF = (("recurrent", True), ("adaptation_decay", 0.98))
 RECURRENT_LIF = (("recurrent", True),)
-SPIKING = {"hidden": 24, "batch": 16, "lr": 3e-3, "steps": 1500, "eval_every": 500}
+SPIKING = {"hidden": 24, "batch": 16, "lr": 1e-3, "steps": 20000, "eval_every": 4000}
 NETWORK = "rtrl.cells.network:lru_network"
 LAYER_LOCAL = (("inner", "closed_form"),)
 # One value per step: a normalisation after the rank-one encoder would keep little more than its sign.
