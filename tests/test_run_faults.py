@@ -177,7 +177,7 @@ def test_each_record_is_written_before_its_checkpoint(boundaries):
 def test_a_crash_at_any_write_resumes_to_the_uninterrupted_run(tmp_path, trainer, whole, at, quick_plots):
     """A kill at every write boundary in turn (before, in the middle of and after each metrics line; before and
     after each rename: the checkpoint's, the plot's), then a resume: the records and the final state are the
-    uninterrupted run's, and no temporary file is left. Mutations of rtrl/training/run.py tried by hand, each
+    uninterrupted run's, and no temporary file is left. Mutations of rtrl/run/folder.py tried by hand, each
     killed: the checkpoint saved before the metrics line (``Run.record``'s two writes swapped); a torn line not
     rewritten on resume (``or self.torn()`` dropped); records past the checkpoint kept (``<=`` -> any step); no
     orphan clean-up in ``locked``."""
