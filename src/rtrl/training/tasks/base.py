@@ -114,3 +114,17 @@ class Task(Frozen):
         better = "higher" if self.higher_is_better else "lower"
         return f"{self.summary} Metric: {self.metric_name} ({better} is better, chance {self.chance:.3g})."
 
+
+class Classification(Task):
+    """A task whose answer is a class (``output_size`` logits, integer targets): softmax cross-entropy, and the
+    accuracy of the argmax where the episode's weights ask for an answer."""
+
+    metric_name = "accuracy"
+
+    def loss(self, outputs, targets):
+        return softmax_cross_entropy(outputs, targets)
+
+    def metrics(self, outputs, episodes: Episodes):
+        correct = jnp.argmax(outputs, axis=-1) == episodes.targets
+        return {"metric": weighted_mean(correct, episodes.weights),
+                "loss": weighted_mean(self.loss(outputs, episodes.targets), episodes.weights)}

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.checks import default_dtype
-from rtrl.training.tasks.base import Episodes, Task, softmax_cross_entropy, weighted_mean
+from rtrl.training.tasks.base import Classification, Episodes
 
 
 def evidence_episode(sides: jax.Array, cue_steps: int, gap: int, delay: int, decision_steps: int, dtype) -> Episodes:
@@ -33,7 +33,7 @@ def evidence_episode(sides: jax.Array, cue_steps: int, gap: int, delay: int, dec
     return Episodes(xs, jnp.full(t.shape, majority), deciding.astype(dtype))
 
 
-class Evidence(Task):
+class Evidence(Classification):
     cues: int = 7
     cue_steps: int = 4
     gap: int = 4
@@ -42,7 +42,6 @@ class Evidence(Task):
 
     name = "evidence"
     summary = "Count left and right cues; after a delay, say which side had more."
-    metric_name = "accuracy"
     input_size = 3
     output_size = 2
 
@@ -62,11 +61,3 @@ class Evidence(Task):
     def episode(self, key: jax.Array) -> Episodes:
         sides = (jax.random.uniform(key, (self.cues,)) < 0.5).astype(jnp.int32)
         return evidence_episode(sides, self.cue_steps, self.gap, self.delay, self.decision_steps, default_dtype())
-
-    def loss(self, outputs, targets):
-        return softmax_cross_entropy(outputs, targets)
-
-    def metrics(self, outputs, episodes: Episodes):
-        correct = jnp.argmax(outputs, axis=-1) == episodes.targets
-        return {"metric": weighted_mean(correct, episodes.weights),
-                "loss": weighted_mean(self.loss(outputs, episodes.targets), episodes.weights)}

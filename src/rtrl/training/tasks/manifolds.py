@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.checks import default_dtype
-from rtrl.training.tasks.base import Episodes, Task, below, softmax_cross_entropy, weighted_mean
+from rtrl.training.tasks.base import Classification, Episodes, below
 
 HARMONICS = 4
 
@@ -30,7 +30,7 @@ def manifold_episode(times: jax.Array, label, pattern_steps: int, answer_steps: 
     return Episodes(xs, jnp.full(t.shape, label), (t >= pattern_steps).astype(dtype))
 
 
-class Manifolds(Task):
+class Manifolds(Classification):
     classes: int = 4
     channels: int = 20
     pattern_steps: int = 40
@@ -39,7 +39,6 @@ class Manifolds(Task):
 
     name = "manifolds"
     summary = "Classify spike patterns drawn from random smooth manifolds (one per class)."
-    metric_name = "accuracy"
 
     @property
     def input_size(self) -> int:
@@ -76,11 +75,3 @@ class Manifolds(Task):
         label = below(u[0], self.classes)
         return manifold_episode(self.spike_times(label, u[1]), label, self.pattern_steps, self.answer_steps,
                                 default_dtype())
-
-    def loss(self, outputs, targets):
-        return softmax_cross_entropy(outputs, targets)
-
-    def metrics(self, outputs, episodes: Episodes):
-        correct = jnp.argmax(outputs, axis=-1) == episodes.targets
-        return {"metric": weighted_mean(correct, episodes.weights),
-                "loss": weighted_mean(self.loss(outputs, episodes.targets), episodes.weights)}
