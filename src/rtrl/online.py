@@ -37,6 +37,7 @@ from jax import lax
 from rtrl import validate
 from rtrl.capabilities import HasOutput
 from rtrl.methods import TraceMethod, resolve
+from rtrl.methods.base import bound
 from rtrl.structure import unread_as_none
 
 
@@ -153,7 +154,7 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
             f"method {method.name!r} needs the whole sequence and has no online step; "
             "use rtrl.sequence_grad, or a trace method such as 'rtrl'"
         )
-    rule = method.bind(cell)  # what the method needs of the cell, found once; ValueError where it does not apply
+    rule = bound(method, cell)  # what the method needs of the cell, found once; ValueError where it does not apply
 
     def init(params, batch_shape: tuple[int, ...] = (), carry=None) -> OnlineState:
         if carry is None:

@@ -43,12 +43,14 @@ docs/methods.md says what a new approximation implements.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from rtrl.checks import default_dtype
 from rtrl.frozen import Frozen
 
 TRACE_DTYPES = ("bfloat16", "float16", "float32", "float64")
@@ -142,7 +144,23 @@ class TraceMethod(Method):
         """The shapes and dtypes of one example's traces under this method (what the rule's ``init`` makes, in the
         default dtype), or ``None`` where finding them out would cost a probe of the cell's Jacobians."""
         params, carry = example_shapes(cell)
-        return jax.eval_shape(self.bind(cell, params, carry).init, params, carry)
+        return jax.eval_shape(bound(self, cell).init, params, carry)
+
+
+@functools.lru_cache(maxsize=64)
+def _bound(method: TraceMethod, cell, dtype) -> TraceRule:
+    return method.bind(cell)
+
+
+def bound(method: TraceMethod, cell) -> TraceRule:
+    """``method.bind(cell)`` on the cell's own shapes, found once per method, cell and default dtype (methods and
+    cells are compared by value): a run's memory estimate and its learner share one discovery. A method or cell
+    that cannot be hashed (a UORO seed that is a traced array) is bound afresh."""
+    try:
+        hash((method, cell))
+    except TypeError:
+        return method.bind(cell)
+    return _bound(method, cell, default_dtype())
 
 
 class SequenceMethod(Method):
