@@ -14,13 +14,17 @@ from rtrl import structure
 from rtrl.capabilities import HandDerivedTraces, HasOutput, Layered
 from rtrl.frozen import Frozen
 from rtrl.methods import UORO, Auto, Diagonal, LayerLocal, SnAp, TraceRule, sensitivity
+from rtrl.methods.base import bound
 from rtrl.online import accumulate
 from rtrl.rl.agent import learner_of
 from rtrl.rl.rolling import RollingTBPTT
 
 
 def counting(monkeypatch, owner, name) -> list:
-    """Replace ``owner.name`` by a wrapper that records each call; the list of calls."""
+    """Replace ``owner.name`` by a wrapper that records each call; the list of calls. The bindings found earlier in
+    this process are forgotten first (``rtrl.online`` reuses them), so that a count does not depend on the tests
+    that ran before."""
+    bound.cache_clear()
     calls, original = [], getattr(owner, name)
 
     def counted(*args, **kwargs):
@@ -65,6 +69,18 @@ def test_the_online_learner_binds_once(monkeypatch):
     state = learner.init(params, (2,))
     jax.grad(lambda p: squared_error(learner.step(p, state, xs[0])[0], ys[0]))(params)
     assert len(calls) == 1
+
+
+def test_a_run_binds_once_for_its_memory_estimate_and_its_learner(monkeypatch):
+    """``trace_shapes`` (a run's memory estimate) and ``rtrl.online`` on an equal method and cell share one
+    discovery (``rtrl.methods.base.bound``); another cell is found afresh. Mutation tried
+    by hand: ``rtrl.online`` calling ``method.bind(cell)`` directly: the count is 2."""
+    calls = counting(monkeypatch, structure, "elementwise")
+    Diagonal().trace_shapes(rtrl.cells.IIR2(2, 3))
+    rtrl.online(rtrl.cells.IIR2(2, 3), Diagonal())
+    assert len(calls) == 1
+    rtrl.online(rtrl.cells.IIR2(2, 4), "diagonal")
+    assert len(calls) == 2
 
 
 def test_snap_probes_its_pattern_once_per_binding(monkeypatch):

@@ -163,6 +163,9 @@ def bound(method: TraceMethod, cell) -> TraceRule:
     return _bound(method, cell, default_dtype())
 
 
+bound.cache_clear = _bound.cache_clear  # forget every binding (a test that counts discoveries starts afresh)
+
+
 class SequenceMethod(Method):
     def sequence_grad(self, cell, params, xs, targets, loss_fn, carry):
         """``(loss, grads)`` of ``sum_t loss_fn(h_t, targets[t])`` over ``xs`` from ``carry``."""
