@@ -5,162 +5,40 @@ and what a 2-step ``rtrl train --preset copy20`` builds.
 
 ``--trace`` runs the 2-step training in this process under ``sys.setprofile`` and counts the calls that build
 things: the constructors of cells, tasks and methods, ``rtrl.methods.resolve`` and the rtrl modules imported.
-Read-only apart from ``--json`` (and a temporary run folder for ``--trace``). The layer map is this tool's own
-reading of DESIGN.md's round-3 layers; tests/test_layers.py holds the code to its own copy of it.
+Read-only apart from ``--json`` (and a temporary run folder for ``--trace``). The imports are read, and held to the
+layers, by tests/test_layers.py's own functions: the figures are what the suite enforces.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import json
-import re
 import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 
-# Bottom up. A module imports only from its own layer or lower ones, and the sibling packages of a layer
-# (cells and methods; training and rl; reports and benchmarks) do not import each other.
-LAYERS = (
-    ("frozen", "checks", "files", "compare", "structure", "devices", "startup", "interrupts", "validate", "config",
-     "capabilities", "kernels"),
-    ("cells", "methods"),
-    ("online", "sequence", "inspection", "optim", "driver", "export", "__init__"),
-    ("training", "rl"),
-    ("run",),
-    ("reports", "benchmarks"),
-    ("cli", "__main__"),
-)
-IMPORT_PATH = re.compile(r"rtrl(\.\w+)+:\w+")  # a cell named by import path, imported when the string is used
-SIBLINGS = ({"cells", "methods"}, {"training", "rl"}, {"reports", "benchmarks"})  # may not import each other
+HERE = Path(__file__).resolve().parent
 
 
-def unit(module: str) -> str:
-    """The unit of the layer map a module belongs to: ``rtrl.cells.lru`` -> ``cells``, ``rtrl.online`` -> ``online``."""
-    if module.endswith(".__main__"):  # an entry point: nothing imports it
-        return "__main__"
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
+def _layers():
+    """tests/test_layers.py: its import reader, layer map, violations and loops (one definition, which the suite
+    enforces and this tool counts)."""
+    spec = importlib.util.spec_from_file_location("test_layers", HERE.parent / "tests" / "test_layers.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def layer_of(name: str) -> int | None:
-    for i, names in enumerate(LAYERS):
-        if name in names:
-            return i
-    return None
-
-
-def module_name(path: Path, src: Path) -> str:
-    rel = path.relative_to(src).with_suffix("")
-    parts = list(rel.parts)
-    if parts[-1] == "__init__" and len(parts) > 1:
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
-def imports_of(path: Path, module: str) -> list[str]:
-    """Every rtrl module ``path`` imports (at the top or inside functions, relative imports resolved, and
-    ``"rtrl.x:Name"`` import-path strings)."""
-    tree = ast.parse(path.read_text())
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(anchor + ([base] if base else []))
-            found += [f"{base}.{a.name}" for a in node.names] + [base]
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and IMPORT_PATH.fullmatch(node.value):
-            found.append(node.value.split(":")[0])
-    return [f for f in found if f == "rtrl" or f.startswith("rtrl.")]
-
-
-def import_graph(src: Path) -> dict[str, set[str]]:
-    modules = {module_name(p, src): p for p in sorted((src / "rtrl").rglob("*.py"))}
-    graph = {}
-    for module, path in modules.items():
-        targets = set()
-        for name in imports_of(path, module):
-            while name not in modules and "." in name:  # ``from rtrl.x import function``: the module rtrl.x
-                name = name.rpartition(".")[0]
-            if name in modules and name != module:
-                targets.add(name)
-        graph[module] = targets
-    return graph
-
-
-def violations(graph: dict[str, set[str]]) -> list[tuple[str, str, str]]:
-    """``(importer, imported, why)`` for each import against the layers (``rtrl/__init__`` re-exports aside)."""
-    bad = []
-    for a, targets in graph.items():
-        ua = unit(a)
-        for b in sorted(targets):
-            ub = unit(b)
-            if ua == ub or ub == "__init__":
-                continue
-            la, lb = layer_of(ua), layer_of(ub)
-            if la is None or lb is None:
-                bad.append((a, b, "outside the layer map"))
-            elif lb > la:
-                bad.append((a, b, "upward"))
-            elif {ua, ub} in SIBLINGS:
-                bad.append((a, b, "between siblings"))
-    return bad
-
-
-def package_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected sets of more than one unit in the graph of units (a loop of imports between packages),
-    and loops between the modules of one package."""
-    edges: dict[str, set[str]] = {}
-    for a, targets in graph.items():
-        for b in targets:
-            if unit(a) != unit(b) and unit(b) != "__init__" and unit(a) != "__init__":
-                edges.setdefault(unit(a), set()).add(unit(b))
-    loops = [c for c in strongly_connected(edges) if len(c) > 1]
-    # within a package; a module's import of its own package (an ancestor, which has run already) is no loop
-    module_edges = {a: {b for b in t if unit(a) == unit(b) and not a.startswith(b + ".")} for a, t in graph.items()}
-    loops += [c for c in strongly_connected(module_edges) if len(c) > 1]
-    return loops
-
-
-def strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Tarjan's algorithm, iterative enough for this size."""
-    index, low, stack, on, out = {}, {}, [], set(), []
-
-    def visit(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in edges.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            out.append(sorted(comp))
-
-    for v in sorted(set(edges) | {w for t in edges.values() for w in t}):
-        if v not in index:
-            visit(v)
-    return out
+layers = _layers()
 
 
 def lines_per_package(src: Path) -> dict[str, int]:
     counts: Counter = Counter()
     for p in (src / "rtrl").rglob("*.py"):
-        counts[unit(module_name(p, src))] += len(p.read_text().splitlines())
+        counts[layers.unit(layers.module_name(p, src)) or "__init__"] += len(p.read_text().splitlines())
     return dict(sorted(counts.items()))
 
 
@@ -224,12 +102,12 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--trace", action="store_true", help="also trace a 2-step copy20 run (about a minute)")
     args = ap.parse_args(argv)
-    graph = import_graph(args.src)
-    bad = violations(graph)
+    graph = layers.graph(args.src.resolve())
+    edges = layers.no_rtrl_init(graph)
     report = {
         "modules": len(graph),
-        "violations": [f"{a} -> {b} ({why})" for a, b, why in bad],
-        "loops": package_cycles(graph),
+        "violations": layers.violations(graph),
+        "loops": layers.cycles(edges) + layers.cycles(layers.without_own_packages(edges), group=lambda m: m),
         "lines_per_package": lines_per_package(args.src),
         "longest_functions": [f"{n} lines {where}" for n, where in longest_functions(args.src)],
     }

@@ -14,11 +14,11 @@ The transformation takes the descent direction ``-delta * z`` as its ``updates``
 
 from __future__ import annotations
 
-import math
-
 import jax
 import jax.numpy as jnp
 import optax
+
+from rtrl.config import checked, positive_float
 
 OPTIMIZERS = ("adam", "sgd", "obgd")
 
@@ -29,12 +29,11 @@ def make_optimizer(name: str = "adam", lr: float = 1e-3, clip: float | None = 1.
     ``obgd(lr, kappa)`` (whose update takes the ``overshoot``; ``clip`` does not apply to it)."""
     if name not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {name!r}")
-    if not 0 < lr < math.inf:
-        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
+    checked("lr", positive_float, lr)
     if name == "obgd":
         return obgd(lr, kappa)
-    if clip is not None and not 0 < clip < math.inf:
-        raise ValueError(f"clip must be a positive finite number (or None for no clipping), got {clip!r}")
+    if clip is not None:  # None: no clipping
+        checked("clip", positive_float, clip)
     clipping = optax.clip_by_global_norm(clip) if clip is not None else optax.identity()
     return optax.chain(clipping, {"adam": optax.adam, "sgd": optax.sgd}[name](lr))
 
@@ -42,9 +41,8 @@ def make_optimizer(name: str = "adam", lr: float = 1e-3, clip: float | None = 1.
 def obgd(learning_rate: float = 1.0, kappa: float = 2.0) -> optax.GradientTransformationExtraArgs:
     """ObGD: ``updates`` (the descent direction ``-delta * z``) scaled by ``learning_rate / max(M, 1)``, with
     ``M = learning_rate * kappa * overshoot`` (the extra argument)."""
-    for name, value in (("learning_rate", learning_rate), ("kappa", kappa)):
-        if not 0 < value < math.inf:  # an infinite step size or bound makes every update NaN or zero
-            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    checked("learning_rate", positive_float, learning_rate)  # an infinite step or bound makes every update NaN or 0
+    checked("kappa", positive_float, kappa)
 
     def init(params):
         return optax.EmptyState()

@@ -93,6 +93,7 @@ class Vector:
     def __init__(self, env: GymnasiumEnv, envs: int):
         import gymnasium
         from gymnasium.vector import AutoresetMode
+        from gymnasium.vector.utils import concatenate, create_empty_array
 
         env.check()
         self.envs = gymnasium.make_vec(env.env_id, num_envs=envs, vectorization_mode="sync",
@@ -102,21 +103,20 @@ class Vector:
         self.encode = encoder(self.space, env.name)[1]
         self.start = int(self.envs.single_action_space.start)
         self.returns = np.zeros(envs)
+        self.batched = lambda last: concatenate(self.space, last, create_empty_array(self.space, len(last)))
 
     def reset(self, seeds: list[int]) -> np.ndarray:
         self.returns[:] = 0.0
         return self.encode(self.envs.reset(seed=seeds)[0])
 
     def step(self, actions: np.ndarray) -> Outcome:
-        from gymnasium.vector.utils import concatenate, create_empty_array
-
         obs, reward, terminated, truncated, info = self.envs.step(actions + self.start)
         obs, done = self.encode(obs), terminated | truncated
         final = obs.copy()
         ended = np.flatnonzero(done)
         if ended.size:
             last = [info["final_obs"][i] for i in ended]
-            final[ended] = self.encode(concatenate(self.space, last, create_empty_array(self.space, len(last))))
+            final[ended] = self.encode(self.batched(last))
         self.returns += reward
         episode_return = np.where(done, self.returns, 0.0)
         self.returns[done] = 0.0
