@@ -1,16 +1,19 @@
-"""``python -m rtrl.rl.results --out DIR [--tables NAME ...]``: the rows of docs/rl.md's results tables, each a preset
-(``rtrl.rl.presets``), over several seeds, one run at a time.
+"""``python -m rtrl.rl.results --out DIR [--tables NAME ...] [--jobs N]``: the rows of docs/rl.md's results tables,
+each a preset (``rtrl.rl.presets``), over several seeds, ``N`` runs at a time (each in its own process).
 
 Writes ``DIR/runs.jsonl`` (one line per run: preset, seed, its records) as runs finish, and ``DIR/results.md``: per
 row, the final return (mean of the last two records' returns, then mean and spread over seeds), the wall time at
-which the return first reached the table's target, and the mean fidelity cosines.
+which the return first reached the table's target, and the mean fidelity cosines. Runs already in
+``DIR/runs.jsonl`` are kept and not run again, so an interrupted table resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import math
+import multiprocessing
 import os
 import statistics
 
@@ -55,23 +58,51 @@ def table(runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def run_records(preset: str, seed: int) -> list[dict]:
+    """The records of ``preset`` run from ``seed``."""
+    return train(RLConfig(**{**PRESETS[preset].options, "seed": seed}))[1]
+
+
+def in_table_order(runs: list[dict]) -> list[dict]:
+    """``runs`` ordered as the presets are (then by seed), whatever order they finished in."""
+    order = {name: i for i, name in enumerate(PRESETS)}
+    return sorted(runs, key=lambda r: (order[r["preset"]], r["seed"]))
+
+
+def read_runs(path: str) -> list[dict]:
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m rtrl.rl.results", description=__doc__)
     parser.add_argument("--out", required=True)
     parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES),
                         help="the tables whose rows to run (default: all)")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time, each in its own process (default 1)")
     args = parser.parse_args(argv)
+    if args.seeds < 1 or args.jobs < 1:
+        parser.error(f"--seeds and --jobs must be positive integers, got {args.seeds} and {args.jobs}")
     os.makedirs(args.out, exist_ok=True)
-    runs = []
-    for preset in (p for p in PRESETS if ROWS[p][0] in args.tables):
-        for seed in range(args.seeds):
-            records = train(RLConfig(**{**PRESETS[preset].options, "seed": seed}))[1]
-            runs.append({"preset": preset, "seed": seed, "records": records})
+    runs_path = os.path.join(args.out, "runs.jsonl")
+    runs = read_runs(runs_path)
+    done = {(r["preset"], r["seed"]) for r in runs}
+    todo = [(p, seed) for p in PRESETS if ROWS[p][0] in args.tables for seed in range(args.seeds)
+            if (p, seed) not in done]
+    # spawn, not fork: a forked child would inherit jax's threads
+    with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(run_records, *job): job for job in todo}
+        for future in concurrent.futures.as_completed(futures):
+            (preset, seed), records = futures[future], future.result()
+            runs = in_table_order([*runs, {"preset": preset, "seed": seed, "records": records}])
             print(json.dumps({"preset": preset, "seed": seed}),
                   f"final {mean_return(records, last=2):.3f} wall {records[-1]['wall_s']:.0f}s", flush=True)
-            atomic_write_text(os.path.join(args.out, "runs.jsonl"), "".join(json.dumps(r) + "\n" for r in runs))
+            atomic_write_text(runs_path, "".join(json.dumps(r) + "\n" for r in runs))
             atomic_write_text(os.path.join(args.out, "results.md"), table(runs))
+    atomic_write_text(os.path.join(args.out, "results.md"), table(in_table_order(runs)))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,53 @@
+"""The RL results runner's bookkeeping: table order whatever order runs finish in, resuming from runs.jsonl, and
+the figures it prints (final return, first wall time at the target, spread)."""
+
+import json
+
+import pytest
+
+from rtrl.rl import results
+from rtrl.rl.presets import PRESETS, ROWS
+
+
+def record(step, ret, wall):
+    return {"step": step, "return": ret, "wall_s": wall, "cos_value": 1.0, "cos_policy": 0.5}
+
+
+def test_first_reaching_is_the_first_record_at_or_above_the_target():
+    records = [record(1, None, 1.0), record(2, 0.5, 2.0), record(3, 0.9, 3.0), record(4, 1.0, 4.0)]
+    assert results.first_reaching(records, 0.9) == 3.0
+    assert results.first_reaching(records, 1.5) is None
+
+
+def test_spread_is_mean_and_sample_deviation_ignoring_missing():
+    assert results.spread([1.0, 3.0, None, float("nan")]) == "2 ± 1.4"
+    assert results.spread([2.0]) == "2 ± 0"
+    assert results.spread([None]) == "-"
+
+
+def test_runs_are_put_in_preset_then_seed_order():
+    names = [p for p in PRESETS if ROWS[p][0] == "popgym-repeat-first"]
+    finished = [{"preset": names[2], "seed": 1}, {"preset": names[0], "seed": 2}, {"preset": names[0], "seed": 0}]
+    assert [(r["preset"], r["seed"]) for r in results.in_table_order(finished)] == [
+        (names[0], 0), (names[0], 2), (names[2], 1)]
+
+
+def test_a_table_whose_runs_are_all_recorded_resumes_without_running_any(tmp_path):
+    names = [p for p in PRESETS if ROWS[p][0] == "memory-chain-128"]
+    runs = [{"preset": p, "seed": s, "records": [record(10, 0.1 * s, 5.0), record(20, 0.2 * s, 9.0)]}
+            for p in reversed(names) for s in range(2)]
+    (tmp_path / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    results.main(["--out", str(tmp_path), "--tables", "memory-chain-128", "--seeds", "2"])
+    kept = results.read_runs(str(tmp_path / "runs.jsonl"))
+    assert len(kept) == len(runs)
+    text = (tmp_path / "results.md").read_text()
+    assert [line.split("|")[1].strip(" `") for line in text.splitlines() if line.startswith("| `")] == names
+    # seeds 0 and 1: finals (mean of the last two returns) 0 and 0.15
+    assert "| 0.075 ± 0.11 |" in text
+
+
+@pytest.mark.parametrize("flag", ["--jobs", "--seeds"])
+def test_a_count_below_one_is_refused_by_name(tmp_path, flag, capsys):
+    with pytest.raises(SystemExit):
+        results.main(["--out", str(tmp_path), flag, "0"])
+    assert flag in capsys.readouterr().err
