@@ -45,7 +45,7 @@ def online_grads(agent, params, xs, done):
 
     def body(memory, inputs):
         x, d, key = inputs
-        action, _, grads, memory = jax.vmap(agent.act, in_axes=(None, 0, 0, 0))(params, memory, x,
+        action, _, grads, memory, _ = jax.vmap(agent.act, in_axes=(None, 0, 0, 0))(params, memory, x,
                                                                                 jax.random.split(key, E))
         return agent.reset(memory, d), (action, grads)
 
@@ -271,3 +271,27 @@ def test_update_every_k_changes_the_parameters_at_every_kth_step_only():
 def test_importing_rtrl_rl_does_not_import_gymnax():
     code = "import sys, rtrl, rtrl.rl; rtrl.rl.make('tmaze'); assert 'gymnax' not in sys.modules, 'gymnax imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_health_figures_are_step_means_of_what_the_step_saw():
+    """Two steps by hand: the record's health figures are means over the steps (td_rms the root of the mean
+    square, the first step's counted as zero: it has no TD error yet); the parameter norm against its definition,
+    the entropy within (0, log A]; ``per_env_norm`` on a hand-made tree."""
+    from rtrl.rl.loop import HEALTH, cleared, per_env_norm, record
+
+    run = runner(RLConfig(**{**SMALL.__dict__, "fidelity_every": 0}))
+    state = cleared(run.init(0))
+    norms = []
+    for _ in range(2):
+        norms.append(float(jnp.sqrt(sum((p ** 2).sum() for p in jax.tree.leaves(state.params)))))
+        state = run.advance(state, 1)
+        if len(norms) == 1:
+            assert float(state.tally.health[HEALTH.index("td_rms")]) == 0.0
+    rec = record(state)
+    assert rec.keys() >= set(HEALTH)
+    assert rec["param_norm"] == pytest.approx(np.mean(norms), rel=1e-6)
+    assert 0 < rec["entropy"] <= np.log(3) + 1e-6  # TMaze's three actions
+    assert rec["td_rms"] ** 2 == pytest.approx(float(state.tally.health[HEALTH.index("td_rms")]) / 2, rel=1e-6)
+    E = 3
+    tree = {"a": jnp.arange(2 * E, dtype=jnp.float32).reshape(E, 2), "b": jnp.ones((E,))}
+    np.testing.assert_allclose(per_env_norm(tree, E), [np.sqrt(0 + 1 + 1), np.sqrt(4 + 9 + 1), np.sqrt(16 + 25 + 1)])

@@ -14,6 +14,7 @@ import pytest
 from rtrl.cells import GRU
 from rtrl.cli import main, parser
 from rtrl.rl.assemble import assemble as rl_assemble
+from rtrl.rl.loop import HEALTH
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import ENVS
 from rtrl.rl.loop import train
@@ -57,7 +58,7 @@ def test_rl_writes_the_run_folder_of_rtrl_train(finished):
     assert json.loads((finished / "config.json").read_text())["env_args"] == {"length": 2}
     records = read_metrics(finished)
     assert [r["step"] for r in records] == [20, 40, 60, 80, 100]
-    assert all(set(r) == {"step", "return", "episodes", "wall_s"} for r in records)
+    assert all(set(r) == {"step", "return", "episodes", "wall_s", *HEALTH} for r in records)
     assert all(r["episodes"] > 0 and -1 <= r["return"] <= 1 for r in records)
     assert [r["wall_s"] for r in records] == sorted(r["wall_s"] for r in records)
     state, expected = train(config)  # the same run in memory: the same records and the same final state

@@ -77,8 +77,8 @@ class ActorCritic:
         return jax.tree.map(lambda a: jnp.broadcast_to(a, (envs, *a.shape)), one)
 
     def act(self, params, memory, x: jax.Array, key: jax.Array):
-        """One environment: ``(action, value, grads, memory')``; ``grads`` stacks (leading axis 3) the gradients
-        of ``v_t``, ``log pi(a_t)`` and the entropy."""
+        """One environment: ``(action, value, grads, memory', entropy)``; ``grads`` stacks (leading axis 3) the
+        gradients of ``v_t``, ``log pi(a_t)`` and the entropy (the policy's, ``entropy``)."""
 
         def forward(p):
             h, memory_next = self.learner.step(p["torso"], memory, x)
@@ -89,7 +89,7 @@ class ActorCritic:
         d_logits = jax.jacrev(objectives)(logits, action)  # (2, A)
         cotangents = (jnp.stack([jnp.zeros_like(logits), *d_logits]), jnp.array([1.0, 0.0, 0.0], value.dtype))
         grads = jax.vmap(vjp)(cotangents)[0]
-        return action, value, grads, memory
+        return action, value, grads, memory, objectives(logits, action)[1]
 
     def value(self, params, memory, x: jax.Array) -> jax.Array:
         """One environment's ``V(h)`` after the torso's step on ``x`` from ``memory`` (no gradient, nothing kept): the

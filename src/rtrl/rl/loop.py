@@ -78,6 +78,17 @@ class Pending(NamedTuple):
     valid: jax.Array  # scalar bool: false before the first step
 
 
+# The learner's health, a mean over the steps since the last record (each step's figure a mean over the
+# environments): what to watch for a run that learns and then collapses (docs/rl.md, "Streaming updates that hold").
+HEALTH = ("value_scale",  # |v_t|
+          "td_rms",  # sqrt of the mean squared TD error (of the scaled rewards)
+          "entropy",  # of the policy
+          "update_norm",  # global L2 norm of the step's ascent, before the optimizer
+          "eligibility_norm",  # L2 norm of the parameter-space traces z of an environment
+          "torso_norm",  # L2 norm of the torso's online state of an environment (its carry and traces)
+          "param_norm")  # global L2 norm of the parameters
+
+
 class Tally(NamedTuple):
     """Sums since the last record."""
 
@@ -85,6 +96,13 @@ class Tally(NamedTuple):
     returns: jax.Array
     cosines: jax.Array  # (2,) value, policy
     checks: jax.Array
+    health: jax.Array  # (len(HEALTH),) summed over steps
+    steps: jax.Array
+
+
+def per_env_norm(tree, envs: int) -> jax.Array:
+    """(E,): the L2 norm of each environment's slice of ``tree`` (leaves with leading axis E)."""
+    return jnp.sqrt(sum((jnp.abs(a) ** 2).reshape(envs, -1).sum(axis=1) for a in jax.tree.leaves(tree)))
 
 
 class RLState(NamedTuple):
@@ -186,7 +204,7 @@ class OnlineActorCritic:
             history=jnp.zeros((self.history, E, self.env.obs_size), dtype), age=jnp.zeros((E,), jnp.int32),
             key=key, step=jnp.zeros((), jnp.int32),
             tally=Tally(jnp.zeros((), jnp.int32), jnp.zeros((), dtype), jnp.zeros((2,), dtype),
-                        jnp.zeros((), jnp.int32)))
+                        jnp.zeros((), jnp.int32), jnp.zeros((len(HEALTH),), dtype), jnp.zeros((), jnp.int32)))
 
     def _act(self, state: RLState) -> Acted:
         """The agent's part of a step: act on ``state.obs``, the previous step's TD error, the update, the traces."""
@@ -195,7 +213,7 @@ class OnlineActorCritic:
         obs_stats = running_update(state.obs_stats, state.obs) if c.normalize_obs else state.obs_stats
         x = normalized(obs_stats, state.obs) if c.normalize_obs else state.obs
         params = state.params
-        action, value, grads, memory = jax.vmap(agent.act, in_axes=(None, 0, 0, 0))(
+        action, value, grads, memory, entropy = jax.vmap(agent.act, in_axes=(None, 0, 0, 0))(
             params, state.memory, x, jax.random.split(k_act, E))
         g_v, g_logp, g_entropy = (jax.tree.map(lambda a, i=i: a[:, i], grads) for i in range(3))
         age = jnp.where(state.pending.done | ~state.pending.valid, 1, state.age + 1)
@@ -224,6 +242,10 @@ class OnlineActorCritic:
                               state.traces, g_entropy)
         l1 = sum(jnp.abs(z).reshape(E, -1).sum(axis=1) for z in jax.tree.leaves(state.traces))
         overshoot = (jnp.maximum(jnp.abs(delta), 1.0) * l1).mean()
+        health = jnp.stack([jnp.abs(value).mean(), jnp.where(p.valid, (delta ** 2).mean(), 0.0), entropy.mean(),
+                            optax.tree.norm(ascent), per_env_norm(state.traces, E).mean(),
+                            per_env_norm(state.memory, E).mean(), optax.tree.norm(params)]).astype(self.dtype)
+        tally = tally._replace(health=tally.health + health, steps=tally.steps + 1)
         ascent = jax.tree.map(jnp.add, state.accumulated[0], ascent)
         overshoot = state.accumulated[1] + overshoot
 
@@ -336,6 +358,10 @@ def record(state: RLState) -> dict:
            "episodes": episodes}
     if int(t.checks):
         rec["cos_value"], rec["cos_policy"] = (float(v) / int(t.checks) for v in t.cosines)
+    if int(t.steps):
+        means = dict(zip(HEALTH, (float(v) / int(t.steps) for v in t.health)))
+        means["td_rms"] = math.sqrt(means["td_rms"])
+        rec.update(means)
     return rec
 
 
