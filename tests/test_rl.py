@@ -295,3 +295,13 @@ def test_health_figures_are_step_means_of_what_the_step_saw():
     E = 3
     tree = {"a": jnp.arange(2 * E, dtype=jnp.float32).reshape(E, 2), "b": jnp.ones((E,))}
     np.testing.assert_allclose(per_env_norm(tree, E), [np.sqrt(0 + 1 + 1), np.sqrt(4 + 9 + 1), np.sqrt(16 + 25 + 1)])
+
+
+def test_a_health_figure_that_overflows_stops_the_run_naming_it():
+    from rtrl.driver import Diverged
+    from rtrl.rl.loop import HEALTH, cleared, record
+
+    state = cleared(runner(RLConfig(**{**SMALL.__dict__, "fidelity_every": 0})).init(0))
+    health = state.tally.health.at[HEALTH.index("value_scale")].set(jnp.inf)
+    with pytest.raises(Diverged, match="value_scale became inf"):
+        record(state._replace(tally=state.tally._replace(health=health, steps=jnp.ones((), jnp.int32))))

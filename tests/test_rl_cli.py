@@ -14,10 +14,9 @@ import pytest
 from rtrl.cells import GRU
 from rtrl.cli import main, parser
 from rtrl.rl.assemble import assemble as rl_assemble
-from rtrl.rl.loop import HEALTH
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import ENVS
-from rtrl.rl.loop import train
+from rtrl.rl.loop import HEALTH, train
 from rtrl.rl.presets import PRESETS, ROWS, TABLES
 from rtrl.run import checkpoint
 from rtrl.run.folder import CHECKPOINT, METRICS, read_config, read_metrics

@@ -52,8 +52,8 @@ class RLConfig(Config):
                        "(sized by the observation and --hidden)", cell_or_name, "NAME", check_file_cell)
     cell_args: tuple = option((), "a cell option, e.g. activation=relu (repeatable)", pairs, "KEY=VALUE")
     hidden: int = option(32, "hidden size of the recurrent torso", positive_int, "N")
-    method: Any = option("rtrl", "a trace method from `rtrl list`, or tbptt (a rolling window of --truncation steps)",
-                         method_or_name, "NAME")
+    method: Any = option("auto", "a trace method from `rtrl list` (auto: the cheapest exact one for the torso), "
+                         "or tbptt (a rolling window of --truncation steps)", method_or_name, "NAME")
     truncation: int = option(8, "tbptt's window", positive_int, "K")
     envs: int = option(16, "environments stepped in parallel", positive_int, "E")
     steps: int = option(100_000, "environment steps per environment", positive_int, "S")

@@ -57,7 +57,7 @@ import optax
 from jax import lax
 
 from rtrl.devices import batch_axes, mesh, shardings, tracing
-from rtrl.driver import drive, finite_or_diverged
+from rtrl.driver import Diverged, drive, finite_or_diverged
 from rtrl.optim import make_optimizer
 from rtrl.rl.assemble import RLAssembly, assemble
 from rtrl.rl.config import RLConfig
@@ -351,7 +351,8 @@ class OnlineActorCritic:
 
 
 def record(state: RLState) -> dict:
-    """The metrics record of the steps since the last one (``return`` is None where no episode ended)."""
+    """The metrics record of the steps since the last one (``return`` is None where no episode ended); ``Diverged``
+    where a health figure is not finite."""
     t = jax.device_get(state.tally)
     episodes = int(t.episodes)
     rec = {"step": int(state.step), "return": float(t.returns) / episodes if episodes else None,
@@ -359,8 +360,11 @@ def record(state: RLState) -> dict:
     if int(t.checks):
         rec["cos_value"], rec["cos_policy"] = (float(v) / int(t.checks) for v in t.cosines)
     if int(t.steps):
-        means = dict(zip(HEALTH, (float(v) / int(t.steps) for v in t.health)))
+        means = dict(zip(HEALTH, (float(v) / int(t.steps) for v in t.health), strict=True))
         means["td_rms"] = math.sqrt(means["td_rms"])
+        bad = next((name for name, v in means.items() if not math.isfinite(v)), None)
+        if bad is not None:  # e.g. the value estimate overflowed while the parameters are still finite
+            raise Diverged(int(state.step), means[bad], f"the health figure {bad}")
         rec.update(means)
     return rec
 
