@@ -43,7 +43,7 @@ def test_a_table_whose_runs_are_all_recorded_resumes_without_running_any(tmp_pat
     text = (tmp_path / "results.md").read_text()
     assert [line.split("|")[1].strip(" `") for line in text.splitlines() if line.startswith("| `")] == names
     # seeds 0 and 1: finals (mean of the last two returns) 0 and 0.15
-    assert "| 0.075 ± 0.11 |" in text
+    assert "| 0.075 ± 0.11 | 0.1 ± 0.14 |" in text  # final, then peak (seed 0: 0.0, seed 1: 0.2)
 
 
 @pytest.mark.parametrize("flag", ["--jobs", "--seeds"])

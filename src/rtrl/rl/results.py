@@ -2,7 +2,8 @@
 each a preset (``rtrl.rl.presets``), over several seeds, ``N`` runs at a time (each in its own process).
 
 Writes ``DIR/runs.jsonl`` (one line per run: preset, seed, its records) as runs finish, and ``DIR/results.md``: per
-row, the final return (mean of the last two records' returns, then mean and spread over seeds), the wall time at
+row, the final return (mean of the last two records' returns, then mean and spread over seeds), the peak return
+(the best record's: far above the final one, the run collapsed), the wall time at
 which the return first reached the table's target, and the mean fidelity cosines. Runs already in
 ``DIR/runs.jsonl`` are kept and not run again, so an interrupted table resumes where it stopped.
 """
@@ -43,15 +44,16 @@ def table(runs: list[dict]) -> str:
         lines += [f"### `{name}`: {setting.what}", "",
                   f"{config.env} {dict(config.env_args)}, {config.steps} steps x {config.envs} environments, "
                   f"`{config.cell}` {config.hidden}, tbptt window {config.truncation}.", "",
-                  f"| preset | method | final return | wall s to {setting.target} (runs reaching it) | cos value | "
-                  "cos policy | wall s |", "|---|---|---|---|---|---|---|"]
+                  f"| preset | method | final return | peak return | wall s to {setting.target} (runs reaching it) | "
+                  "cos value | cos policy | wall s |", "|---|---|---|---|---|---|---|---|"]
         for preset in dict.fromkeys(r["preset"] for r in runs if ROWS[r["preset"]][0] == name):
             rs = [r for r in runs if r["preset"] == preset]
             finals = [mean_return(r["records"], last=2) for r in rs]
             reach = [first_reaching(r["records"], setting.target) for r in rs]
             cos = {k: [statistics.mean(x[k] for x in r["records"] if k in x) for r in rs] for k in
                    ("cos_value", "cos_policy")}
-            lines.append(f"| `{preset}` | {ROWS[preset][1]} | {spread(finals)} | {spread(reach)} "
+            peaks = [max((x["return"] for x in r["records"] if x["return"] is not None), default=None) for r in rs]
+            lines.append(f"| `{preset}` | {ROWS[preset][1]} | {spread(finals)} | {spread(peaks)} | {spread(reach)} "
                          f"({sum(x is not None for x in reach)}/{len(rs)}) | {spread(cos['cos_value'])} | "
                          f"{spread(cos['cos_policy'])} | {spread([r['records'][-1]['wall_s'] for r in rs])} |")
         lines.append("")
