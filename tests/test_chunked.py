@@ -15,6 +15,7 @@ from jax import lax
 import rtrl
 from exactness import perturbed
 from oracle import EXACT_TOL, random_carry, random_problem, relative_error
+from rtrl.benchmarks import sequence
 from rtrl.cells import ElementwiseCell
 from rtrl.methods import Chunked, resolve
 from rtrl.methods.chunked import run
@@ -103,6 +104,16 @@ def test_traces_at_the_end_equal_the_diagonal_methods_traces(name):
                 np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12, err_msg=f"{param} {leaf}")
                 compared += 1
     assert compared >= len(traces)
+
+
+def test_compiled_memory_is_flat_in_T():
+    """Constant memory in T: the traces carried between chunks, never the sequence's activations (BPTT's grows 16x
+    from T = 64 to 1024, tests/test_benchmarks.py). [One chunk of the whole sequence, ``Chunked(4096)``: 17x, fails.]"""
+    temp = {}
+    for T in (64, 1024):
+        cell, params, xs, ys = sequence.problem("elstm", 3, 4, 2, T)
+        temp[T] = sequence.compiled_temp_bytes(sequence.gradient_fn(cell, Chunked(16)), params, xs, ys)
+    assert temp[1024] <= 1.1 * temp[64], temp
 
 
 def test_float32_gradients_are_float32_and_close_to_bptt():
