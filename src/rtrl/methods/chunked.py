@@ -4,7 +4,7 @@ For an element-wise cell (``rtrl.capabilities.ElementwiseRecurrence``, the ``rtr
 input enters the carry only as ``u_P = x @ P`` for each projection ``P`` (D, N), every other parameter that
 reaches the carry is a per-neuron vector ``v`` (N,), and ``recur`` acts neuron by neuron on a per-neuron state of
 order ``l`` (the carry leaves, stacked here on a last axis: ``c`` is ``(*batch, N, l)``). Over a chunk of ``K``
-steps with the parameters fixed (derivation: docs/chunked.md):
+steps with the parameters fixed (derivation: docs/derivations.md):
 
 * ``U_P = X @ P`` for the ``K`` steps at once (one matrix product: ``x`` does not depend on the carry);
 * ``recur`` scanned over the steps, keeping per step and neuron ``J_t = dc_t/dc_{t-1}`` (l x l),
