@@ -22,7 +22,7 @@ from rtrl.methods.chunked import run
 from rtrl.online import online, stream_grad
 
 CELLS = {"elstm": rtrl.cells.ELSTM(3, 5), "iir2": rtrl.cells.IIR2(3, 5), "adaptive_iir2": rtrl.cells.AdaptiveIIR2(3, 5),
-         "lru": rtrl.cells.LRU(3, 5), "rtu": rtrl.cells.RTU(3, 5), "rtu_nonlinear": rtrl.cells.RTU(3, 5, "nonlinear")}
+         "lru": rtrl.cells.LRU(3, 5), "rtu": rtrl.cells.RTU(3, 5)}
 # (T, chunk, batch shape): a long sequence in 12 chunks and a shorter last one of 8 steps, one step per chunk, one
 # chunk longer than the sequence (no batch), a single step
 CASES = ((200, 16, (2,)), (11, 1, (2,)), (11, 16, ()), (1, 4, (2,)))
