@@ -15,6 +15,11 @@ of its members and the cell itself gets them at construction (``rtrl.cells.spiki
   ``trace_to_params(params, grads)``. Every ``rtrl.cells.Cell`` has the last one (the identity: traces laid out
   like the parameters), so a cell opts in by writing the first three, and the fourth when its traces are laid
   out otherwise. The ``closed_form`` method uses them.
+* ``ElementwiseRecurrence``: a cell that declares its step element-wise (``rtrl.cells.ElementwiseCell``): the input
+  enters the carry only as ``u = x @ P`` for each of its ``projections()``, every other parameter that reaches the
+  carry is a per-neuron vector (``vector_names()``, handed to ``recur`` by ``split_params(params)``),
+  ``recur(vectors, carry, u)`` acts neuron by neuron, and ``output(params, carry, x)`` makes ``h``. The
+  ``chunked`` method uses the declaration.
 * ``BellecEProp``: a cell's own form of Bellec et al. (2020)'s e-prop eligibility traces (the spiking ``LIF`` and
   ``ALIF``), with the meaning of a bound rule's ``init``, ``update`` and ``contract`` and laid out like the
   parameters: ``eprop_init(params, carry)``, ``eprop_update(params, carry, traces, x)`` (the eligibility vectors of
@@ -52,6 +57,24 @@ class HandDerivedTraces(Protocol):
 
     def trace_to_params(self, params, grads) -> Any:
         """A sum of ``trace_contract`` laid out like ``params``."""
+
+
+@runtime_checkable
+class ElementwiseRecurrence(Protocol):
+    def projections(self) -> Any:
+        """Names of the ``(D, N)`` parameters that enter the recurrence only as ``x @ P``."""
+
+    def vector_names(self) -> Any:
+        """Names of the per-neuron ``(N,)`` parameters that ``recur`` receives."""
+
+    def split_params(self, params) -> Any:
+        """``(vectors, projections)``: the parameters the recurrence sees, by kind."""
+
+    def recur(self, vectors, carry, u) -> Any:
+        """The next carry, element-wise over neurons."""
+
+    def output(self, params, carry, x) -> Any:
+        """``h`` from the parameters, the new carry and the input."""
 
 
 @runtime_checkable

@@ -50,8 +50,8 @@ def tanh_cell(D: int, N: int):
 
 # name -> cell of (input size, hidden size)
 CELLS = {"ELSTM": rtrl.cells.ELSTM, "AdaptiveIIR2": rtrl.cells.AdaptiveIIR2, "ElementwiseTanh": tanh_cell}
-METHODS = ("closed_form", "diagonal", "rtrl", "bptt")
-EXACT_ELEMENTWISE = ("closed_form", "diagonal")  # the methods held to BPTT's price
+METHODS = ("closed_form", "diagonal", "chunked", "rtrl", "bptt")
+EXACT_ELEMENTWISE = ("closed_form", "diagonal", "chunked")  # the methods held to BPTT's price
 
 
 def measure(cell, B: int, T: int, rtrl_steps: int | None, seed: int = 0, methods=METHODS) -> dict[str, float]:

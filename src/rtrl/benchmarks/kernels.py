@@ -2,10 +2,10 @@
 
     python -m rtrl.benchmarks.kernels [--cells elstm lru] [--sizes 64x256x32 32x64x8] [--steps 100]
 
-For each element-wise cell with closed-form traces and each method (``closed_form``, ``diagonal``, ``bptt``, and
-the forward-only scan that every timing is a ratio to), XLA compiles the whole-sequence gradient of ``--steps``
-steps and this reads the optimised HLO (``jax.jit(f).lower(...).compile().as_text()``). The scans over the steps
-are the ``while`` loops of the entry computation; each loop's body and condition are counted once per iteration,
+For each element-wise cell with closed-form traces and each method (``closed_form``, ``diagonal``, ``chunked``,
+``bptt``, and the forward-only scan that every timing is a ratio to), XLA compiles the whole-sequence gradient of
+``--steps`` steps and this reads the optimised HLO (``jax.jit(f).lower(...).compile().as_text()``). The scans over the
+steps are the ``while`` loops of the entry computation; each loop's body and condition are counted once per iteration,
 a loop nested inside (a loop over the streams) as many times as it runs (``nested`` says how many kernels
 of a step these are), and the sum over the entry's loops is
 divided by the number of steps, so a body that holds two steps (``unroll=2``) counts half per step, and BPTT's
@@ -40,7 +40,7 @@ from rtrl.run.argtypes import size3
 from rtrl.validate import applies
 
 CELLS = ("elstm", "iir2", "adaptive_iir2", "lru", "rtu")  # the element-wise cells with closed-form traces
-METHODS = ("closed_form", "diagonal", "bptt", "forward")
+METHODS = ("closed_form", "diagonal", "chunked", "bptt", "forward")
 FREE = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "after-all", "opt-barrier",
                   "add-dependency"})
 LIBRARY = frozenset({"dot", "convolution", "custom-call", "fft", "triangular-solve", "cholesky"})

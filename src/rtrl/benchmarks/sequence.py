@@ -21,7 +21,7 @@ import rtrl
 from rtrl.benchmarks.timing import gradient_fn, interleaved_seconds, random_problem
 from rtrl.run.argtypes import size3
 
-METHODS = ("closed_form", "diagonal", "bptt")
+METHODS = ("closed_form", "diagonal", "chunked", "bptt")
 
 
 def problem(cell_name: str, D: int, N: int, B: int, T: int, seed: int = 0):

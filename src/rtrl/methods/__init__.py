@@ -14,6 +14,7 @@ from collections.abc import Callable
 from rtrl.methods.auto import Auto
 from rtrl.methods.base import TRACE_DTYPES, Method, SequenceMethod, TraceMethod, TraceRule
 from rtrl.methods.bptt import BPTT
+from rtrl.methods.chunked import Chunked
 from rtrl.methods.closed_form import ClosedForm
 from rtrl.methods.diagonal import Diagonal
 from rtrl.methods.eprop import EProp
@@ -33,6 +34,7 @@ REGISTRY: dict[str, Callable[..., Method]] = {
     "eprop": EProp,
     "uoro": UORO,
     "tbptt": TBPTT,
+    "chunked": Chunked,
     "layer_local": LayerLocal,
     "auto": Auto,
 }
@@ -56,6 +58,6 @@ def resolve(method: str | Method, cell=None) -> Method:
     return method
 
 
-__all__ = ["BPTT", "TRACE_DTYPES", "Auto", "METHODS", "REGISTRY", "TBPTT", "UORO", "ClosedForm", "DenseRTRL",
+__all__ = ["BPTT", "TRACE_DTYPES", "Auto", "Chunked", "METHODS", "REGISTRY", "TBPTT", "UORO", "ClosedForm", "DenseRTRL",
            "Diagonal", "EProp", "LayerLocal", "Method", "Sensitivity", "SequenceMethod", "SnAp", "TraceMethod",
            "TraceRule", "resolve"]

@@ -22,9 +22,10 @@ from rtrl.config import make
 from rtrl.devices import floats_of
 from rtrl.optim import make_optimizer
 from rtrl.training.config import RunConfig
+from rtrl.training.model import ReadoutModel
 from rtrl.training.tasks import TASKS, Task
 from rtrl.training.trainer import Trainer
-from rtrl.validate import what
+from rtrl.validate import applies, what
 
 
 class Assembly(NamedTuple):
@@ -60,6 +61,9 @@ def assemble(config: RunConfig) -> Assembly:
     method = methods.resolve(make("method", methods.REGISTRY, config.method, config.method_args), cell)
     if config.trace_dtype is not None:
         method = _with_trace_dtype(method, config.trace_dtype, config.method_args)
+    if not method.online and not applies(method, ReadoutModel.of(cell, task.output_size)):
+        raise ValueError(f"method {method.name!r} does not apply to the trainer's windows (the cell behind resets and "
+                         "a readout); use 'bptt', 'tbptt' or a trace method")
     if config.stagger and not method.online:
         raise ValueError(f"stagger needs a trace method; {config.method!r} updates on aligned windows")
     k = config.update_every or (1 if method.online else task.length)
