@@ -51,3 +51,10 @@ def test_a_count_below_one_is_refused_by_name(tmp_path, flag, capsys):
     with pytest.raises(SystemExit):
         results.main(["--out", str(tmp_path), flag, "0"])
     assert flag in capsys.readouterr().err
+
+
+def test_a_table_without_the_fidelity_check_shows_no_cosines():
+    runs = [{"preset": "memory-chain-40-long", "seed": 0,
+             "records": [{"step": 1, "return": 0.5, "wall_s": 2.0}, {"step": 2, "return": 0.9, "wall_s": 3.0}]}]
+    row = next(line for line in results.table(runs).splitlines() if line.startswith("| `memory-chain-40-long`"))
+    assert row.split("|")[3:9] == [" 0.7 ± 0 ", " 0.9 ± 0 ", " 3 ± 0 (1/1) ", " - ", " - ", " 3 ± 0 "]

@@ -36,6 +36,12 @@ def spread(values: list[float]) -> str:
     return f"{statistics.mean(values):.3g} ± {sd:.2g}"
 
 
+def mean_of(values) -> float | None:
+    """The mean of the values that are there (None where none is: a run without the fidelity check)."""
+    values = [v for v in values if v is not None]
+    return statistics.mean(values) if values else None
+
+
 def table(runs: list[dict]) -> str:
     lines = []
     for name in dict.fromkeys(ROWS[r["preset"]][0] for r in runs):
@@ -50,8 +56,7 @@ def table(runs: list[dict]) -> str:
             rs = [r for r in runs if r["preset"] == preset]
             finals = [mean_return(r["records"], last=2) for r in rs]
             reach = [first_reaching(r["records"], setting.target) for r in rs]
-            cos = {k: [statistics.mean(x[k] for x in r["records"] if k in x) for r in rs] for k in
-                   ("cos_value", "cos_policy")}
+            cos = {k: [mean_of(x.get(k) for x in r["records"]) for r in rs] for k in ("cos_value", "cos_policy")}
             peaks = [max((x["return"] for x in r["records"] if x["return"] is not None), default=None) for r in rs]
             lines.append(f"| `{preset}` | {ROWS[preset][1]} | {spread(finals)} | {spread(peaks)} | {spread(reach)} "
                          f"({sum(x is not None for x in reach)}/{len(rs)}) | {spread(cos['cos_value'])} | "
