@@ -17,7 +17,7 @@ from rtrl.rl.assemble import assemble as rl_assemble
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import ENVS
 from rtrl.rl.loop import HEALTH, train
-from rtrl.rl.presets import PRESETS, ROWS, TABLES
+from rtrl.rl.presets import LONG_RUNS, PRESETS, ROW_OPTIONS, ROWS, TABLES
 from rtrl.run import checkpoint
 from rtrl.run.folder import CHECKPOINT, METRICS, read_config, read_metrics
 from rtrl.run.options import config_from_args, options_table
@@ -150,12 +150,13 @@ def test_presets_exist_and_every_row_of_the_results_tables_is_one():
     assert {"cartpole-masked", "memory-chain"} <= set(PRESETS)
     for name, preset in PRESETS.items():
         config = RLConfig(**preset.options)  # valid (this builds the gymnax environment)
-        row = ROWS[name][1]  # a method, or "memoryless" (rtrl on a feed-forward torso)
-        assert config.method == ("rtrl" if row == "memoryless" else row) and config.fidelity_every > 0
+        table, row = ROWS[name]  # a method, or a variant of rtrl (memoryless: on a feed-forward torso)
+        assert config.method == ("rtrl" if row in ROW_OPTIONS else row)
+        assert (config.fidelity_every > 0) == (table not in LONG_RUNS)
         assert (config.cell == "feedforward") == (row == "memoryless")
     text = (ROOT / "docs" / "rl.md").read_text()
     results = text[text.index("## Results"):]
-    rows = re.findall(r"^\| `([\w-]+)` \| (\w+) \|", results, re.M)
+    rows = re.findall(r"^\| `([\w-]+)` \| ([\w-]+) \|", results, re.M)
     assert sorted(name for name, _ in rows) == sorted(PRESETS), "the tables' rows are not the presets"
     assert all(ROWS[name][1] == method for name, method in rows)
     for table in TABLES:
