@@ -86,8 +86,11 @@ def run(cell, params, xs, targets, loss_fn, carry, chunk: int):
     T = jnp.shape(xs)[0]
     K = min(chunk, T)
     chunks, tail = divmod(T, K)
-    head = jax.tree.map(lambda a: a[: chunks * K].reshape((chunks, K) + a.shape[1:]), (xs, targets))
-    acc, _ = lax.scan(body, (c, traces, zero), head)
+
+    def whole(i, acc):  # chunk i sliced in place: a slice and reshape of the sequence would copy it whole
+        return body(acc, jax.tree.map(lambda a: lax.dynamic_slice_in_dim(a, i * K, K), (xs, targets)))[0]
+
+    acc = lax.fori_loop(0, chunks, whole, (c, traces, zero))
     if tail:
         acc, _ = body(acc, jax.tree.map(lambda a: a[chunks * K:], (xs, targets)))
     c, traces, (loss, grads) = acc
