@@ -108,12 +108,14 @@ def test_traces_at_the_end_equal_the_diagonal_methods_traces(name):
 
 def test_compiled_memory_is_flat_in_T():
     """Constant memory in T: the traces carried between chunks, never the sequence's activations (BPTT's grows 16x
-    from T = 64 to 1024, tests/test_benchmarks.py). [One chunk of the whole sequence, ``Chunked(4096)``: 17x, fails.]"""
+    from T = 64 to 1024, tests/test_benchmarks.py). Both lengths leave a last, shorter chunk of 8 steps. [One chunk
+    of the whole sequence, ``Chunked(4096)``: 17x, fails; the chunks cut by slicing and reshaping the sequence, as
+    first written, which copies xs and ys whenever T is not a multiple of the chunk: 4x, fails.]"""
     temp = {}
-    for T in (64, 1024):
+    for T in (72, 1032):
         cell, params, xs, ys = sequence.problem("elstm", 3, 4, 2, T)
         temp[T] = sequence.compiled_temp_bytes(sequence.gradient_fn(cell, Chunked(16)), params, xs, ys)
-    assert temp[1024] <= 1.1 * temp[64], temp
+    assert temp[1032] <= 1.1 * temp[72], temp
 
 
 def test_float32_gradients_are_float32_and_close_to_bptt():

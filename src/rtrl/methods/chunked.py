@@ -7,18 +7,24 @@ order ``l`` (the carry leaves, stacked here on a last axis: ``c`` is ``(*batch, 
 steps with the parameters fixed (derivation: docs/derivations.md):
 
 * ``U_P = X @ P`` for the ``K`` steps at once (one matrix product: ``x`` does not depend on the carry);
-* ``recur`` scanned over the steps, keeping per step and neuron ``J_t = dc_t/dc_{t-1}`` (l x l),
-  ``A_t[P] = dc_t/du_P`` and ``V_t[v] = dc_t/dv`` (l each): one ``jvp`` per carry leaf, projection and vector;
+* ``recur`` scanned over the steps, keeping the carries ``c_t``;
 * the output and loss of the ``K`` steps at once, and one ``vjp`` of them: the credit ``g_t = dL_t/dc_t`` and the
   gradient of the parameters through ``output``;
 * the adjoint within the chunk, backwards: ``mu_t = g_t + J_{t+1}^T mu_{t+1}`` (``mu_K = g_K``), and
-  ``lambda = J_1^T mu_1 = dL_chunk/dc_0``, the credit on the carry the chunk starts from;
+  ``lambda = J_1^T mu_1 = dL_chunk/dc_0``, the credit on the carry the chunk starts from. This reverse scan
+  recomputes each step's per-neuron derivatives from ``c_{t-1}``: ``J_t = dc_t/dc_{t-1}`` (l x l),
+  ``A_t[P] = dc_t/du_P`` and ``V_t[v] = dc_t/dv`` (l each; one ``jvp`` per carry leaf, projection and vector), and
+  carries ``Phi_t = J_K ... J_{t+1}`` beside ``mu``;
 * the chunk's gradient: ``lambda . e_0`` (the traces ``e = dc/dtheta`` at the chunk's start) plus
-  ``sum_t (mu_t . A_t[P]) (x) x_t`` (one matrix product per projection over the steps and the batch) plus
-  ``sum_t mu_t . V_t[v]``;
+  ``sum_t (mu_t . A_t[P]) (x) x_t`` (one matrix product for all projections over the steps and the batch) plus
+  ``sum_t mu_t . V_t[v]`` (summed in the reverse scan);
 * the traces at the chunk's end, exactly: ``e_K = Phi_0 e_0 + sum_t Phi_t D_t`` with the drive
-  ``D_t = A_t[P] (x) x_t`` or ``V_t[v]`` and ``Phi_t = J_K ... J_{t+1}`` (one batched matrix product per
-  projection over the steps).
+  ``D_t = A_t[P] (x) x_t`` (one batched matrix product for all projections over the steps) or ``V_t[v]`` (summed
+  in the reverse scan).
+
+Within a chunk the projections' traces are one array ``(*batch, N, l, |P|, D)``, the vectors' one ``(*batch, N, l,
+|v|)``, and each scan writes one array per step: on the CPU XLA gives every array a loop writes its own kernel, so
+per-parameter arrays cost kernels per step, and a per-step ``(J, A, V)`` kept for the chunk costs memory.
 
 The traces are exact at every chunk boundary and memory is constant in ``T`` (``K`` steps of per-neuron
 tensors and one set of traces ``(*batch, N, l, D)`` per projection); the gradient is BPTT's. Against
@@ -73,8 +79,8 @@ def run(cell, params, xs, targets, loss_fn, carry, chunk: int):
     c = jnp.stack(leaves, -1)
     vectors, projections = cell.split_params(params)
     dtype = jnp.result_type(*jax.tree.leaves(params), c)
-    traces = {**{name: jnp.zeros(c.shape + (cell.input_size,), dtype) for name in projections},
-              **{name: jnp.zeros(c.shape, dtype) for name in vectors}}
+    traces = (jnp.zeros(c.shape + (len(projections), cell.input_size), dtype),
+              jnp.zeros(c.shape + (len(vectors),), dtype))
     zero = (jnp.zeros((), dtype), jax.tree.map(jnp.zeros_like, params))
     advance = functools.partial(chunk_grad, cell, params, loss_fn, tree)
 
@@ -86,48 +92,71 @@ def run(cell, params, xs, targets, loss_fn, carry, chunk: int):
     T = jnp.shape(xs)[0]
     K = min(chunk, T)
     chunks, tail = divmod(T, K)
-    head = jax.tree.map(lambda a: a[: chunks * K].reshape((chunks, K) + a.shape[1:]), (xs, targets))
-    acc, _ = lax.scan(body, (c, traces, zero), head)
+
+    def whole(i, acc):  # chunk i sliced in place: a slice and reshape of the sequence would copy it whole
+        return body(acc, jax.tree.map(lambda a: lax.dynamic_slice_in_dim(a, i * K, K), (xs, targets)))[0]
+
+    acc = lax.fori_loop(0, chunks, whole, (c, traces, zero))
     if tail:
         acc, _ = body(acc, jax.tree.map(lambda a: a[chunks * K:], (xs, targets)))
-    c, traces, (loss, grads) = acc
+    c, (E, Ev), (loss, grads) = acc
+    traces = {**{name: E[..., p, :] for p, name in enumerate(projections)},
+              **{name: Ev[..., i] for i, name in enumerate(vectors)}}
     return loss, grads, jax.tree.unflatten(tree, list(jnp.moveaxis(c, -1, 0))), traces
 
 
-def local_derivatives(cell, vectors, tree, c, u):
-    """The next stacked carry and this step's per-neuron derivatives: ``J`` (*batch, N, l, l) (``[..., i, j] =
-    dc'_i/dc_j``), ``A = {P: dc'/du_P}`` and ``V = {v: dc'/dv}`` (each (*batch, N, l)). ``recur`` is element-wise,
-    so an all-ones tangent on one input gives every neuron's own derivative at once."""
+def stacked_recur(cell, tree):
+    """``recur`` on the stacked carry ``(*batch, N, l)``."""
 
     def recur(vectors, c, u):
-        return jnp.stack(jax.tree.leaves(cell.recur(vectors, jax.tree.unflatten(tree, list(jnp.moveaxis(c, -1, 0))),
-                                                    u)), -1)
+        carry = jax.tree.unflatten(tree, list(jnp.moveaxis(c, -1, 0)))
+        return jnp.stack(jax.tree.leaves(cell.recur(vectors, carry, u)), -1)
+
+    return recur
+
+
+def local_derivatives(recur, vectors, names, c, u):
+    """This step's per-neuron derivatives, each stacked on a last axis: ``J`` (*batch, N, l, l) (``[..., i, j] =
+    dc'_i/dc_j``), ``A`` (*batch, N, l, |P|) (``dc'/du_P``, the projections in the order of ``names``: JAX sorts the
+    keys of ``u``) and ``V`` (*batch, N, l, |v|) (``dc'/dv``, ``vectors``' order). ``recur`` is element-wise, so an
+    all-ones tangent on one input gives every neuron's own derivative at once."""
 
     def along(f, primal, tangent):
         return jax.jvp(f, (primal,), (tangent,))[1]
 
-    new = recur(vectors, c, u)
     l = c.shape[-1]
-    J = jnp.stack([along(lambda a: recur(vectors, a, u), c, jnp.zeros_like(c).at[..., j].set(1)) for j in range(l)],
-                  -1)
-    A = {name: along(lambda a, name=name: recur(vectors, c, {**u, name: a}), u[name], jnp.ones_like(u[name]))
-         for name in u}
-    V = {name: along(lambda a, name=name: recur({**vectors, name: a}, c, u), v, jnp.ones_like(v))
-         for name, v in vectors.items()}
-    return new, J, A, V
+    J = [along(lambda a: recur(vectors, a, u), c, jnp.zeros_like(c).at[..., j].set(1)) for j in range(l)]
+    A = [along(lambda a, name=name: recur(vectors, c, {**u, name: a}), u[name], jnp.ones_like(u[name]))
+         for name in names]
+    V = [along(lambda a, name=name: recur({**vectors, name: a}, c, u), v, jnp.ones_like(v))
+         for name, v in vectors.items()]
+    return jnp.stack(J, -1), jnp.stack(A, -1), jnp.stack(V, -1) if V else jnp.zeros(c.shape + (0,), c.dtype)
+
+
+def times(M, v):
+    """``M @ v`` per neuron: ``M`` (..., l, l), ``v`` (..., l, m). A sum of ``l`` products, which XLA fuses
+    element-wise; as a dot it would be a loop of tiny l x l products."""
+    return jnp.sum(M[..., :, :, None] * v[..., None, :, :], -2)
 
 
 def chunk_grad(cell, params, loss_fn, tree, c0, traces, X, Y):
-    """One chunk (see the module docstring): from the stacked carry ``c0`` and its traces, over the inputs ``X``
-    (K, *batch, D) and targets ``Y``, the last carry, its traces and ``(loss, grads)`` of the chunk's steps."""
+    """One chunk (see the module docstring): from the stacked carry ``c0`` and its traces ``(E, Ev)``
+    ((*batch, N, l, |P|, D) and (*batch, N, l, |v|)), over the inputs ``X`` (K, *batch, D) and targets ``Y``, the
+    last carry, its traces and ``(loss, grads)`` of the chunk's steps.
+
+    The forward scan keeps only the carries. The reverse scan recomputes each step's derivatives from the carry
+    before it and writes per step one array: ``mu . A`` and ``Phi A`` of every projection, for the matrix products
+    over the chunk; the vectors' terms it sums as it goes, in one array. Few chunk-sized tensors, and few kernels
+    per step: XLA gives each array a loop writes its own kernel."""
     vectors, projections = cell.split_params(params)
+    recur = stacked_recur(cell, tree)
     U = cell.project(projections, X)  # (K, *batch, N) each: one matrix product for the chunk
 
     def forward(c, u):
-        new, J, A, V = local_derivatives(cell, vectors, tree, c, u)
-        return new, (new, J, A, V)
+        new = recur(vectors, c, u)
+        return new, new
 
-    c_end, (cs, Js, As, Vs) = lax.scan(forward, c0, U)
+    c_end, cs = lax.scan(forward, c0, U)
 
     def chunk_loss(params, cs):
         def one(c, x, y):
@@ -136,27 +165,34 @@ def chunk_grad(cell, params, loss_fn, tree, c0, traces, X, Y):
         return jax.vmap(one)(cs, X, Y).sum()
 
     loss, (grads, g) = jax.value_and_grad(chunk_loss, argnums=(0, 1))(params, cs)
+    before = jnp.concatenate([c0[None], cs[:-1]])  # the carry each step starts from
+    l, nP, nv = c0.shape[-1], len(projections), len(vectors)
 
-    def adjoint(acc, gJ):
-        lam, Phi = acc  # the credit from the later steps, and the product of their Jacobians
-        g_t, J_t = gJ
+    def adjoint(acc, step):
+        lam, Phi, sums = acc  # the credit from the later steps, the product of their Jacobians, the vectors' terms
+        g_t, c, u = step
+        J, A, V = local_derivatives(recur, vectors, tuple(projections), c, u)
         mu = g_t + lam
-        return (jnp.einsum("...ij,...i->...j", J_t, mu), Phi @ J_t), (mu, Phi)
+        out = jnp.concatenate([jnp.sum(mu[..., None] * A, -2), times(Phi, A).reshape(A.shape[:-2] + (l * nP,))], -1)
+        sums = sums + jnp.concatenate([mu[..., None] * V, times(Phi, V)], -1)
+        return (jnp.sum(J * mu[..., None], -2), times(Phi, J), sums), out
 
-    eye = jnp.broadcast_to(jnp.eye(c0.shape[-1], dtype=c0.dtype), c0.shape + c0.shape[-1:])
-    (lam, Phi0), (mus, Phis) = lax.scan(adjoint, (jnp.zeros_like(c0), eye), (g, Js), reverse=True)
+    eye = jnp.broadcast_to(jnp.eye(l, dtype=c0.dtype), c0.shape + (l,))
+    sums = jnp.zeros(c0.shape + (2 * nv,), c0.dtype)
+    (lam, Phi0, sums), out = lax.scan(adjoint, (jnp.zeros_like(c0), eye, sums), (g, before, U), reverse=True)
 
-    new_traces = {}
-    for name in projections:
-        e = traces[name]
-        credit = jnp.sum(mus * As[name], -1)  # (K, *batch, N)
-        grads[name] = (grads[name] + jnp.einsum("k...n,k...d->dn", credit, X)
-                       + jnp.einsum("...ni,...nid->dn", lam, e))
-        drive = jnp.einsum("k...nij,k...nj->k...ni", Phis, As[name])
-        new_traces[name] = jnp.einsum("...nij,...njd->...nid", Phi0, e) + jnp.einsum("k...ni,k...d->...nid", drive, X)
-    for name in vectors:
-        e = traces[name]
-        grads[name] = grads[name] + jnp.einsum("k...ni,k...ni->n", mus, Vs[name]) + jnp.einsum("...ni,...ni->n", lam, e)
-        new_traces[name] = jnp.einsum("...nij,...nj->...ni", Phi0, e) + jnp.einsum("k...nij,k...nj->...ni", Phis,
-                                                                                   Vs[name])
-    return c_end, new_traces, (loss, grads)
+    E, Ev = traces
+    reduced = tuple(range(c0.ndim - 2)) + (c0.ndim - 1,)  # the batch and the state index
+    credit, drive = out[..., :nP], out[..., nP:].reshape(out.shape[:-1] + (l, nP))
+    # lambda . e_0 (N, |P|, D), fused, no transpose of E. Since it reads E, XLA updates a copy of E, not E in place
+    # (one copy of the traces per chunk; lax.optimization_barrier does not avoid it).
+    start = jnp.sum(lam[..., None, None] * E, reduced)
+    G = jnp.einsum("k...np,k...d->pdn", credit, X) + jnp.moveaxis(start, 0, -1)
+    E = times(Phi0, E.reshape(E.shape[:-2] + (-1,))).reshape(E.shape) + jnp.einsum("k...nip,k...d->...nipd", drive, X)
+    Gv = jnp.sum(sums[..., :nv] + lam[..., None] * Ev, reduced)  # (N, |v|)
+    Ev = times(Phi0, Ev) + sums[..., nv:]
+    for p, name in enumerate(projections):
+        grads[name] = grads[name] + G[p]
+    for i, name in enumerate(vectors):
+        grads[name] = grads[name] + Gv[:, i]
+    return c_end, (E, Ev), (loss, grads)
