@@ -29,7 +29,8 @@ from rtrl.rl.agent import ActorCritic
 from rtrl.rl.assemble import RLAssembly
 from rtrl.rl.envs import gymnasium_env
 from rtrl.rl.envs.gymnasium_env import Outcome, Vector, encoder
-from rtrl.rl.loop import OnlineActorCritic
+from rtrl.rl.loop import TIMINGS, OnlineActorCritic
+from rtrl.run.rl import time_split
 from test_rl_rules import BASE, REWARDS, Oracle, assert_close
 
 E, STEPS = 2, 6
@@ -249,4 +250,19 @@ def test_every_round_3_preset_assembles_and_one_runs_from_the_command_line(tmp_p
                  "--hidden", "2", "--envs", "2", "--fidelity-every", "0", "--out", str(out), "--quiet"]) == 0
     config = read_config(out)
     assert (config.env, config.seed, config.method) == ("gymnasium:popgym-RepeatFirstEasy-v0", 1, "rtrl")
-    assert [r["step"] for r in read_metrics(out)] == [2, 4]
+    records = read_metrics(out)
+    assert [r["step"] for r in records] == [2, 4]
+    for before, r in zip([{"wall_s": 0.0}, *records], records, strict=False):  # where a host step's time went
+        spent = [r[k] for k in TIMINGS]
+        assert all(s >= 0 for s in spent) and sum(spent) > 0
+        assert sum(spent) <= r["wall_s"] - before["wall_s"] + 1e-3
+
+
+def test_the_time_split_sums_the_timed_records():
+    """rtrl rl's summary line: environment steps a second over the timed records, and each part's share."""
+    records = [{"step": 10, "agent_s": 1.0, "transfer_s": 0.5, "env_s": 0.5},
+               {"step": 30, "agent_s": 2.0, "transfer_s": 1.0, "env_s": 3.0}]
+    assert time_split(records, envs=4) == "; 15 environment steps a second: agent 38%, transfers 19%, environments 44%"
+    untimed = [{"step": 10, "return": 0.5}]  # a jitted environment's record (no split): steps not timed left out
+    assert time_split(untimed, envs=4) == ""
+    assert time_split(untimed + records[1:], envs=4) == time_split([{**records[1], "step": 20}], envs=4)

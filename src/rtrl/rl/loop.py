@@ -88,6 +88,10 @@ HEALTH = ("value_scale",  # |v_t|
           "torso_norm",  # L2 norm of the torso's online state of an environment (its carry and traces)
           "param_norm")  # global L2 norm of the parameters
 
+# Where a host run's time goes, seconds since the last record, in its records (``timing_record``): its jitted
+# agent calls, the transfers between host and device, and the environments' steps.
+TIMINGS = ("agent_s", "transfer_s", "env_s")
+
 
 class Tally(NamedTuple):
     """Sums since the last record."""
@@ -159,7 +163,7 @@ class OnlineActorCritic:
             self._act_jit = jax.jit(self._act)
             self._observe_jit = jax.jit(self._observe)
             self._observe_act = jax.jit(lambda acted, outcome: self._act(self._observe(acted, outcome)))
-            self.timings = {"agent": 0.0, "transfers": 0.0, "envs": 0.0}  # seconds, summed over host steps
+            self.timings = dict.fromkeys(TIMINGS, 0.0)  # seconds, summed over host steps since the last record
         else:
             self._compiled = jax.jit(self._advance, static_argnums=1)
 
@@ -334,16 +338,25 @@ class OnlineActorCritic:
             t3 = time.perf_counter()
             outcome = jax.device_put(outcome)
             t4 = time.perf_counter()
-            clock["agent"] += t1 - t
-            clock["transfers"] += (t2 - t1) + (t4 - t3)
-            clock["envs"] += t3 - t2
+            clock["agent_s"] += t1 - t
+            clock["transfer_s"] += (t2 - t1) + (t4 - t3)
+            clock["env_s"] += t3 - t2
             t = t4
             if i < n - 1:
                 acted = self._observe_act(acted, outcome)
         state = jax.block_until_ready(self._observe_jit(acted, outcome))
-        clock["agent"] += time.perf_counter() - t
+        clock["agent_s"] += time.perf_counter() - t
         self._live = state.obs
         return state
+
+    def timing_record(self) -> dict:
+        """A host run's seconds since the last call in the agent (its jitted calls, fidelity check included), the
+        transfers (actions to the host, outcomes back) and the environments' steps (``TIMINGS``); ``{}`` for a
+        jitted environment, whose steps are not timed apart from the agent's."""
+        if not self.host:
+            return {}
+        spent, self.timings = self.timings, dict.fromkeys(TIMINGS, 0.0)
+        return {k: round(v, 3) for k, v in spent.items()}
 
     def _advance(self, state: RLState, n: int) -> RLState:
         state = lax.scan(self._one, state, None, length=n)[0]
@@ -400,6 +413,7 @@ def train(config: RLConfig | RLAssembly, state: RLState | None = None,
     run = runner(config)
     config = getattr(config, "config", config)
     state = run.init(config.seed) if state is None else state
+    run.timing_record()  # the clock starts here (the runner is shared by runs)
     records = []
 
     def advance(state, step, n):
@@ -413,7 +427,8 @@ def train(config: RLConfig | RLAssembly, state: RLState | None = None,
             on_record(rec, state)
 
     state = drive(state, config.steps, config.record_every, CHUNK, advance,
-                  lambda state, step: (record(state), cleared(state)), None, on, on_chunk, wall_s)
+                  lambda state, step: (record(state) | run.timing_record(), cleared(state)), None, on, on_chunk,
+                  wall_s)
     return state, records
 
 

@@ -14,7 +14,8 @@ actor-critic). Each kind registers itself in ``KINDS`` (its configuration class,
   any other metric of the task, and ``wall_s`` (seconds of training so far, across resumptions). An RL run's
   records (one every ``record_every`` steps): ``step`` (environment steps per environment), ``return`` (mean
   return of the episodes that ended since the previous record, ``null`` if none did), ``episodes``, ``wall_s``,
-  and ``cos_value`` / ``cos_policy`` where the fidelity check is on;
+  ``cos_value`` / ``cos_policy`` where the fidelity check is on, the learner's health (``rtrl.rl.loop.HEALTH``)
+  and, for environments stepped on the host, where the time went (``rtrl.rl.loop.TIMINGS``);
 * ``checkpoint.npz``: the whole ``TrainState`` (or ``RLState``) at the last record (parameters, optimiser state,
   carries, traces, data key or environment states, position), written atomically, as host arrays whatever
   ``devices`` the run uses;

@@ -7,7 +7,7 @@ import jax
 
 from rtrl.rl.assemble import assemble
 from rtrl.rl.config import RLConfig
-from rtrl.rl.loop import runner, train
+from rtrl.rl.loop import TIMINGS, runner, train
 from rtrl.run.folder import Run, fmt, read_metrics, register
 from rtrl.run.plot import Curve
 
@@ -51,8 +51,25 @@ class RLRun(Run):
     def summary(self) -> str:
         records = read_metrics(self.path)
         first, last = records[0], records[-1]
-        extra = ", ".join(f"{k} {fmt(v)}" for k, v in last.items() if k not in ("step", "return", "wall_s"))
+        extra = ", ".join(f"{k} {fmt(v)}" for k, v in last.items() if k not in ("step", "return", "wall_s", *TIMINGS))
         return (f"mean return {fmt(first['return'])} at step {first['step']} -> {fmt(last['return'])} at step "
-                f"{last['step']} ({extra}) in {last['wall_s']:.1f} s")
+                f"{last['step']} ({extra}) in {last['wall_s']:.1f} s{time_split(records, self.config.envs)}")
+
+
+def time_split(records: list[dict], envs: int) -> str:
+    """``"; N environment steps a second: agent a%, transfers t%, environments e%"`` over the records that time
+    a host run's steps (``rtrl.rl.loop.TIMINGS``); ``""`` where none does (a jitted environment)."""
+    steps, spent, before = 0, dict.fromkeys(TIMINGS, 0.0), 0
+    for r in records:
+        if all(k in r for k in TIMINGS):
+            steps += r["step"] - before
+            spent = {k: spent[k] + r[k] for k in TIMINGS}
+        before = r["step"]
+    total = sum(spent.values())
+    if total <= 0:
+        return ""
+    parts = ", ".join(f"{name} {100 * spent[k] / total:.0f}%"
+                      for k, name in zip(TIMINGS, ("agent", "transfers", "environments"), strict=True))
+    return f"; {steps * envs / total:,.0f} environment steps a second: {parts}"
 
 
