@@ -3,7 +3,7 @@
 For an element-wise cell (``rtrl.capabilities.ElementwiseRecurrence``, the ``rtrl.cells.ElementwiseCell``s) the
 input enters the carry only as ``u_P = x @ P`` for each projection ``P`` (D, N), every other parameter that
 reaches the carry is a per-neuron vector ``v`` (N,), and ``recur`` acts neuron by neuron on a per-neuron state of
-order ``l`` (the carry leaves, stacked here on a last axis: ``c`` is ``(*batch, N, l)``). Over a chunk of ``K``
+order ``l`` (the carry leaves, stacked here before the neurons: ``c`` is ``(*batch, l, N)``). Over a chunk of ``K``
 steps with the parameters fixed (derivation: docs/derivations.md):
 
 * ``U_P = X @ P`` for the ``K`` steps at once (one matrix product: ``x`` does not depend on the carry);
@@ -22,8 +22,8 @@ steps with the parameters fixed (derivation: docs/derivations.md):
   ``D_t = A_t[P] (x) x_t`` (one batched matrix product for all projections over the steps) or ``V_t[v]`` (summed
   in the reverse scan).
 
-Within a chunk the projections' traces are one array ``(*batch, N, l, |P|, D)``, the vectors' one ``(*batch, N, l,
-|v|)``, and each scan writes one array per step: on the CPU XLA gives every array a loop writes its own kernel, so
+Within a chunk the projections' traces are one array ``(*batch, l, |P|, N, D)``, the vectors' one ``(*batch, l,
+|v|, N)``, and each scan writes one array per step: on the CPU XLA gives every array a loop writes its own kernel, so
 per-parameter arrays cost kernels per step, and a per-step ``(J, A, V)`` kept for the chunk costs memory.
 
 The traces are exact at every chunk boundary and memory is constant in ``T`` (``K`` steps of per-neuron
@@ -76,11 +76,12 @@ def run(cell, params, xs, targets, loss_fn, carry, chunk: int):
     ``sequence_grad``'s, the last carry, and the traces of it, ``{P: (*batch, N, l, D), v: (*batch, N, l)}``
     (``[..., n, i, d] = dc_i[n]/dP[d, n]`` and ``dc_i[n]/dv[n]``, ``i`` the carry leaves in tree order)."""
     leaves, tree = jax.tree.flatten(carry)
-    c = jnp.stack(leaves, -1)
+    c = jnp.stack(leaves, -2)
     vectors, projections = cell.split_params(params)
     dtype = jnp.result_type(*jax.tree.leaves(params), c)
-    traces = (jnp.zeros(c.shape + (len(projections), cell.input_size), dtype),
-              jnp.zeros(c.shape + (len(vectors),), dtype))
+    l, N = c.shape[-2:]
+    traces = (jnp.zeros(c.shape[:-1] + (len(projections), N, cell.input_size), dtype),
+              jnp.zeros(c.shape[:-1] + (len(vectors), N), dtype))
     zero = (jnp.zeros((), dtype), jax.tree.map(jnp.zeros_like, params))
     advance = functools.partial(chunk_grad, cell, params, loss_fn, tree)
 
@@ -100,59 +101,72 @@ def run(cell, params, xs, targets, loss_fn, carry, chunk: int):
     if tail:
         acc, _ = body(acc, jax.tree.map(lambda a: a[chunks * K:], (xs, targets)))
     c, (E, Ev), (loss, grads) = acc
-    traces = {**{name: E[..., p, :] for p, name in enumerate(projections)},
-              **{name: Ev[..., i] for i, name in enumerate(vectors)}}
-    return loss, grads, jax.tree.unflatten(tree, list(jnp.moveaxis(c, -1, 0))), traces
+    traces = {**{name: jnp.swapaxes(E[..., p, :, :], -3, -2) for p, name in enumerate(projections)},
+              **{name: jnp.swapaxes(Ev[..., i, :], -1, -2) for i, name in enumerate(vectors)}}
+    return loss, grads, unstacked(tree, c), traces
+
+
+def unstacked(tree, c):
+    """The carry of the stacked ``c`` (*batch, l, N)."""
+    return jax.tree.unflatten(tree, [c[..., i, :] for i in range(c.shape[-2])])
 
 
 def stacked_recur(cell, tree):
-    """``recur`` on the stacked carry ``(*batch, N, l)``."""
+    """``recur`` on the stacked carry ``(*batch, l, N)``."""
 
     def recur(vectors, c, u):
-        carry = jax.tree.unflatten(tree, list(jnp.moveaxis(c, -1, 0)))
-        return jnp.stack(jax.tree.leaves(cell.recur(vectors, carry, u)), -1)
+        return jnp.stack(jax.tree.leaves(cell.recur(vectors, unstacked(tree, c), u)), -2)
 
     return recur
 
 
 def local_derivatives(recur, vectors, names, c, u):
-    """This step's per-neuron derivatives, each stacked on a last axis: ``J`` (*batch, N, l, l) (``[..., i, j] =
-    dc'_i/dc_j``), ``A`` (*batch, N, l, |P|) (``dc'/du_P``, the projections in the order of ``names``: JAX sorts the
-    keys of ``u``) and ``V`` (*batch, N, l, |v|) (``dc'/dv``, ``vectors``' order). ``recur`` is element-wise, so an
-    all-ones tangent on one input gives every neuron's own derivative at once."""
+    """This step's per-neuron derivatives, the neurons last: ``J`` (*batch, l, l, N) (``[..., i, j, n] =
+    dc'_i[n]/dc_j[n]``), ``A`` (*batch, l, |P|, N) (``dc'/du_P``, the projections in the order of ``names``: JAX
+    sorts the keys of ``u``) and ``V`` (*batch, l, |v|, N) (``dc'/dv``, ``vectors``' order). ``recur`` is
+    element-wise, so an all-ones tangent on one input gives every neuron's own derivative at once."""
 
     def along(f, primal, tangent):
         return jax.jvp(f, (primal,), (tangent,))[1]
 
-    l = c.shape[-1]
-    J = [along(lambda a: recur(vectors, a, u), c, jnp.zeros_like(c).at[..., j].set(1)) for j in range(l)]
+    l = c.shape[-2]
+    J = [along(lambda a: recur(vectors, a, u), c, jnp.zeros_like(c).at[..., j, :].set(1)) for j in range(l)]
     A = [along(lambda a, name=name: recur(vectors, c, {**u, name: a}), u[name], jnp.ones_like(u[name]))
          for name in names]
     V = [along(lambda a, name=name: recur({**vectors, name: a}, c, u), v, jnp.ones_like(v))
          for name, v in vectors.items()]
-    return jnp.stack(J, -1), jnp.stack(A, -1), jnp.stack(V, -1) if V else jnp.zeros(c.shape + (0,), c.dtype)
+    none = jnp.zeros(c.shape[:-1] + (0,) + c.shape[-1:], c.dtype)  # a cell without vectors
+    return jnp.stack(J, -2), jnp.stack(A, -2), jnp.stack(V, -2) if V else none
 
 
-def times(M, v):
-    """``M @ v`` per neuron: ``M`` (..., k, l), ``v`` (..., l, m), as ``l`` broadcast products added in Python,
-    which XLA fuses element-wise. As a dot it would be a loop of tiny l x l products, and as a reduction over the
-    middle axis (``sum(M[..., None] * v[..., None, :, :], -2)``) the CPU's loops ran 5 to 7 times slower for
-    ``l > 1`` (a chunk of IIR2 or LRU, 32 x 64 x 8)."""
-    out = M[..., :, 0, None] * v[..., None, 0, :]
-    for r in range(1, M.shape[-1]):
-        out = out + M[..., :, r, None] * v[..., None, r, :]
+def times(M, v, trailing: int = 1):
+    """``M @ v`` per neuron, the neurons last: ``M`` (..., k, l, N), ``v`` (..., l, m, N), or with more
+    ``trailing`` axes after ``l`` and ``m`` that broadcast (``M`` (..., k, l, N, 1), ``v`` (..., l, m, N, D)), as
+    ``l`` broadcast products added in Python: XLA fuses them element-wise along the last axes. As a dot it would be
+    a loop of tiny l x l products; as a reduction over the middle axis (``sum(M[..., None] * v[..., None, :, :],
+    -2)``) with an axis of size l last, the CPU's loops ran 5 to 7 times slower for ``l > 1`` (a chunk of IIR2 or
+    LRU, 32 x 64 x 8)."""
+    rest = (slice(None),) * trailing
+
+    def term(r):
+        return M[(..., slice(None), r, None) + rest] * v[(..., None, r, slice(None)) + rest]
+
+    out = term(0)
+    for r in range(1, M.shape[-1 - trailing]):
+        out = out + term(r)
     return out
 
 
 def chunk_grad(cell, params, loss_fn, tree, c0, traces, X, Y):
-    """One chunk (see the module docstring): from the stacked carry ``c0`` and its traces ``(E, Ev)``
-    ((*batch, N, l, |P|, D) and (*batch, N, l, |v|)), over the inputs ``X`` (K, *batch, D) and targets ``Y``, the
-    last carry, its traces and ``(loss, grads)`` of the chunk's steps.
+    """One chunk (see the module docstring): from the stacked carry ``c0`` (*batch, l, N) and its traces ``(E,
+    Ev)`` ((*batch, l, |P|, N, D) and (*batch, l, |v|, N)), over the inputs ``X`` (K, *batch, D) and targets ``Y``,
+    the last carry, its traces and ``(loss, grads)`` of the chunk's steps.
 
     The forward scan keeps only the carries. The reverse scan recomputes each step's derivatives from the carry
     before it and writes per step one array: ``mu . A`` and ``Phi A`` of every projection, for the matrix products
     over the chunk; the vectors' terms it sums as it goes, in one array. Few chunk-sized tensors, and few kernels
-    per step: XLA gives each array a loop writes its own kernel."""
+    per step: XLA gives each array a loop writes its own kernel. The neurons are the last axis of every per-step
+    array, so that the element-wise loops run along them, not along an axis of size l."""
     vectors, projections = cell.split_params(params)
     recur = stacked_recur(cell, tree)
     U = cell.project(projections, X)  # (K, *batch, N) each: one matrix product for the chunk
@@ -165,40 +179,40 @@ def chunk_grad(cell, params, loss_fn, tree, c0, traces, X, Y):
 
     def chunk_loss(params, cs):
         def one(c, x, y):
-            return loss_fn(cell.output(params, jax.tree.unflatten(tree, list(jnp.moveaxis(c, -1, 0))), x), y)
+            return loss_fn(cell.output(params, unstacked(tree, c), x), y)
 
         return jax.vmap(one)(cs, X, Y).sum()
 
     loss, (grads, g) = jax.value_and_grad(chunk_loss, argnums=(0, 1))(params, cs)
     before = jnp.concatenate([c0[None], cs[:-1]])  # the carry each step starts from
-    l, nP, nv = c0.shape[-1], len(projections), len(vectors)
+    l, N = c0.shape[-2:]
+    nP, nv = len(projections), len(vectors)
 
     def adjoint(acc, step):
         lam, Phi, sums = acc  # the credit from the later steps, the product of their Jacobians, the vectors' terms
         g_t, c, u = step
         J, A, V = local_derivatives(recur, vectors, tuple(projections), c, u)
-        mu = g_t + lam
-        out = jnp.concatenate([times(mu[..., None, :], A)[..., 0, :], times(Phi, A).reshape(A.shape[:-2] + (l * nP,))],
-                              -1)
-        sums = sums + jnp.concatenate([mu[..., None] * V, times(Phi, V)], -1)
-        return (times(mu[..., None, :], J)[..., 0, :], times(Phi, J), sums), out
+        mu = (g_t + lam)[..., None, :, :]  # (*batch, 1, l, N): a row to multiply by
+        out = jnp.concatenate([times(mu, A)[..., 0, :, :], times(Phi, A).reshape(A.shape[:-3] + (l * nP, N))], -2)
+        sums = sums + jnp.concatenate([jnp.swapaxes(mu, -2, -3) * V, times(Phi, V)], -2)
+        return (times(mu, J)[..., 0, :, :], times(Phi, J), sums), out
 
-    eye = jnp.broadcast_to(jnp.eye(l, dtype=c0.dtype), c0.shape + (l,))
-    sums = jnp.zeros(c0.shape + (2 * nv,), c0.dtype)
+    eye = jnp.broadcast_to(jnp.eye(l, dtype=c0.dtype)[:, :, None], c0.shape[:-2] + (l, l, N))
+    sums = jnp.zeros(c0.shape[:-1] + (2 * nv, N), c0.dtype)
     (lam, Phi0, sums), out = lax.scan(adjoint, (jnp.zeros_like(c0), eye, sums), (g, before, U), reverse=True)
 
     E, Ev = traces
-    reduced = tuple(range(c0.ndim - 2)) + (c0.ndim - 1,)  # the batch and the state index
-    credit, drive = out[..., :nP], out[..., nP:].reshape(out.shape[:-1] + (l, nP))
-    # lambda . e_0 (N, |P|, D), fused, no transpose of E. Since it reads E, XLA updates a copy of E, not E in place
-    # (one copy of the traces per chunk; lax.optimization_barrier does not avoid it).
-    start = jnp.sum(lam[..., None, None] * E, reduced)
-    G = jnp.einsum("k...np,k...d->pdn", credit, X) + jnp.moveaxis(start, 0, -1)
-    E = times(Phi0, E.reshape(E.shape[:-2] + (-1,))).reshape(E.shape) + jnp.einsum("k...nip,k...d->...nipd", drive, X)
-    Gv = jnp.sum(sums[..., :nv] + lam[..., None] * Ev, reduced)  # (N, |v|)
-    Ev = times(Phi0, Ev) + sums[..., nv:]
+    reduced = tuple(range(c0.ndim - 1))  # the batch and the state index
+    credit, drive = out[..., :nP, :], out[..., nP:, :].reshape(out.shape[:-2] + (l, nP, N))
+    # lambda . e_0 (|P|, N, D), fused. Since it reads E, XLA updates a copy of E, not E in place (one copy of the
+    # traces per chunk; lax.optimization_barrier does not avoid it).
+    start = jnp.sum(lam[..., :, None, :, None] * E, reduced)
+    G = jnp.einsum("k...pn,k...d->pnd", credit, X) + start
+    E = times(Phi0[..., None], E, trailing=2) + jnp.einsum("k...ipn,k...d->...ipnd", drive, X)
+    Gv = jnp.sum(sums[..., :nv, :] + lam[..., :, None, :] * Ev, reduced)  # (|v|, N)
+    Ev = times(Phi0, Ev) + sums[..., nv:, :]
     for p, name in enumerate(projections):
-        grads[name] = grads[name] + G[p]
+        grads[name] = grads[name] + G[p].T
     for i, name in enumerate(vectors):
-        grads[name] = grads[name] + Gv[:, i]
+        grads[name] = grads[name] + Gv[i]
     return c_end, (E, Ev), (loss, grads)
