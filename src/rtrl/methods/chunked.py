@@ -47,10 +47,10 @@ from rtrl.methods.base import SequenceMethod
 
 
 class Chunked(SequenceMethod):
-    """Exact whole-sequence gradient of an element-wise cell, ``chunk`` steps at a time (default 16): traces
+    """Exact whole-sequence gradient of an element-wise cell, ``chunk`` steps at a time (default 32): traces
     carried between chunks, an adjoint within them."""
 
-    chunk: int = 16
+    chunk: int = 32  # of 8, 16, 32 and 64 the fastest or within 8% of it, at 64 x 256 x 32 and 32 x 64 x 8
     name: ClassVar[str] = "chunked"
     exact: ClassVar[bool] = True
 
