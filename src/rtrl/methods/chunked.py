@@ -27,7 +27,7 @@ Within a chunk the projections' traces are one array ``(*batch, l, |P|, N, D)``,
 per-parameter arrays cost kernels per step, and a per-step ``(J, A, V)`` kept for the chunk costs memory.
 
 The traces are exact at every chunk boundary and memory is constant in ``T`` (``K`` steps of per-neuron
-tensors and one set of traces ``(*batch, N, l, D)`` per projection); the gradient is BPTT's. Against
+tensors and one set of traces ``(*batch, l, N, D)`` per projection); the gradient is BPTT's. Against
 ``closed_form`` the per-step read and write of the traces becomes matrix products once per chunk.
 A last chunk shorter than ``chunk`` takes the steps that remain.
 """
@@ -79,7 +79,7 @@ def run(cell, params, xs, targets, loss_fn, carry, chunk: int):
     c = jnp.stack(leaves, -2)
     vectors, projections = cell.split_params(params)
     dtype = jnp.result_type(*jax.tree.leaves(params), c)
-    l, N = c.shape[-2:]
+    N = c.shape[-1]
     traces = (jnp.zeros(c.shape[:-1] + (len(projections), N, cell.input_size), dtype),
               jnp.zeros(c.shape[:-1] + (len(vectors), N), dtype))
     zero = (jnp.zeros((), dtype), jax.tree.map(jnp.zeros_like, params))
@@ -87,8 +87,8 @@ def run(cell, params, xs, targets, loss_fn, carry, chunk: int):
 
     def body(acc, xy):
         c, traces, (loss, grads) = acc
-        c, traces, (l, g) = advance(c, traces, *xy)
-        return (c, traces, (loss + l, jax.tree.map(jnp.add, grads, g))), None
+        c, traces, (chunk_loss, chunk_grads) = advance(c, traces, *xy)
+        return (c, traces, (loss + chunk_loss, jax.tree.map(jnp.add, grads, chunk_grads))), None
 
     T = jnp.shape(xs)[0]
     K = min(chunk, T)

@@ -86,10 +86,12 @@ class ActorCritic:
 
         (logits, value), vjp, memory = jax.vjp(forward, params, has_aux=True)
         action = jax.random.categorical(key, logits)
-        d_logits = jax.jacrev(objectives)(logits, action)  # (2, A)
+        # log pi(a) and the entropy, and their Jacobian rows (2, A), from one pullback
+        (_, entropy), pullback = jax.vjp(lambda l: objectives(l, action), logits)
+        d_logits = jax.vmap(pullback)(jnp.eye(2, dtype=logits.dtype))[0]
         cotangents = (jnp.stack([jnp.zeros_like(logits), *d_logits]), jnp.array([1.0, 0.0, 0.0], value.dtype))
         grads = jax.vmap(vjp)(cotangents)[0]
-        return action, value, grads, memory, objectives(logits, action)[1]
+        return action, value, grads, memory, entropy
 
     def value(self, params, memory, x: jax.Array) -> jax.Array:
         """One environment's ``V(h)`` after the torso's step on ``x`` from ``memory`` (no gradient, nothing kept): the
