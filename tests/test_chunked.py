@@ -4,7 +4,11 @@ Mutations tried by hand, each caught here: the start-trace term ``lambda . e_0``
 (errors 0.2 to 1.6 on every cell); an off-by-one in the adjoint (``mu_t = g_t + J_t^T mu_{t+1}``, the step's own
 Jacobian, and ``lambda = mu_1``) fails the exactness test; ``Phi_0`` taken as the identity in the end-of-chunk
 traces (``e_K = e_0 + sum_t Phi_t D_t``) fails the traces test and the exactness test of LRU; the last, shorter chunk
-dropped fails the T = 200 case (0.21)"""
+dropped fails the T = 200 case (0.21); the per-neuron vectors not broadcast over the batch before the step's
+pullback (their credit summed over the streams, so every stream's vector traces get the batch's sum) fails every
+cell's exactness test"""
+
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +21,7 @@ from exactness import perturbed
 from oracle import EXACT_TOL, random_carry, random_problem, relative_error
 from rtrl.benchmarks import sequence
 from rtrl.cells import ElementwiseCell
+from rtrl.cells.base import glorot
 from rtrl.methods import Chunked, resolve
 from rtrl.methods.chunked import run
 from rtrl.online import online, stream_grad
@@ -104,6 +109,45 @@ def test_traces_at_the_end_equal_the_diagonal_methods_traces(name):
                 np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12, err_msg=f"{param} {leaf}")
                 compared += 1
     assert compared >= len(traces)
+
+
+@dataclasses.dataclass(frozen=True)
+class Resonator(ElementwiseCell):
+    """A cell with no per-neuron vectors, written only here: a damped rotation of ``(p, q)`` driven by two
+    projections, ``p' = tanh(u_A) * p - q / 2 + u_B``, ``q' = p / 2 + q * tanh(u_B)``, ``h = p' q'``."""
+
+    def param_shapes(self):
+        D, N = self.input_size, self.hidden_size
+        return {"A": (D, N), "B": (D, N)}
+
+    def projections(self):
+        return ("A", "B")
+
+    def carry_sizes(self):
+        return {"p": self.hidden_size, "q": self.hidden_size}
+
+    def init(self, key, dtype=None):
+        keys = jax.random.split(key)
+        return {name: glorot(k, (self.input_size, self.hidden_size), dtype or jnp.zeros(()).dtype)
+                for k, name in zip(keys, ("A", "B"), strict=True)}
+
+    def recur(self, vectors, carry, u):
+        p, q = carry["p"], carry["q"]
+        return {"p": jnp.tanh(u["A"]) * p - q / 2 + u["B"], "q": p / 2 + q * jnp.tanh(u["B"])}
+
+    def output(self, params, carry, x):
+        return carry["p"] * carry["q"]
+
+
+def test_chunked_is_exact_for_a_cell_without_vectors_over_two_batch_axes():
+    """No per-neuron vectors (an empty set of vector terms) and a batch of shape (2, 3) (the sums over the batch
+    flatten two axes), against BPTT from a random carry, with a last chunk shorter than the others."""
+    cell = Resonator(3, 4)
+    assert cell.vector_names() == ()
+    params, xs, ys = random_problem(cell, 23, (2, 3), 7)
+    carry = random_carry(cell, (2, 3), 8)
+    got = jax.jit(lambda p, c: run(cell, p, xs, ys, squared_error, c, 5)[:2])(params, carry)
+    assert error(got, bptt(cell, params, xs, ys, carry)) <= EXACT_TOL
 
 
 def test_compiled_memory_is_flat_in_T():

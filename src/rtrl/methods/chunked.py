@@ -11,10 +11,11 @@ steps with the parameters fixed (derivation: docs/derivations.md):
 * the output and loss of the ``K`` steps at once, and one ``vjp`` of them: the credit ``g_t = dL_t/dc_t`` and the
   gradient of the parameters through ``output``;
 * the adjoint within the chunk, backwards: ``mu_t = g_t + J_{t+1}^T mu_{t+1}`` (``mu_K = g_K``), and
-  ``lambda = J_1^T mu_1 = dL_chunk/dc_0``, the credit on the carry the chunk starts from. This reverse scan
-  recomputes each step's per-neuron derivatives from ``c_{t-1}``: ``J_t = dc_t/dc_{t-1}`` (l x l),
-  ``A_t[P] = dc_t/du_P`` and ``V_t[v] = dc_t/dv`` (l each; one ``jvp`` per carry leaf, projection and vector), and
-  carries ``Phi_t = J_K ... J_{t+1}`` beside ``mu``;
+  ``lambda = J_1^T mu_1 = dL_chunk/dc_0``, the credit on the carry the chunk starts from, with ``J_t =
+  dc_t/dc_{t-1}`` (l x l per neuron). The reverse scan carries ``Phi_t = J_K ... J_{t+1}`` beside ``mu`` and
+  pulls the ``1 + l`` rows ``[mu_t; Phi_t]`` back through step ``t`` with one ``vjp`` of ``recur`` (recomputed
+  from ``c_{t-1}``) mapped over the rows: each row times ``J_t``, ``A_t[P] = dc_t/du_P`` and ``V_t[v] =
+  dc_t/dv`` at once, the vectors broadcast over the batch so that their pullback stays per stream;
 * the chunk's gradient: ``lambda . e_0`` (the traces ``e = dc/dtheta`` at the chunk's start) plus
   ``sum_t (mu_t . A_t[P]) (x) x_t`` (one matrix product for all projections over the steps and the batch) plus
   ``sum_t mu_t . V_t[v]`` (summed in the reverse scan);
@@ -35,6 +36,7 @@ A last chunk shorter than ``chunk`` takes the steps that remain.
 from __future__ import annotations
 
 import functools
+import math
 from typing import ClassVar
 
 import jax
@@ -120,25 +122,6 @@ def stacked_recur(cell, tree):
     return recur
 
 
-def local_derivatives(recur, vectors, names, c, u):
-    """This step's per-neuron derivatives, the neurons last: ``J`` (*batch, l, l, N) (``[..., i, j, n] =
-    dc'_i[n]/dc_j[n]``), ``A`` (*batch, l, |P|, N) (``dc'/du_P``, the projections in the order of ``names``: JAX
-    sorts the keys of ``u``) and ``V`` (*batch, l, |v|, N) (``dc'/dv``, ``vectors``' order). ``recur`` is
-    element-wise, so an all-ones tangent on one input gives every neuron's own derivative at once."""
-
-    def along(f, primal, tangent):
-        return jax.jvp(f, (primal,), (tangent,))[1]
-
-    l = c.shape[-2]
-    J = [along(lambda a: recur(vectors, a, u), c, jnp.zeros_like(c).at[..., j, :].set(1)) for j in range(l)]
-    A = [along(lambda a, name=name: recur(vectors, c, {**u, name: a}), u[name], jnp.ones_like(u[name]))
-         for name in names]
-    V = [along(lambda a, name=name: recur({**vectors, name: a}, c, u), v, jnp.ones_like(v))
-         for name, v in vectors.items()]
-    none = jnp.zeros(c.shape[:-1] + (0,) + c.shape[-1:], c.dtype)  # a cell without vectors
-    return jnp.stack(J, -2), jnp.stack(A, -2), jnp.stack(V, -2) if V else none
-
-
 def times(M, v, trailing: int = 1):
     """``M @ v`` per neuron, the neurons last: ``M`` (..., k, l, N), ``v`` (..., l, m, N), or with more
     ``trailing`` axes after ``l`` and ``m`` that broadcast (``M`` (..., k, l, N, 1), ``v`` (..., l, m, N, D)), as
@@ -157,16 +140,32 @@ def times(M, v, trailing: int = 1):
     return out
 
 
+def stacked(tree, names, rows):
+    """``tree[name]`` for each of ``names``, stacked before the neurons: ``(*rows.shape[:-2], len(names), N)``."""
+    if not names:
+        return jnp.zeros(rows.shape[:-2] + (0,) + rows.shape[-1:], rows.dtype)
+    return jnp.stack([tree[name] for name in names], -2)
+
+
+def leading_sum(a, axes: int):
+    """The sum over the first ``axes`` axes of ``a``, as a product with a vector of ones: XLA's CPU loops reduce
+    leading axes an order of magnitude slower (a chunk's ``lambda . e_0`` of AdaptiveIIR2 at 64 x 256 x 32)."""
+    rows = math.prod(a.shape[:axes])
+    return (jnp.ones((rows,), a.dtype) @ a.reshape((rows, -1))).reshape(a.shape[axes:])
+
+
 def chunk_grad(cell, params, loss_fn, tree, c0, traces, X, Y):
     """One chunk (see the module docstring): from the stacked carry ``c0`` (*batch, l, N) and its traces ``(E,
     Ev)`` ((*batch, l, |P|, N, D) and (*batch, l, |v|, N)), over the inputs ``X`` (K, *batch, D) and targets ``Y``,
     the last carry, its traces and ``(loss, grads)`` of the chunk's steps.
 
-    The forward scan keeps only the carries. The reverse scan recomputes each step's derivatives from the carry
-    before it and writes per step one array: ``mu . A`` and ``Phi A`` of every projection, for the matrix products
-    over the chunk; the vectors' terms it sums as it goes, in one array. Few chunk-sized tensors, and few kernels
-    per step: XLA gives each array a loop writes its own kernel. The neurons are the last axis of every per-step
-    array, so that the element-wise loops run along them, not along an axis of size l."""
+    The forward scan keeps only the carries. The reverse scan pulls the rows ``[mu; Phi]`` back through each step
+    (one ``vjp`` from the carry before it, mapped over the rows) and writes per step one array: ``mu . A`` and
+    ``Phi A`` of every projection, for the matrix products over the chunk; the vectors' terms it sums as it goes,
+    in one array. Few chunk-sized tensors, and few kernels per step: XLA gives each array a loop writes its own
+    kernel. The neurons are the last axis of every per-step array, so that the element-wise loops run along
+    them, not along an axis of size l. (It replaced a ``jvp`` per carry leaf, projection and vector, 14 for
+    AdaptiveIIR2, and the per-neuron products of their ``l x l`` Jacobians.)"""
     vectors, projections = cell.split_params(params)
     recur = stacked_recur(cell, tree)
     U = cell.project(projections, X)  # (K, *batch, N) each: one matrix product for the chunk
@@ -185,32 +184,32 @@ def chunk_grad(cell, params, loss_fn, tree, c0, traces, X, Y):
 
     loss, (grads, g) = jax.value_and_grad(chunk_loss, argnums=(0, 1))(params, cs)
     before = jnp.concatenate([c0[None], cs[:-1]])  # the carry each step starts from
-    l, N = c0.shape[-2:]
-    nP, nv = len(projections), len(vectors)
+    l, batch = c0.shape[-2], c0.ndim - 2
+    batch_vectors = {name: jnp.broadcast_to(v, c0.shape[:-2] + v.shape) for name, v in vectors.items()}
 
     def adjoint(acc, step):
-        lam, Phi, sums = acc  # the credit from the later steps, the product of their Jacobians, the vectors' terms
+        R, sums = acc  # rows [lambda; Phi] (1 + l, *batch, l, N); the vectors' terms (1 + l, *batch, |v|, N)
         g_t, c, u = step
-        J, A, V = local_derivatives(recur, vectors, tuple(projections), c, u)
-        mu = (g_t + lam)[..., None, :, :]  # (*batch, 1, l, N): a row to multiply by
-        out = jnp.concatenate([times(mu, A)[..., 0, :, :], times(Phi, A).reshape(A.shape[:-3] + (l * nP, N))], -2)
-        sums = sums + jnp.concatenate([jnp.swapaxes(mu, -2, -3) * V, times(Phi, V)], -2)
-        return (times(mu, J)[..., 0, :, :], times(Phi, J), sums), out
+        R = R.at[0].add(g_t)  # row 0 becomes mu_t
+        pullback = jax.vjp(lambda c, u, v: recur(v, c, u), c, u, batch_vectors)[1]
+        dc, du, dv = jax.vmap(pullback)(R)  # every row times J_t, A_t and V_t: one pullback of the step
+        return (dc, sums + stacked(dv, tuple(vectors), R)), stacked(du, tuple(projections), R)
 
-    eye = jnp.broadcast_to(jnp.eye(l, dtype=c0.dtype)[:, :, None], c0.shape[:-2] + (l, l, N))
-    sums = jnp.zeros(c0.shape[:-1] + (2 * nv, N), c0.dtype)
-    (lam, Phi0, sums), out = lax.scan(adjoint, (jnp.zeros_like(c0), eye, sums), (g, before, U), reverse=True)
+    eye = jnp.eye(l, dtype=c0.dtype).reshape((l,) + (1,) * batch + (l, 1))
+    R0 = jnp.concatenate([jnp.zeros_like(c0)[None], jnp.broadcast_to(eye, (l,) + c0.shape)])
+    sums = jnp.zeros((1 + l,) + c0.shape[:-2] + (len(vectors),) + c0.shape[-1:], c0.dtype)
+    (R, sums), out = lax.scan(adjoint, (R0, sums), (g, before, U), reverse=True)
+    lam, Phi0 = R[0], jnp.moveaxis(R[1:], 0, -3)  # (*batch, l, N), (*batch, l, l, N)
 
     E, Ev = traces
-    reduced = tuple(range(c0.ndim - 1))  # the batch and the state index
-    credit, drive = out[..., :nP, :], out[..., nP:, :].reshape(out.shape[:-2] + (l, nP, N))
-    # lambda . e_0 (|P|, N, D), fused. Since it reads E, XLA updates a copy of E, not E in place (one copy of the
-    # traces per chunk; lax.optimization_barrier does not avoid it).
-    start = jnp.sum(lam[..., :, None, :, None] * E, reduced)
+    credit, drive = out[:, 0], jnp.moveaxis(out[:, 1:], 1, -3)  # (K, *batch, |P|, N), (K, *batch, l, |P|, N)
+    # lambda . e_0 (|P|, N, D). Since it reads E, XLA updates a copy of E, not E in place (one copy of the traces
+    # per chunk; lax.optimization_barrier does not avoid it).
+    start = leading_sum(sum(lam[..., i, None, :, None] * E[..., i, :, :, :] for i in range(l)), batch)
     G = jnp.einsum("k...pn,k...d->pnd", credit, X) + start
     E = times(Phi0[..., None], E, trailing=2) + jnp.einsum("k...ipn,k...d->...ipnd", drive, X)
-    Gv = jnp.sum(sums[..., :nv, :] + lam[..., :, None, :] * Ev, reduced)  # (|v|, N)
-    Ev = times(Phi0, Ev) + sums[..., nv:, :]
+    Gv = leading_sum(sums[0] + sum(lam[..., i, None, :] * Ev[..., i, :, :] for i in range(l)), batch)  # (|v|, N)
+    Ev = times(Phi0, Ev) + jnp.moveaxis(sums[1:], 0, -3)
     for p, name in enumerate(projections):
         grads[name] = grads[name] + G[p].T
     for i, name in enumerate(vectors):
