@@ -1,7 +1,7 @@
-"""Per-step cost of the element-wise methods on ELSTM, AdaptiveIIR2 and a plain tanh cell, as ratios to a
-forward-only step.
+"""Per-step cost of the element-wise methods on ELSTM, AdaptiveIIR2 and a plain tanh cell (and, with ``--cells``,
+IIR2, LRU and RTU, which ``rtrl bench`` adds to its per-step section), as ratios to a forward-only step.
 
-    python -m rtrl.benchmarks.elementwise [--sizes 64x256x32 32x64x8] [--steps 100] [--rtrl-max-hidden 64]
+    python -m rtrl.benchmarks.elementwise [--cells ELSTM LRU] [--sizes 64x256x32 32x64x8] [--steps 100]
 
 Sizes are ``DxNxB`` (input, hidden, batch). Each figure is the median over repeats of a jitted whole-sequence
 gradient (T steps, loss on every step) divided by T, float32; the forward-only baseline scans the same cell and loss
@@ -48,8 +48,10 @@ def tanh_cell(D: int, N: int):
                                     name="ElementwiseTanh", output_fn=lambda p, c, x: c)
 
 
-# name -> cell of (input size, hidden size)
+# name -> cell of (input size, hidden size): the cells every section measures
 CELLS = {"ELSTM": rtrl.cells.ELSTM, "AdaptiveIIR2": rtrl.cells.AdaptiveIIR2, "ElementwiseTanh": tanh_cell}
+# and the other cells with closed-form traces, in the per-step section only
+PER_STEP_CELLS = {**CELLS, "IIR2": rtrl.cells.IIR2, "LRU": rtrl.cells.LRU, "RTU": rtrl.cells.RTU}
 METHODS = ("closed_form", "diagonal", "chunked", "rtrl", "bptt")
 EXACT_ELEMENTWISE = ("closed_form", "diagonal", "chunked")  # the methods held to BPTT's price
 
@@ -65,7 +67,7 @@ def measure(cell, B: int, T: int, rtrl_steps: int | None, seed: int = 0, methods
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m rtrl.benchmarks.elementwise",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--cells", nargs="+", choices=sorted(CELLS), default=list(CELLS))
+    parser.add_argument("--cells", nargs="+", choices=sorted(PER_STEP_CELLS), default=list(CELLS))
     parser.add_argument("--sizes", type=size3, nargs="+", default=[(64, 256, 32), (32, 64, 8)],
                         help="DxNxB: input size, hidden size, batch")
     parser.add_argument("--steps", type=int, default=100, help="sequence length T")
@@ -77,7 +79,8 @@ def main(argv=None) -> None:
     print(f"{'cell':>13} {'D x N x B':>12} {'forward (us)':>13} " + " ".join(f"{m:>12}" for m in METHODS))
     for name in args.cells:
         for D, N, B in args.sizes:
-            t = measure(CELLS[name](D, N), B, args.steps, args.rtrl_steps if N <= args.rtrl_max_hidden else None)
+            rtrl_steps = args.rtrl_steps if N <= args.rtrl_max_hidden else None
+            t = measure(PER_STEP_CELLS[name](D, N), B, args.steps, rtrl_steps)
             ratios = " ".join(f"{t[m] / t['forward']:>11.1f}x" if m in t else f"{'-':>12}" for m in METHODS)
             print(f"{name:>13} {f'{D}x{N}x{B}':>12} {t['forward'] * 1e6:>13.1f} {ratios}", flush=True)
 

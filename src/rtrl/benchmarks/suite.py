@@ -52,7 +52,8 @@ from rtrl.run.argtypes import path
 from rtrl.run.folder import CONFIG
 from rtrl.run.plot import pyplot, save_figure
 
-FULL = {"per_step_sizes": [(64, 256, 32), (32, 64, 8)], "per_step_T": 100, "rtrl_max_hidden": 64,
+FULL = {"per_step_cells": list(elementwise.PER_STEP_CELLS), "per_step_sizes": [(64, 256, 32), (32, 64, 8)],
+        "per_step_T": 100, "rtrl_max_hidden": 64,
         "sequence_size": (32, 64, 8), "lengths": [100, 1000, 10000], "scaling_sizes": [8, 16, 32, 64],
         "roofline_size": (64, 256, 32), "loop_size": (64, 256, 32), "loop_T": 100,
         "deep": {"depth": 4, "width": 128, "input": 8, "batch": 32, "T": 100},
@@ -62,7 +63,8 @@ FULL = {"per_step_sizes": [(64, 256, 32), (32, 64, 8)], "per_step_T": 100, "rtrl
         "devices": {"counts": [1, 2, 4], "hidden": 64, "batch": 32, "steps": 50},
         "kernels": {"sizes": [(64, 256, 32), (32, 64, 8)], "T": 100},
         "peers": {"sizes": [(64, 256, 32), (32, 64, 8)], "T": 100, "check_T": 50}}
-QUICK = {"per_step_sizes": [(8, 16, 4)], "per_step_T": 20, "rtrl_max_hidden": 16,
+QUICK = {"per_step_cells": list(elementwise.CELLS), "per_step_sizes": [(8, 16, 4)], "per_step_T": 20,
+         "rtrl_max_hidden": 16,
          "sequence_size": (4, 8, 2), "lengths": [10, 100], "scaling_sizes": [4, 8],
          "roofline_size": (8, 16, 4), "loop_size": (8, 16, 4), "loop_T": 20,
          "deep": {"depth": 2, "width": 8, "input": 4, "batch": 2, "T": 20},
@@ -75,7 +77,8 @@ QUICK = {"per_step_sizes": [(8, 16, 4)], "per_step_T": 20, "rtrl_max_hidden": 16
 
 def per_step_rows(config) -> list[dict]:
     rows = []
-    for name, cls in elementwise.CELLS.items():
+    for name in config["per_step_cells"]:
+        cls = elementwise.PER_STEP_CELLS[name]
         for D, N, B in config["per_step_sizes"]:
             rtrl_steps = 10 if N <= config["rtrl_max_hidden"] else None
             t = elementwise.measure(cls(D, N), B, config["per_step_T"], rtrl_steps)
