@@ -201,3 +201,39 @@ def test_cells_are_registered_and_exported():
         params = cell.init(jax.random.PRNGKey(0))
         carry, h = cell.step(params, cell.initial_carry((2,)), jnp.ones((2, 3)))
         assert h.shape == (2, 4) and all(a.shape == (2, 4) for a in jax.tree.leaves(carry))
+
+
+def test_computed_once_returns_its_vectors_exactly_and_passes_gradients_through():
+    from rtrl.cells.elementwise import computed_once
+
+    for dtype in (jnp.float32, jnp.float64):
+        a, b = jax.random.normal(jax.random.PRNGKey(0), (2, 7), dtype)
+        out = computed_once(a * 1e30, b * 1e-30)
+        assert out[0].dtype == dtype and np.array_equal(out[0], a * 1e30) and np.array_equal(out[1], b * 1e-30)
+    w = jnp.arange(1.0, 8.0)
+    grads = jax.grad(lambda a, b: jnp.sum(w * computed_once(a, b)[0]) + 2 * jnp.sum(computed_once(a, b)[1]),
+                     argnums=(0, 1))(jnp.ones(7), jnp.ones(7))
+    np.testing.assert_array_equal(grads[0], w)
+    np.testing.assert_array_equal(grads[1], 2 * jnp.ones(7))
+
+
+@pytest.mark.parametrize("kind", ["lru", "rtu"])
+def test_the_eigenvalues_are_computed_once_per_neuron_not_per_trace_entry(kind):
+    """On a CPU XLA fused ``exp``, ``cos`` and ``sin`` of the (N,) eigenvalues into the loop over every (B, D, N)
+    trace entry (ten times slower; ``computed_once`` stops it). Read from the compiled online step: every fused
+    computation that takes a cosine makes an array of at most N elements. [Without ``computed_once`` in
+    ``eigenvalue``: a fusion over the batch, (B, N) = 20 elements, takes the cosine, and this fails.]"""
+    assert jax.default_backend() == "cpu"
+    B, D, N = 4, 6, 5
+    cell = KINDS[kind](D, N)
+    params, xs, _ = random_problem(cell, 1, (B,), 0)
+    learner = rtrl.online(cell, "closed_form")
+    state = learner.init(params, (B,))
+    text = jax.jit(learner.step).lower(params, state, xs[0]).compile().as_text()
+    computations = text.split("\n\n")
+    with_cosine = [c for c in computations if "cosine(" in c and c.lstrip().startswith("%fused")]
+    assert with_cosine, "no fused computation takes a cosine: the test reads nothing"
+    for computation in with_cosine:
+        root = next(line for line in computation.splitlines() if "ROOT" in line)
+        dims = [int(d) for d in root.split("=", 1)[1].split("[", 1)[1].split("]", 1)[0].split(",") if d]
+        assert math.prod(dims) <= 2 * N, root[:200]

@@ -53,7 +53,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from rtrl.cells.base import Params
-from rtrl.cells.elementwise import ElementwiseCell
+from rtrl.cells.elementwise import ElementwiseCell, computed_once
 
 RHO = 1 - 1e-6
 THETA_MAX = 20.0
@@ -105,7 +105,7 @@ def phase(theta: jax.Array) -> jax.Array:
 def eigenvalue(nu: jax.Array, theta: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``(Re lambda, Im lambda)``, each ``(N,)``."""
     r, p = RHO * jnp.exp(-jnp.exp(nu)), phase(theta)
-    return r * jnp.cos(p), r * jnp.sin(p)
+    return computed_once(r * jnp.cos(p), r * jnp.sin(p))
 
 
 def eigenvalue_derivatives(nu: jax.Array, theta: jax.Array, lam: jax.Array) -> tuple[jax.Array, jax.Array]:

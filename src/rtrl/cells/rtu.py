@@ -36,7 +36,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from rtrl.cells.base import Params, activation
-from rtrl.cells.elementwise import ElementwiseCell
+from rtrl.cells.elementwise import ElementwiseCell, computed_once
 from rtrl.cells.lru import (
     RHO,
     check_ring,
@@ -58,7 +58,7 @@ def normalisation(nu: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``(gamma, dgamma/dnu)`` with ``gamma = sqrt(1 - r^2)``, ``r = RHO exp(-exp(nu))``."""
     r = RHO * jnp.exp(-jnp.exp(nu))
     gamma = jnp.sqrt(1 - r**2)
-    return gamma, jnp.exp(nu) * r**2 / gamma
+    return computed_once(gamma, jnp.exp(nu) * r**2 / gamma)
 
 
 class RTU(ElementwiseCell):
