@@ -167,7 +167,7 @@ EXPERIMENTS = (
         "copy20",
         "copy patterns of up to 20 bits (memory up to 21 steps) with a 2-block LRU network (width 64): "
         "layer-local traces fully online against truncated and full BPTT, same architecture and step budget",
-        {"task": "copy", "task_args": {"max_length": 20}, **DEEP, "steps": 120000, "eval_every": 4000},
+        {"task": "copy", "task_args": {"max_length": 20}, **DEEP, "steps": 240000, "eval_every": 4000},
         (
             Row(NETWORK, "layer_local", 1, "fully online: layer-local closed-form traces, an update every step",
                 LAYER_LOCAL, name="copy20"),
