@@ -28,9 +28,10 @@ from rtrl.online import online, stream_grad
 
 CELLS = {"elstm": rtrl.cells.ELSTM(3, 5), "iir2": rtrl.cells.IIR2(3, 5), "adaptive_iir2": rtrl.cells.AdaptiveIIR2(3, 5),
          "lru": rtrl.cells.LRU(3, 5), "rtu": rtrl.cells.RTU(3, 5)}
-# (T, chunk, batch shape): a long sequence in 12 chunks and a shorter last one of 8 steps, one step per chunk, one
-# chunk longer than the sequence (no batch), a single step
-CASES = ((200, 16, (2,)), (11, 1, (2,)), (11, 16, ()), (1, 4, (2,)))
+# (T, chunk, batch shape): a long sequence in 12 chunks and a shorter last one of 8 steps, one step per chunk over 3
+# streams (no batch axis the size of LRU's and RTU's 2 carry leaves), one chunk longer than the sequence (no batch),
+# a single step
+CASES = ((200, 16, (2,)), (11, 1, (3,)), (11, 16, ()), (1, 4, (2,)))
 
 
 def squared_error(h, y):

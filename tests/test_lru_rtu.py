@@ -206,8 +206,8 @@ def test_cells_are_registered_and_exported():
 def test_computed_once_returns_its_vectors_exactly_and_passes_gradients_through():
     from rtrl.cells.elementwise import computed_once
 
-    for dtype in (jnp.float32, jnp.float64):
-        a, b = jax.random.normal(jax.random.PRNGKey(0), (2, 7), dtype)
+    for dtype, shape in ((jnp.float32, (7,)), (jnp.float64, (7,)), (jnp.float64, (3, 7)), (jnp.float32, (2, 3, 7))):
+        a, b = jax.random.normal(jax.random.PRNGKey(0), (2, *shape), dtype)  # (3, 7): vectors over a batch
         out = computed_once(a * 1e30, b * 1e-30)
         assert out[0].dtype == dtype and np.array_equal(out[0], a * 1e30) and np.array_equal(out[1], b * 1e-30)
     w = jnp.arange(1.0, 8.0)

@@ -33,15 +33,16 @@ from rtrl.structure import spread
 
 
 def computed_once(*vectors: jax.Array) -> tuple[jax.Array, ...]:
-    """``vectors`` (of one shape) unchanged, but computed once. On a CPU, XLA fuses an element-wise computation on
-    a per-neuron vector into every consumer that broadcasts it, and so recomputes it for each element there: an
+    """``vectors`` (of one shape) unchanged, but computed once. On a CPU, XLA fuses an element-wise computation
+    on a per-neuron vector into every consumer that broadcasts it, and so recomputes it for each element there: an
     LRU's eigenvalues (``exp``, ``cos``, ``sin`` of ``(N,)``) for every entry of its ``(B, D, N)`` traces made
-    the trace update ten times slower. A product with the identity is an operation XLA does not fuse into its
-    consumers, so the vectors are computed once (exactly: ``1 * v + 0 * w``). Elsewhere the vectors as they are."""
+    the trace update ten times slower. A product with the identity over the stacked vectors is an operation XLA
+    does not fuse into its consumers, so they are computed once (exactly: ``1 * v + 0 * w``). Elsewhere the
+    vectors as they are."""
     if jax.default_backend() != "cpu":
         return vectors
     stacked = jnp.stack(vectors)
-    return tuple(jnp.eye(len(vectors), dtype=stacked.dtype) @ stacked)
+    return tuple(jnp.tensordot(jnp.eye(len(vectors), dtype=stacked.dtype), stacked, axes=1))
 
 
 def outer(d: jax.Array, x: jax.Array) -> jax.Array:
