@@ -13,6 +13,7 @@ import rtrl
 from exactness import errors_against_bptt, perturbed, prefix_grads, worst_error
 from oracle import EXACT_TOL, random_carry, random_problem, squared_error
 from rtrl.cells import LRU, RTU
+from rtrl.cells.elementwise import computed_once
 from rtrl.cells.lru import RHO, THETA_MAX, eigenvalue
 from rtrl.compare import relative_error
 
@@ -204,8 +205,6 @@ def test_cells_are_registered_and_exported():
 
 
 def test_computed_once_returns_its_vectors_exactly_and_passes_gradients_through():
-    from rtrl.cells.elementwise import computed_once
-
     for dtype, shape in ((jnp.float32, (7,)), (jnp.float64, (7,)), (jnp.float64, (3, 7)), (jnp.float32, (2, 3, 7))):
         a, b = jax.random.normal(jax.random.PRNGKey(0), (2, *shape), dtype)  # (3, 7): vectors over a batch
         out = computed_once(a * 1e30, b * 1e-30)

@@ -205,10 +205,10 @@ def chunk_grad(cell, params, loss_fn, tree, c0, traces, X, Y):
     credit, drive = out[:, 0], jnp.moveaxis(out[:, 1:], 1, -3)  # (K, *batch, |P|, N), (K, *batch, l, |P|, N)
     # lambda . e_0 (|P|, N, D). Since it reads E, XLA updates a copy of E, not E in place (one copy of the traces
     # per chunk; lax.optimization_barrier does not avoid it).
-    start = leading_sum(sum(lam[..., i, None, :, None] * E[..., i, :, :, :] for i in range(l)), batch)
+    start = leading_sum(times(lam[..., None, :, :, None], E, trailing=2)[..., 0, :, :, :], batch)
     G = jnp.einsum("k...pn,k...d->pnd", credit, X) + start
     E = times(Phi0[..., None], E, trailing=2) + jnp.einsum("k...ipn,k...d->...ipnd", drive, X)
-    Gv = leading_sum(sums[0] + sum(lam[..., i, None, :] * Ev[..., i, :, :] for i in range(l)), batch)  # (|v|, N)
+    Gv = leading_sum(sums[0] + times(lam[..., None, :, :], Ev)[..., 0, :, :], batch)  # (|v|, N)
     Ev = times(Phi0, Ev) + jnp.moveaxis(sums[1:], 0, -3)
     for p, name in enumerate(projections):
         grads[name] = grads[name] + G[p].T
