@@ -120,7 +120,7 @@ def test_one_neuron_by_hand():
 
 
 @pytest.mark.parametrize(("cls", "option", "value"), [
-    (LIF, "threshold", 0.0), (LIF, "threshold", -1.0), (LIF, "surrogate_scale", 0.0), (LIF, "leak", 1.0),
+    (LIF, "threshold", 0.0), (LIF, "threshold", -1.0), (LIF, "surrogate_scale", 0.0), (LIF, "leak", 1.5),
     (LIF, "leak", 0.0), (ALIF, "surrogate_height", -0.1), (ALIF, "adaptation_decay", 1.5), (ALIF, "adaptation", -1.0),
     (SpikingIIR2, "leak", float("nan")), (LIF, "surrogate", "sigmoid"), (LIF, "recurrent", 1),
     (SpikingIIR2, "parameterisation", "raw")])
@@ -284,6 +284,6 @@ def test_the_docs_examples_run():
 
     doc = pathlib.Path(__file__).resolve().parents[1] / "docs" / "spiking.md"
     blocks = re.findall(r"```python\n(.*?)```", doc.read_text(), re.S)
-    assert len(blocks) == 3 and all(any(name in b for b in blocks) for name in ("LIF(", "ALIF(", "SpikingIIR2("))
+    assert len(blocks) == 4 and all(any(name in b for b in blocks) for name in ("LIF(", "ALIF(", "SpikingIIR2("))
     for i, block in enumerate(blocks):
         exec(compile(block, f"spiking.md block {i}", "exec"), {})
