@@ -331,7 +331,7 @@ BAD_GRAPHS = {
     "unstable synapse": (dict(**{"1.tau_syn": 0.4 * ONES}), "'1' field tau_syn .*unstable"),
     "nan r": (dict(**{"1.r": np.full(N, np.nan)}), "'1' field r has non-finite"),
     "inf weight": (dict(**{"0.weight": np.full((N, D), np.inf)}), "'0' field weight has non-finite"),
-    "text weight": (dict(**{"0.weight": "ones"}), "'0' field weight must be numbers"),
+    "text weight": (dict(**{"0.weight": "ones"}), "'0' field weight must be real numbers"),
     "short bias": (dict(**{"0.bias": np.zeros(N - 1)}), "'0' field bias must have shape"),
     "wrong input width": (dict(**{"0.weight": np.ones((N, D + 1))}), "'0' field weight must have shape"),
     "short threshold": (dict(**{"1.v_threshold": np.ones(N - 2)}), "'1' field v_threshold must have shape"),
@@ -340,6 +340,12 @@ BAD_GRAPHS = {
     "cuba v_leak": (dict(**{"1.v_leak": ONES}), "'1' field v_leak must be 0"),
     "unknown reset mark": (dict(**{"1.metadata": {"reset": "zero"}}), r"'1' field metadata\['reset'\]"),
     "edge to a ghost": (dict(edges=[("input", "0"), ("0", "1"), ("1", "ghost")]), "edge .*'ghost'"),
+    "complex weight": (dict(**{"0.weight": np.ones((N, D)) * 1j}), "'0' field weight must be real numbers"),
+    "bool bias": (dict(**{"0.bias": np.ones(N, bool)}), "'0' field bias must be real numbers"),
+    "edges not a list": (dict(edges=None), "edges a list of pairs"),
+    "stray edge": (dict(edges=[("input", "0"), ("0", "1"), ("1", "output"), ("input", "input")]),
+                   r"edge \('input', 'input'\) is on no path"),
+    "no output": (dict(edges=[("input", "0"), ("0", "1")]), r"\['output'\] are on no path"),
     "bad graph dt": (dict(metadata={"dt": float("inf")}), "metadata dt must be a finite positive number"),
 }
 
@@ -371,6 +377,17 @@ def test_graph_level_errors():
         from_nir(None)
     with pytest.raises(ValueError, match="cannot read a NIR graph from 'no/such.nir'"):
         from_nir("no/such.nir", dt=1.0)
+
+
+@pytest.mark.parametrize(("cell", "params", "error", "message"), [
+    (LIF, {}, TypeError, "a cell, e.g. LIF"), (LIF(2, 3), None, TypeError, "params must be a dict"),
+    (LIF(2, 3), {"W": np.full((2, 3), np.nan), "b": np.zeros(3)}, ValueError, r"params\['W'\] has non-finite"),
+    (LIF(2, 3), {"W": np.ones((3, 3)), "b": np.zeros(3)}, ValueError, r"params\['W'\] of LIF must have shape"),
+    (SpikingIIR2(2, 3, leak=1.0), {"W": np.ones((2, 3)), "b": np.zeros(3), "a0": -0.5 * np.ones(3),
+                                   "a1": np.zeros(3), "b0": np.zeros(3), "b1": np.zeros(3)}, ValueError, "leak = 1")])
+def test_to_nir_refuses_bad_cells_and_params(cell, params, error, message):
+    with pytest.raises(error, match=message):
+        to_nir(cell, params)
 
 
 @pytest.mark.parametrize("dt", [float("inf"), float("nan"), 0.0, -1.0, "1", True])

@@ -81,10 +81,17 @@ def to_nir(cell, params: Params, dt: float = 1.0):
     """The NIR graph of a spiking ``cell`` with ``params`` (see the module docstring)."""
     nir = nir_module()
     dt = check_dt(dt)
+    if isinstance(cell, type):
+        raise TypeError(f"cell must be a cell, e.g. {cell.__name__}(input_size, hidden_size), got the class itself")
     if type(cell) not in (LIF, SpikingIIR2):
         raise ValueError(f"{getattr(cell, 'name', type(cell).__name__)} has no NIR counterpart; to_nir maps LIF and "
                          "first-order SpikingIIR2 cells (NIR has no adaptive or second-order neuron)")
+    if not isinstance(params, dict):
+        raise TypeError(f"params must be a dict of arrays (cell.init(key)), got {type(params).__name__}")
     cell.check_params(params, cell.param_shapes())
+    for name in cell.param_shapes():
+        if not np.all(np.isfinite(np.asarray(params[name]))):
+            raise ValueError(f"params[{name!r}] has non-finite values (nan or inf); NIR would carry them as they are")
     N = cell.hidden_size
     ones = np.ones(N)
     metadata = {"dt": dt, **{name: getattr(cell, name) for name in SURROGATE_OPTIONS}}
@@ -156,7 +163,8 @@ def as_graph(graph):
         try:
             graph = nir.read(graph)
         except Exception as error:  # noqa: BLE001 - h5py and nir raise many kinds; the reason goes in the message
-            raise ValueError(f"cannot read a NIR graph from {os.fspath(graph)!r}: {error}") from error
+            reason = (str(error).splitlines() or [type(error).__name__])[0]
+            raise ValueError(f"cannot read a NIR graph from {os.fspath(graph)!r}: {reason}") from error
     if not isinstance(graph, nir.NIRGraph):
         raise TypeError(f"graph must be a nir.NIRGraph or the path of a .nir file, got {type(graph).__name__}")
     return graph
@@ -171,8 +179,11 @@ def flatten(graph, prefix: str = "") -> tuple[dict, list]:
     """The graph's nodes and edges with every sub-graph node (snnTorch's recurrent layers) spliced in: its nodes
     named ``"outer.inner"``, the edges into it led to its Input's successors, the edges out of it from its
     Output's predecessors; the edges checked to join known nodes."""
-    if not isinstance(graph.nodes, dict) or not all(isinstance(e, tuple | list) and len(e) == 2 for e in graph.edges):
-        raise ValueError(f"graph {prefix or 'graph'}: nodes must be a dict and edges pairs of node names")
+    if not isinstance(graph.nodes, dict) or not isinstance(graph.edges, list | tuple) or not all(
+            isinstance(e, tuple | list) and len(e) == 2 for e in graph.edges):
+        where = f"NIR graph {prefix[:-1]!r}" if prefix else "the NIR graph"
+        raise ValueError(f"{where}: its nodes must be a dict and its edges a list of pairs of node names"
+                         f", got {type(graph.nodes).__name__} and {graph.edges!r:.80}")
     nodes, edges, ends = {}, [], {}
     for name, node in graph.nodes.items():
         if type(node).__name__ == "NIRGraph":
@@ -231,9 +242,13 @@ def field(nodes: dict, name: str, attribute: str) -> np.ndarray:
     if value is None:
         raise ValueError(f"NIR node {name!r} ({kind(nodes, name)}) has no {attribute}")
     try:
-        array = np.asarray(value, np.float64)
+        array = np.asarray(value)
     except (TypeError, ValueError):
-        raise ValueError(f"NIR node {name!r} field {attribute} must be numbers, got {type(value).__name__}") from None
+        array = np.asarray(None)
+    if array.dtype.kind not in "iuf":  # not bool, complex, text or objects
+        raise ValueError(f"NIR node {name!r} field {attribute} must be real numbers, got {type(value).__name__} of "
+                         f"{array.dtype}")
+    array = array.astype(np.float64)
     if not np.all(np.isfinite(array)):
         raise ValueError(f"NIR node {name!r} field {attribute} has non-finite values (nan or inf)")
     return array
@@ -310,6 +325,11 @@ def check_rest(nodes: dict, edges: list, neuron: str, chains: list, N: int) -> N
                 raise ValueError(f"NIR node {dst!r} field output_type must be [{N}], the neurons' number, got "
                                  f"{nodes[dst].output_type!r}")
             used.add(dst)
+    known = {(a, b) for path in chains for a, b in zip(path, [*path[1:], neuron], strict=True)}
+    known |= {(neuron, name) for name in used if name in nodes and kind(nodes, name) == "Output"}
+    stray = [edge for edge in edges if tuple(edge) not in known]
+    if stray:
+        raise ValueError(f"edge {stray[0]} is on no path Input -> neuron -> Output; from_nir reads one population")
     unused = [name for name in nodes if name not in used]
     if unused:
         raise ValueError(f"NIR nodes {unused} are on no path Input -> neuron -> Output; from_nir reads one population")
