@@ -18,7 +18,7 @@ import rtrl
 from exactness import worst_error
 from oracle import EXACT_TOL, random_carry
 from rtrl.cells import ALIF, LIF, SpikingIIR2
-from test_spiking import T, spiking_problem
+from test_spiking import T, detached_reset_grads, spiking_problem
 
 CASES = {
     "lif_value": LIF(3, 5, reset="value", v_reset=0.3),
@@ -72,36 +72,6 @@ def test_alif_resets_to_a_value_against_its_adapted_threshold():
     np.testing.assert_allclose(out, [(1, -0.1), (0, 1.11)])
 
 
-def detached_reset_grads(cell, params, xs, ys, loss):
-    """BPTT of a LIF written out here whose reset passes no gradient through the spike (the fast sigmoid), for
-    ``reset`` "subtract" or "value"."""
-    k, c, thr, leak, vr = cell.surrogate_scale, cell.surrogate_height, cell.threshold, cell.leak, cell.v_reset
-
-    @jax.custom_jvp
-    def heaviside(u):
-        return (u > 0).astype(u.dtype)
-
-    @heaviside.defjvp
-    def heaviside_jvp(primals, tangents):
-        (u,), (du,) = primals, tangents
-        return heaviside(u), c / (1 + k * jnp.abs(u)) ** 2 * du
-
-    def total(p):
-        def body(carry, xy):
-            v, s = carry
-            d = leak * v + xy[0] @ p["W"] + p["b"]
-            if cell.reset == "subtract":
-                d = d - thr * jax.lax.stop_gradient(s)
-            s = heaviside(d - thr)
-            v = d + jax.lax.stop_gradient(s) * (vr - d) if cell.reset == "value" else d
-            return (v, s), loss(s, xy[1])
-
-        zero = jnp.zeros(p["b"].shape, p["b"].dtype)
-        return jax.lax.scan(body, (zero, zero), (xs, ys))[1].sum()
-
-    return jax.grad(total)(params)
-
-
 @pytest.mark.parametrize("reset", ["subtract", "value"])
 def test_eprop_drops_the_reset_derivative_alone(reset):
     """Without ``R``, e-prop is the exact gradient of the same neurons with the spike in the reset detached."""
@@ -115,7 +85,8 @@ def test_eprop_drops_the_reset_derivative_alone(reset):
 
     learner = rtrl.online(cell, "eprop")
     eprop = rtrl.stream_grad(learner, params, learner.init(params), xs, ys, loss)[1]
-    detached = detached_reset_grads(cell, params, xs, ys, loss)
+    detached, rate = detached_reset_grads(cell, params, xs, ys, loss)
+    assert 0.05 < rate < 0.6, rate
     for name in detached:
         np.testing.assert_allclose(eprop[name], detached[name], rtol=1e-10, atol=1e-10 * np.abs(detached[name]).max())
 
@@ -131,3 +102,10 @@ def test_numpy_scalars_are_numbers():
     cell = ALIF(2, 3, leak=np.float32(0.5), adaptation=np.float64(0.2), v_reset=np.int64(0), reset="value")
     assert cell == ALIF(2, 3, leak=0.5, adaptation=0.2, v_reset=0.0, reset="value")
     assert type(cell.leak) is float
+
+
+@pytest.mark.parametrize("carry", [{"v": jnp.zeros(3), "s": jnp.zeros(3)}, jnp.zeros(3)])
+def test_a_carry_without_its_leaves_is_refused(carry):
+    cell = ALIF(2, 3)
+    with pytest.raises(ValueError, match=r"carry of ALIF must be a dict with keys \['a', 's', 'v'\]"):
+        cell.step(cell.init(jax.random.PRNGKey(0)), carry, jnp.ones(2))
