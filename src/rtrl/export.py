@@ -104,7 +104,7 @@ def to_nir(cell, params: Params, dt: float = 1.0):
         tau = dt / (1 - cell.leak) * ones
         neuron = nir.LIF(tau=tau, r=tau / dt, v_leak=0 * ones, **common, metadata=metadata)
     else:
-        a0, a1, b0, b1 = (np.asarray(c, np.float64) for c in cell.synapse.coefficients(cell.filter_params(params)))
+        a0, a1, b0, b1 = (np.asarray(c, np.float64) for c in cell.coefficients(params))
         if np.any(a1 != 0) or np.any(b0 != 0) or np.any(b1 != 0) or not np.all((-1 < a0) & (a0 <= 0)):
             raise ValueError("SpikingIIR2 maps to NIR's CubaLIF only with a first-order filter (a1 = b0 = b1 = 0, "
                              "-1 < a0 <= 0); this one is second order, and NIR has no second-order synapse")

@@ -71,8 +71,12 @@ class SpikingIIR2(SpikingCell):
     def filter_params(self, params: Params) -> Params:
         return {name: params[name] for name in self.synapse.param_shapes()}
 
+    def coefficients(self, params: Params, x: jax.Array | None = None) -> tuple[jax.Array, ...]:
+        """The filter's ``(a0, a1, b0, b1)`` (what ``rtrl.cells.stability`` reads: the synapse's triangle)."""
+        return self.synapse.coefficients(self.filter_params(params))
+
     def membrane_step(self, params: Params, carry: Params, x: jax.Array) -> dict[str, jax.Array]:
-        coefficients = self.synapse.coefficients(self.filter_params(params))
+        coefficients = self.coefficients(params)
         synapse = filter_step({name: carry[name] for name in CARRY}, self.current(params, carry, x), coefficients)
         return {**synapse, **self.integrate(self.leak * carry["v"] + synapse["y1"], carry["s"], self.threshold)}
 
