@@ -268,15 +268,19 @@ def test_graphs_from_other_tools_spike_as_nirs_equations_say(name, through_file,
 
 
 def test_our_value_reset_cells_go_to_nir_as_nirs_own_reset():
-    """A LIF that resets to a value is written with NIR's v_reset and no mark, a perfect integrator as IF; the
-    graph spikes under NIR's equations as the cell does, and reads back to the same options."""
-    for cell in (LIF(D, N, reset="value", v_reset=-0.3, leak=0.75), LIF(D, N, reset="value", leak=1.0)):
+    """A LIF that resets to a value is written with NIR's v_reset and no mark, a perfect integrator as IF, a
+    recurrent first-order SpikingIIR2 as CubaLIF; the graph spikes under NIR's equations as the cell does, and
+    reads back to the same options."""
+    for cell in (LIF(D, N, reset="value", v_reset=-0.3, leak=0.75), LIF(D, N, reset="value", leak=1.0),
+                 SpikingIIR2(D, N, reset="value", v_reset=0.1, recurrent=True)):
         params = cell.init(jax.random.PRNGKey(3))
         params = {**params, "W": 2 * params["W"], "b": 0.2 * jnp.ones(N)}
+        params = first_order(cell, params) if isinstance(cell, SpikingIIR2) else params
         g = to_nir(cell, params, dt=0.1)
         neuron = g.nodes["neuron"]
         assert "reset" not in neuron.metadata and g.metadata["dt"] == 0.1
-        assert isinstance(neuron, nir.IF if cell.leak == 1 else nir.LIF)
+        assert isinstance(neuron, nir.CubaLIF if isinstance(cell, SpikingIIR2) else nir.IF if cell.leak == 1
+                          else nir.LIF)
         np.testing.assert_allclose(neuron.v_reset, cell.v_reset)
         xs = RNG.normal(size=(80, D))
         expected, _ = nir_simulate(g, xs, 0.1)
