@@ -111,3 +111,31 @@ def test_recall_matches_its_formula(delay, T):
 def test_index_below_edges_are_the_documented_ones():
     """The hand-checked cases behind the oracle: the last bucket holds u just below 1, the first u = 0."""
     assert [index_below(u, 5) for u in (0.0, 0.1999, 0.2, 0.9999999)] == [0, 0, 1, 4]
+
+
+def evidence_oracle(sides, cue_steps, gap, delay, decision_steps):
+    period = cue_steps + gap
+    T = len(sides) * period + delay + decision_steps
+    xs, ws = np.zeros((T, 3)), np.zeros(T)
+    for i, side in enumerate(sides):
+        for k in range(cue_steps):
+            xs[i * period + k, side] = 1
+    for t in range(T - decision_steps, T):
+        xs[t, 2], ws[t] = 1, 1
+    majority = int(sum(sides) > len(sides) / 2)
+    return xs, np.full(T, majority), ws
+
+
+@pytest.mark.parametrize(("cues", "cue_steps", "gap", "delay", "decision_steps"), [(1, 1, 1, 1, 1), (5, 2, 3, 4, 3)])
+def test_evidence_matches_its_layout(cues, cue_steps, gap, delay, decision_steps):
+    from rtrl.training.tasks import Evidence
+
+    task = Evidence(cues=cues, cue_steps=cue_steps, gap=gap, delay=delay, decision_steps=decision_steps)
+    keys, batch = episodes(task, 60)
+    majorities = set()
+    for i in range(60):
+        sides = (np.asarray(jax.random.uniform(keys[i], (cues,))) < 0.5).astype(int)
+        xs, ys, ws = evidence_oracle(sides, cue_steps, gap, delay, decision_steps)
+        assert_episode(jax.tree.map(lambda a, i=i: a[i], batch), xs, ys, ws)
+        majorities.add(int(ys[0]))
+    assert majorities == {0, 1}
