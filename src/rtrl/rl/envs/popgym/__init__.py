@@ -12,8 +12,13 @@ from __future__ import annotations
 
 from rtrl.rl.envs.base import Env
 from rtrl.rl.envs.popgym.autoencode import Autoencode
+from rtrl.rl.envs.popgym.battleship import Battleship
+from rtrl.rl.envs.popgym.cartpole import PositionOnlyCartPole
+from rtrl.rl.envs.popgym.concentration import Concentration
 from rtrl.rl.envs.popgym.count_recall import CountRecall
 from rtrl.rl.envs.popgym.higher_lower import HigherLower
+from rtrl.rl.envs.popgym.minesweeper import MineSweeper
+from rtrl.rl.envs.popgym.multiarmed_bandit import MultiarmedBandit
 from rtrl.rl.envs.popgym.repeat_first import RepeatFirst
 from rtrl.rl.envs.popgym.repeat_previous import RepeatPrevious
 
@@ -28,6 +33,14 @@ TASKS: dict[str, tuple[type[Env], tuple[dict, dict, dict]]] = {
                                   {"decks": 4, "kind": "ranks"})),
     "Autoencode": (Autoencode, ({"decks": 1}, {"decks": 2}, {"decks": 3})),
     "HigherLower": (HigherLower, ({"decks": 1}, {"decks": 2}, {"decks": 3})),
+    "Concentration": (Concentration, ({"decks": 1, "kind": "colors"}, {"decks": 2, "kind": "colors"},
+                                      {"decks": 1, "kind": "ranks"})),
+    "MultiarmedBandit": (MultiarmedBandit, ({"arms": 10, "length": 200}, {"arms": 20, "length": 400},
+                                            {"arms": 30, "length": 600})),
+    "Battleship": (Battleship, ({"size": 8}, {"size": 10}, {"size": 12})),
+    "MineSweeper": (MineSweeper, ({"size": 4, "mines": 2}, {"size": 6, "mines": 6}, {"size": 8, "mines": 10})),
+    "PositionOnlyCartPole": (PositionOnlyCartPole, ({"length": 200}, {"length": 400}, {"length": 600})),
+    "NoisyPositionOnlyCartPole": (PositionOnlyCartPole, ({"noise": 0.1}, {"noise": 0.2}, {"noise": 0.3})),
 }
 NAMES = {task + level: (cls, options)
          for task, (cls, levels) in TASKS.items() for level, options in zip(LEVELS, levels, strict=True)}
@@ -55,5 +68,6 @@ def popgym_env(name: str, **options) -> Env:
     return cls(**settings)
 
 
-__all__ = ["EXPECTED", "LEVELS", "NAMES", "PREFIX", "TASKS", "Autoencode", "CountRecall", "HigherLower",
-           "RepeatFirst", "RepeatPrevious", "is_popgym", "known", "popgym_env"]
+__all__ = ["EXPECTED", "LEVELS", "NAMES", "PREFIX", "TASKS", "Autoencode", "Battleship", "Concentration",
+           "CountRecall", "HigherLower", "MineSweeper", "MultiarmedBandit", "PositionOnlyCartPole", "RepeatFirst",
+           "RepeatPrevious", "is_popgym", "known", "popgym_env"]
