@@ -66,19 +66,18 @@ class PositionOnlyCartPole(Env):
     max_steps = property(lambda self: self.length)
 
     def draw(self, key: jax.Array) -> jax.Array:
-        """The observation's noise at a step (float32)."""
+        """The observation's noise drawn from ``key`` (float32)."""
         return (self.noise * jax.random.normal(key, (2,))).astype(jnp.float32)
 
-    def observe(self, physics: jax.Array, key: jax.Array) -> jax.Array:
+    def observe(self, physics: jax.Array, noise: jax.Array) -> jax.Array:
+        """``[x, theta]`` as float32, plus ``noise`` clipped to the bounds where the task is noisy."""
         shown = physics.astype(jnp.float32)[jnp.array([0, 2])]
-        if not self.noise:
-            return shown
-        return jnp.clip(shown + self.draw(key), -BOUNDS, BOUNDS)
+        return jnp.clip(shown + noise, -BOUNDS, BOUNDS) if self.noise else shown
 
     def reset(self, key):
         k_state, k_noise = jax.random.split(key)
         physics = jax.random.uniform(k_state, (4,), minval=-0.05, maxval=0.05)
-        return self.observe(physics, k_noise), CartPoleState(physics, jnp.zeros((), jnp.int32))
+        return self.observe(physics, self.draw(k_noise)), CartPoleState(physics, jnp.zeros((), jnp.int32))
 
     def transition(self, key, state, action):
         physics = physics_step(state.physics, action)
@@ -86,4 +85,5 @@ class PositionOnlyCartPole(Env):
         terminated = (x < -X_LIMIT) | (x > X_LIMIT) | (theta < -THETA_LIMIT) | (theta > THETA_LIMIT)
         truncated = (time >= self.length) & ~terminated
         reward = jnp.asarray(1.0 / self.length, jnp.float32)
-        return self.observe(physics, key), CartPoleState(physics, time), reward, terminated | truncated, truncated
+        obs = self.observe(physics, self.draw(key))
+        return obs, CartPoleState(physics, time), reward, terminated | truncated, truncated
