@@ -78,3 +78,16 @@ def test_the_command_line_runs_a_popgym_task(tmp_path, capsys):
     assert main(["rl", "--env", "popgym:Nope", "--out", str(tmp_path / "bad")]) == 2
     err = capsys.readouterr().err
     assert "popgym:<Task><Easy|Medium|Hard>" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_benchmark_steps_the_same_task_on_both_sides():
+    """rtrl.benchmarks.popgym: both sides step E x T steps of the task (a card game: every episode 51 steps, so
+    2 x 102 steps end 4 episodes on each side), and the rates are positive."""
+    from rtrl.benchmarks import popgym as bench
+
+    assert int(bench.jitted_runner("RepeatFirstEasy", 2, 102)(jax.random.key(0))) == 4
+    host, vector = bench.host_runner("RepeatFirstEasy", 2, 102)
+    assert host(0) == 4
+    vector.close()
+    rates = bench.measure("MineSweeperEasy", 2, 5, repeats=1)
+    assert rates["jitted"] > 0 and rates["host"] > 0
