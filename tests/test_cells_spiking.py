@@ -119,7 +119,7 @@ def test_one_neuron_by_hand():
 
 
 @pytest.mark.parametrize(("cls", "option", "value"), [
-    (LIF, "threshold", 0.0), (LIF, "threshold", -1.0), (LIF, "surrogate_scale", 0.0), (LIF, "leak", 1.0),
+    (LIF, "threshold", 0.0), (LIF, "threshold", -1.0), (LIF, "surrogate_scale", 0.0), (LIF, "leak", 1.5),
     (LIF, "leak", 0.0), (ALIF, "surrogate_height", -0.1), (ALIF, "adaptation_decay", 1.5), (ALIF, "adaptation", -1.0),
     (SpikingIIR2, "leak", float("nan")), (LIF, "surrogate", "sigmoid"), (LIF, "recurrent", 1),
     (SpikingIIR2, "parameterisation", "raw")])
@@ -221,9 +221,11 @@ def test_eprop_method_is_bellec_et_al_through_the_online_step(cell):
                                    err_msg=name)
 
 
-def detached_reset_lif_grads(params, xs, ys, loss, leak, thr, k, c):
-    """BPTT (``jax.grad`` through ``lax.scan``) of a LIF written out here, whose reset passes no gradient, with the
-    fast-sigmoid surrogate ``c / (1 + k |u|)^2``; and the firing rate."""
+def detached_reset_grads(cell, params, xs, ys, loss):
+    """BPTT (``jax.grad`` through ``lax.scan``) of a LIF written out here whose reset passes no gradient through
+    the spike, with the fast-sigmoid surrogate ``c / (1 + k |u|)^2``, for ``cell.reset`` "subtract" or "value";
+    and the firing rate."""
+    k, c, thr, leak, vr = cell.surrogate_scale, cell.surrogate_height, cell.threshold, cell.leak, cell.v_reset
 
     @jax.custom_jvp
     def heaviside(u):
@@ -237,8 +239,11 @@ def detached_reset_lif_grads(params, xs, ys, loss, leak, thr, k, c):
     def total(p):
         def body(carry, xy):
             v, s = carry
-            v = leak * v + xy[0] @ p["W"] + p["b"] - thr * jax.lax.stop_gradient(s)
-            s = heaviside(v - thr)
+            d = leak * v + xy[0] @ p["W"] + p["b"]
+            if cell.reset == "subtract":
+                d = d - thr * jax.lax.stop_gradient(s)
+            s = heaviside(d - thr)
+            v = d + jax.lax.stop_gradient(s) * (vr - d) if cell.reset == "value" else d
             return (v, s), (loss(s, xy[1]), s.mean())
 
         zero = jnp.zeros(p["b"].shape, p["b"].dtype)
@@ -269,8 +274,7 @@ def test_eprop_without_recurrent_weights_is_exact_but_for_the_reset():
         return max(float(jnp.linalg.norm(a[n] - b[n]) / jnp.linalg.norm(b[n])) for n in b)
 
     eprop, exact = online_grads("eprop"), online_grads("closed_form")
-    detached, rate = detached_reset_lif_grads(params, xs, ys, loss, cell.leak, cell.threshold,
-                                              cell.surrogate_scale, cell.surrogate_height)
+    detached, rate = detached_reset_grads(cell, params, xs, ys, loss)
     assert 0.05 < rate < 0.6, rate
     assert error(eprop, detached) <= 1e-10
     assert error(eprop, exact) > 0.05, error(eprop, exact)  # the reset's derivative: 0.34 relative here (rate 0.21)
@@ -283,6 +287,6 @@ def test_the_docs_examples_run():
 
     doc = pathlib.Path(__file__).resolve().parents[1] / "docs" / "spiking.md"
     blocks = re.findall(r"```python\n(.*?)```", doc.read_text(), re.S)
-    assert len(blocks) == 3 and all(any(name in b for b in blocks) for name in ("LIF(", "ALIF(", "SpikingIIR2("))
+    assert len(blocks) == 4 and all(any(name in b for b in blocks) for name in ("LIF(", "ALIF(", "SpikingIIR2("))
     for i, block in enumerate(blocks):
         exec(compile(block, f"spiking.md block {i}", "exec"), {})

@@ -1,40 +1,65 @@
 """Spiking cells to and from NIR, the Neuromorphic Intermediate Representation (``pip install nir``, the ``nir``
 extra; ``import rtrl`` does not need it).
 
-``to_nir(cell, params, dt=1.0) -> nir.NIRGraph`` and ``from_nir(graph) -> (cell, params)``. The graphs::
+``to_nir(cell, params, dt=1.0) -> nir.NIRGraph`` and ``from_nir(graph, dt=None) -> (cell, params)``.
 
-    input -> Affine(W^T, b) -> LIF | CubaLIF -> output          (NIR's weights are (out, in): ``y = weight @ x``)
-                                 ^        |
-                                 +-Linear(R^T)                 (recurrent=True: the last spikes fed back)
+**NIR's semantics** (the ``nir`` package's neuron equations, integrated by forward Euler at step ``dt``): the
+input ``I`` of a neuron node is the sum of what its incoming edges carry (a recurrent edge carries the previous
+step's spikes), and per step::
 
-* ``LIF`` cell -> NIR ``LIF``; ``SpikingIIR2`` whose filter is first order (``a1 = b0 = b1 = 0``, decay
-  ``-a0`` in (0, 1)) -> NIR ``CubaLIF``; any other cell (``ALIF``: NIR has no adaptive neuron; a second-order
-  ``SpikingIIR2``; a non-spiking cell) -> ``ValueError`` naming it.
-* Discretisation: forward Euler with step ``dt`` (kept in each neuron node's metadata), which is exactly the cells'
-  update: ``tau dv/dt = (v_leak - v) + r I`` gives ``v' = (1 - dt/tau) v + (dt r / tau) I``, so ``leak = 1 - dt/tau``
-  and the input gain ``dt r / tau`` is 1 with ``r = tau / dt``; ``v_leak = 0``. ``CubaLIF``'s current
-  ``tau_syn dI/dt = -I + w_in S`` gives ``I' = (1 - dt/tau_syn) I + (dt w_in / tau_syn) S``: the filter with
-  ``a0 = -(1 - dt/tau_syn)`` and gain 1 with ``w_in = tau_syn / dt``; the membrane reads the updated current (as
-  snntorch's ``Synaptic`` and Norse do). Reading a graph, any other gain is folded into ``W``, ``b`` and ``R``.
-* Reset: NIR's neurons reset *to* ``v_reset``; the cells here reset *by subtraction* of the threshold. ``to_nir``
-  writes ``v_reset = 0`` and ``metadata["reset"] = "subtract"``; ``from_nir`` reads only neuron nodes that say
-  so (a reset to ``v_reset`` cannot be represented exactly, so it is refused by the node's name).
-* The surrogate derivative is not part of NIR; it travels in the neuron node's metadata (default otherwise).
+    LIF      v <- v + dt/tau (v_leak - v + r I)
+    IF       v <- v + dt r I
+    CubaLIF  I_syn <- I_syn + dt/tau_syn (w_in I - I_syn),   v <- v + dt/tau_mem (v_leak - v + r I_syn)
+    LI       v <- v + dt/tau (v_leak - v + r I)                 (no spikes; its output is v)
+    then (LIF, IF, CubaLIF)  z = [v > v_threshold],  v <- v_reset where z    (in the same step)
+
+so ``leak = 1 - dt/tau`` and an input gain ``g = dt r / tau`` (``dt r`` for IF; times ``dt w_in / tau_syn`` for
+CubaLIF) which ``from_nir`` folds into ``W``, ``b`` and ``R``; ``v_leak`` enters the bias as ``dt/tau v_leak``.
+The cells: ``LIF`` and ``IF`` -> ``LIF`` (``leak = 1`` for IF), ``CubaLIF`` -> ``SpikingIIR2`` with a first-order
+filter (``a0 = -(1 - dt/tau_syn)``, ``a1 = b0 = b1 = 0``; its membrane reads the updated current), ``LI`` ->
+``IIR2`` with the identity activation (``a0 = -(1 - dt/tau)``). The neurons reset to ``v_reset``
+(``reset="value"``), unless the node's metadata says ``reset="subtract"`` or ``"none"`` (what ``to_nir`` writes for
+cells with those resets; NIR has no reset by subtraction).
+
+``from_nir`` reads one population: ``Input -> (Affine | Linear | Scale)* -> neuron -> Output``, with any number of
+such chains summed into the neuron, and recurrent chains ``neuron -> (Affine | Linear | Scale)* -> neuron`` (as
+snnTorch's ``RLeaky``/``RSynaptic`` write them, also nested as a sub-graph node, as its export does). ``graph`` may
+be a path, read with ``nir.read``. ``dt`` comes from the graph's metadata (``graph.metadata["dt"]``, else the
+neuron node's, which ``to_nir`` writes), else the argument (snnTorch exports at ``dt = 1e-4``, Norse at its
+``dt``, 1e-3 by default, and neither writes it); a graph without one and no argument, or an argument that
+disagrees with the graph's, is refused. Every parameter must be finite numbers of the node's shape (integers are
+read as floats); the neurons' ``tau`` must exceed ``dt`` (``tau_syn`` and an ``LI``'s ``tau`` at least ``dt``: a
+shorter one makes forward Euler's decay negative, an oscillating, unstable filter); ``v_threshold``, the leak and
+the reset are one value for all neurons (the cells keep them as options). Each refusal is one ``ValueError``
+naming the node and the field.
+
+``to_nir``: ``LIF`` -> NIR ``LIF`` (``IF`` with ``leak = 1``), a first-order ``SpikingIIR2`` (``a1 = b0 = b1 = 0``,
+``-1 < a0 <= 0``) -> ``CubaLIF``, input projection -> ``Affine(W^T, b)``, ``R`` -> a recurrent ``Linear(R^T)``;
+``r = tau / dt`` and ``w_in = tau_syn / dt`` (input gain 1), ``v_leak = 0``; ``dt`` in the graph's and the neuron's
+metadata. The surrogate derivative is not part of NIR; it travels in the neuron node's metadata.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
+import numbers
+import os
 
 import jax.numpy as jnp
 import numpy as np
 
 from rtrl.cells.base import Params
+from rtrl.cells.iir2 import IIR2
 from rtrl.cells.lif import LIF
 from rtrl.cells.spiking_iir2 import SpikingIIR2
+from rtrl.checks import default_dtype
 
 SURROGATE_OPTIONS = ("surrogate", "surrogate_scale", "surrogate_height")
-KNOWN_NODES = ("Input", "Output", "Affine", "Linear", "LIF", "CubaLIF")
+NEURONS = ("LIF", "IF", "CubaLIF", "LI")
+MAPS = ("Affine", "Linear", "Scale")
+KNOWN_NODES = ("Input", "Output", *MAPS, *NEURONS)
+MARKED_RESETS = ("subtract", "none")  # NIR has neither; to_nir marks them in the neuron's metadata
 
 
 def nir_module():
@@ -44,97 +69,350 @@ def nir_module():
         raise ImportError("rtrl.export needs the nir package: pip install 'rtrl[nir]' (or pip install nir)") from error
 
 
+def check_dt(dt, where: str = "dt") -> float:
+    """``dt`` as a float; ``ValueError`` unless a finite positive real number (a NumPy scalar too)."""
+    if isinstance(dt, bool) or not isinstance(dt, numbers.Real) or not math.isfinite(float(dt)) or dt <= 0:
+        raise ValueError(f"{where} must be a finite positive number, got {dt!r}")
+    return float(dt)
+
+
+# -- to NIR -------------------------------------------------------------------------------------------------------
 def to_nir(cell, params: Params, dt: float = 1.0):
     """The NIR graph of a spiking ``cell`` with ``params`` (see the module docstring)."""
     nir = nir_module()
-    if not (isinstance(dt, int | float) and not isinstance(dt, bool) and dt > 0):
-        raise ValueError(f"dt must be a positive number, got {dt!r}")
+    dt = check_dt(dt)
+    if isinstance(cell, type):
+        raise TypeError(f"cell must be a cell, e.g. {cell.__name__}(input_size, hidden_size), got the class itself")
     if type(cell) not in (LIF, SpikingIIR2):
         raise ValueError(f"{getattr(cell, 'name', type(cell).__name__)} has no NIR counterpart; to_nir maps LIF and "
                          "first-order SpikingIIR2 cells (NIR has no adaptive or second-order neuron)")
+    if not isinstance(params, dict):
+        raise TypeError(f"params must be a dict of arrays (cell.init(key)), got {type(params).__name__}")
+    cell.check_params(params, cell.param_shapes())
+    for name in cell.param_shapes():
+        if not np.all(np.isfinite(np.asarray(params[name]))):
+            raise ValueError(f"params[{name!r}] has non-finite values (nan or inf); NIR would carry them as they are")
     N = cell.hidden_size
     ones = np.ones(N)
-    metadata = {"reset": "subtract", "dt": float(dt), **{name: getattr(cell, name) for name in SURROGATE_OPTIONS}}
-    tau_mem = dt / (1 - cell.leak) * ones
-    common = {"r": tau_mem / dt, "v_leak": 0 * ones, "v_threshold": cell.threshold * ones, "v_reset": 0 * ones}
-    if type(cell) is LIF:
-        neuron = nir.LIF(tau=tau_mem, **common, metadata=metadata)
+    metadata = {"dt": dt, **{name: getattr(cell, name) for name in SURROGATE_OPTIONS}}
+    if cell.reset in MARKED_RESETS:
+        metadata["reset"] = cell.reset
+    common = {"v_threshold": cell.threshold * ones, "v_reset": (cell.v_reset if cell.reset == "value" else 0) * ones}
+    if type(cell) is LIF and cell.leak == 1:
+        neuron = nir.IF(r=ones / dt, **common, metadata=metadata)
+    elif type(cell) is LIF:
+        tau = dt / (1 - cell.leak) * ones
+        neuron = nir.LIF(tau=tau, r=tau / dt, v_leak=0 * ones, **common, metadata=metadata)
     else:
-        a0, a1, b0, b1 = (np.asarray(c) for c in cell.synapse.coefficients(cell.filter_params(params)))
-        if np.any(a1 != 0) or np.any(b0 != 0) or np.any(b1 != 0) or not np.all((-1 < a0) & (a0 < 0)):
+        a0, a1, b0, b1 = (np.asarray(c, np.float64) for c in cell.synapse.coefficients(cell.filter_params(params)))
+        if np.any(a1 != 0) or np.any(b0 != 0) or np.any(b1 != 0) or not np.all((-1 < a0) & (a0 <= 0)):
             raise ValueError("SpikingIIR2 maps to NIR's CubaLIF only with a first-order filter (a1 = b0 = b1 = 0, "
-                             "-1 < a0 < 0); this one is second order, and NIR has no second-order synapse")
-        tau_syn = dt / (1 + a0)
-        neuron = nir.CubaLIF(tau_syn=tau_syn, tau_mem=tau_mem, w_in=tau_syn / dt, **common, metadata=metadata)
+                             "-1 < a0 <= 0); this one is second order, and NIR has no second-order synapse")
+        if cell.leak == 1:
+            raise ValueError("SpikingIIR2 with leak = 1 has no NIR counterpart (CubaLIF's membrane leaks)")
+        tau_syn, tau_mem = dt / (1 + a0), dt / (1 - cell.leak) * ones
+        neuron = nir.CubaLIF(tau_syn=tau_syn, tau_mem=tau_mem, r=tau_mem / dt, v_leak=0 * ones, w_in=tau_syn / dt,
+                             **common, metadata=metadata)
     nodes = {"input": nir.Input(input_type={"input": np.array([cell.input_size])}),
-             "affine": nir.Affine(weight=np.asarray(params["W"]).T, bias=np.asarray(params["b"])),
+             "affine": nir.Affine(weight=np.asarray(params["W"], np.float64).T,
+                                  bias=np.asarray(params["b"], np.float64)),
              "neuron": neuron,
              "output": nir.Output(output_type={"output": np.array([N])})}
     edges = [("input", "affine"), ("affine", "neuron"), ("neuron", "output")]
     if cell.recurrent:
-        nodes["recurrent"] = nir.Linear(weight=np.asarray(params["R"]).T)
+        nodes["recurrent"] = nir.Linear(weight=np.asarray(params["R"], np.float64).T)
         edges += [("neuron", "recurrent"), ("recurrent", "neuron")]
-    return nir.NIRGraph(nodes=nodes, edges=edges)
+    return nir.NIRGraph(nodes=nodes, edges=edges, metadata={"dt": dt})
 
 
-def from_nir(graph) -> tuple:
-    """``(cell, params)`` from a NIR graph of the shape ``to_nir`` writes (see the module docstring)."""
-    for name, node in graph.nodes.items():
-        if kind(graph, name) not in KNOWN_NODES:
-            raise ValueError(f"NIR node {name!r} ({type(node).__name__}) has no rtrl counterpart; from_nir reads "
-                             f"{', '.join(KNOWN_NODES)}")
-    neurons = [name for name in graph.nodes if kind(graph, name) in ("LIF", "CubaLIF")]
-    if len(neurons) != 1:
-        raise ValueError(f"from_nir reads a graph with one neuron node (LIF or CubaLIF), found {neurons}")
-    name = neurons[0]
-    neuron = graph.nodes[name]
-    into = [src for src, dst in graph.edges if dst == name]
-    inputs = [src for src in into if any(dst == src and kind(graph, s) == "Input" for s, dst in graph.edges)]
-    feedback = [src for src in into if (name, src) in graph.edges]
-    if len(inputs) != 1 or kind(graph, inputs[0]) not in ("Affine", "Linear"):
-        raise ValueError(f"neuron node {name!r} must be fed by one Affine or Linear node that reads the input, "
-                         f"got {into}")
-    if len(feedback) > 1 or (feedback and kind(graph, feedback[0]) != "Linear"):
-        raise ValueError(f"neuron node {name!r} may have one recurrent Linear node, got {feedback}")
-    metadata = dict(neuron.metadata)
-    if metadata.get("reset") != "subtract":
-        raise ValueError(f"neuron node {name!r} resets to v_reset (NIR's default); rtrl's neurons reset by subtraction "
-                         "of the threshold, so they cannot represent it (to_nir marks its graphs reset='subtract')")
-    dt = float(metadata.get("dt", 1.0))
-    tau = "tau" if kind(graph, name) == "LIF" else "tau_mem"
-    if np.any(np.asarray(neuron.v_leak) != 0):
-        raise ValueError(f"neuron node {name!r} has a non-zero v_leak, which rtrl's neurons do not have")
-    gain = dt * np.asarray(neuron.r) / np.asarray(getattr(neuron, tau))
-    projection = graph.nodes[inputs[0]]
-    weight = np.asarray(projection.weight)
-    bias = np.asarray(getattr(projection, "bias", np.zeros(weight.shape[0])))
-    options = {"leak": 1 - dt / uniform(name, tau, neuron), "threshold": uniform(name, "v_threshold", neuron),
-               "recurrent": bool(feedback),
-               **{k: metadata[k] for k in SURROGATE_OPTIONS if metadata.get(k) is not None}}
-    params = {"W": weight.T * gain, "b": bias * gain}
-    if feedback:
-        params["R"] = np.asarray(graph.nodes[feedback[0]].weight).T * gain
-    D, N = weight.shape[1], weight.shape[0]
-    if kind(graph, name) == "LIF":
-        cell = LIF(D, N, **options)
-    else:
-        tau_syn = np.asarray(neuron.tau_syn)
-        params = {k: v * (dt * np.asarray(neuron.w_in) / tau_syn) for k, v in params.items()}
-        zeros = np.zeros(N)
-        params.update(a0=-(1 - dt / tau_syn), a1=zeros, b0=zeros, b1=zeros)
-        cell = SpikingIIR2(D, N, **options)
-    dtype = jnp.result_type(weight.dtype)
+# -- from NIR -----------------------------------------------------------------------------------------------------
+def from_nir(graph, dt: float | None = None) -> tuple:
+    """``(cell, params)`` from a NIR graph (or a path to one), with NIR's semantics (see the module docstring)."""
+    graph = as_graph(graph)
+    nodes, edges = flatten(graph)
+    neuron = the_neuron(nodes)
+    dt = resolve_dt(graph, neuron, nodes[neuron], dt)
+    inputs = [name for name in nodes if kind(nodes, name) == "Input"]
+    if len(inputs) != 1:
+        raise ValueError(f"from_nir reads a graph with one Input node, found {inputs}")
+    D = io_size(nodes, inputs[0], "input_type", "input")
+    chains = {src: chain(nodes, edges, src, neuron) for src, dst in edges if dst == neuron}
+    forward = {src: c for src, c in chains.items() if c[0] == inputs[0]}
+    feedback = {src: c for src, c in chains.items() if c[0] == neuron}
+    if not forward:
+        raise ValueError(f"neuron node {neuron!r} is fed by no chain of Affine, Linear or Scale nodes from the input")
+    A, c = compose(nodes, forward.values(), D)
+    N = A.shape[0]
+    R, c_rec = compose(nodes, feedback.values(), N) if feedback else (None, np.zeros(N))
+    if R is not None and R.shape[0] != N:
+        raise ValueError(f"the recurrent chain {list(feedback.values())[0]} gives {R.shape[0]} values to neuron "
+                         f"node {neuron!r} of {N} neurons")
+    check_rest(nodes, edges, neuron, [*forward.values(), *feedback.values()], N)
+    cell, gain, bias, filter_params = neuron_cell(nodes, neuron, dt, D, N, R is not None)
+    params = {"W": A.T * gain, "b": (c + c_rec) * gain + bias, **filter_params}
+    if R is not None:
+        params["R"] = R.T * gain
+    dtype = default_dtype()
     return cell, {k: jnp.asarray(v, dtype) for k, v in params.items()}
 
 
-def uniform(node: str, field: str, neuron) -> float:
-    """The one value of a per-neuron field that rtrl's cells keep as a single option."""
-    values = np.asarray(getattr(neuron, field))
-    if not np.all(values == values.flat[0]):
-        raise ValueError(f"neuron node {node!r} has several values of {field}; rtrl's cells take one for all neurons")
-    return float(values.flat[0])
+def as_graph(graph):
+    """A ``nir.NIRGraph``: ``graph`` itself, or the graph read from a path."""
+    nir = nir_module()
+    if isinstance(graph, str | os.PathLike):
+        try:
+            graph = nir.read(graph)
+        except Exception as error:  # noqa: BLE001 - h5py and nir raise many kinds; the reason goes in the message
+            reason = (str(error).splitlines() or [type(error).__name__])[0]
+            raise ValueError(f"cannot read a NIR graph from {os.fspath(graph)!r}: {reason}") from error
+    if not isinstance(graph, nir.NIRGraph):
+        raise TypeError(f"graph must be a nir.NIRGraph or the path of a .nir file, got {type(graph).__name__}")
+    return graph
 
 
-def kind(graph, node: str) -> str:
+def kind(nodes: dict, name: str) -> str:
     """A node's NIR type by name (``"LIF"``, ``"Affine"``, ...)."""
-    return type(graph.nodes[node]).__name__
+    return type(nodes[name]).__name__
+
+
+def flatten(graph, prefix: str = "") -> tuple[dict, list]:
+    """The graph's nodes and edges with every sub-graph node (snnTorch's recurrent layers) spliced in: its nodes
+    named ``"outer.inner"``, the edges into it led to its Input's successors, the edges out of it from its
+    Output's predecessors; the edges checked to join known nodes."""
+    if not isinstance(graph.nodes, dict) or not isinstance(graph.edges, list | tuple) or not all(
+            isinstance(e, tuple | list) and len(e) == 2 for e in graph.edges):
+        where = f"NIR graph {prefix[:-1]!r}" if prefix else "the NIR graph"
+        raise ValueError(f"{where}: its nodes must be a dict and its edges a list of pairs of node names"
+                         f", got {type(graph.nodes).__name__} and {graph.edges!r:.80}")
+    nodes, edges, ends = {}, [], {}
+    for name, node in graph.nodes.items():
+        if type(node).__name__ == "NIRGraph":
+            inner, inner_edges = flatten(node, f"{prefix}{name}.")
+            ins = [n for n in inner if kind(inner, n) == "Input"]
+            outs = [n for n in inner if kind(inner, n) == "Output"]
+            if len(ins) != 1 or len(outs) != 1:
+                raise ValueError(f"sub-graph node {prefix}{name!r} must have one Input and one Output node, has "
+                                 f"{ins} and {outs}")
+            ends[name] = ([d for s, d in inner_edges if s == ins[0]], [s for s, d in inner_edges if d == outs[0]])
+            nodes.update({n: v for n, v in inner.items() if n not in (ins[0], outs[0])})
+            edges += [(s, d) for s, d in inner_edges if s != ins[0] and d != outs[0]]
+        else:
+            if type(node).__name__ not in KNOWN_NODES:
+                raise ValueError(f"NIR node {prefix}{name!r} ({type(node).__name__}) has no rtrl counterpart; "
+                                 f"from_nir reads {', '.join(KNOWN_NODES)}")
+            nodes[f"{prefix}{name}"] = node
+    for src, dst in graph.edges:
+        for end in (src, dst):
+            if end not in graph.nodes:
+                raise ValueError(f"edge ({src!r}, {dst!r}) names node {prefix}{end!r}, which the graph does not have")
+        sources = ends[src][1] if src in ends else [f"{prefix}{src}"]
+        targets = ends[dst][0] if dst in ends else [f"{prefix}{dst}"]
+        edges += [(s, d) for s in sources for d in targets]
+    return nodes, edges
+
+
+def the_neuron(nodes: dict) -> str:
+    neurons = [name for name in nodes if kind(nodes, name) in NEURONS]
+    if len(neurons) != 1:
+        raise ValueError(f"from_nir reads a graph with one neuron node ({', '.join(NEURONS)}), found {neurons}; "
+                         "stacks of populations are not read")
+    return neurons[0]
+
+
+def resolve_dt(graph, name: str, neuron, dt) -> float:
+    """The graph's ``dt`` (its metadata, else the neuron node's), else the argument; refused when they differ."""
+    stored = graph.metadata.get("dt") if isinstance(graph.metadata, dict) else None
+    where = "the graph's metadata dt"
+    if stored is None and isinstance(neuron.metadata, dict) and neuron.metadata.get("dt") is not None:
+        stored, where = neuron.metadata["dt"], f"neuron node {name!r}: metadata dt"
+    if stored is not None:
+        stored = check_dt(stored, where)
+        if dt is not None and check_dt(dt) != stored:
+            raise ValueError(f"dt={dt!r} differs from {where} = {stored!r}; pass dt=None to use the graph's")
+        return stored
+    if dt is None:
+        raise ValueError("from_nir needs the time step: the graph's metadata has no dt, so pass from_nir(graph, "
+                         "dt=...) (snnTorch exports at dt = 1e-4, Norse at its own dt, 1e-3 by default)")
+    return check_dt(dt)
+
+
+def field(nodes: dict, name: str, attribute: str) -> np.ndarray:
+    """A node's numeric field as float64, refused by node and field unless finite numbers."""
+    value = getattr(nodes[name], attribute, None)
+    if value is None:
+        raise ValueError(f"NIR node {name!r} ({kind(nodes, name)}) has no {attribute}")
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        array = np.asarray(None)
+    if array.dtype.kind not in "iuf":  # not bool, complex, text or objects
+        raise ValueError(f"NIR node {name!r} field {attribute} must be real numbers, got {type(value).__name__} of "
+                         f"{array.dtype}")
+    array = array.astype(np.float64)
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"NIR node {name!r} field {attribute} has non-finite values (nan or inf)")
+    return array
+
+
+def io_size(nodes: dict, name: str, attribute: str, key: str) -> int:
+    """The one size of an Input's or Output's type."""
+    types = getattr(nodes[name], attribute, None)
+    shape = np.asarray(types.get(key) if isinstance(types, dict) else types).reshape(-1)
+    if shape.size != 1 or not np.issubdtype(shape.dtype, np.integer) or shape[0] < 1:
+        raise ValueError(f"NIR node {name!r} field {attribute} must be one positive size (a vector input), "
+                         f"got {types!r}")
+    return int(shape[0])
+
+
+def chain(nodes: dict, edges: list, last: str, neuron: str) -> list[str]:
+    """The nodes from a source (the Input or the neuron itself) to ``last``, which feeds the neuron, through
+    Affine, Linear and Scale nodes that each have one predecessor."""
+    path = [last]
+    while kind(nodes, path[0]) in MAPS:
+        preds = [src for src, dst in edges if dst == path[0]]
+        if len(preds) != 1:
+            raise ValueError(f"NIR node {path[0]!r} ({kind(nodes, path[0])}) on the way to neuron node {neuron!r} "
+                             f"must have one input, has {preds}")
+        if preds[0] in path:
+            raise ValueError(f"NIR nodes {path} form a cycle that does not pass through neuron node {neuron!r}")
+        path.insert(0, preds[0])
+    if path[0] != neuron and kind(nodes, path[0]) != "Input":
+        raise ValueError(f"neuron node {neuron!r} is fed by {path[0]!r} ({kind(nodes, path[0])}); from_nir reads "
+                         "Input -> (Affine | Linear | Scale)* -> neuron, with recurrent chains from the neuron")
+    return path
+
+
+def compose(nodes: dict, chains, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The summed affine map ``(A, c)`` (``y = A x + c``) of chains that each start from a ``size``-vector."""
+    total = None
+    for path in chains:
+        A, c = np.eye(size), np.zeros(size)
+        for name in path[1:]:
+            A, c = apply(nodes, name, A, c)
+        if total is not None and A.shape != total[0].shape:
+            raise ValueError(f"the chains into the neuron give different sizes: {path} gives {A.shape[0]}")
+        total = (A, c) if total is None else (total[0] + A, total[1] + c)
+    return total
+
+
+def apply(nodes: dict, name: str, A: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One Affine, Linear or Scale node applied to the affine map ``(A, c)``."""
+    size = A.shape[0]
+    if kind(nodes, name) == "Scale":
+        scale = field(nodes, name, "scale")
+        if scale.shape not in ((), (size,)):
+            raise ValueError(f"NIR node {name!r} field scale must have shape ({size},), got {scale.shape}")
+        return scale[:, None] * A if scale.ndim else scale * A, scale * c
+    weight = field(nodes, name, "weight")
+    if weight.ndim != 2 or weight.shape[1] != size:
+        raise ValueError(f"NIR node {name!r} field weight must have shape (out, {size}) for its {size} inputs, got "
+                         f"{weight.shape}")
+    bias = field(nodes, name, "bias") if kind(nodes, name) == "Affine" else np.zeros(weight.shape[0])
+    if bias.shape != (weight.shape[0],):
+        raise ValueError(f"NIR node {name!r} field bias must have shape ({weight.shape[0]},), got {bias.shape}")
+    return weight @ A, weight @ c + bias
+
+
+def check_rest(nodes: dict, edges: list, neuron: str, chains: list, N: int) -> None:
+    """Every node is on a chain, and the neuron's other successors are Output nodes of its size."""
+    used = {neuron, *(name for path in chains for name in path)}
+    for src, dst in edges:
+        if src == neuron and dst not in used:
+            if kind(nodes, dst) != "Output":
+                raise ValueError(f"NIR node {dst!r} ({kind(nodes, dst)}) reads neuron node {neuron!r} but leads "
+                                 "nowhere back to it; from_nir reads one population (no layers after it)")
+            if io_size(nodes, dst, "output_type", "output") != N:
+                raise ValueError(f"NIR node {dst!r} field output_type must be [{N}], the neurons' number, got "
+                                 f"{nodes[dst].output_type!r}")
+            used.add(dst)
+    known = {(a, b) for path in chains for a, b in zip(path, [*path[1:], neuron], strict=True)}
+    known |= {(neuron, name) for name in used if name in nodes and kind(nodes, name) == "Output"}
+    stray = [edge for edge in edges if tuple(edge) not in known]
+    if stray:
+        raise ValueError(f"edge {stray[0]} is on no path Input -> neuron -> Output; from_nir reads one population")
+    unused = [name for name in nodes if name not in used]
+    if unused:
+        raise ValueError(f"NIR nodes {unused} are on no path Input -> neuron -> Output; from_nir reads one population")
+
+
+def per_neuron(nodes: dict, name: str, attribute: str, N: int) -> np.ndarray:
+    """A neuron field as an ``(N,)`` vector (a scalar, shape ``()``, is one value for all)."""
+    value = field(nodes, name, attribute)
+    if value.shape not in ((), (1,), (N,)):
+        raise ValueError(f"NIR node {name!r} field {attribute} must have shape ({N},) (one per neuron), got "
+                         f"{value.shape}")
+    return np.broadcast_to(value, (N,)).astype(np.float64)
+
+
+def one_value(nodes: dict, name: str, attribute: str, N: int) -> float:
+    """The one value of a per-neuron field that the cells keep as an option."""
+    values = per_neuron(nodes, name, attribute, N)
+    if not np.allclose(values, values[0], rtol=1e-12, atol=0):
+        raise ValueError(f"NIR node {name!r} field {attribute} has several values; rtrl's cells take one for all "
+                         "neurons")
+    return float(values[0])
+
+
+def decay(nodes: dict, name: str, attribute: str, dt: float, N: int, *, strict: bool) -> np.ndarray:
+    """Forward Euler's decay ``1 - dt / tau`` per neuron, refused unless ``tau > dt`` (``>= dt`` unless strict)."""
+    tau = per_neuron(nodes, name, attribute, N)
+    bad = tau <= dt if strict else tau < dt
+    if np.any(bad):
+        need, worst = "above" if strict else "at least", tau[bad][0]
+        why = ("a time constant is positive" if worst <= 0 else
+               f"forward Euler's decay 1 - dt/{attribute} would be {1 - dt / worst!r}: "
+               f"{'the neuron forgets at once' if worst == dt else 'unstable'}")
+        raise ValueError(f"NIR node {name!r} field {attribute} must be {need} dt = {dt!r} ({why}), got {worst!r}")
+    return 1 - dt / tau
+
+
+def neuron_cell(nodes: dict, name: str, dt: float, D: int, N: int, recurrent: bool):
+    """``(cell, gain, bias, filter_params)``: the cell of the neuron node, the per-neuron gain of its input, the
+    constant it adds (``dt/tau v_leak``) and the filter's parameters (CubaLIF, LI)."""
+    node_kind = kind(nodes, name)
+    metadata = nodes[name].metadata if isinstance(nodes[name].metadata, dict) else {}
+    zeros = np.zeros(N)
+    if node_kind == "LI":
+        if recurrent:
+            raise ValueError(f"neuron node {name!r} (LI) has a recurrent edge; rtrl's leaky integrator (IIR2) has no "
+                             "recurrent weights")
+        a = decay(nodes, name, "tau", dt, N, strict=False)
+        rate = 1 - a
+        return (IIR2(D, N, activation="identity"), rate * per_neuron(nodes, name, "r", N),
+                rate * per_neuron(nodes, name, "v_leak", N), {"a0": -a, "a1": zeros, "b0": zeros, "b1": zeros})
+    threshold = one_value(nodes, name, "v_threshold", N)
+    if threshold <= 0:
+        raise ValueError(f"NIR node {name!r} field v_threshold must be positive (rtrl's neurons fire above a positive "
+                         f"threshold), got {threshold!r}")
+    options = {"threshold": threshold, "recurrent": recurrent,
+               **{k: metadata[k] for k in SURROGATE_OPTIONS if metadata.get(k) is not None}}
+    reset = metadata.get("reset", "value")
+    if reset not in (*MARKED_RESETS, "value"):
+        raise ValueError(f"NIR node {name!r} field metadata['reset'] must be one of {list(MARKED_RESETS)} (else the "
+                         f"reset is NIR's, to v_reset), got {reset!r}")
+    options["reset"] = reset
+    if reset == "value":
+        options["v_reset"] = one_value(nodes, name, "v_reset", N)
+    if node_kind == "IF":
+        options["leak"], gain, bias = 1.0, dt * per_neuron(nodes, name, "r", N), zeros
+    else:
+        tau = "tau" if node_kind == "LIF" else "tau_mem"
+        leak = decay(nodes, name, tau, dt, N, strict=True)
+        one_value(nodes, name, tau, N)  # one time constant for all neurons
+        options["leak"] = float(leak[0])
+        rate = 1 - leak
+        gain, bias = rate * per_neuron(nodes, name, "r", N), rate * per_neuron(nodes, name, "v_leak", N)
+    filter_params = {}
+    if node_kind == "CubaLIF":
+        if np.any(bias != 0):
+            raise ValueError(f"NIR node {name!r} field v_leak must be 0 for a CubaLIF: rtrl's SpikingIIR2 has no "
+                             "constant drive on the membrane beside its filtered current")
+        synapse = decay(nodes, name, "tau_syn", dt, N, strict=False)
+        gain = gain * (1 - synapse) * per_neuron(nodes, name, "w_in", N)
+        filter_params = {"a0": -synapse, "a1": zeros, "b0": zeros, "b1": zeros}
+    kind_of_cell = SpikingIIR2 if node_kind == "CubaLIF" else LIF
+    try:
+        cell = kind_of_cell(D, N, **options)
+    except ValueError as error:
+        raise ValueError(f"NIR node {name!r}: {error}") from None
+    return cell, gain, bias, filter_params

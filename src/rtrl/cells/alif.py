@@ -4,31 +4,33 @@ Forward, one example: input row ``x`` (D,), carry ``{v, a, s}`` = the membrane, 
 (zero at start); ``psi`` the surrogate derivative and ``I`` the current of ``rtrl.cells.spiking``. Each spike raises
 the neuron's threshold by ``adaptation`` (beta), decaying by ``adaptation_decay`` (rho) per step::
 
-    v' = leak * v + I - threshold * s            (I = x @ W + b, + s @ R with recurrent=True)
+    d  = leak * v + I  (- threshold * s with reset="subtract")     (I = x @ W + b, + s @ R with recurrent=True)
     a' = rho * a + s
-    s' = H(v' - threshold - beta * a')           h = s'
+    s' = H(d - threshold - beta * a')                             h = s'
+    v' = d + s' (v_reset - d)   with reset="value", else v' = d
 
-(Bellec et al. 2020's equations, with their ``v_th`` = ``threshold``: the reset subtracts the base threshold.)
+(Bellec et al. 2020's equations with the default reset, their ``v_th`` = ``threshold``: the reset subtracts the
+base threshold; the resets as ``LIF``'s.)
 
-Closed-form traces (no ``R``; derivation: docs/spiking.md). For ``theta`` in ``{W, b}`` keep ``ev = dv/dtheta``
-and ``ea = da/dtheta`` in the parameter's layout. The spike's sensitivity is ``psi (ev - beta ea)`` (``psi`` of the
-same step's ``u = v - threshold - beta a``); it reaches the next membrane through the reset and the next
+Closed-form traces (no ``R``; derivation: docs/spiking.md). For ``theta`` in ``{W, b}`` keep ``ed = dd/dtheta``
+and ``ea = da/dtheta`` in the parameter's layout, and ``LIF``'s per-neuron ``psi, gate, jump``. The spike's
+sensitivity is ``ds = psi (ed - beta ea)``; it reaches the next membrane through the reset and the next
 adaptation directly::
 
-    ds     = psi * (ev - beta * ea)                   psi from the previous step
-    ev'    = leak * ev + dI/dtheta - threshold * ds    dI/dW = x (x) 1,  dI/db = 1
-    ea'    = rho * ea + ds
-    dL/dtheta = g_v ev' + g_a ea' + g_s psi' (ev' - beta ea')
+    dv     = gate ed + jump ds
+    ed'    = leak dv + dI/dtheta - threshold ds [subtract]     dI/dW = x (x) 1,  dI/db = 1
+    ea'    = rho ea + ds
+    dL/dtheta = g_v dv' + g_a ea' + g_s ds'
 
-Memory: twice the parameters plus one ``(N,)`` vector.
+Memory: twice the parameters plus three ``(N,)`` vectors.
 
 e-prop (Bellec et al. 2020, Methods, ALIF): the eligibility vector ``(eps_v, eps_a)`` is the neuron's own state
-sensitivity with the reset's derivative and every path through spikes to *other* state (recurrent weights) dropped;
-the adaptation's own dependence on the spike stays::
+sensitivity with the reset's derivative through the spike and every path through spikes to *other* state
+(recurrent weights) dropped; the adaptation's own dependence on the spike stays::
 
-    eps_v' = leak * eps_v + dI/dtheta                    (x, 1, or the last spikes for R)
-    eps_a' = psi * eps_v + (rho - psi * beta) * eps_a     psi from the previous step
-    e'     = psi' * (eps_v' - beta * eps_a')              the eligibility trace
+    eps_v' = leak gate eps_v + dI/dtheta                   (x, 1, or the last spikes for R)
+    eps_a' = psi eps_v + (rho - psi beta) eps_a             psi from the previous step
+    e'     = psi' (eps_v' - beta eps_a')                    the eligibility trace
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import Params
-from rtrl.cells.spiking import SpikingCell, check_number, credit
+from rtrl.cells.spiking import SpikingCell, credit, set_number
 
 
 class ALIF(SpikingCell):
@@ -49,8 +51,8 @@ class ALIF(SpikingCell):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_number("adaptation", self.adaptation, 0.0, open_low=False)
-        check_number("adaptation_decay", self.adaptation_decay, 0.0, 1.0)
+        set_number(self, "adaptation", 0.0, open_low=False)
+        set_number(self, "adaptation_decay", 0.0, 1.0)
 
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
         return self.input_shapes()
@@ -58,49 +60,46 @@ class ALIF(SpikingCell):
     def carry_sizes(self) -> dict[str, int]:
         return {"v": self.hidden_size, "a": self.hidden_size, "s": self.hidden_size}
 
-    def distance(self, v: jax.Array, a: jax.Array) -> jax.Array:
-        """``u = v - threshold - beta a``: how far the membrane is above its adapted threshold."""
-        return v - self.threshold - self.adaptation * a
-
-    def advance(self, params: Params, carry: Params, x: jax.Array) -> Params:
-        v = self.leak * carry["v"] + self.current(params, carry, x) - self.threshold * carry["s"]
+    def membrane_step(self, params: Params, carry: Params, x: jax.Array) -> dict[str, jax.Array]:
         a = self.adaptation_decay * carry["a"] + carry["s"]
-        return {"v": v, "a": a, "s": self.fire(self.distance(v, a))}
+        new = self.integrate(self.leak * carry["v"] + self.current(params, carry, x), carry["s"],
+                             self.threshold + self.adaptation * a)
+        return {**new, "a": a}
+
+    def spike_sensitivity(self, traces: Params, name: str) -> jax.Array:
+        """``ds/dtheta = psi (ed - beta ea)``."""
+        return traces["psi"] * (traces["v"][name] - self.adaptation * traces["a"][name])
+
+    def adaptation_trace(self, traces: Params) -> Params:
+        """``ea' = rho ea + ds`` (e-prop keeps it too)."""
+        return {name: self.adaptation_decay * ea + self.spike_sensitivity(traces, name)
+                for name, ea in traces["a"].items()}
 
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
     def closed_form_init(self, params: Params, carry: Params) -> Params:
         dtype = carry["v"].dtype
         zeros = {name: jnp.zeros(jnp.shape(params[name]), dtype) for name in ("W", "b")}
-        return {"v": zeros, "a": zeros, "psi": jnp.zeros((self.hidden_size,), dtype)}
+        return {"v": zeros, "a": zeros, **self.zero_factors(carry)}
 
     def closed_form_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
-        immediate = {"W": x[:, None], "b": 1.0}
-        ds = {name: traces["psi"] * (ev - self.adaptation * traces["a"][name]) for name, ev in traces["v"].items()}
-        new = self.advance(params, carry, x)
-        return {"v": {name: self.leak * ev + immediate[name] - self.threshold * ds[name]
-                      for name, ev in traces["v"].items()},
-                "a": {name: self.adaptation_decay * ea + ds[name] for name, ea in traces["a"].items()},
-                "psi": self.psi(self.distance(new["v"], new["a"]))}
+        drive = {"W": x[:, None], "b": 1.0}
+        return {"v": self.membrane_trace(traces, drive), "a": self.adaptation_trace(traces),
+                **self.reset_factors(self.membrane_step(params, carry, x))}
 
     def closed_form_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
-        psi = traces["psi"]
-        g_v, g_a, g_s = (credit(g_carry[leaf], psi) for leaf in ("v", "a", "s"))
-        return {name: g_v * ev + g_a * traces["a"][name] + g_s * psi * (ev - self.adaptation * traces["a"][name])
-                for name, ev in traces["v"].items()}
+        g_a = credit(g_carry["a"], traces["psi"])
+        return {name: g + g_a * traces["a"][name] for name, g in self.membrane_contract(traces, g_carry).items()}
 
     # -- e-prop's eligibility traces (Bellec et al. 2020), with or without recurrent weights ------------------
     def eprop_init(self, params: Params, carry: Params) -> Params:
         dtype = carry["v"].dtype
         zeros = {name: jnp.zeros(jnp.shape(p), dtype) for name, p in params.items()}
-        return {"v": zeros, "a": zeros, "psi": jnp.zeros((self.hidden_size,), dtype)}
+        return {"v": zeros, "a": zeros, **self.zero_factors(carry)}
 
     def eprop_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
-        drive, psi, beta = self.presynaptic(carry, x), traces["psi"], self.adaptation
-        new = self.advance(params, carry, x)
-        return {"v": {name: self.leak * e + drive[name] for name, e in traces["v"].items()},
-                "a": {name: psi * traces["v"][name] + (self.adaptation_decay - psi * beta) * e
-                      for name, e in traces["a"].items()},
-                "psi": self.psi(self.distance(new["v"], new["a"]))}
+        return {"v": self.membrane_trace(traces, self.presynaptic(carry, x), exact=False),
+                "a": self.adaptation_trace(traces),
+                **self.reset_factors(self.membrane_step(params, carry, x), exact=False)}
 
     def eprop_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
         return self.closed_form_contract(params, traces, g_carry)

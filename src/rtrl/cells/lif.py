@@ -1,28 +1,33 @@
-"""Leaky integrate-and-fire neurons (LIF), reset by subtraction; forward equations and closed-form traces.
+"""Leaky integrate-and-fire neurons (LIF), with three resets; forward equations and closed-form traces.
 
 Forward, one example: input row ``x`` (D,), carry ``{v, s}`` = the membrane and the last spikes (zero at
 start); ``psi`` the surrogate derivative and ``I`` the current of ``rtrl.cells.spiking``::
 
-    v' = leak * v + I - threshold * s          (I = x @ W + b, + s @ R with recurrent=True)
-    s' = H(v' - threshold)                     h = s'
+    d  = leak * v + I  (- threshold * s with reset="subtract")     (I = x @ W + b, + s @ R with recurrent=True)
+    s' = H(d - threshold)                                          h = s'
+    v' = d + s' (v_reset - d)   with reset="value", else v' = d
 
-The reset subtracts the threshold one step after the spike that caused it (Bellec et al. 2020's convention), so a
-neuron driven far above threshold may fire on consecutive steps.
+``reset="subtract"`` (the default) subtracts the threshold one step after the spike that caused it (Bellec et al.
+2020's convention), so a neuron driven far above threshold may fire on consecutive steps; ``reset="value"`` sets
+the membrane to ``v_reset`` in the spike's own step (NIR's neurons, snnTorch's ``reset_mechanism="zero"``, Norse);
+``reset="none"`` never resets.
 
-Closed-form traces (no ``R``; derivation: docs/spiking.md). For ``theta`` in ``{W, b}`` keep ``ev = dv/dtheta``
-in the parameter's own layout. The spike's sensitivity is ``ds/dtheta = psi(v - threshold) ev`` (``psi`` of the
-same step), so one trace per parameter suffices; the reset makes it enter the next membrane's::
+Closed-form traces (no ``R``; derivation: docs/spiking.md, the shared part in ``SpikingCell``). For ``theta`` in
+``{W, b}`` keep ``ed = dd/dtheta`` in the parameter's own layout and, per neuron, the last step's ``psi``, ``gate``
+(``dv/dd``: ``1 - s`` with ``reset="value"``, else 1) and ``jump`` (``dv/ds``: ``v_reset - d``, else 0)::
 
-    ev'[W] = (leak - threshold * psi) ev[W] + x (x) 1          psi = psi(v - threshold), from the previous step
-    ev'[b] = (leak - threshold * psi) ev[b] + 1
-    dL/dtheta = (g_v + g_s psi') ev'                            psi' = psi(v' - threshold), kept in the traces
+    ds  = psi ed,    dv = gate ed + jump ds
+    ed' = leak dv + dI/dtheta - threshold ds [subtract]         dI/dW = x (x) 1,  dI/db = 1
+    dL/dtheta = g_v dv' + g_s ds'                               of the new step's ed', psi', gate', jump'
 
-Memory: the parameters plus one ``(N,)`` vector.
+With the default reset this is ``ed' = (leak - threshold psi) ed + dI/dtheta``. Memory: the parameters plus three
+``(N,)`` vectors.
 
 e-prop (Bellec et al. 2020, Methods, LIF): the eligibility vector is the membrane's own sensitivity with the reset's
-derivative and every path through spikes (recurrent weights included) dropped, ``eps' = leak * eps + dI/dtheta``
-(``x``, 1, or the last spikes for ``R``: a low-pass filter of the presynaptic activity), and the eligibility trace
-is ``e = psi' eps'``; ``eprop_init / eprop_update / eprop_contract`` hold it (with or without ``R``).
+derivative through the spike and every path through spikes (recurrent weights included) dropped,
+``eps' = leak gate eps + dI/dtheta`` (``x``, 1, or the last spikes for ``R``: a low-pass filter of the presynaptic
+activity, gated off at a reset to a value), and the eligibility trace is ``e = psi' eps'``; ``eprop_init /
+eprop_update / eprop_contract`` hold it (with or without ``R``).
 """
 
 from __future__ import annotations
@@ -31,12 +36,12 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import Params
-from rtrl.cells.spiking import SpikingCell, credit
+from rtrl.cells.spiking import SpikingCell
 
 
 class LIF(SpikingCell):
     """``LIF(input_size, hidden_size, leak=0.9, threshold=1.0, surrogate="fast_sigmoid", surrogate_scale=5.0,
-    surrogate_height=1.0, recurrent=False)``; see the module docstring."""
+    surrogate_height=1.0, recurrent=False, reset="subtract", v_reset=0.0)``; see the module docstring."""
 
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
         return self.input_shapes()
@@ -44,39 +49,31 @@ class LIF(SpikingCell):
     def carry_sizes(self) -> dict[str, int]:
         return {"v": self.hidden_size, "s": self.hidden_size}
 
-    def advance(self, params: Params, carry: Params, x: jax.Array) -> Params:
-        v = self.leak * carry["v"] + self.current(params, carry, x) - self.threshold * carry["s"]
-        return {"v": v, "s": self.fire(v - self.threshold)}
+    def membrane_step(self, params: Params, carry: Params, x: jax.Array) -> dict[str, jax.Array]:
+        return self.integrate(self.leak * carry["v"] + self.current(params, carry, x), carry["s"], self.threshold)
 
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
     def closed_form_init(self, params: Params, carry: Params) -> Params:
         dtype = carry["v"].dtype
         return {"v": {name: jnp.zeros(jnp.shape(params[name]), dtype) for name in ("W", "b")},
-                "psi": jnp.zeros((self.hidden_size,), dtype)}
+                **self.zero_factors(carry)}
 
     def closed_form_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
-        decay = self.leak - self.threshold * traces["psi"]
-        ev = traces["v"]
-        new_v = self.advance(params, carry, x)["v"]
-        return {"v": {"W": decay * ev["W"] + x[:, None], "b": decay * ev["b"] + 1},
-                "psi": self.psi(new_v - self.threshold)}
+        drive = {"W": x[:, None], "b": 1.0}
+        return {"v": self.membrane_trace(traces, drive), **self.reset_factors(self.membrane_step(params, carry, x))}
 
     def closed_form_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
-        psi = traces["psi"]
-        g = credit(g_carry["v"], psi) + credit(g_carry["s"], psi) * psi
-        return {name: g * e for name, e in traces["v"].items()}
+        return self.membrane_contract(traces, g_carry)
 
     # -- e-prop's eligibility traces (Bellec et al. 2020), with or without recurrent weights ------------------
     def eprop_init(self, params: Params, carry: Params) -> Params:
         dtype = carry["v"].dtype
         return {"v": {name: jnp.zeros(jnp.shape(p), dtype) for name, p in params.items()},
-                "psi": jnp.zeros((self.hidden_size,), dtype)}
+                **self.zero_factors(carry)}
 
     def eprop_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
-        drive = self.presynaptic(carry, x)
-        new_v = self.advance(params, carry, x)["v"]
-        return {"v": {name: self.leak * e + drive[name] for name, e in traces["v"].items()},
-                "psi": self.psi(new_v - self.threshold)}
+        return {"v": self.membrane_trace(traces, self.presynaptic(carry, x), exact=False),
+                **self.reset_factors(self.membrane_step(params, carry, x), exact=False)}
 
     def eprop_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
-        return self.closed_form_contract(params, traces, g_carry)
+        return self.membrane_contract(traces, g_carry)

@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from collections.abc import Callable
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -60,24 +62,39 @@ def _spike_jvp(kind, scale, height, primals, tangents):
     return spike(u, kind, scale, height), surrogate_derivative(u, kind, scale, height) * du
 
 
+RESETS = ("subtract", "value", "none")
+
+
 def check_number(name: str, value, low: float = -math.inf, high: float = math.inf, *, open_low: bool = True,
-                 open_high: bool = True) -> None:
-    """``ValueError`` naming ``name`` unless ``value`` is a finite real number in the given interval."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                 open_high: bool = True) -> float:
+    """``value`` as a Python float; ``ValueError`` naming ``name`` unless it is a finite real number (a Python or
+    NumPy scalar, not a bool) in the given interval."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
+    value = float(value)
     above = value > low if open_low else value >= low
     below = value < high if open_high else value <= high
     if not (above and below):
         interval = f"{'(' if open_low else '['}{low}, {high}{')' if open_high else ']'}"
         raise ValueError(f"{name} must be in {interval}, got {value!r}")
+    return value
+
+
+def set_number(obj, name: str, *interval, **kwargs) -> None:
+    """``check_number`` on the option ``name`` of the frozen ``obj``, kept as a Python float."""
+    object.__setattr__(obj, name, check_number(name, getattr(obj, name), *interval, **kwargs))
 
 
 class SpikingCell(Cell):
-    """Base class of ``LIF``, ``ALIF`` and ``SpikingIIR2``: the options below, the current, the spikes as output.
+    """Base class of ``LIF``, ``ALIF`` and ``SpikingIIR2``: the options below, the current, the reset, the spikes as
+    output, and the membrane's part of the closed-form traces.
 
-    ``leak`` in (0, 1): the membrane's decay per step (``tau = dt / (1 - leak)``); ``threshold`` > 0;
-    ``surrogate``: ``"fast_sigmoid"`` or ``"triangle"``; ``surrogate_scale``, ``surrogate_height`` > 0;
-    ``recurrent``: whether the last spikes feed back through ``R``."""
+    ``leak`` in (0, 1]: the membrane's decay per step (``tau = dt / (1 - leak)``; 1 is a perfect integrator, NIR's
+    ``IF``); ``threshold`` > 0; ``surrogate``: ``"fast_sigmoid"`` or ``"triangle"``; ``surrogate_scale``,
+    ``surrogate_height`` > 0; ``recurrent``: whether the last spikes feed back through ``R``; ``reset``:
+    ``"subtract"`` (the threshold, one step after the spike), ``"value"`` (to ``v_reset`` in the spike's own step,
+    as NIR, snnTorch's ``reset_mechanism="zero"`` and Norse) or ``"none"``; ``v_reset`` (finite; read with
+    ``reset="value"`` only)."""
 
     leak: float = 0.9
     threshold: float = 1.0
@@ -85,17 +102,22 @@ class SpikingCell(Cell):
     surrogate_scale: float = 5.0
     surrogate_height: float = 1.0
     recurrent: bool = False
+    reset: str = "subtract"
+    v_reset: float = 0.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_number("leak", self.leak, 0.0, 1.0)
-        check_number("threshold", self.threshold, 0.0)
-        check_number("surrogate_scale", self.surrogate_scale, 0.0)
-        check_number("surrogate_height", self.surrogate_height, 0.0)
+        set_number(self, "leak", 0.0, 1.0, open_high=False)
+        set_number(self, "threshold", 0.0)
+        set_number(self, "surrogate_scale", 0.0)
+        set_number(self, "surrogate_height", 0.0)
+        set_number(self, "v_reset")
         if self.surrogate not in SURROGATES:
             raise ValueError(f"surrogate must be one of {sorted(SURROGATES)}, got {self.surrogate!r}")
         if not isinstance(self.recurrent, bool):
             raise ValueError(f"recurrent must be True or False, got {self.recurrent!r}")
+        if self.reset not in RESETS:
+            raise ValueError(f"reset must be one of {list(RESETS)}, got {self.reset!r}")
         if not self.recurrent:  # element-wise: the cell has closed-form traces (rtrl.capabilities.HandDerivedTraces)
             for name in ("init", "update", "contract"):
                 object.__setattr__(self, "trace_" + name, getattr(self, "closed_form_" + name))
@@ -119,6 +141,17 @@ class SpikingCell(Cell):
         """The surrogate derivative ``psi(u)`` (what the traces use in place of ``dH/du``)."""
         return surrogate_derivative(u, self.surrogate, self.surrogate_scale, self.surrogate_height)
 
+    def integrate(self, leaky: jax.Array, s_prev: jax.Array, threshold) -> dict[str, jax.Array]:
+        """One step of the membrane from ``leaky = leak v + input``: ``d``, the membrane the spike reads
+        (``leaky - threshold s_prev`` with ``reset="subtract"``, else ``leaky``), the spikes ``s = H(u)``,
+        ``u = d - threshold`` (``threshold`` may be adapted), and ``v``, the membrane carried on
+        (``d + s (v_reset - d)`` with ``reset="value"``, else ``d``)."""
+        d = leaky - self.threshold * s_prev if self.reset == "subtract" else leaky
+        u = d - threshold
+        s = self.fire(u)
+        v = d + s * (self.v_reset - d) if self.reset == "value" else d
+        return {"v": v, "d": d, "u": u, "s": s}
+
     def output(self, params: Params, carry: Params, x: jax.Array) -> jax.Array:
         """``h``: the new spikes."""
         return carry["s"]
@@ -126,17 +159,73 @@ class SpikingCell(Cell):
     def step(self, params: Params, carry: Params, x: jax.Array) -> tuple[Params, jax.Array]:
         self.check_input(x)
         self.check_params(params, self.param_shapes())
+        missing = sorted(set(self.carry_sizes()) - set(carry)) if isinstance(carry, dict) else None
+        if missing or missing is None:
+            raise ValueError(f"the carry of {self.name} must be a dict with keys {sorted(self.carry_sizes())} "
+                             f"(cell.initial_carry(batch_shape)), got {sorted(carry) if missing else type(carry)}")
         carry = self.advance(params, carry, x)
         return carry, self.output(params, carry, x)
 
     def advance(self, params: Params, carry: Params, x: jax.Array) -> Params:
-        """The next carry (each cell's equations)."""
+        """The next carry."""
+        new = self.membrane_step(params, carry, x)
+        return {name: new[name] for name in self.carry_sizes()}
+
+    def membrane_step(self, params: Params, carry: Params, x: jax.Array) -> dict[str, jax.Array]:
+        """The next carry and ``integrate``'s ``d`` and ``u`` beside it (each cell's equations)."""
         raise NotImplementedError
 
     def presynaptic(self, carry: Params, x: jax.Array) -> Params:
         """``dI/dtheta`` of one step, laid out like each parameter: ``x (x) 1``, ``1`` and ``s_prev (x) 1``."""
         return {"W": x[:, None], "b": jnp.ones((self.hidden_size,), x.dtype),
                 **({"R": carry["s"][:, None]} if self.recurrent else {})}
+
+    # -- the membrane's traces, shared (derivation: docs/spiking.md, "Resets") ------------------------------
+    # Per parameter ``ed = dd/dtheta`` (the membrane the spike reads); per neuron, from the last step, ``psi``,
+    # ``gate = dv/dd`` and ``jump = dv/ds`` (how the carried membrane follows d and the spike). Then
+    # ``ds = psi ed`` (ALIF: ``psi (ed - beta ea)``), ``dv = gate ed + jump ds`` and
+    # ``ed' = leak dv + drive - threshold ds [subtract]``.
+    neuron_major: ClassVar[bool] = False  # SpikingIIR2 lays its traces out neuron-major
+
+    def along(self, vector: jax.Array, trace: jax.Array) -> jax.Array:
+        """A per-neuron ``vector`` broadcast against a trace in its parameter's layout."""
+        return vector[:, None] if self.neuron_major and trace.ndim == 2 else vector
+
+    def reset_factors(self, new: dict[str, jax.Array], exact: bool = True) -> Params:
+        """``psi(u)``, ``gate`` and ``jump`` of a step (``integrate``'s output); ``exact=False`` drops ``jump``, the
+        reset's derivative through the spike, as e-prop does."""
+        psi = self.psi(new["u"])
+        if self.reset != "value":
+            return {"psi": psi, "gate": jnp.ones_like(psi), "jump": jnp.zeros_like(psi)}
+        return {"psi": psi, "gate": 1 - new["s"], "jump": (self.v_reset - new["d"]) * exact}
+
+    def zero_factors(self, carry: Params) -> Params:
+        zeros = jnp.zeros((self.hidden_size,), carry["v"].dtype)
+        return {"psi": zeros, "gate": zeros, "jump": zeros}
+
+    def spike_sensitivity(self, traces: Params, name: str) -> jax.Array:
+        """``ds/dtheta = psi ed``: the spike's sensitivity of the step the traces stand at."""
+        return self.along(traces["psi"], traces["v"][name]) * traces["v"][name]
+
+    def membrane_sensitivity(self, traces: Params, name: str) -> jax.Array:
+        """``dv/dtheta = gate ed + jump ds`` of the carried membrane."""
+        ed = traces["v"][name]
+        return self.along(traces["gate"], ed) * ed + self.along(traces["jump"], ed) * self.spike_sensitivity(
+            traces, name)
+
+    def membrane_trace(self, traces: Params, drive: Params, exact: bool = True) -> Params:
+        """``ed'`` for every parameter: ``leak dv + drive - threshold ds`` (the last term with ``reset="subtract"``
+        and ``exact`` only; e-prop drops it)."""
+        subtract = self.threshold * (self.reset == "subtract" and exact)
+        return {name: self.leak * self.membrane_sensitivity(traces, name) + drive[name]
+                - subtract * self.spike_sensitivity(traces, name) for name in traces["v"]}
+
+    def membrane_contract(self, traces: Params, g_carry: Params) -> Params:
+        """``g_v dv + g_s ds`` for every parameter, of the step the traces stand at."""
+        psi = traces["psi"]
+        g_v, g_s = credit(g_carry["v"], psi), credit(g_carry["s"], psi)
+        return {name: self.along(g_v, ed) * self.membrane_sensitivity(traces, name)
+                + self.along(g_s, ed) * self.spike_sensitivity(traces, name) for name, ed in traces["v"].items()}
 
 
 def credit(g: jax.Array | None, like: jax.Array) -> jax.Array:

@@ -5,8 +5,11 @@ outputs as in ``rtrl.cells.iir2``, the membrane, the last spikes; zero at start)
 
     z  = x @ W + b  (+ s @ R with recurrent=True)                     the input current of rtrl.cells.spiking
     y  = z + b0*z1 + b1*z2 - a0*y1 - a1*y2                            the synaptic current: seed 001's IIR2 filter
-    v' = leak * v + y - threshold * s                                 a LIF membrane, reset by subtraction
+    v' = leak * v + y - threshold * s                                 a LIF membrane (reset="subtract")
     s' = H(v' - threshold)                                            h = s'
+
+and the other resets as ``LIF``'s (``reset="value"``: ``d = leak v + y``, ``s' = H(d - threshold)``,
+``v' = d + s' (v_reset - d)``; ``reset="none"``).
 
 Why the filter sits on the current and not on the membrane: the reset then acts on a first-order state, as in a
 LIF neuron, and the filter stays linear, so (1) seed 001's stability triangle ``|a1| < 1, |a0| < 1 + a1`` and the
@@ -17,16 +20,18 @@ LIF (``CubaLIF`` of NIR, snntorch's ``Synaptic``: a first-order synapse, here ``
 to a second-order, possibly resonant (band-pass) synapse, which is what ``rtrl.export`` maps to and from NIR.
 
 Closed-form traces (no ``R``; derivation: docs/spiking.md). The filter keeps seed 001's traces ``F``
-(``rtrl.cells.iir2``: ``dy/dtheta`` for every parameter, neuron-major); the membrane keeps ``ev = dv/dtheta``
-(neuron-major too), driven by the new filter trace ``F'.y1 = dy/dtheta``::
+(``rtrl.cells.iir2``: ``dy/dtheta`` for every parameter, neuron-major); the membrane keeps ``LIF``'s ``ed``
+(neuron-major too) with ``psi, gate, jump``, driven by the new filter trace ``F'.y1 = dy/dtheta``::
 
-    ev'[theta] = (leak - threshold * psi) ev[theta] + F'.y1[theta]       psi = psi(v - threshold), previous step
-    dL/dtheta  = (filter's contraction of g_z1 .. g_y2) + (g_v + g_s psi') ev'
+    ed'[theta] = leak dv[theta] + F'.y1[theta] - threshold ds[theta] [subtract]   (ds = psi ed, dv = gate ed + jump ds)
+    dL/dtheta  = (filter's contraction of g_z1 .. g_y2) + g_v dv' + g_s ds'
 
 Memory: three times the parameters plus two inputs and one ``(N,)`` vector.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -34,7 +39,7 @@ import jax.numpy as jnp
 from rtrl.cells.base import Params
 from rtrl.cells.elementwise import neuron_major_to_params
 from rtrl.cells.iir2 import CARRY, IIR2, check_parameterisation, filter_step, filter_trace_contract
-from rtrl.cells.spiking import SpikingCell, credit
+from rtrl.cells.spiking import SpikingCell
 
 
 class SpikingIIR2(SpikingCell):
@@ -43,6 +48,7 @@ class SpikingIIR2(SpikingCell):
     See the module docstring."""
 
     parameterisation: str = "seed"
+    neuron_major: ClassVar[bool] = True  # the filter's traces are neuron-major (rtrl.cells.iir2)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -65,29 +71,22 @@ class SpikingIIR2(SpikingCell):
     def filter_params(self, params: Params) -> Params:
         return {name: params[name] for name in self.synapse.param_shapes()}
 
-    def advance(self, params: Params, carry: Params, x: jax.Array) -> Params:
+    def membrane_step(self, params: Params, carry: Params, x: jax.Array) -> dict[str, jax.Array]:
         coefficients = self.synapse.coefficients(self.filter_params(params))
         synapse = filter_step({name: carry[name] for name in CARRY}, self.current(params, carry, x), coefficients)
-        v = self.leak * carry["v"] + synapse["y1"] - self.threshold * carry["s"]
-        return {**synapse, "v": v, "s": self.fire(v - self.threshold)}
+        return {**synapse, **self.integrate(self.leak * carry["v"] + synapse["y1"], carry["s"], self.threshold)}
 
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
     def closed_form_init(self, params: Params, carry: Params) -> Params:
         synapse = self.synapse.trace_init(self.filter_params(params), carry)
-        return {"synapse": synapse, "v": jax.tree.map(jnp.zeros_like, synapse["y1"]),
-                "psi": jnp.zeros((self.hidden_size,), carry["v"].dtype)}
+        return {"synapse": synapse, "v": jax.tree.map(jnp.zeros_like, synapse["y1"]), **self.zero_factors(carry)}
 
     def closed_form_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
         synapse = self.synapse.trace_update(self.filter_params(params), carry, traces["synapse"], x)
-        decay = self.leak - self.threshold * traces["psi"]
-        ev = {name: (decay[:, None] if e.ndim == 2 else decay) * e + synapse["y1"][name]
-              for name, e in traces["v"].items()}
-        new_v = self.advance(params, carry, x)["v"]
-        return {"synapse": synapse, "v": ev, "psi": self.psi(new_v - self.threshold)}
+        return {"synapse": synapse, "v": self.membrane_trace(traces, synapse["y1"]),
+                **self.reset_factors(self.membrane_step(params, carry, x))}
 
     def closed_form_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
-        psi = traces["psi"]
         grads = filter_trace_contract(traces["synapse"], {name: g_carry[name] for name in CARRY})
-        g = credit(g_carry["v"], psi) + credit(g_carry["s"], psi) * psi
-        grads = {name: grads[name] + (g[:, None] if e.ndim == 2 else g) * e for name, e in traces["v"].items()}
-        return neuron_major_to_params(grads, ("W",))
+        membrane = self.membrane_contract(traces, g_carry)
+        return neuron_major_to_params({name: grads[name] + membrane[name] for name in grads}, ("W",))
