@@ -13,11 +13,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_spiking import T, detached_reset_grads, spiking_problem
 
 import rtrl
 from oracle import EXACT_TOL, random_carry, worst_error
 from rtrl.cells import ALIF, LIF, SpikingIIR2
+from test_cells_spiking import T, detached_reset_grads, spiking_problem
 
 CASES = {
     "lif_value": LIF(3, 5, reset="value", v_reset=0.3),
