@@ -2,12 +2,13 @@ import os
 
 # Four forced host devices for the sharded tests (test_devices.py): the flag counts only if it is set before JAX
 # starts its backend. The other tests keep running on the first device; measured, the flag does not slow them
-# (tests/test_trainer.py and tests/test_online.py, -n 2: 153 s and 154 s of CPU without it, 160 s and 148 s with it).
+# (tests/test_training_trainer.py and tests/test_online.py, -n 2: 153 s and 154 s of CPU without it, 160 s and
+# 148 s with it).
 if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4").strip()
 # The suite compiles thousands of small programs and runs each briefly, so XLA's CPU backend is asked not to
 # optimise the machine code it emits (LLVM's passes, not XLA's: the programs, their fusions and buffers are the
-# same). Measured on tests/test_elementwise.py and tests/test_elman_exact.py, -n 2: 122 s -> 75 s.
+# same). Measured on tests/test_cells_elementwise.py and tests/test_cells_elman.py, -n 2: 122 s -> 75 s.
 if "xla_backend_optimization_level" not in os.environ["XLA_FLAGS"]:
     os.environ["XLA_FLAGS"] += " --xla_backend_optimization_level=0"
 

@@ -22,7 +22,7 @@ from rtrl.training.assemble import assemble
 from rtrl.training.config import RunConfig
 from rtrl.training.tasks import TASKS
 
-# the configuration of tests/test_checkpoint.py, so that the compiled trainer is shared
+# the configuration of tests/test_run_checkpoint.py, so that the compiled trainer is shared
 TINY = "--task copy --task-arg max_length=2 --cell elman --hidden 3 --method closed_form --batch 2 --lr 0.05 "
 TINY += "--eval-every 4 --eval-size 8 --quiet"
 

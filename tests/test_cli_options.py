@@ -16,7 +16,7 @@ import pytest
 
 from rtrl.benchmarks import suite
 from rtrl.cli import parser
-from test_reliability_cli import TINY_ARGS, refused
+from test_cli_bad_input import TINY_ARGS, refused
 
 
 def a_run_folder(tmp):

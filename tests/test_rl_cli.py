@@ -1,6 +1,6 @@
 """``rtrl rl``: the run folder of ``rtrl train`` for the online actor-critic (config.json, metrics.jsonl, checkpoint,
 curve.png), bit-exact resume after a stop, divergence, bad input, presets, ``rtrl list`` and ``rtrl plot``. Tiny
-runs on the built-in T-maze (the bad options are rows of tests/test_reliability_cli.py)."""
+runs on the built-in T-maze (the bad options are rows of tests/test_cli_bad_input.py)."""
 
 import dataclasses
 import json
@@ -21,7 +21,7 @@ from rtrl.rl.presets import LONG_RUNS, PRESETS, ROW_OPTIONS, ROWS, TABLES
 from rtrl.run import checkpoint
 from rtrl.run.folder import CHECKPOINT, METRICS, read_config, read_metrics
 from rtrl.run.options import config_from_args, options_table
-from test_reliability_cli import copy_run, edit_config, refused, remove
+from test_cli_bad_input import copy_run, edit_config, refused, remove
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TINY = "--env tmaze --env-arg length=2 --hidden 4 --envs 2 --record-every 20 --lam 0.5 --seed 3 --quiet"

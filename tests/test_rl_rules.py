@@ -386,7 +386,7 @@ def test_the_rolling_window_differentiates_through_exactly_its_last_k_steps_of_t
 def test_the_shortest_tmaze_episode_allowed_still_reaches_its_reward():
     """``max_steps = length + 1``, the least ``TMaze`` accepts: two steps down the corridor, then the turn to the cue
     at the last step is rewarded (+1) and ends the episode. [the bound made ``length + 2``: refused here; made
-    ``length``: the boundary row of tests/test_api_boundary.py accepts an episode that cannot reach the turn]"""
+    ``length``: the boundary row of tests/test_validate.py accepts an episode that cannot reach the turn]"""
     from rtrl.rl.envs.tmaze import FORWARD, TMaze
 
     env = TMaze(length=2, max_steps=3)

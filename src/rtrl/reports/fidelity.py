@@ -124,11 +124,11 @@ def markdown(rows: list[dict]) -> str:
 
 NOTES = """SnAp-2 is exact wherever two steps of connectivity reach every sensitivity (any dense one-layer
 recurrence); SnAp-1 and e-prop wherever a parameter's influence never leaves the carry entries it touches in one
-step (element-wise cells with one state per neuron). SnAp-1 and e-prop coincide on Elman (each parameter touches
-one carry entry per step) and part on GRU and the stack. UORO is unbiased (`tests/test_approximations.py` averages
-2000 seeds) but one draw is far off. On the networks of LRU or RTU blocks (`Network`) SnAp-2 is exact as well:
-each block's recurrence is diagonal, and a block's parameters reach the carries of the blocks above it within the
-same step. `layer_local` keeps only each block's own traces (exact inside a block, nothing through time across
+step (element-wise cells with one state per neuron). SnAp-1 and e-prop coincide on Elman (each parameter touches one
+carry entry per step) and part on GRU and the stack. UORO is unbiased (`tests/test_methods_approximations.py`
+averages 2000 seeds) but one draw is far off. On the networks of LRU or RTU blocks (`Network`) SnAp-2 is exact as
+well: each block's recurrence is diagonal, and a block's parameters reach the carries of the blocks above it within
+the same step. `layer_local` keeps only each block's own traces (exact inside a block, nothing through time across
 blocks), and loses more the deeper the network. What each method keeps and drops, and its cost:
 [methods.md](methods.md)."""
 

@@ -1,5 +1,6 @@
 """The environments by name: ``ENVS`` (name -> constructor, whose docstring's first line ``rtrl list`` shows),
-``gymnasium:ID`` for any registered Gymnasium environment, and ``make(name, **options)``. A new environment is a
+``popgym:<Task><Easy|Medium|Hard>`` for POPGym's tasks in JAX (``rtrl.rl.envs.popgym``), ``gymnasium:ID`` for any
+registered Gymnasium environment, and ``make(name, **options)``. A new environment is a
 module of this package and one entry here."""
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from rtrl.config import Invalid
 from rtrl.rl.envs.base import Env, EpisodeStats, Masked
 from rtrl.rl.envs.gymnasium_env import PREFIX, GymnasiumEnv, is_gymnasium
 from rtrl.rl.envs.gymnax_env import Gymnax
+from rtrl.rl.envs.popgym import EXPECTED as POPGYM_NAMES
+from rtrl.rl.envs.popgym import is_popgym, known, popgym_env
 from rtrl.rl.envs.tmaze import TMaze
 
 
@@ -51,17 +54,22 @@ ENVS = {
 
 
 def env_name(value) -> str:
-    """A name of ``ENVS`` or ``gymnasium:ID``; ``Invalid`` (what was expected) otherwise (a configuration's check)."""
-    if isinstance(value, str) and (value in ENVS or is_gymnasium(value)):
+    """A name of ``ENVS``, ``popgym:<Task><Level>`` or ``gymnasium:ID``; ``Invalid`` (what was expected) otherwise
+    (a configuration's check)."""
+    if isinstance(value, str) and (value in ENVS or known(value) or is_gymnasium(value)):
         return value
-    raise Invalid(f"one of {sorted(ENVS)} or gymnasium:ID (any registered Gymnasium environment)")
+    raise Invalid(f"one of {sorted(ENVS)}, {POPGYM_NAMES}, or gymnasium:ID (any registered Gymnasium environment)")
 
 
 def make(name: str, **options) -> Env | GymnasiumEnv:
-    """The environment ``name`` from ``ENVS`` with its options, wrapped in ``EpisodeStats``; or, for
-    ``gymnasium:ID``, the Gymnasium environment ``ID`` made with ``options`` (stepped on the host)."""
+    """The environment ``name`` from ``ENVS`` with its options, or the POPGym task ``popgym:<Task><Level>``, wrapped
+    in ``EpisodeStats``; or, for ``gymnasium:ID``, the Gymnasium environment ``ID`` made with ``options`` (stepped
+    on the host)."""
     if is_gymnasium(name):
         return GymnasiumEnv(name[len(PREFIX):], tuple(sorted(options.items())))
+    if is_popgym(name):
+        return EpisodeStats(popgym_env(name, **options))
     if name not in ENVS:
-        raise ValueError(f"unknown environment {name!r}; expected one of {sorted(ENVS)} or gymnasium:ID")
+        raise ValueError(f"unknown environment {name!r}; expected one of {sorted(ENVS)}, {POPGYM_NAMES}, or "
+                         "gymnasium:ID")
     return EpisodeStats(ENVS[name](**options))

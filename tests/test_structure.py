@@ -17,8 +17,7 @@ import jax.numpy as jnp
 import pytest
 
 import rtrl
-from exactness import reset_error, worst_error
-from oracle import EXACT_TOL, random_carry, random_problem
+from oracle import EXACT_TOL, random_carry, random_problem, reset_error, worst_error
 from rtrl.cells import from_function
 
 D, N = 3, 5

@@ -4,8 +4,7 @@ import jax
 import pytest
 
 import rtrl
-from exactness import perturbed, worst_error
-from oracle import EXACT_TOL, random_carry, random_problem, squared_error
+from oracle import EXACT_TOL, perturbed, random_carry, random_problem, squared_error, worst_error
 from rtrl.benchmarks.adapters import plain_cell
 from rtrl.cells import ELSTM, GRU, IIR2, LRU, RTU, AdaptiveIIR2, Elman, Stack
 from rtrl.compare import relative_error

@@ -9,8 +9,16 @@ import pytest
 from flax import nnx
 
 import rtrl
-from exactness import masked_error, perturbed, reset_error, worst_error
-from oracle import EXACT_TOL, random_carry, random_problem, squared_error
+from oracle import (
+    EXACT_TOL,
+    masked_error,
+    perturbed,
+    random_carry,
+    random_problem,
+    reset_error,
+    squared_error,
+    worst_error,
+)
 from rtrl.capabilities import HasOutput
 from rtrl.cells import from_equinox, from_flax, from_function, from_nnx
 from rtrl.compare import relative_error

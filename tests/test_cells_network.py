@@ -7,9 +7,7 @@ import numpy as np
 import pytest
 
 import rtrl
-from exactness import worst_error
-from numpy_problem import draw_carry, draw_params, draw_problem
-from oracle import EXACT_TOL, gradient_error, squared_error
+from oracle import EXACT_TOL, draw_carry, draw_params, draw_problem, gradient_error, squared_error, worst_error
 from rtrl.cells import GRU, LRU, RTU, Elman, Network
 from rtrl.compare import cosine, relative_error
 from rtrl.methods import LayerLocal

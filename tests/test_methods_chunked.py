@@ -17,8 +17,7 @@ import pytest
 from jax import lax
 
 import rtrl
-from exactness import perturbed
-from oracle import EXACT_TOL, random_carry, random_problem, relative_error
+from oracle import EXACT_TOL, perturbed, random_carry, random_problem, relative_error
 from rtrl.benchmarks import sequence
 from rtrl.cells import ElementwiseCell
 from rtrl.cells.base import glorot

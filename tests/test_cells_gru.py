@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 import rtrl
-from numpy_problem import draw_carry, draw_params, draw_problem
-from oracle import EXACT_TOL, gradient_error
+from oracle import EXACT_TOL, draw_carry, draw_params, draw_problem, gradient_error
 
 
 def numpy_gru(p, h, x):

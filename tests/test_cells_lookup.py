@@ -18,7 +18,7 @@ from rtrl.run.folder import Run, read_config
 from rtrl.run.training import TrainRun
 from rtrl.training.assemble import assemble, state_bytes
 from rtrl.training.config import RunConfig
-from test_reliability_cli import TINY_ARGS, copy_run, edit_config, nothing, refused, snapshot
+from test_cli_bad_input import TINY_ARGS, copy_run, edit_config, nothing, refused, snapshot
 
 HERE = "test_cli_cells"
 USER_TINY = {"task": "copy", "task_args": {"max_length": 2}, "cell": f"{HERE}:tiny", "hidden": 3,

@@ -11,8 +11,7 @@ import jax.numpy as jnp
 import pytest
 
 import rtrl
-from exactness import perturbed
-from oracle import EXACT_TOL, random_carry
+from oracle import EXACT_TOL, perturbed, random_carry
 from rtrl.cells import ELSTM, IIR2, AdaptiveIIR2
 from rtrl.compare import relative_error
 

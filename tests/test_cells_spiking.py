@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 import rtrl
-from exactness import perturbed, reset_error, worst_error
-from oracle import EXACT_TOL, random_carry, random_problem
+from oracle import EXACT_TOL, perturbed, random_carry, random_problem, reset_error, worst_error
 from rtrl.capabilities import HandDerivedTraces
 from rtrl.cells import ALIF, LIF, SpikingIIR2
 from rtrl.cells.spiking import spike

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 import rtrl
-from exactness import errors_against_bptt, perturbed, prefix_grads, worst_error
-from oracle import EXACT_TOL, random_carry, random_problem
+from oracle import EXACT_TOL, errors_against_bptt, perturbed, prefix_grads, random_carry, random_problem, worst_error
 from rtrl.cells import ELSTM, IIR2, AdaptiveIIR2
 from rtrl.cells.iir2 import RHO
 from rtrl.compare import relative_error

@@ -7,8 +7,7 @@ import jax.numpy as jnp
 import pytest
 
 import rtrl
-from exactness import perturbed, worst_error
-from oracle import EXACT_TOL, random_carry, random_problem
+from oracle import EXACT_TOL, perturbed, random_carry, random_problem, worst_error
 from rtrl.cells import Cell, ElementwiseCell, Elman
 from rtrl.cells.base import glorot
 

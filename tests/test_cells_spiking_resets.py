@@ -15,10 +15,9 @@ import numpy as np
 import pytest
 
 import rtrl
-from exactness import worst_error
-from oracle import EXACT_TOL, random_carry
+from oracle import EXACT_TOL, random_carry, worst_error
 from rtrl.cells import ALIF, LIF, SpikingIIR2
-from test_spiking import T, detached_reset_grads, spiking_problem
+from test_cells_spiking import T, detached_reset_grads, spiking_problem
 
 CASES = {
     "lif_value": LIF(3, 5, reset="value", v_reset=0.3),

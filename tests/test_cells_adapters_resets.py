@@ -1,6 +1,6 @@
 """An online learner on an adapted cell, reset mid-sequence, against the framework's own call (not the adapter).
 
-tests/test_adapters.py checks resets only against BPTT through the adapter itself, which would share an adapter
+tests/test_cells_adapters.py checks resets only against BPTT through the adapter itself, which would share an adapter
 bug (a wrong zero carry, say). Here the oracle is ``jax.grad`` through ``lax.scan`` of linen's ``module.apply`` /
 Equinox's ``eqx.combine(params, static)(x, state)``, with the framework's own zero carry put in place of the
 reset example's carry. Mutations tried by hand, each caught in both cases: the adapter's ``initial_carry`` made

@@ -10,8 +10,7 @@ from jax import lax
 from jax.flatten_util import ravel_pytree
 
 import rtrl
-from numpy_problem import draw_carry, draw_params, draw_problem
-from oracle import EXACT_TOL, gradient_error, squared_error
+from oracle import EXACT_TOL, draw_carry, draw_params, draw_problem, gradient_error, squared_error
 from rtrl.cells import GRU, Cell, Elman, Stack
 from rtrl.compare import cosine, relative_error
 from rtrl.methods import TBPTT, UORO, EProp, LayerLocal, SnAp, sensitivity
@@ -193,7 +192,7 @@ def test_uoro_is_unbiased():
 # -- fidelity floors --------------------------------------------------------------------------------------------
 # Floors a little below the cosine and ceilings a little above the relative error measured on the problem in
 # test_fidelity_floor (float64, seed 0), printed by
-#   PYTHONPATH=src python -m pytest tests/test_approximations.py -k floor -s
+#   PYTHONPATH=src python -m pytest tests/test_methods_approximations.py -k floor -s
 # name: (cell, cosine floor, relative-error ceiling)      measured cosine, relative error
 FLOORS = {
     "snap1": ("gru", 0.980, 0.235),  # 0.98303, 0.23233

@@ -213,7 +213,7 @@ def identity_rnn(input_size=2, hidden_size=3):
 
 def test_a_function_cell_has_output_exactly_when_output_fn_is_given():
     """A real answer from the class, not an attribute that raises (that the online step then contracts the new
-    traces, exactly, is tests/test_adapters.py's test_an_output_fn_gives_the_new_traces_form_and_stays_exact)."""
+    traces, exactly, is tests/test_cells_adapters.py's test_an_output_fn_gives_the_new_traces_form_and_stays_exact)."""
     init_fn, step_fn, carry_fn = identity_rnn()
     plain = rtrl.cells.from_function(init_fn, step_fn, carry_fn, input_size=2, hidden_size=3)
     with_output = rtrl.cells.from_function(init_fn, step_fn, carry_fn, input_size=2, hidden_size=3,

@@ -10,8 +10,16 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import rtrl
-from exactness import errors_against_bptt, perturbed, prefix_grads, worst_error
-from oracle import EXACT_TOL, random_carry, random_problem, squared_error
+from oracle import (
+    EXACT_TOL,
+    errors_against_bptt,
+    perturbed,
+    prefix_grads,
+    random_carry,
+    random_problem,
+    squared_error,
+    worst_error,
+)
 from rtrl.cells import LRU, RTU
 from rtrl.cells.elementwise import computed_once
 from rtrl.cells.lru import RHO, THETA_MAX, eigenvalue

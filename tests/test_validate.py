@@ -27,6 +27,7 @@ import rtrl.rl
 from rtrl.cells import from_function
 from rtrl.compare import relative_error
 from rtrl.methods import LayerLocal, SnAp, resolve
+from rtrl.optim import obgd
 from rtrl.training.tasks import Copy
 from rtrl.training.trainer import Trainer
 
@@ -132,6 +133,11 @@ REFUSED = [
      ValueError, ["carry", "batch shape (2,)", "must have shape (2, 4)"]),
     ("sequence_grad: an integer carry", lambda: grad(CELL, PARAMS, XS, YS, loss_fn, carry=jnp.zeros((2, 4), int)),
      ValueError, ["carry of Elman must be floating-point, got int"]),
+    ("sequence_grad: params of the wrong shape", lambda: grad(CELL, dict(PARAMS, R=jnp.zeros((4, 3))), XS, YS,
+                                                              loss_fn), ValueError,
+     ["params['R'] of Elman must have shape (4, 4)", "got (4, 3)"]),
+    ("cell.step: x of another feature size", lambda: CELL.step(PARAMS, CELL.initial_carry((2,)), XS[0, :, :2]),
+     ValueError, ["x must have shape (*batch, input_size=3) for Elman", "(2, 2)"]),
     # rtrl.online and its learner
     ("online: a cell's name", lambda: rtrl.online("elman"), TypeError,
      ["cell must be a cell object such as rtrl.cells.Elman(...), got the string 'elman'"]),
@@ -199,6 +205,15 @@ REFUSED = [
     ("LayerLocal: a number inside", lambda: LayerLocal(inner=2), TypeError, ["got int 2"]),
     ("SnAp: n of 0", lambda: SnAp(n=0), ValueError, ["n must be a positive integer, got 0"]),
     ("resolve: a cell's name", lambda: resolve("rtrl", "elman"), TypeError, ["cell must be a cell object"]),
+    # the optimisers: ObGD's step size and bound under their own names (it once said ``lr`` for
+    # ``learning_rate`` and took an infinite one, every update then NaN)
+    ("obgd: a negative learning rate", lambda: obgd(learning_rate=-1.0), ValueError,
+     ["learning_rate must be a positive finite number, got -1.0"]),
+    ("obgd: an infinite learning rate", lambda: obgd(learning_rate=float("inf")), ValueError,
+     ["learning_rate must be a positive finite number, got inf"]),
+    ("obgd: kappa 0", lambda: obgd(kappa=0.0), ValueError, ["kappa must be a positive finite number, got 0.0"]),
+    ("obgd: kappa NaN", lambda: obgd(kappa=float("nan")), ValueError,
+     ["kappa must be a positive finite number, got nan"]),
     # the cells' constructors, init and initial_carry
     ("Elman: input size 0", lambda: rtrl.cells.Elman(0, 4), ValueError, ["input_size must be a positive integer"]),
     ("Elman: a hidden size of text", lambda: rtrl.cells.Elman(3, "4"), ValueError, ["hidden_size", "'4'"]),
@@ -268,6 +283,13 @@ def test_bad_input_is_refused_naming_the_argument(call, error, words):
         call()
     for word in words:
         assert word in str(info.value), (word, str(info.value))
+
+
+def test_a_mask_of_the_batch_shape_is_taken():
+    """The refused ``reset`` rows' counterpart: the right mask resets the rows it names and keeps the others."""
+    state = LEARNER.step(PARAMS, STATE, XS[0])[1]
+    reset = LEARNER.reset(state, jnp.array([True, False]))
+    assert not jnp.any(reset.carry[0]) and jnp.all(reset.carry[1] == state.carry[1])
 
 
 def test_one_int_is_a_batch_shape_as_in_numpy():

@@ -1,0 +1,125 @@
+"""Environment steps a second of the jitted POPGym ports against popgym's own environments stepped on the host, on
+the same task, as a ratio, measured in one run.
+
+    python -m rtrl.benchmarks.popgym [--tasks RepeatPreviousEasy ...] [--envs 64] [--steps 1000] [--repeats 3]
+
+The jitted side: E environments of ``popgym:<task>`` stepped ``T`` times with uniformly random actions under one
+``jit(scan(vmap(step)))`` (automatic resets and episode statistics included, as ``rtrl rl`` steps them). The host
+side: as ``rtrl rl --env gymnasium:popgym-<task>-v0`` steps them, E copies of popgym's environment in Gymnasium's
+synchronous vector with its observations encoded as float vectors (``rtrl.rl.envs.gymnasium_env.encoder``), the
+random actions drawn by NumPy (Battleship's and MineSweeper's as grid cells, which only this benchmark steps on the
+host: ``rtrl rl`` takes Discrete action spaces). Neither side includes an agent: this is the environments' own
+cost. Each figure is the median over ``--repeats`` of steps (E x T) divided by the wall time, the two sides timed in
+turn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+
+import jax
+import numpy as np
+
+from rtrl.rl.envs.gymnasium_env import encoder
+from rtrl.rl.envs.registry import make
+
+TASKS = ("RepeatPreviousEasy", "RepeatFirstEasy", "CountRecallEasy", "AutoencodeEasy", "HigherLowerEasy",
+         "ConcentrationEasy", "MultiarmedBanditEasy", "BattleshipEasy", "MineSweeperEasy",
+         "PositionOnlyCartPoleEasy", "NoisyPositionOnlyCartPoleEasy")
+
+
+def jitted_runner(task: str, envs: int, steps: int):
+    """``run(key) -> episodes ended``: ``steps`` steps of ``envs`` environments of ``popgym:task``, jitted."""
+    env = make("popgym:" + task)
+
+    @jax.jit
+    def run(key):
+        _, state = jax.vmap(env.reset)(jax.random.split(key, envs))
+
+        def body(state, key):
+            k_act, k_env = jax.random.split(key)
+            action = jax.random.randint(k_act, (envs,), 0, env.num_actions)
+            step = jax.vmap(env.step)(jax.random.split(k_env, envs), state, action)
+            return step.state, step.done.sum()
+
+        return jax.lax.scan(body, state, jax.random.split(key, steps))[1].sum()
+
+    return run
+
+
+def host_runner(task: str, envs: int, steps: int):
+    """``run(seed) -> episodes ended``: the same on the host, popgym's environments in Gymnasium's synchronous
+    vector (resetting in the step that ends an episode, as ``rtrl rl`` steps them), observations encoded."""
+    import gymnasium
+    import popgym  # noqa: F401  (registers its environments)
+    from gymnasium.vector import AutoresetMode
+
+    vector = gymnasium.make_vec(f"popgym-{task}-v0", num_envs=envs, vectorization_mode="sync",
+                                vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
+    encode = encoder(vector.single_observation_space, task)[1]
+    space = vector.single_action_space
+    grid = getattr(space, "nvec", None)  # Battleship, MineSweeper: a cell (row, column)
+    count = int(np.prod(grid)) if grid is not None else int(space.n)
+
+    def run(seed):
+        rng = np.random.default_rng(seed)
+        vector.reset(seed=[seed * envs + i for i in range(envs)])
+        ended = 0
+        for _ in range(steps):
+            action = rng.integers(count, size=envs)
+            if grid is not None:
+                action = np.stack(np.unravel_index(action, grid), axis=1)
+            obs, _, terminated, truncated, _ = vector.step(action)
+            encode(obs)
+            ended += int((terminated | truncated).sum())
+        return ended
+
+    return run, vector
+
+
+def measure(task: str, envs: int, steps: int, repeats: int = 3) -> dict[str, float]:
+    """Environment steps a second, jitted and on the host (medians over ``repeats``, timed in turn)."""
+    jitted = jitted_runner(task, envs, steps)
+    host, vector = host_runner(task, envs, steps)
+    jax.block_until_ready(jitted(jax.random.key(0)))  # compiled before timing
+    host(0)
+    times: dict[str, list[float]] = {"jitted": [], "host": []}
+    try:
+        for r in range(repeats):
+            start = time.perf_counter()
+            jax.block_until_ready(jitted(jax.random.key(r + 1)))
+            times["jitted"].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            host(r + 1)
+            times["host"].append(time.perf_counter() - start)
+    finally:
+        vector.close()
+    return {side: envs * steps / statistics.median(t) for side, t in times.items()}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m rtrl.benchmarks.popgym", description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS, metavar="TASK",
+                        help=f"popgym tasks (default: the 11 Easy tasks: {', '.join(TASKS)})")
+    parser.add_argument("--envs", type=int, default=64, help="environments stepped side by side, E")
+    parser.add_argument("--steps", type=int, default=1000, help="steps of each environment per timing, T")
+    parser.add_argument("--repeats", type=int, default=3, help="timings of each side (the median is shown)")
+    args = parser.parse_args(argv)
+    for name in ("envs", "steps", "repeats"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be a positive integer, got {getattr(args, name)}")
+    print(f"POPGym, E={args.envs} environments x T={args.steps} steps, random actions; jitted on "
+          f"{jax.devices()[0].platform}, host on {platform.processor() or platform.machine()}; environment steps a "
+          "second (no agent)")
+    print(f"{'task':<30} {'jitted':>12} {'host':>10} {'ratio':>8}")
+    for task in args.tasks:
+        rate = measure(task, args.envs, args.steps, args.repeats)
+        print(f"{task:<30} {rate['jitted']:>12,.0f} {rate['host']:>10,.0f} {rate['jitted'] / rate['host']:>7.0f}x",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

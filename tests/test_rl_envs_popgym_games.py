@@ -1,0 +1,166 @@
+"""POPGym's games in JAX (rtrl.rl.envs.popgym: Concentration, MultiarmedBandit, Battleship, MineSweeper) against
+popgym itself, step by step over 1,000 steps of random actions (tests/popgym_check.py), at every level; and each
+game's rules on a hand-worked board.
+
+popgym's board (its shuffled deck, its ships, its mines) is read after its seeded reset and injected; the bandit's
+payout draw goes the other way, the port's draw handed to popgym's generator. Mutations tried by hand, each caught:
+Concentration's second card of a turn staying hidden in the observation; a matched card turned again rewarding
+-1/L when it is the turn's second card; Battleship scoring a repeated hit; MineSweeper's count without the cell
+itself; the bandit paying where the draw is above the odds; Battleship's action read (column, row).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from popgym_check import agree
+from rtrl.rl.envs.popgym import Battleship, Concentration, MineSweeper, MultiarmedBandit
+from rtrl.rl.envs.popgym.battleship import placements
+from rtrl.rl.envs.popgym.multiarmed_bandit import BanditState
+
+LEVELS = ["Easy", "Medium", "Hard"]
+
+
+def concentration(env, gym):
+    state = env.start(jnp.asarray(gym.deck.idx.copy(), jnp.int32))
+    return env.observe(state.board, state.face_up), state
+
+
+@functools.cache
+def first_obs(env):
+    """The port's first observation (the same in every episode of these games)."""
+    return jax.jit(env.reset)(jax.random.key(0))[0]
+
+
+@functools.cache
+def start(env):
+    return jax.jit(env.start)
+
+
+def bandit(env, gym):
+    return first_obs(env), BanditState(jnp.asarray(gym.bandits), jnp.zeros((), jnp.int32))
+
+
+class Drawn:
+    """popgym's generator, its next ``random()`` the port's draw."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def random(self):
+        return float(self.value)
+
+
+def bandit_draw(env, gym, key):
+    gym._np_random = Drawn(env.draw(key))
+
+
+def ships(env, gym):
+    return first_obs(env), start(env)(jnp.asarray(gym.board == 1))
+
+
+def mines(env, gym):
+    return first_obs(env), start(env)(jnp.asarray(gym.hidden_grid == 1))
+
+
+def cell(env, a):
+    return np.array([a // env.size, a % env.size])
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("task, inject, feed, to_gym", [
+    ("Concentration", concentration, None, lambda env, a: a),
+    ("MultiarmedBandit", bandit, bandit_draw, lambda env, a: a),
+    ("Battleship", ships, None, cell),
+    ("MineSweeper", mines, None, cell),
+])
+def test_agrees_with_popgym_step_by_step(task, inject, feed, to_gym, level):
+    lengths = agree(task + level, inject, steps=1000 if level == "Easy" else 300, feed=feed, to_gym=to_gym)
+    assert len(lengths) >= (2 if level == "Easy" else 1)  # a Hard bandit's episode is 600 steps
+
+
+def test_concentration_rules():
+    """Colours 0 1 0 1 ... at places 0, 1, 2, ...: turning 0 then 2 matches (+1/26, both stay up); 1 then 2 (up)
+    ends the turn with -2/104; 1 alone then 3 is a pair of colour 1 (+1/26); 4 then 4 is no match (-2/104); 0 (up)
+    first -1/104. The observation shows the turned cards (face down: value 2)."""
+    env = Concentration()
+    step = jax.jit(env.transition)
+    state = env.start(jnp.arange(52, dtype=jnp.int32))
+    rewards, shown = [], []
+    for a in [0, 2, 1, 2, 1, 3, 4, 4, 0]:
+        obs, state, reward, done, truncated = step(jax.random.key(0), state, a)
+        rewards.append(float(reward))
+        shown.append(np.asarray(obs).reshape(52, 3).argmax(1)[:6].tolist())
+        assert not done
+    f, s = np.float32(-1 / 104), np.float32(1 / 26)
+    assert rewards == [0.0, s, 0.0, 2 * f, 0.0, s, 0.0, 2 * f, f]
+    assert shown[0] == [0, 2, 2, 2, 2, 2] and shown[1] == [0, 2, 0, 2, 2, 2] and shown[3] == [0, 1, 0, 2, 2, 2]
+    assert shown[5] == [0, 1, 0, 1, 2, 2] and shown[7] == [0, 1, 0, 1, 0, 2]
+    assert np.asarray(state.face_up)[:6].tolist() == [True, True, True, True, False, False]
+    # the last pair matched ends the episode (terminated), however many steps are left
+    last = state._replace(face_up=(jnp.arange(52) != 49) & (jnp.arange(52) != 51), first=jnp.asarray(49, jnp.int32))
+    assert [bool(x) for x in step(jax.random.key(0), last, 51)[3:]] == [True, False]
+    # the 104th step is truncated
+    late = state._replace(time=jnp.asarray(103, jnp.int32))
+    assert [bool(x) for x in step(jax.random.key(0), late, 5)[3:]] == [True, True]
+
+
+def test_multiarmed_bandit_rules():
+    """An arm pays where the step's draw is below its odds: odds 1 always pays (+1/200, observation 1), odds 0
+    never (-1/200, observation 0); the 200th step is truncated."""
+    env = MultiarmedBandit()
+    step = jax.jit(env.transition)
+    state = BanditState(jnp.asarray([1.0, 0.0] + [0.5] * 8, jnp.float32), jnp.zeros((), jnp.int32))
+    for a, paid in [(0, 1), (1, 0)] * 20:
+        obs, _, reward, done, _ = step(jax.random.key(a + 7 * paid), state, a)
+        assert np.asarray(obs).tolist() == [1 - paid, paid] and float(reward) == np.float32((2 * paid - 1) / 200)
+    assert [bool(x) for x in step(jax.random.key(0), state._replace(time=jnp.asarray(199)), 0)[3:]] \
+        == [True, True]
+    odds = env.reset(jax.random.key(3))[1].odds
+    assert odds.shape == (10,) and bool(((odds >= 0) & (odds < 1)).all())
+
+
+def test_battleship_rules():
+    """Ships of 2 cells at (0, 0)-(0, 1) only (size 4): a hit rewards +1/2, a miss or a repeat -1/14; both cells
+    hit ends it (terminated). Reset places every ship on distinct free cells."""
+    env = Battleship(size=4, ships=(2,))
+    step = jax.jit(env.transition)
+    ships = np.zeros((4, 4), bool)
+    ships[0, :2] = True
+    state = env.start(jnp.asarray(ships))
+    out = []
+    for a in [0, 0, 5, 1]:
+        obs, state, reward, done, truncated = step(jax.random.key(0), state, a)
+        out.append((int(np.argmax(obs)), float(reward), bool(done)))
+    assert out == [(1, 0.5, False), (0, np.float32(-1 / 14), False), (0, np.float32(-1 / 14), False), (1, 0.5, True)]
+    placed = jax.vmap(Battleship().reset)(jax.random.split(jax.random.key(0), 20))[1].ships
+    assert np.asarray(placed.sum(axis=(1, 2))).tolist() == [12] * 20  # 2 + 3 + 3 + 4 cells, none shared
+    assert placements(8, 4).shape == (2 * 8 * 5, 8, 8)  # across: 8 rows x 5 starts; down the same
+
+
+def test_minesweeper_rules():
+    """Mines at (0, 0) and (3, 3) on 4 x 4: cell (1, 1) sees 1 mine, (0, 0) itself 1 and ends it (-1/2 - 1/14);
+    a new cell +1/14, a repeat -1/24; all 14 free cells uncovered ends it (terminated)."""
+    env = MineSweeper()
+    step = jax.jit(env.transition)
+    mines = np.zeros((4, 4), bool)
+    mines[0, 0] = mines[3, 3] = True
+    state = env.start(jnp.asarray(mines))
+    assert np.asarray(state.near).tolist() == [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]]
+    obs, s1, reward, done, _ = step(jax.random.key(0), state, 5)
+    assert (int(np.argmax(obs)), float(reward), bool(done)) == (1, np.float32(1 / 14), False)
+    obs, s2, reward, done, _ = step(jax.random.key(0), s1, 5)
+    assert (float(reward), bool(done)) == (np.float32(-0.5 / 12), False)
+    obs, _, reward, done, truncated = step(jax.random.key(0), s2, 0)
+    assert (float(reward), bool(done), bool(truncated)) == (np.float32(-0.5 - 1 / 14), True, False)
+    s = state
+    for a in [a for a in range(16) if a not in (0, 15)]:
+        _, s, reward, done, truncated = step(jax.random.key(0), s, a)
+    assert (bool(done), bool(truncated), int(s.time)) == (True, False, 14)
+    placed = jax.vmap(env.reset)(jax.random.split(jax.random.key(0), 10))[1].mines
+    assert np.asarray(placed.sum(axis=(1, 2))).tolist() == [2] * 10
