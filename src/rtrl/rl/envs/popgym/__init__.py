@@ -4,8 +4,8 @@ Each task is a module with an ``Env`` subclass whose options are popgym's (the n
 difficulty as popgym's ``<Task>Easy`` / ``Medium`` / ``Hard`` classes set them (``LEVELS``). The rules, the
 observation (popgym's under ``gymnasium.spaces.flatten``), the rewards, the episode lengths and what ends an episode
 (terminated, or truncated by popgym's time limit) are popgym's, checked step by step against popgym itself in
-``tests/test_rl_envs_popgym_*.py``. Actions are integers in ``range(num_actions)``; where popgym's action space is a grid
-(``MultiDiscrete([rows, cols])``: Battleship, MineSweeper), action ``a`` is the cell ``(a // cols, a % cols)``.
+``tests/test_rl_envs_popgym_*.py``. Actions are integers in ``range(num_actions)``; where popgym's action space is
+a grid (``MultiDiscrete([rows, cols])``: Battleship, MineSweeper), action ``a`` is the cell ``(a // cols, a % cols)``.
 """
 
 from __future__ import annotations
