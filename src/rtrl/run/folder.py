@@ -298,6 +298,10 @@ class Run:
         """Continue ``state`` to ``config.steps``, ``on_record(state, record)`` after each record."""
         raise NotImplementedError
 
+    def trained(self, params) -> tuple:
+        """``(cell, cell_params)``: the cell of the run and its share of the model's ``params`` (``rtrl.load``)."""
+        raise NotImplementedError
+
     def curve(self, label: str | None = None) -> Curve:
         raise NotImplementedError
 

@@ -32,6 +32,9 @@ class RLRun(Run):
     def fit(self, state, wall_s: float, on_record, on_chunk):
         return train(self.assembly, state, lambda record, state: on_record(state, record), on_chunk, wall_s)[0]
 
+    def trained(self, params):
+        return self.assembly.agent.cell, params["torso"]
+
     def curve(self, label: str | None = None) -> Curve:
         return Curve(label or self.config.label(), read_metrics(self.path), "mean return", None, key="return")
 

@@ -29,6 +29,9 @@ class TrainRun(Run):
         return fit(self.trainer, state, self.config.steps, self.config.eval_every, on_eval=on_record,
                    on_chunk=on_chunk, wall_s=wall_s)
 
+    def trained(self, params):
+        return self.assembly.cell, params["cell"]
+
     def curve(self, label: str | None = None) -> Curve:
         task = self.assembly.task
         return Curve(label or self.config.label(), read_metrics(self.path), task.metric_name, task.chance)
