@@ -28,9 +28,8 @@ def checkpointed(path, prefix: str) -> dict[str, np.ndarray]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    for name, command in (("lif", TRAIN.format(cell="lif", out=root / "lif")),
-                          ("elman", TRAIN.format(cell="elman", out=root / "elman")),
-                          ("rl", RL.format(out=root / "rl"))):
+    for command in (TRAIN.format(cell="lif", out=root / "lif"), TRAIN.format(cell="elman", out=root / "elman"),
+                    RL.format(out=root / "rl")):
         assert main(command.split()) == 0
     return root
 

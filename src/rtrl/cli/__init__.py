@@ -19,7 +19,14 @@ from collections.abc import Callable
 
 import rtrl
 from rtrl import startup
-from rtrl.cli.browse import add_inspect_arguments, add_plot_arguments, cmd_inspect, cmd_list, cmd_plot
+from rtrl.cli.browse import (
+    add_inspect_arguments,
+    add_list_arguments,
+    add_plot_arguments,
+    cmd_inspect,
+    cmd_list,
+    cmd_plot,
+)
 from rtrl.cli.demo import add_demo_arguments, cmd_demo
 from rtrl.cli.export import add_export_arguments, cmd_export
 from rtrl.cli.rl import add_rl_arguments, cmd_rl
@@ -51,7 +58,8 @@ COMMANDS: dict[str, Command] = {
                   cmd_rl),
     "resume": Command("continue a stopped run from its checkpoint", add_resume_arguments, cmd_resume),
     "plot": Command("overlay the learning curves of runs", add_plot_arguments, cmd_plot),
-    "list": Command("list tasks, environments, cells, methods and presets", lambda p: None, cmd_list),
+    "list": Command("list tasks, environments, cells, methods and presets (or some: rtrl list cells --grep lif)",
+                    add_list_arguments, cmd_list),
     "inspect": Command("what method auto chooses for a cell, each parameter's role, each method's trace memory",
                        add_inspect_arguments, cmd_inspect),
     "export": Command("write the trained cell of a run folder as a NIR graph (spiking cells)", add_export_arguments,
