@@ -13,7 +13,7 @@ import rtrl
 from rtrl.cli import main
 from rtrl.run.folder import RunError
 
-TRAIN = ("train --task copy --task-arg max_length=2 --cell {cell} --hidden 3 --method auto --batch 2 --lr 0.05 "
+TRAIN = ("train --task copy --task-arg max_length=2 --cell {cell} --hidden 3 --method rtrl --batch 2 --lr 0.05 "
          "--eval-every 4 --eval-size 8 --quiet --steps 8 --out {out}")
 RL = "rl --env tmaze --env-arg length=2 --hidden 4 --envs 2 --record-every 20 --steps 40 --seed 3 --quiet --out {out}"
 
@@ -28,22 +28,21 @@ def checkpointed(path, prefix: str) -> dict[str, np.ndarray]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    for command in (TRAIN.format(cell="lif", out=root / "lif"), TRAIN.format(cell="elman", out=root / "elman"),
-                    RL.format(out=root / "rl")):
+    for command in (TRAIN.format(cell="lif", out=root / "lif"), RL.format(out=root / "rl")):
         assert main(command.split()) == 0
     return root
 
 
 def test_a_training_run_gives_its_cell_and_the_cells_trained_parameters(runs):
-    trained = rtrl.load(runs / "elman")
+    trained = rtrl.load(runs / "lif")
     cell, params = trained  # unpacks as (cell, params)
     assert cell is trained.cell and params is trained.params
-    assert isinstance(cell, rtrl.cells.Elman) and (cell.input_size, cell.hidden_size) == (3, 3)
-    stored = checkpointed(runs / "elman", ".params['cell']")
+    assert isinstance(cell, rtrl.cells.LIF) and (cell.input_size, cell.hidden_size) == (3, 3)
+    stored = checkpointed(runs / "lif", ".params['cell']")
     assert set(stored) == {f"['{k}']" for k in params}
     for name, value in params.items():
         np.testing.assert_array_equal(np.asarray(value), stored[f"['{name}']"])
-    assert trained.step == 8 and trained.config.steps == 8 and trained.config.cell == "elman"
+    assert trained.step == 8 and trained.config.steps == 8 and trained.config.cell == "lif"
     assert set(trained.model_params) == {"cell", "readout"}
     h = cell.step(params, cell.initial_carry((2,)), jnp.ones((2, 3)))[1]  # usable as is
     assert h.shape == (2, 3)
@@ -68,7 +67,7 @@ def test_a_run_folder_naming_foreign_code_is_refused_without_importing_it(runs, 
     run = tmp_path / "run"
     run.mkdir()
     for name in ("config.json", "metrics.jsonl", "checkpoint.npz"):
-        (run / name).write_bytes((runs / "elman" / name).read_bytes())
+        (run / name).write_bytes((runs / "lif" / name).read_bytes())
     config = json.loads((run / "config.json").read_text())
     (run / "config.json").write_text(json.dumps({**config, "cell": "evil_cell:Cell"}))
     with pytest.raises(RunError, match="evil_cell:Cell.*--allow-import"):
@@ -82,10 +81,10 @@ def test_bad_input_is_one_clear_error(runs, tmp_path):
     with pytest.raises(TypeError, match="run_dir must be a path"):
         rtrl.load(3)
     with pytest.raises(TypeError, match="allow_import must be a list"):
-        rtrl.load(runs / "elman", allow_import="mod:Cell")
+        rtrl.load(runs / "lif", allow_import="mod:Cell")
     run = tmp_path / "started"
     run.mkdir()
-    (run / "config.json").write_bytes((runs / "elman" / "config.json").read_bytes())
+    (run / "config.json").write_bytes((runs / "lif" / "config.json").read_bytes())
     with pytest.raises(RunError, match="no checkpoint.npz"):
         rtrl.load(run)
 
@@ -115,9 +114,10 @@ def test_export_writes_the_trained_lif_as_nir_and_it_reads_back_with_the_same_ou
 
 
 def test_export_of_a_non_spiking_cell_is_one_line_naming_it(runs, tmp_path, capsys):
+    """The RL run's torso is an Elman cell."""
     pytest.importorskip("nir")
     out = tmp_path / "elman.nir"
-    assert main(["export", str(runs / "elman"), "--nir", str(out)]) == 2
+    assert main(["export", str(runs / "rl"), "--nir", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Elman" in err[0] and "no NIR counterpart" in err[0], err
     assert not out.exists()

@@ -52,15 +52,19 @@ def test_scalars_of_a_record():
                     "name": "x"}) == {"metric": 0.5, "episodes": 2.0, "return/0": 1.0, "return/1": -1.0}
 
 
-def test_tensorboard_reads_back_the_records_of_a_run_and_of_its_resumption(tmp_path):
-    """Also where a crash had logged steps past the checkpoint, which the resumed run writes again: each is read
-    back once, with the resumed run's value."""
+def test_both_loggers_read_back_the_records_of_a_run_and_tensorboard_of_its_resumption(tmp_path, monkeypatch):
+    """W&B offline by default (no network, no account); TensorBoard also where a crash had logged steps past the
+    checkpoint, which the resumed run writes again: each is read back once, with the resumed run's value."""
     pytest.importorskip("tensorboard")
+    pytest.importorskip("wandb")
     tensorboardX = pytest.importorskip("tensorboardX")
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.setenv("WANDB_API_KEY", "")
     out = tmp_path / "run"
-    assert main(["train", *TINY, "--steps", "8", "--out", str(out), "--log", "tensorboard"]) == 0
+    assert main(["train", *TINY, "--steps", "8", "--out", str(out), "--log", "tensorboard", "--log", "wandb"]) == 0
     assert list(out.glob("events.out.tfevents.*"))
     same(tensorboard_scalars(out), read_metrics(out), np.float32)  # TensorBoard keeps float32
+    same(wandb_history(out), read_metrics(out))
     with tensorboardX.SummaryWriter(str(out)) as stale:  # what a run killed past step 8 had logged
         stale.add_scalar("metric", -5.0, global_step=12)
     assert main(["resume", str(out), "--steps", "12", "--quiet", "--log", "tensorboard"]) == 0
@@ -111,15 +115,6 @@ def wandb_history(path) -> dict[str, dict[int, float]]:
                 if not k.startswith("_"):
                     out.setdefault(k, {})[row["_step"]] = v
     return out
-
-
-def test_wandb_runs_offline_and_logs_the_records(tmp_path, monkeypatch):
-    pytest.importorskip("wandb")
-    monkeypatch.delenv("WANDB_MODE", raising=False)  # offline is the default: no network, no account
-    monkeypatch.setenv("WANDB_API_KEY", "")
-    out = tmp_path / "run"
-    assert main(["train", *TINY, "--steps", "8", "--out", str(out), "--log", "wandb"]) == 0
-    same(wandb_history(out), read_metrics(out))
 
 
 def test_a_missing_logger_package_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch):
