@@ -81,7 +81,7 @@ def train_run(run: Run, quiet: bool = False, log=()) -> int:
         b.refresh()
 
     try:
-        with run.locked(), loggers.opened(run, log) as logged:  # the lock first: nothing written into a busy run
+        with loggers.opened(run, log) as logged:
             run.train(on_eval=on_record, on_chunk=on_chunk)
     except Diverged as e:
         step = run.last_checkpoint_step()

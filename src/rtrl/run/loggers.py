@@ -90,18 +90,20 @@ def check(names) -> None:
 
 @contextlib.contextmanager
 def opened(run, names):
-    """Within the block, a function sending a record to each logger of ``names`` (none: it does nothing); the
-    loggers are closed (their files flushed) when the block ends, however it ends."""
+    """Within the block (around ``run.train``), a function sending a record to each logger of ``names`` (none: it
+    does nothing). The loggers are made at the first record, when the run holds its folder's lock (nothing is
+    written into a run another process holds), and closed (their files flushed) when the block ends, however."""
     check(names)
-    start = run.last_checkpoint_step()
+    start = run.last_checkpoint_step() if names else None  # where the run resumes from: what is past it is purged
     with contextlib.ExitStack() as stack:
         loggers = []
-        for name in dict.fromkeys(names):
-            logger = LOGGERS[name](run, start)
-            stack.callback(logger.close)
-            loggers.append(logger)
 
         def log(record: dict) -> None:
+            if not loggers:
+                for name in dict.fromkeys(names):
+                    logger = LOGGERS[name](run, start)
+                    stack.callback(logger.close)
+                    loggers.append(logger)
             for logger in loggers:
                 logger.log(record)
 
