@@ -41,7 +41,8 @@ def load(run_dir: str | os.PathLike, allow_import: Iterable[str] = ()) -> Traine
     """The trained cell and its parameters in the run folder ``run_dir`` (``rtrl train`` or ``rtrl rl``), as of its
     last checkpoint; ``allow_import``: import paths of cells that the folder may name besides rtrl's, Flax's and
     Equinox's own (only for a folder you trust). A ``RunError`` naming the file when the folder holds no run, no
-    checkpoint yet, or a damaged one; a ``TypeError`` for a ``run_dir`` that is not a path."""
+    checkpoint yet, or a damaged one; a ``TypeError`` for a ``run_dir`` that is not a path. An RL run in float64
+    turns on JAX's 64-bit mode, as ``rtrl resume`` would (its parameters need it); the others change nothing."""
     if not isinstance(run_dir, str | os.PathLike):
         raise TypeError(f"run_dir must be a path to a run folder (str or os.PathLike), got {type(run_dir).__name__}")
     if isinstance(allow_import, str) or not all(isinstance(p, str) for p in allow_import):
