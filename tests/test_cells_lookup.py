@@ -2,7 +2,7 @@
 that cannot fit: each refused before anything is written, in one line (``refused``: exit status, one line on
 stderr naming a word, every file byte for byte unchanged, no folder made).
 
-The factories below are the cells the rows name (``--cell test_cli_cells:NAME``: this folder is on ``sys.path``).
+The factories below are the cells the rows name (``--cell test_cells_lookup:NAME``: this folder is on ``sys.path``).
 """
 
 import sys
@@ -20,7 +20,7 @@ from rtrl.training.assemble import assemble, state_bytes
 from rtrl.training.config import RunConfig
 from test_cli_bad_input import TINY_ARGS, copy_run, edit_config, nothing, refused, snapshot
 
-HERE = "test_cli_cells"
+HERE = "test_cells_lookup"
 USER_TINY = {"task": "copy", "task_args": {"max_length": 2}, "cell": f"{HERE}:tiny", "hidden": 3,
              "method": "closed_form", "batch": 2, "lr": 0.05, "eval_every": 4, "eval_size": 8, "steps": 8}
 
@@ -67,7 +67,7 @@ class BadInit(Elman):
 # -- a run folder whose config.json names a user's cell ------------------------------------------------------------
 @pytest.fixture(scope="module")
 def user_run(tmp_path_factory):
-    """A run of ``--cell test_cli_cells:tiny``, not started (its config.json: what every row here reads first)."""
+    """A run of ``--cell test_cells_lookup:tiny``, not started (its config.json: what every row here reads first)."""
     path = tmp_path_factory.mktemp("user") / "run"
     Run.create(path, USER_TINY)
     return path
@@ -76,7 +76,7 @@ def user_run(tmp_path_factory):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A run of the registered Elman cell, not started (the rows edit its config.json)."""
-    from test_reliability_cli import TINY
+    from test_cli_bad_input import TINY
 
     path = tmp_path_factory.mktemp("trained") / "run"
     Run.create(path, TINY)
@@ -92,9 +92,9 @@ CELL_ROWS = [
     ("train --cell os:getcwd --out {tmp}/new", nothing, 2, "--cell"),
     ("train --cell jax.numpy:zeros --out {tmp}/new", nothing, 2, "--cell"),
     ("train --cell equinox.nn:MLP --out {tmp}/new", nothing, 2, "--cell"),
-    ("train --cell test_cli_cells:returns_none --out {tmp}/new", nothing, 2, "neither a cell class"),
-    ("train --cell test_cli_cells:raises --out {tmp}/new", nothing, 2, "RuntimeError: the constructor failed"),
-    ("train --cell test_cli_cells:BadInit --out {tmp}/new", nothing, 2, "KeyError"),
+    ("train --cell test_cells_lookup:returns_none --out {tmp}/new", nothing, 2, "neither a cell class"),
+    ("train --cell test_cells_lookup:raises --out {tmp}/new", nothing, 2, "RuntimeError: the constructor failed"),
+    ("train --cell test_cells_lookup:BadInit --out {tmp}/new", nothing, 2, "KeyError"),
     ("train --cell rtrl.cells:Cell --out {tmp}/new", nothing, 2, "NotImplementedError"),
     ("train --cell rtrl.cells.adapters:AdaptedCell --out {tmp}/new", nothing, 2, "--cell"),
     ("train --cell no.such.module:Cell --out {tmp}/new", nothing, 2, "cannot import"),
@@ -104,38 +104,38 @@ CELL_ROWS = [
     # options it does not take
     ("train --cell flax.linen:GRUCell --cell-arg nope=1 --out {tmp}/new", nothing, 2, "--cell-arg"),
     ("train --cell equinox.nn:GRUCell --cell-arg nope=1 --out {tmp}/new", nothing, 2, "--cell-arg"),
-    ("train --cell test_cli_cells:tiny --cell-arg nope=1 --out {tmp}/new", nothing, 2, "--cell-arg"),
-    ("train --cell test_cli_cells:tiny --cell-arg hidden_size=4 --out {tmp}/new", nothing, 2, "no option"),
-    ("train --cell test_cli_cells:tiny --cell-arg activation=3 --out {tmp}/new", nothing, 2, "activation"),
+    ("train --cell test_cells_lookup:tiny --cell-arg nope=1 --out {tmp}/new", nothing, 2, "--cell-arg"),
+    ("train --cell test_cells_lookup:tiny --cell-arg hidden_size=4 --out {tmp}/new", nothing, 2, "no option"),
+    ("train --cell test_cells_lookup:tiny --cell-arg activation=3 --out {tmp}/new", nothing, 2, "activation"),
     # sizes that contradict the task or the options, a step of the wrong shape
-    ("train --cell test_cli_cells:wrong_input --out {tmp}/new", nothing, 2, "input"),
-    ("train --cell test_cli_cells:wrong_hidden --out {tmp}/new", nothing, 2, "hidden size"),
-    ("train --cell test_cli_cells:WideStep --out {tmp}/new", nothing, 2, "must step one example"),
+    ("train --cell test_cells_lookup:wrong_input --out {tmp}/new", nothing, 2, "input"),
+    ("train --cell test_cells_lookup:wrong_hidden --out {tmp}/new", nothing, 2, "hidden size"),
+    ("train --cell test_cells_lookup:WideStep --out {tmp}/new", nothing, 2, "must step one example"),
     # the same in the other commands that build a cell
     ("rl --cell equinox.nn:MLP --out {tmp}/new", nothing, 2, "--cell"),
     ("rl --cell rtrl.cells:Cell --out {tmp}/new", nothing, 2, "NotImplementedError"),
-    ("rl --cell test_cli_cells:wrong_input --out {tmp}/new", nothing, 2, "input"),
-    ("rl --cell test_cli_cells:tiny --cell-arg nope=1 --out {tmp}/new", nothing, 2, "--cell-arg"),
+    ("rl --cell test_cells_lookup:wrong_input --out {tmp}/new", nothing, 2, "input"),
+    ("rl --cell test_cells_lookup:tiny --cell-arg nope=1 --out {tmp}/new", nothing, 2, "--cell-arg"),
     ("inspect --cell os:getcwd", nothing, 2, "os:getcwd"),
     ("inspect --cell rtrl.cells:Cell", nothing, 2, "NotImplementedError"),
-    ("inspect --cell test_cli_cells:wrong_hidden", nothing, 2, "hidden size"),
-    ("inspect --cell test_cli_cells:exits", nothing, 2, "SystemExit"),
+    ("inspect --cell test_cells_lookup:wrong_hidden", nothing, 2, "hidden size"),
+    ("inspect --cell test_cells_lookup:exits", nothing, 2, "SystemExit"),
     ("inspect --cell elman --hidden 3000000000", nothing, 2, "--hidden"),
     ("resume {run}", edit_config(cell="equinox.nn:MLP"), 2, "building the cell"),
     ("resume {run}", edit_config(cell="rtrl.cells:Cell"), 2, "NotImplementedError"),
     ("resume {run}", edit_config(cell_args={"nope": 1}), 2, "no option"),
     # config.json names code that the user did not allow: refused before it is imported
     ("resume {run}", edit_config(cell="os:system"), 2, "--allow-import os:system"),
-    ("resume {run}", edit_config(cell="test_cli_cells:tiny"), 2, "RTRL_ALLOW_IMPORT"),
+    ("resume {run}", edit_config(cell="test_cells_lookup:tiny"), 2, "RTRL_ALLOW_IMPORT"),
     ("resume {run}", edit_config(cell="rtrl.cells.adapters:from_import_path"), 2, "--allow-import"),
     ("resume {run}", edit_config(cell="equinox:filter_jit"), 2, "--allow-import"),
     ("resume {run} --allow-import os:getcwd", edit_config(cell="os:system"), 2, "--allow-import os:system"),
-    ("resume {run}", copy_user_run, 2, "--allow-import test_cli_cells:tiny"),
-    ("resume {run} --allow-import test_cli_cells", copy_user_run, 2, "--allow-import"),
+    ("resume {run}", copy_user_run, 2, "--allow-import test_cells_lookup:tiny"),
+    ("resume {run} --allow-import test_cells_lookup", copy_user_run, 2, "--allow-import"),
     ("plot {run} --out {tmp}/x.png", copy_user_run, 2, "RTRL_ALLOW_IMPORT"),
     ("plot {run} {run} --out {tmp}/x.png", edit_config(cell="os:system"), 2, "RTRL_ALLOW_IMPORT"),
     ("train {tiny} --out {run}", copy_user_run, 2, "--allow-import"),
-    ("train {tiny} --cell test_cli_cells:wrong_input --out {run}", copy_user_run, 2, "input"),
+    ("train {tiny} --cell test_cells_lookup:wrong_input --out {run}", copy_user_run, 2, "input"),
     # sizes out of range or beyond any memory
     ("train --hidden 99999999999999999999 --out {tmp}/new", nothing, 2, "--hidden"),
     ("train --batch 2147483648 --out {tmp}/new", nothing, 2, "--batch"),
@@ -159,7 +159,7 @@ def test_a_bad_cell_or_size_is_one_line_and_changes_nothing(tmp_path, trained, u
     """[``from_import_path`` without its catch-all around the constructor: the ``os:getcwd``, ``raises`` and
     ``MLP`` rows fail with a traceback; without ``check_imported_cell``: ``rtrl.cells:Cell`` left config.json and .lock
     behind; ``from_dict`` without ``check_importable``: the ``os:system`` row ran ``os.system(3, 3)`` and the
-    ``test_cli_cells:tiny`` rows resumed; ``is_trusted`` taking any callable of a trusted module: the
+    ``test_cells_lookup:tiny`` rows resumed; ``is_trusted`` taking any callable of a trusted module: the
     ``from_import_path`` and ``filter_jit`` rows fail; ``fits`` not called: the memory rows made the
     folder and failed in XLA]"""
     monkeypatch.delenv(configs.ALLOW_IMPORT, raising=False)
@@ -216,7 +216,7 @@ def test_the_python_api_reads_back_the_cell_it_names(tmp_path, monkeypatch):
     monkeypatch.delenv(configs.ALLOW_IMPORT, raising=False)
     Run.create(tmp_path / "run", USER_TINY)
     assert Run.create(tmp_path / "run", {**USER_TINY, "steps": 16}).config.cell == f"{HERE}:tiny"
-    with pytest.raises(ValueError, match="--allow-import test_cli_cells:tiny"):
+    with pytest.raises(ValueError, match="--allow-import test_cells_lookup:tiny"):
         Run.create(tmp_path / "run", {**USER_TINY, "cell": "elman"})
 
 

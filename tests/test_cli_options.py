@@ -1,7 +1,7 @@
 """Option-level refusals of the command line, in process and before anything runs (issue 22's residual audit): an
 empty path for any ``--out`` (one argument type, ``rtrl.run.argtypes.path``), ``rtrl bench --out`` a file or a run
 folder (refused before the minutes-long benchmarks), an option beside its own ``--no-NAME``, and a key given twice
-in ``--task-arg`` / ``--cell-arg`` / ``--env-arg``. Each row is the bad-input table's (``test_reliability_cli``):
+in ``--task-arg`` / ``--cell-arg`` / ``--env-arg``. Each row is the bad-input table's (``test_cli_bad_input``):
 status 2, one line naming the word, nothing under the folder changed.
 
 Mutations tried by hand, each caught: ``type=path`` removed from ``add_run_arguments`` (the train and rl rows run

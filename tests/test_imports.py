@@ -77,3 +77,19 @@ def test_each_layer_imports_first_in_a_fresh_interpreter(module):
     """No circular import: each layer's entry module is importable on its own, before anything else."""
     done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_import_rtrl_loads_no_upper_layer_and_rtrl_load_is_there_on_first_use():
+    """``rtrl.load`` lives in the run layer (rtrl/__init__'s ``LAZY`` table): ``import rtrl`` imports none of the
+    layers above the public API (tests/test_layers.py), and the first use of the name imports it."""
+    body = """
+import rtrl
+above = ("rtrl.training", "rtrl.rl", "rtrl.run", "rtrl.reports", "rtrl.benchmarks", "rtrl.cli")
+print(json.dumps(sorted(m for m in sys.modules if m.startswith(above))))
+from rtrl import load
+import rtrl.run.trained
+assert load is rtrl.load is rtrl.run.trained.load and "load" in dir(rtrl) and "load" in rtrl.__all__
+"""
+    out = run(body, blocked=())
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[0]) == []

@@ -1,19 +1,10 @@
-"""The README's examples run as written, and its links lead somewhere."""
+"""The README's links lead somewhere and its layout is the package's (tests/test_docs_examples.py runs its code)."""
 
 import pathlib
 import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-
-
-def test_readme_python_examples_run():
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    assert blocks, "the README shows no Python example"
-    for block in blocks:
-        namespace: dict = {}
-        exec(compile(block, str(README), "exec"), namespace)
-        assert "params" in namespace
 
 
 def heading_anchors(markdown: str) -> set[str]:

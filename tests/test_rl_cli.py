@@ -186,7 +186,7 @@ def test_docs_cli_md_holds_the_current_rl_options_table():
         "regenerate the rtrl rl table in docs/cli.md from options_table(RLConfig)"
 
 
-# -- an RL run folder's damaged files, and the other kind in --out (the setups of test_reliability_cli) ------------
+# -- an RL run folder's damaged files, and the other kind in --out (the setups of test_cli_bad_input) ------------
 RL_RUN_DAMAGED = [
     ("resume {run}", edit_config(env_args={"corridor": 3}), "no option 'corridor'"),
     ("resume {run}", edit_config(method="bptt"), "needs whole episodes"),

@@ -16,5 +16,21 @@ from rtrl.sequence import sequence_grad  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["METHODS", "Inspection", "Learner", "OnlineState", "cells", "compare", "inspect", "methods", "online",
-           "sequence_grad", "stream_grad"]
+__all__ = ["METHODS", "Inspection", "Learner", "OnlineState", "cells", "compare", "inspect", "load", "methods",
+           "online", "sequence_grad", "stream_grad"]
+
+# Names of the layers above this one (docs/design.md), imported on first use, never by ``import rtrl``.
+LAZY = {"load": "rtrl.run.trained:load"}
+
+
+def __getattr__(name: str):
+    if name in LAZY:
+        import importlib
+
+        module, _, attribute = LAZY[name].partition(":")
+        return getattr(importlib.import_module(module), attribute)
+    raise AttributeError(f"module 'rtrl' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(LAZY))

@@ -268,3 +268,6 @@ def stream_grad(learner: Learner, params, state: OnlineState, xs, targets, loss_
     (state, loss), grads, _ = accumulate(step_loss, params, (state, jnp.zeros((), loss.dtype)), (xs, targets),
                                          unroll=steps_per_body(learner.cell, params, state.carry, xs[0]))
     return loss, grads, state
+
+
+__all__ = ["Learner", "OnlineState", "online", "stream_grad"]

@@ -20,6 +20,8 @@ Sections (each also runs alone, see its module):
 ``--quick`` shrinks every section to finish in a minute or two (for a smoke test, not for figures).
 ``--markdown PAGE`` writes the figures, with the machine and the date, into the documentation page between its
 ``BEGIN`` and ``END`` markers; the text around them (what the figures mean) is kept.
+Each section prints its figures as it finishes them. Ctrl-C while measuring stops at once (exit status 130)
+with nothing written; the outputs are written together at the end, and a Ctrl-C then waits for the last of them.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pathlib import Path
 
 import jax
 
+from rtrl import interrupts
 from rtrl.benchmarks import (
     deep,
     devices,
@@ -408,15 +411,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_command(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    results = run(QUICK if args.quick else FULL, rss=not args.quick)
-    atomic_write_text(out / "bench.json", json.dumps(results, indent=1))
-    plot(results, out / "bench.png")
-    print(f"wrote {out / 'bench.json'} and {out / 'bench.png'}")
-    if args.markdown is not None:
-        page = args.markdown
-        text = page.read_text() if page.exists() else new_page()
-        atomic_write_text(page, with_figures(text, markdown(results, quick=args.quick)))
-        print(f"wrote the figures into {page}")
+    results = run(QUICK if args.quick else FULL, rss=not args.quick)  # a Ctrl-C here: nothing written
+    with interrupts.deferred():  # the outputs are written together: a Ctrl-C now waits for the last of them
+        atomic_write_text(out / "bench.json", json.dumps(results, indent=1))
+        plot(results, out / "bench.png")
+        print(f"wrote {out / 'bench.json'} and {out / 'bench.png'}")
+        if args.markdown is not None:
+            page = args.markdown
+            text = page.read_text() if page.exists() else new_page()
+            atomic_write_text(page, with_figures(text, markdown(results, quick=args.quick)))
+            print(f"wrote the figures into {page}")
     return 0
 
 
@@ -427,4 +431,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    interrupts.install()  # as in the rtrl command: a Ctrl-C while measuring ends it at once, writing nothing
     raise SystemExit(main())

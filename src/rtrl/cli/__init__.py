@@ -1,13 +1,13 @@
-"""The ``rtrl`` command: ``train``, ``rl``, ``resume``, ``plot``, ``list``, ``inspect``, ``demo``, ``fidelity`` and
-``bench``.
+"""The ``rtrl`` command: ``train``, ``rl``, ``resume``, ``plot``, ``list``, ``inspect``, ``export``, ``demo``,
+``fidelity`` and ``bench``.
 
 Each subcommand is an entry of ``COMMANDS``: a help line, a function adding its arguments to a parser and a
 function running it (returning the exit status), so a new subcommand is one more entry; each lives in a module
-of its own (``train``: train and resume; ``rl``; ``demo``; ``browse``: plot and list). ``main`` is where every problem
-the user can fix becomes one line on stderr and exit status 2 (bad options, unusable run folders or
-checkpoints, filesystem errors); a diverging run exits with status 1 after saying at which step and what became
-non-finite; an interrupted one with 130 (Ctrl-C: ``rtrl.interrupts``; a bad ``JAX_*`` variable: ``rtrl.startup``).
-Anything else is a bug, and shows its traceback.
+of its own (``train``: train and resume; ``rl``; ``demo``; ``browse``: plot and list; ``export``). ``main`` is
+where every problem the user can fix becomes one line on stderr and exit status 2 (bad options, unusable run
+folders or checkpoints, filesystem errors); a diverging run exits with status 1 after saying at which step and
+what became non-finite; an interrupted one with 130 (Ctrl-C: ``rtrl.interrupts``; a bad ``JAX_*`` variable:
+``rtrl.startup``). Anything else is a bug, and shows its traceback.
 """
 
 from __future__ import annotations
@@ -19,8 +19,16 @@ from collections.abc import Callable
 
 import rtrl
 from rtrl import startup
-from rtrl.cli.browse import add_inspect_arguments, add_plot_arguments, cmd_inspect, cmd_list, cmd_plot
+from rtrl.cli.browse import (
+    add_inspect_arguments,
+    add_list_arguments,
+    add_plot_arguments,
+    cmd_inspect,
+    cmd_list,
+    cmd_plot,
+)
 from rtrl.cli.demo import add_demo_arguments, cmd_demo
+from rtrl.cli.export import add_export_arguments, cmd_export
 from rtrl.cli.rl import add_rl_arguments, cmd_rl
 from rtrl.cli.train import add_resume_arguments, add_train_arguments, cmd_resume, cmd_train, one_line, out_of_memory
 from rtrl.reports import fidelity
@@ -50,9 +58,12 @@ COMMANDS: dict[str, Command] = {
                   cmd_rl),
     "resume": Command("continue a stopped run from its checkpoint", add_resume_arguments, cmd_resume),
     "plot": Command("overlay the learning curves of runs", add_plot_arguments, cmd_plot),
-    "list": Command("list tasks, environments, cells, methods and presets", lambda p: None, cmd_list),
+    "list": Command("list tasks, environments, cells, methods and presets (or some: rtrl list cells --grep lif)",
+                    add_list_arguments, cmd_list),
     "inspect": Command("what method auto chooses for a cell, each parameter's role, each method's trace memory",
                        add_inspect_arguments, cmd_inspect),
+    "export": Command("write the trained cell of a run folder as a NIR graph (spiking cells)", add_export_arguments,
+                      cmd_export),
     "demo": Command("a half-minute online-learning demonstration (make run)", add_demo_arguments, cmd_demo),
     "fidelity": Command("cosine and relative error of every method's gradient against BPTT (table and plot)",
                         fidelity.add_arguments, fidelity.run),

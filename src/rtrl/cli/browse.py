@@ -44,19 +44,24 @@ def cmd_plot(args) -> int:
 
 
 def first_paragraph(obj) -> str:
-    """The first paragraph of ``obj``'s docstring (else its module's) on one line: whole sentences, never a cut."""
+    """The first paragraph of ``obj``'s docstring (else its module's) on one line: whole sentences, never a cut, with
+    the docstring's RST literal quotes (````name````) dropped."""
     doc = inspect.getdoc(obj) or sys.modules[obj.__module__].__doc__ or ""
-    return " ".join(doc.strip().split("\n\n")[0].split())
+    return " ".join(doc.strip().split("\n\n")[0].split()).replace("``", "")
 
 
 WIDTH = 22  # of the name column of `rtrl list`
+SECTIONS = ("tasks", "environments", "cells", "presets", "methods")
 
 
 def entry(name: str, text: str) -> str:
     """``name`` and ``text`` as rows of `rtrl list`: the text wrapped to the terminal, aligned after the name."""
     width = max(shutil.get_terminal_size().columns, WIDTH + 40)
-    return textwrap.fill(text, width, initial_indent=f"  {name:{WIDTH}s} ", subsequent_indent=" " * (WIDTH + 3),
-                         break_long_words=False, break_on_hyphens=False)
+    indent = " " * (WIDTH + 3)
+    long = len(name) > WIDTH  # a name wider than its column (an import path) gets a line of its own
+    return (f"  {name}\n" if long else "") + textwrap.fill(
+        text, width, initial_indent=indent if long else f"  {name:{WIDTH}s} ", subsequent_indent=indent,
+        break_long_words=False, break_on_hyphens=False)
 
 
 def path_cells(presets) -> dict[str, object]:
@@ -65,7 +70,9 @@ def path_cells(presets) -> dict[str, object]:
     return {path: getattr(importlib.import_module(path.partition(":")[0]), path.partition(":")[2]) for path in paths}
 
 
-def cmd_list(args) -> int:
+def listing() -> dict[str, list[tuple[str, str]]]:
+    """What `rtrl list` shows: ``(heading, [(name, text), ...])`` by section. A cell is named as ``--cell`` takes
+    it (a factory that presets use by its import path: by that path)."""
     from rtrl.cells import CELLS
     from rtrl.methods import REGISTRY
     from rtrl.rl.envs import ENVS
@@ -73,26 +80,46 @@ def cmd_list(args) -> int:
     from rtrl.training.presets import PRESETS
     from rtrl.training.tasks import TASKS
 
-    print("tasks:")
-    for name, cls in TASKS.items():
-        print(entry(name, cls().describe()))
-    print("environments (rtrl rl):")
-    for name, make in ENVS.items():
-        print(entry(name, first_paragraph(make)))
-    print("cells:")
-    for name, cls in CELLS.items():
-        print(entry(name, first_paragraph(cls)))
-    for path, factory in path_cells(PRESETS).items():
-        print(entry(path.rpartition(":")[2], f"(--cell {path}) {first_paragraph(factory)}"))
-    for command, presets in (("rtrl train", PRESETS), ("rtrl rl", RL_PRESETS)):
-        print(f"presets ({command} --preset NAME):")
-        for name, preset in presets.items():
-            print(entry(name, preset.summary))
-    print("methods:")
-    for name, make in REGISTRY.items():
-        method = make()
-        kind = ("online" if method.online else "whole windows") + (", exact" if method.exact else ", approximate")
-        print(entry(name, f"[{kind}] {first_paragraph(type(method))}"))
+    def kind(method) -> str:
+        return ("online" if method.online else "whole windows") + (", exact" if method.exact else ", approximate")
+
+    return {
+        "tasks": [("tasks:", [(name, cls().describe()) for name, cls in TASKS.items()])],
+        "environments": [("environments (rtrl rl):", [(name, first_paragraph(make)) for name, make in ENVS.items()])],
+        "cells": [("cells:", [(name, first_paragraph(cls)) for name, cls in CELLS.items()]
+                   + [(path, first_paragraph(factory)) for path, factory in path_cells(PRESETS).items()])],
+        "presets": [(f"presets ({command} --preset NAME):", [(name, p.summary) for name, p in presets.items()])
+                    for command, presets in (("rtrl train", PRESETS), ("rtrl rl", RL_PRESETS))],
+        "methods": [("methods:", [(name, f"[{kind(make())}] {first_paragraph(type(make()))}")
+                                  for name, make in REGISTRY.items()])],
+    }
+
+
+def add_list_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sections", nargs="*", metavar="SECTION",
+                   help=f"only these sections: {', '.join(SECTIONS)} (default: all)")
+    p.add_argument("--grep", metavar="TEXT", help="only the rows whose name or description holds TEXT (any case)")
+
+
+def cmd_list(args) -> int:
+    sections = getattr(args, "sections", None) or SECTIONS
+    unknown = [s for s in sections if s not in SECTIONS]
+    if unknown:
+        raise UsageError(f"SECTION must be among {', '.join(SECTIONS)}, got {', '.join(map(repr, unknown))}")
+    grep = (getattr(args, "grep", None) or "").lower()
+    found = False
+    for section, groups in listing().items():
+        if section not in sections:
+            continue
+        for heading, rows in groups:
+            rows = [(n, t) for n, t in rows if grep in n.lower() or grep in t.lower()]
+            if rows:
+                found = True
+                print(heading)
+                for name, text in rows:
+                    print(entry(name, text))
+    if not found:
+        raise UsageError(f"nothing in {', '.join(sections)} matches --grep {args.grep!r}")
     return 0
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from rtrl.cells.lookup import allowed_imports
 from rtrl.devices import check_memory
 from rtrl.driver import Diverged
+from rtrl.run import loggers
 from rtrl.run.argtypes import import_path, path, positive_int
 from rtrl.run.folder import CONFIG, FILES, Run, remove_folders
 from rtrl.run.options import add_config_arguments, assembled, config_from_args
@@ -44,8 +45,9 @@ def fits(assembly) -> None:
         raise UsageError(str(e)) from None
 
 
-def train_run(run: Run, quiet: bool = False) -> int:
-    """Train with a progress bar; the exit status (1 when the run diverged, 130 when interrupted)."""
+def train_run(run: Run, quiet: bool = False, log=()) -> int:
+    """Train with a progress bar, each record also sent to the loggers named in ``log`` (``rtrl.run.loggers``);
+    the exit status (1 when the run diverged, 130 when interrupted)."""
     import time
 
     from tqdm import tqdm
@@ -60,6 +62,7 @@ def train_run(run: Run, quiet: bool = False) -> int:
         return bars[0]
 
     def on_record(state, record):
+        logged(record)
         bar().n = record["step"]
         bar().set_postfix_str(run.status(record))
         bar().refresh()
@@ -78,7 +81,8 @@ def train_run(run: Run, quiet: bool = False) -> int:
         b.refresh()
 
     try:
-        run.train(on_eval=on_record, on_chunk=on_chunk)
+        with loggers.opened(run, log) as logged:
+            run.train(on_eval=on_record, on_chunk=on_chunk)
     except Diverged as e:
         step = run.last_checkpoint_step()
         kept = (f"The last good checkpoint (step {step}) is kept in {run.path}" if step is not None else
@@ -106,6 +110,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, type=path, help="the run folder, e.g. runs/NAME")
     p.add_argument("--overwrite", action="store_true", help="replace a different run already in --out")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_log_argument(p)
+
+
+def add_log_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--log", action="append", default=[], choices=tuple(loggers.LOGGERS),
+                   help="also log every record to TensorBoard (event files in the run folder) or Weights & Biases "
+                        "(RUN/wandb, offline unless WANDB_MODE says otherwise); repeatable; needs the extra "
+                        "rtrl[tensorboard] or rtrl[wandb]")
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
@@ -118,12 +130,13 @@ def start(args, assembly) -> int:
     folder and train; a run that runs out of memory before its first checkpoint past step 0 is removed again,
     folders and all (nothing half-made)."""
     fits(assembly)
+    loggers.check(args.log)  # before anything is written
     out = Path(args.out)
     fresh = not (out / CONFIG).exists()
     # may read back the cell this command line names
     run = Run.create(out, assembly.config, overwrite=args.overwrite, assembly=assembly)
     try:
-        return train_run(run, args.quiet)
+        return train_run(run, args.quiet, args.log)
     except OutOfMemory as e:
         if fresh and not run.last_checkpoint_step():
             discard(run)
@@ -151,6 +164,7 @@ def add_resume_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--devices", type=positive_int, metavar="N",
                    help="continue on N devices (default: the run's own; docs/devices.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_log_argument(p)
     p.add_argument("--allow-import", action="append", default=[], metavar="MODULE:NAME", type=import_path,
                    help="let the run's config.json import this cell (one it names by import path that is not an "
                         "rtrl, Flax or Equinox cell class; only for a run folder you trust; repeatable)")
@@ -160,8 +174,9 @@ def cmd_resume(args) -> int:
     with allowed_imports(args.allow_import):
         run = Run.open(args.run, steps=args.steps, devices=args.devices)
         fits(run.assembly)
+        loggers.check(args.log)
         try:
-            return train_run(run, args.quiet)
+            return train_run(run, args.quiet, args.log)
         except OutOfMemory as e:
             raise UsageError(f"{e}; {run.path} is kept at step {run.last_checkpoint_step()}") from None
 

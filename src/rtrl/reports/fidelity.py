@@ -20,12 +20,13 @@ import io
 import json
 import os
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 
 import rtrl
+from rtrl import interrupts
 from rtrl.cells import ALIF, CELLS, LIF, LRU, RTU, Elman, Network, Stack
 from rtrl.compare import cosine, relative_error, squared_error
 from rtrl.files import atomic_write_text
@@ -87,13 +88,17 @@ def gradient_fidelity(cell, method, T: int, seed: int, batch: int = BATCH) -> tu
 
 
 def fidelity_table(cells=None, methods: Sequence = METHODS, lengths: Sequence[int] = LENGTHS,
-                   seeds: int = SEEDS) -> list[dict]:
-    """One row per cell, applicable method and length: mean cosine, worst cosine, mean relative error."""
+                   seeds: int = SEEDS, progress: Callable[[dict, int], None] | None = None) -> list[dict]:
+    """One row per cell, applicable method and length: mean cosine, worst cosine, mean relative error.
+    ``progress(row, total)``: called after each row, with the number of rows there will be."""
     if not jax.config.jax_enable_x64:
         raise ValueError("fidelity_table needs float64: call jax.config.update('jax_enable_x64', True) first")
+    cells = default_cells() if cells is None else cells
+    methods = list(map(resolve, methods))
+    total = sum(applies(m, c) for c in cells for m in methods) * len(lengths)
     rows = []
-    for cell in default_cells() if cells is None else cells:
-        for method in map(resolve, methods):
+    for cell in cells:
+        for method in methods:
             if not applies(method, cell):
                 continue
             for T in lengths:
@@ -102,6 +107,8 @@ def fidelity_table(cells=None, methods: Sequence = METHODS, lengths: Sequence[in
                 rows.append({"cell": cell_label(cell), "method": method_label(method), "T": T,
                              "cosine": statistics.mean(cosines), "cosine_min": min(cosines),
                              "relative_error": statistics.mean(errors), "seeds": seeds})
+                if progress is not None:
+                    progress(rows[-1], total)
         # Every cell, method and length is its own executable, and XLA's CPU backend maps each one's kernels into
         # memory: kept all at once they exceed the kernel's limit on mappings (vm.max_map_count, 65530 here) and
         # compilation fails with "Cannot allocate memory". No cell reuses another's executables.
@@ -197,28 +204,36 @@ def to_csv(rows: list[dict]) -> str:
     return out.getvalue()
 
 
+COLUMNS = 4  # cells side by side in fidelity.png; more cells go on further rows
+
+
 def plot(rows: list[dict], out: str) -> None:
-    """PNG at ``out``: cosine (top) and relative error (bottom) against T, one column per cell, one line per
-    method."""
+    """PNG at ``out``: per cell, cosine (top) and relative error (below it) against T, one line per method; the
+    cells in a grid of ``COLUMNS`` across (any number of cells stays readable), each panel with its legend."""
     cells = list(dict.fromkeys(r["cell"] for r in rows))
-    fig, axes = pyplot().subplots(2, len(cells), figsize=(4 * len(cells), 6.5), squeeze=False, sharex=True)
-    for col, cell in enumerate(cells):
+    columns = min(COLUMNS, len(cells))
+    grid_rows = -(-len(cells) // columns)
+    fig, axes = pyplot().subplots(2 * grid_rows, columns, figsize=(4.5 * columns, 6 * grid_rows), squeeze=False)
+    for ax in axes.flat[2 * len(cells):]:
+        ax.set_visible(False)
+    for k, cell in enumerate(cells):
+        top, bottom = axes[2 * (k // columns), k % columns], axes[2 * (k // columns) + 1, k % columns]
         mine = [r for r in rows if r["cell"] == cell]
         for i, method in enumerate(dict.fromkeys(r["method"] for r in mine)):
             line = sorted((r for r in mine if r["method"] == method), key=lambda r: r["T"])
             Ts = [r["T"] for r in line]
             style = {"marker": "os^vDx+*"[i % 8], "linestyle": "-" if i < 8 else "--", "label": method}
-            axes[0, col].plot(Ts, [r["cosine"] for r in line], **style)
-            axes[1, col].plot(Ts, [max(r["relative_error"], 1e-17) for r in line], **style)  # 0 on a log axis
-        axes[0, col].set_title(cell)
-        axes[1, col].set_xlabel("sequence length T")
-        axes[1, col].set_yscale("log")
-        for ax in axes[:, col]:
+            top.plot(Ts, [r["cosine"] for r in line], **style)
+            bottom.plot(Ts, [max(r["relative_error"], 1e-17) for r in line], **style)  # 0 on a log axis
+        top.set_title(cell)
+        top.set_ylabel("cosine vs BPTT")
+        bottom.set_ylabel("relative error vs BPTT")
+        bottom.set_xlabel("sequence length T")
+        bottom.set_yscale("log")
+        top.legend(fontsize="x-small")
+        for ax in (top, bottom):
             ax.set_xscale("log")
             ax.grid(True, alpha=0.3)
-    axes[0, 0].set_ylabel("cosine vs BPTT")
-    axes[1, 0].set_ylabel("relative error vs BPTT")
-    axes[0, -1].legend(fontsize="small")
     save_figure(fig, out)
 
 
@@ -244,9 +259,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Compute the table with a progress bar (stderr), then write the files. Ctrl-C stops it at the next entry,
+    exit status 130, with nothing written (``rtrl.interrupts``)."""
+    from tqdm import tqdm
+
     jax.config.update("jax_enable_x64", True)
     os.makedirs(args.out, exist_ok=True)
-    rows = fidelity_table(default_cells(args.input, args.hidden), args.methods, args.lengths, args.seeds)
+    with tqdm(unit="entry", mininterval=1.0) as bar:
+
+        def progress(row: dict, total: int) -> None:
+            bar.total = total
+            bar.set_postfix_str(f"{row['cell']} {row['method']} T={row['T']}", refresh=False)
+            bar.update()
+            interrupts.poll()
+
+        try:
+            with interrupts.deferred():
+                rows = fidelity_table(default_cells(args.input, args.hidden), args.methods, args.lengths,
+                                      args.seeds, progress)
+        except KeyboardInterrupt:
+            print(f"interrupted: nothing was written to {args.out}" + (f" or {args.markdown}" if args.markdown
+                                                                      else ""), flush=True)
+            return interrupts.STATUS
     print(markdown(rows))
     atomic_write_text(os.path.join(args.out, "fidelity.csv"), to_csv(rows))
     atomic_write_text(os.path.join(args.out, "fidelity.json"), json.dumps(rows, indent=1))
@@ -265,4 +299,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    interrupts.install()  # the command's Ctrl-C: at the next safe point (rtrl.interrupts), never swallowed
     raise SystemExit(main())

@@ -10,6 +10,11 @@ experiments rewrites only their sections, and the text outside the markers is ke
 per experiment beside the runs. A row that does not apply, or whose cell is not installed, is reported as skipped
 with the reason. Rows run one after another; without ``--only`` every experiment but the long ones runs (about
 a quarter of an hour on two cores); the long ones (minutes a row: deep networks) run when named.
+
+Each row shows a progress bar (on stderr). Ctrl-C stops the command at the next safe point (after a chunk of
+steps, between rows) with exit status 130: the tables finished before it are in ``--out``, the table under way is
+not written (nothing is rewritten after the Ctrl-C), and the rows' run folders resume with ``rtrl resume``; a
+second Ctrl-C stops at once.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import argparse
 import time
 from pathlib import Path
 
+from rtrl import interrupts
 from rtrl.driver import Diverged
 from rtrl.files import atomic_write_text
 from rtrl.run.folder import Run, read_metrics
@@ -35,10 +41,14 @@ def run_row(experiment: Experiment, row: Row, root: Path) -> dict:
         return {"row": row, "name": name, "skipped": str(e)}
     start = time.perf_counter()
     diverged = None
-    try:
-        run.train()
-    except Diverged as e:
-        diverged = str(e)
+    from tqdm import tqdm
+
+    with tqdm(total=run.config.steps, desc=name, unit="step", leave=False, mininterval=1.0) as bar:
+        try:
+            run.train(on_eval=lambda state, record: bar.set_postfix_str(run.status(record)),
+                      on_chunk=lambda state, n: bar.update(n))
+        except Diverged as e:
+            diverged = str(e)
     records = read_metrics(run.path)
     return {
         "row": row,
@@ -102,6 +112,7 @@ def run_experiment(experiment: Experiment, root: Path) -> str:
     """Every row of ``experiment``, its comparison plot, and its table."""
     results = []
     for row in experiment.rows:
+        interrupts.poll()  # a safe point: between rows
         result = run_row(experiment, row, root)
         results.append(result)
         shown = result.get("skipped") or f"{result['metric']:.4g} in {result['wall_s']:.0f} s"
@@ -122,6 +133,18 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="docs/results.md", help="the Markdown page (default %(default)s)")
     parser.add_argument("--runs", default="runs/results", help="where the run folders go (default %(default)s)")
     args = parser.parse_args(argv)
+    try:
+        with interrupts.deferred():
+            write_tables(args)
+    except KeyboardInterrupt:
+        print(f"interrupted: {args.out} holds the tables finished before the Ctrl-C and nothing after it; the "
+              f"rows' run folders are in {args.runs}", flush=True)
+        return interrupts.STATUS
+    return 0
+
+
+def write_tables(args: argparse.Namespace) -> None:
+    """Run the experiments ``args`` names and write each table into ``args.out`` when it is finished."""
     out = Path(args.out)
     page = out.read_text() if out.exists() else "# Results\n"
     for experiment in EXPERIMENTS:
@@ -130,12 +153,13 @@ def main(argv=None) -> int:
         start = time.perf_counter()
         section = run_experiment(experiment, Path(args.runs))
         section += f"\nWall time of this table: {time.perf_counter() - start:.0f} s.\n"
+        interrupts.poll()  # not written if a Ctrl-C came while it was made
         print(section, flush=True)
         page = with_section(page, experiment.name, section)
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out, page)  # after every table: a stopped command keeps the tables it finished
-    return 0
 
 
 if __name__ == "__main__":
+    interrupts.install()  # the command's Ctrl-C: at the next safe point (rtrl.interrupts), never swallowed
     raise SystemExit(main())

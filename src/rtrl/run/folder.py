@@ -115,6 +115,13 @@ def kind_of_data(data) -> type[Run]:
     return min(KINDS.values(), key=lambda kind: len(keys - {f.name for f in dataclasses.fields(kind.config_class)}))
 
 
+def chosen(name, method) -> str:
+    """What a run's header adds after the method it was given by ``name``: ``" (closed_form)"`` where ``auto``
+    chose the bound ``method``, else nothing."""
+    resolved = getattr(method, "name", None)
+    return f" ({resolved})" if resolved and resolved != getattr(name, "name", name) else ""
+
+
 def fmt(value) -> str:
     return "-" if value is None else f"{value:.4g}"
 
@@ -296,6 +303,10 @@ class Run:
 
     def fit(self, state, wall_s: float, on_record, on_chunk):
         """Continue ``state`` to ``config.steps``, ``on_record(state, record)`` after each record."""
+        raise NotImplementedError
+
+    def trained(self, params) -> tuple:
+        """``(cell, cell_params)``: the cell of the run and its share of the model's ``params`` (``rtrl.load``)."""
         raise NotImplementedError
 
     def curve(self, label: str | None = None) -> Curve:

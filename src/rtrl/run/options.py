@@ -104,7 +104,16 @@ def add_config_arguments(p: argparse.ArgumentParser, cls: type[Config] = RunConf
                            metavar=field.metadata["metavar"], help=help_text + shown)
         if negated(field, value):
             p.add_argument(f"--no-{field.name.replace('_', '-')}", dest=field.name, action="store_const",
-                           const=None if field.metadata["check"] is not flag else False, help=f"no {field.name}")
+                           const=None if field.metadata["check"] is not flag else False,
+                           help=negated_help(field, value))
+
+
+def negated_help(field, value) -> str:
+    """The help of ``--no-NAME``: a sentence saying what it turns off."""
+    name = flag_of(field)
+    if field.metadata["check"] is flag:
+        return f"turn {name} off (it is on by default)"
+    return f"no {name} at all (instead of the default {value})"
 
 
 def config_from_args(args: argparse.Namespace, cls: type[Config] = RunConfig,

@@ -8,7 +8,7 @@ import jax
 from rtrl.rl.assemble import assemble
 from rtrl.rl.config import RLConfig
 from rtrl.rl.loop import TIMINGS, runner, train
-from rtrl.run.folder import Run, fmt, read_metrics, register
+from rtrl.run.folder import Run, chosen, fmt, read_metrics, register
 from rtrl.run.plot import Curve
 
 
@@ -32,6 +32,9 @@ class RLRun(Run):
     def fit(self, state, wall_s: float, on_record, on_chunk):
         return train(self.assembly, state, lambda record, state: on_record(state, record), on_chunk, wall_s)[0]
 
+    def trained(self, params):
+        return self.assembly.agent.cell, params["torso"]
+
     def curve(self, label: str | None = None) -> Curve:
         return Curve(label or self.config.label(), read_metrics(self.path), "mean return", None, key="return")
 
@@ -41,7 +44,8 @@ class RLRun(Run):
 
     def describe(self) -> str:
         config = self.config
-        return (f"{self.assembly.env.name} | {config.label()} hidden {config.hidden}, update every "
+        method = chosen(config.method, self.assembly.agent.learner.method)
+        return (f"{self.assembly.env.name} | {config.label()}{method} hidden {config.hidden}, update every "
                 f"{config.update_every} | {config.envs} environments, {config.steps} steps each")
 
     def status(self, record: dict) -> str:

@@ -3,7 +3,7 @@ evaluated every ``eval_every`` steps and at step 0."""
 
 from __future__ import annotations
 
-from rtrl.run.folder import Run, fmt, read_metrics, register
+from rtrl.run.folder import Run, chosen, fmt, read_metrics, register
 from rtrl.run.plot import Curve
 from rtrl.training.assemble import assemble
 from rtrl.training.config import RunConfig
@@ -29,6 +29,9 @@ class TrainRun(Run):
         return fit(self.trainer, state, self.config.steps, self.config.eval_every, on_eval=on_record,
                    on_chunk=on_chunk, wall_s=wall_s)
 
+    def trained(self, params):
+        return self.assembly.cell, params["cell"]
+
     def curve(self, label: str | None = None) -> Curve:
         task = self.assembly.task
         return Curve(label or self.config.label(), read_metrics(self.path), task.metric_name, task.chance)
@@ -40,7 +43,8 @@ class TrainRun(Run):
     def describe(self) -> str:
         config, task = self.config, self.assembly.task
         return (f"{task.name} ({task.metric_name}, chance {task.chance:.3g}) | {config.cell} hidden {config.hidden} "
-                f"| {config.method}, update every {config.update_every} | batch {config.batch}, {config.steps} steps")
+                f"| {config.method}{chosen(config.method, self.assembly.method)}, update every "
+                f"{config.update_every} | batch {config.batch}, {config.steps} steps")
 
     def status(self, record: dict) -> str:
         return f"loss {fmt(record['loss'])} {self.assembly.task.metric_name} {fmt(record['metric'])}"

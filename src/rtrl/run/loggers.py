@@ -1,0 +1,113 @@
+"""Optional loggers of a run's records (``--log tensorboard``, ``--log wandb``): every record written to
+``metrics.jsonl`` is also sent, as scalars, to TensorBoard event files in the run folder (``tensorboardX``: the
+``tensorboard`` extra) or to a Weights & Biases run kept in the run folder's ``wandb/`` (the ``wandb`` extra),
+offline unless ``WANDB_MODE`` says otherwise (no network by default; ``wandb sync`` uploads it later).
+
+The scalars of a record are its numbers, each under its own name (``loss``, ``metric``, ``return``, ``wall_s``,
+...), at the record's ``step``; a list of numbers (per-seed values) is one scalar per entry (``return/0``, ...);
+``null`` is left out. A resumed run's TensorBoard file starts past the checkpoint (``purge_step``), so records that a
+crash left past it, and that the run writes again, are read back once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import numbers
+import os
+
+from rtrl.run.usage import UsageError
+
+PACKAGES = {"tensorboard": "tensorboardX", "wandb": "wandb"}  # --log NAME -> the package it needs
+
+
+def scalars(record: dict) -> dict[str, float]:
+    """The numbers of a record besides its ``step``, by name (a list's entries as ``name/i``)."""
+    out = {}
+    for name, value in record.items():
+        if name == "step" or isinstance(value, bool):
+            continue
+        if isinstance(value, numbers.Real):
+            out[name] = float(value)
+        elif isinstance(value, list | tuple):
+            out.update({f"{name}/{i}": float(v) for i, v in enumerate(value)
+                        if isinstance(v, numbers.Real) and not isinstance(v, bool)})
+    return out
+
+
+def package(name: str):
+    """The package ``--log name`` needs; a ``UsageError`` saying how to install it."""
+    if name not in PACKAGES:
+        raise UsageError(f"--log must be one of {', '.join(PACKAGES)}, got {name!r}")
+    try:
+        return importlib.import_module(PACKAGES[name])
+    except ImportError:
+        raise UsageError(f"--log {name} needs the {PACKAGES[name]} package: pip install 'rtrl[{name}]'") from None
+
+
+class TensorBoard:
+    """Event files in the run folder, beside ``metrics.jsonl`` (``tensorboard --logdir runs/``)."""
+
+    def __init__(self, run, start: int | None):
+        # A fresh run purges every older event (an overwritten run's); a resumed one those past its checkpoint.
+        purge = 0 if start is None else start + 1
+        self.writer = package("tensorboard").SummaryWriter(logdir=str(run.path), purge_step=purge)
+
+    def log(self, record: dict) -> None:
+        for name, value in scalars(record).items():
+            self.writer.add_scalar(name, value, global_step=record["step"])
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class WandB:
+    """A Weights & Biases run in ``RUN/wandb/``, offline unless ``WANDB_MODE`` is set (then as it says), in the
+    project ``WANDB_PROJECT`` (default ``rtrl``), named after the run folder, with the run's configuration."""
+
+    def __init__(self, run, start: int | None):
+        wandb = package("wandb")
+        self.run = wandb.init(project=os.environ.get("WANDB_PROJECT", "rtrl"), name=run.path.name,
+                              dir=str(run.path), mode=os.environ.get("WANDB_MODE", "offline"),
+                              config=run.config.to_dict(), settings=wandb.Settings(console="off", silent=True))
+
+    def log(self, record: dict) -> None:
+        self.run.log(scalars(record), step=record["step"])
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+LOGGERS = {"tensorboard": TensorBoard, "wandb": WandB}
+
+
+def check(names) -> None:
+    """A ``UsageError`` before anything is written when a logger named is unknown or its package is missing."""
+    for name in names:
+        package(name)
+
+
+@contextlib.contextmanager
+def opened(run, names):
+    """Within the block (around ``run.train``), a function sending a record to each logger of ``names`` (none: it
+    does nothing). The loggers are made at the first record, when the run holds its folder's lock (nothing is
+    written into a run another process holds), and closed (their files flushed) when the block ends, however."""
+    check(names)
+    start = run.last_checkpoint_step() if names else None  # where the run resumes from: what is past it is purged
+    with contextlib.ExitStack() as stack:
+        loggers = []
+
+        def log(record: dict) -> None:
+            if not loggers:
+                for name in dict.fromkeys(names):
+                    logger = LOGGERS[name](run, start)
+                    stack.callback(logger.close)
+                    loggers.append(logger)
+            for logger in loggers:
+                logger.log(record)
+
+        yield log
+
+
+__all__ = ["LOGGERS", "check", "opened", "scalars"]
