@@ -12,29 +12,31 @@
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from rtrl.checks import check_positive_int
 from rtrl.rl.envs.base import Env
 from rtrl.rl.envs.popgym import cards as C
 
 
-@functools.cache
-def placements(size: int, length: int) -> np.ndarray:
-    """Every placement of a ship of ``length`` cells on the board, across then down: ``(P, size, size)`` bool."""
-    out = []
-    for across in (True, False):
-        for r in range(size - (0 if across else length - 1)):
-            for c in range(size - (length - 1 if across else 0)):
-                board = np.zeros((size, size), bool)
-                board[r:r + (1 if across else length), c:c + (length if across else 1)] = True
-                out.append(board)
-    return np.stack(out)
+def place(key: jax.Array, board: jax.Array, length: int) -> jax.Array:
+    """``board`` with a ship of ``length`` cells added, across or down, uniformly among the placements that stay on
+    the board and touch no ship on it (the placements' free cells counted by running sums along rows and columns)."""
+    n = board.shape[0]
+    start, end = jnp.arange(n), jnp.minimum(jnp.arange(n) + length, n)
+    fits = start + length <= n
+    rows = jnp.pad(jnp.cumsum(board, axis=1), ((0, 0), (1, 0)))  # rows[r, c]: ships in row r before column c
+    cols = jnp.pad(jnp.cumsum(board, axis=0), ((1, 0), (0, 0)))
+    across = fits[None, :] & (rows[:, end] == rows[:, start])  # [r, c]: cells (r, c .. c + length - 1) are free
+    down = fits[:, None] & (cols[end, :] == cols[start, :])  # [r, c]: cells (r .. r + length - 1, c)
+    chosen = C.pick(key, jnp.concatenate([across.ravel(), down.ravel()]))
+    is_down, r, c = chosen // n ** 2, chosen % n ** 2 // n, chosen % n
+    i, j = jnp.arange(n)[:, None], jnp.arange(n)[None, :]
+    ship = jnp.where(is_down, (j == c) & (i >= r) & (i < r + length), (i == r) & (j >= c) & (j < c + length))
+    return board | ship
 
 
 class BattleshipState(NamedTuple):
@@ -67,9 +69,7 @@ class Battleship(Env):
     def reset(self, key):
         board = jnp.zeros((self.size, self.size), bool)
         for k, length in zip(jax.random.split(key, len(self.ships)), self.ships, strict=True):
-            options = jnp.asarray(placements(self.size, length))
-            free = ~(options & board).any(axis=(1, 2))
-            board = board | options[jax.random.categorical(k, jnp.where(free, 0.0, -jnp.inf))]
+            board = place(k, board, length)
         return C.one_hot(0, 2), self.start(board)
 
     def transition(self, key, state, action):
