@@ -24,14 +24,11 @@ from rtrl.rl.envs.popgym import cards as C
 
 def place(key: jax.Array, board: jax.Array, length: int) -> jax.Array:
     """``board`` with a ship of ``length`` cells added, across or down, uniformly among the placements that stay on
-    the board and touch no ship on it (the placements' free cells counted by running sums along rows and columns)."""
+    the board and touch no ship on it."""
     n = board.shape[0]
-    start, end = jnp.arange(n), jnp.minimum(jnp.arange(n) + length, n)
-    fits = start + length <= n
-    rows = jnp.pad(jnp.cumsum(board, axis=1), ((0, 0), (1, 0)))  # rows[r, c]: ships in row r before column c
-    cols = jnp.pad(jnp.cumsum(board, axis=0), ((1, 0), (0, 0)))
-    across = fits[None, :] & (rows[:, end] == rows[:, start])  # [r, c]: cells (r, c .. c + length - 1) are free
-    down = fits[:, None] & (cols[end, :] == cols[start, :])  # [r, c]: cells (r .. r + length - 1, c)
+    taken = jnp.pad(board, ((0, length), (0, length)), constant_values=True)  # off the board counts as taken
+    across = ~jnp.stack([taken[:n, k:k + n] for k in range(length)]).any(0)  # [r, c]: (r, c .. c + length - 1) free
+    down = ~jnp.stack([taken[k:k + n, :n] for k in range(length)]).any(0)  # [r, c]: (r .. r + length - 1, c) free
     chosen = C.pick(key, jnp.concatenate([across.ravel(), down.ravel()]))
     is_down, r, c = chosen // n ** 2, chosen % n ** 2 // n, chosen % n
     i, j = jnp.arange(n)[:, None], jnp.arange(n)[None, :]
