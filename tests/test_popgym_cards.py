@@ -5,7 +5,8 @@ every level; and each game's rules on a hand-worked deck.
 popgym deals from the end of its shuffled ``deck.idx``; the port's deck is the cards in the order dealt, so popgym's
 deck is injected as ``idx[::-1]``. Mutations tried by hand, each caught: RepeatPrevious's target one card later
 (``t - k + 1``); RepeatFirst rewarding the card in hand; CountRecall counting before the new value is dealt;
-Autoencode's playback in dealing order; HigherLower with the ranks' comparison reversed; an episode one step long.
+Autoencode's playback in dealing order; HigherLower with the ranks' comparison reversed; every episode one step
+short; the next deck's swap drawn from below its position only (Sattolo's shuffle).
 """
 
 from __future__ import annotations
