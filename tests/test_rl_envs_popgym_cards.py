@@ -5,7 +5,8 @@ every level; and each game's rules on a hand-worked deck.
 popgym deals from the end of its shuffled ``deck.idx``; the port's deck is the cards in the order dealt, so popgym's
 deck is injected as ``idx[::-1]``. Mutations tried by hand, each caught: RepeatPrevious's target one card later
 (``t - k + 1``); RepeatFirst rewarding the card in hand; CountRecall counting before the new value is dealt;
-Autoencode's playback in dealing order; HigherLower with the ranks' comparison reversed; an episode one step long.
+Autoencode's playback in dealing order; HigherLower with the ranks' comparison reversed; every episode one step
+short; the next deck's swap drawn from below its position only (Sattolo's shuffle).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 from popgym_check import agree
 from rtrl.rl.envs.popgym import Autoencode, CountRecall, HigherLower, RepeatFirst, RepeatPrevious
-from rtrl.rl.envs.popgym.cards import DeckState
+from rtrl.rl.envs.popgym import cards as C
 
 
 def deck_of(gym) -> jax.Array:
@@ -27,7 +28,7 @@ def deck_of(gym) -> jax.Array:
 
 def dealt(env, gym):
     """The port's state after popgym's reset: its deck, one card dealt."""
-    state = DeckState(deck_of(gym), jnp.zeros((), jnp.int32))
+    state = env.start(deck_of(gym))
     return env.observe(state), state
 
 
@@ -51,7 +52,7 @@ def test_agrees_with_popgym_step_by_step(task, inject, level):
 
 def run(env, deck, actions, state_of=None):
     """The port stepped through ``actions`` from ``deck``: (observations' argmax, rewards, dones)."""
-    state = state_of(deck) if state_of else DeckState(jnp.asarray(deck, jnp.int32), jnp.zeros((), jnp.int32))
+    state = state_of(deck) if state_of else env.start(jnp.asarray(deck, jnp.int32))
     out, step = [], jax.jit(env.transition)
     for a in actions:
         obs, state, reward, done, truncated = step(jax.random.key(0), state, a)
@@ -66,7 +67,7 @@ DECK = np.arange(52)  # suits 0 1 2 3 0 1 ..., colours 0 1 0 1 ..., ranks 0 0 0 
 def test_repeat_previous_rules():
     """k = 4: steps 1-3 reward 0; step t >= 4 asks for the suit of card t - 4 (here (t - 4) % 4); 51 steps."""
     env = RepeatPrevious()
-    obs0 = env.observe(DeckState(jnp.asarray(DECK), jnp.zeros((), jnp.int32)))
+    obs0 = env.observe(env.start(jnp.asarray(DECK)))
     assert np.array_equal(obs0, [1, 0, 0, 0])
     actions = [3, 3, 3, 0, 0, 2] + [(t - 4) % 4 for t in range(7, 52)]
     out = run(env, DECK, actions)
@@ -114,3 +115,36 @@ def test_higher_lower_rules():
     assert [r for _, r, _ in out] == [0.0, 0.0, 0.0, np.float32(1 / 52)]
     assert np.argmax(out[3][0]) == 1
     assert run(HigherLower(), DECK[::-1], [1, 0, 1, 0])[3][1] == np.float32(-1 / 52)  # 12 12 12 12 11: down
+
+
+def test_the_next_deck_is_shuffled_a_swap_a_step():
+    """Only the first reset shuffles a whole deck; each step shuffles the next episode's deck one Fisher-Yates swap
+    further, and the automatic reset deals it. Over 2,000 episodes of RepeatFirst (51 steps each), every new deck
+    is a permutation of the cards, each card comes first about equally often, and the new deck has on average one
+    card where the old deck had it (a uniform permutation's fixed points; Sattolo's variant, a swap drawn from below
+    the position only, would give none)."""
+    env, E = RepeatFirst(), 2000
+    _, state = jax.vmap(env.reset)(jax.random.split(jax.random.key(0), E))
+
+    @jax.jit
+    def episode(state, key):
+        def body(state, key):
+            step = jax.vmap(env.step)(jax.random.split(key, E), state, jnp.zeros(E, jnp.int32))
+            return step.state, step.done
+        return jax.lax.scan(body, state, jax.random.split(key, 51))
+
+    new, done = episode(state, jax.random.key(1))
+    old, new = np.asarray(state.deck), np.asarray(new.deck)
+    assert done[-1].all() and not done[:-1].any() and (np.asarray(state.time) == 0).all()
+    assert (np.sort(new, axis=1) == np.arange(52)).all() and not (new == old).all(axis=1).any()
+    firsts = np.bincount(new[:, 0], minlength=52)  # about 38 each: within 5 standard deviations
+    assert np.abs(firsts - E / 52).max() < 5 * np.sqrt(E / 52)
+    assert abs((new == old).sum(axis=1).mean() - 1.0) < 0.15  # mean 1, sd 1: 2000 episodes, sd of the mean 0.022
+
+
+def test_shuffle_step_swaps_the_position_of_the_step():
+    spare = jnp.arange(5, dtype=jnp.int32)
+    swapped = [np.asarray(C.shuffle_step(jax.random.key(k), spare, jnp.asarray(1))) for k in range(40)]
+    assert all(sorted(s) == [0, 1, 2, 3, 4] and (s[:4] == [0, 1, 2, 3]).sum() >= 3 for s in swapped)
+    assert {int(s[4]) for s in swapped} == {0, 1, 2, 3, 4}  # position 4 swapped with any of 0..4, itself included
+    assert (np.asarray(C.shuffle_step(jax.random.key(0), spare, jnp.asarray(7))) == np.arange(5)).all()  # past n - 1

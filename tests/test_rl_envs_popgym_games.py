@@ -20,7 +20,7 @@ import pytest
 
 from popgym_check import agree
 from rtrl.rl.envs.popgym import Battleship, Concentration, MineSweeper, MultiarmedBandit
-from rtrl.rl.envs.popgym.battleship import placements
+from rtrl.rl.envs.popgym.battleship import place
 from rtrl.rl.envs.popgym.multiarmed_bandit import BanditState
 
 LEVELS = ["Easy", "Medium", "Hard"]
@@ -140,7 +140,17 @@ def test_battleship_rules():
     assert out == [(1, 0.5, False), (0, np.float32(-1 / 14), False), (0, np.float32(-1 / 14), False), (1, 0.5, True)]
     placed = jax.vmap(Battleship().reset)(jax.random.split(jax.random.key(0), 20))[1].ships
     assert np.asarray(placed.sum(axis=(1, 2))).tolist() == [12] * 20  # 2 + 3 + 3 + 4 cells, none shared
-    assert placements(8, 4).shape == (2 * 8 * 5, 8, 8)  # across: 8 rows x 5 starts; down the same
+    full = np.ones((4, 4), bool)
+    full[3] = False  # only row 3 is free: a ship of 4 goes across it
+    assert (np.asarray(place(jax.random.key(0), jnp.asarray(full), 4)) == np.ones((4, 4), bool)).all()
+    column = np.ones((4, 4), bool)
+    column[:3, 0] = False  # only (0..2, 0) is free: a ship of 3 goes down it
+    assert (np.asarray(place(jax.random.key(1), jnp.asarray(column), 3)) == np.ones((4, 4), bool)).all()
+    # on an empty 2 x 2 board a ship of 2 has 4 placements (2 across, 2 down), each drawn about a quarter of the time
+    ships = jax.vmap(lambda k: place(k, jnp.zeros((2, 2), bool), 2))(jax.random.split(jax.random.key(2), 4000))
+    kinds = np.asarray(ships).reshape(4000, 4) @ np.array([1, 2, 4, 8])
+    assert sorted(set(kinds.tolist())) == [3, 5, 10, 12]
+    assert np.abs(np.bincount(kinds)[[3, 5, 10, 12]] - 1000).max() < 150  # sd 27
 
 
 def test_minesweeper_rules():

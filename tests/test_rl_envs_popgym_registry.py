@@ -31,7 +31,7 @@ def test_every_name_has_popgyms_sizes():
     assert {n: (make("popgym:" + n).obs_size, make("popgym:" + n).num_actions) for n in SPACE} == SPACE
 
 
-@pytest.mark.parametrize("name", ["RepeatPreviousEasy", "ConcentrationEasy", "MineSweeperEasy",
+@pytest.mark.parametrize("name", ["RepeatPreviousEasy", "CountRecallEasy", "ConcentrationEasy", "MineSweeperEasy",
                                   "NoisyPositionOnlyCartPoleEasy"])
 def test_runs_under_jit_vmap_scan_with_resets(name):
     env, E, T = make("popgym:" + name), 4, 300
@@ -46,14 +46,19 @@ def test_runs_under_jit_vmap_scan_with_resets(name):
             step = jax.vmap(env.step)(jax.random.split(k_env, E), state, action)
             return step.state, (step.obs, step.done, step.state.last_length)
 
-        return jax.lax.scan(body, state, jax.random.split(key, T))[1]
+        return jax.lax.scan(body, state, jax.random.split(key, T))
 
-    obs, done, lengths = jax.device_get(run(jax.random.key(0)))
+    final, (obs, done, lengths) = jax.device_get(run(jax.random.key(0)))
     assert obs.shape == (T, E, env.obs_size) and np.isfinite(obs).all()
     ended = lengths[done]
     assert done.sum() >= E and (ended >= 1).all() and (ended <= env.max_steps).all()
-    if name == "RepeatPreviousEasy":  # a card game's episodes all have the one length
+    if name in ("RepeatPreviousEasy", "CountRecallEasy"):  # a card game's episodes all have the one length
         assert set(ended.tolist()) == {51}
+    decks = {"RepeatPreviousEasy": lambda s: [s.deck], "CountRecallEasy": lambda s: [s.values, s.queries]}
+    for deck in decks.get(name, lambda s: [])(final.env):  # the decks dealt after the resets are whole decks
+        assert (np.sort(deck, axis=1) == np.arange(52)).all()
+    if name == "ConcentrationEasy":  # 26 cards of each colour on every board
+        assert (np.sort(final.env.board, axis=1) == np.repeat([0, 1], 26)).all()
 
 
 def test_bad_names_and_options_get_one_line():
@@ -85,9 +90,9 @@ def test_the_benchmark_steps_the_same_task_on_both_sides():
     2 x 102 steps end 4 episodes on each side), and the rates are positive."""
     from rtrl.benchmarks import popgym as bench
 
-    assert int(bench.jitted_runner("RepeatFirstEasy", 2, 102)(jax.random.key(0))) == 4
+    assert int(bench.jitted_runner("RepeatFirstEasy", 2, 102)(jax.random.key(0))[0]) == 4
     host, vector = bench.host_runner("RepeatFirstEasy", 2, 102)
-    assert host(0) == 4
+    assert host(0)[0] == 4
     vector.close()
     rates = bench.measure("MineSweeperEasy", 2, 5, repeats=1)
     assert rates["jitted"] > 0 and rates["host"] > 0

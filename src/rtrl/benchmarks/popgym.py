@@ -32,7 +32,8 @@ TASKS = ("RepeatPreviousEasy", "RepeatFirstEasy", "CountRecallEasy", "Autoencode
 
 
 def jitted_runner(task: str, envs: int, steps: int):
-    """``run(key) -> episodes ended``: ``steps`` steps of ``envs`` environments of ``popgym:task``, jitted."""
+    """``run(key) -> (episodes ended, checksum)``: ``steps`` steps of ``envs`` environments of ``popgym:task``,
+    jitted. The checksum (of every observation and reward) keeps XLA from skipping the work no output needs."""
     env = make("popgym:" + task)
 
     @jax.jit
@@ -43,16 +44,18 @@ def jitted_runner(task: str, envs: int, steps: int):
             k_act, k_env = jax.random.split(key)
             action = jax.random.randint(k_act, (envs,), 0, env.num_actions)
             step = jax.vmap(env.step)(jax.random.split(k_env, envs), state, action)
-            return step.state, step.done.sum()
+            return step.state, (step.done.sum(), step.obs.sum() + step.reward.sum())
 
-        return jax.lax.scan(body, state, jax.random.split(key, steps))[1].sum()
+        ended, checksum = jax.lax.scan(body, state, jax.random.split(key, steps))[1]
+        return ended.sum(), checksum.sum()
 
     return run
 
 
 def host_runner(task: str, envs: int, steps: int):
-    """``run(seed) -> episodes ended``: the same on the host, popgym's environments in Gymnasium's synchronous
-    vector (resetting in the step that ends an episode, as ``rtrl rl`` steps them), observations encoded."""
+    """``run(seed) -> (episodes ended, checksum)``: the same on the host, popgym's environments in Gymnasium's
+    synchronous vector (resetting in the step that ends an episode, as ``rtrl rl`` steps them), observations
+    encoded."""
     import gymnasium
     import popgym  # noqa: F401  (registers its environments)
     from gymnasium.vector import AutoresetMode
@@ -67,15 +70,15 @@ def host_runner(task: str, envs: int, steps: int):
     def run(seed):
         rng = np.random.default_rng(seed)
         vector.reset(seed=[seed * envs + i for i in range(envs)])
-        ended = 0
+        ended, checksum = 0, 0.0
         for _ in range(steps):
             action = rng.integers(count, size=envs)
             if grid is not None:
                 action = np.stack(np.unravel_index(action, grid), axis=1)
-            obs, _, terminated, truncated, _ = vector.step(action)
-            encode(obs)
+            obs, reward, terminated, truncated, _ = vector.step(action)
             ended += int((terminated | truncated).sum())
-        return ended
+            checksum += float(encode(obs).sum() + reward.sum())
+        return ended, checksum
 
     return run, vector
 

@@ -70,11 +70,16 @@ class Env(Frozen):
         """One step without the automatic reset: ``(obs, state, reward, done, truncated)``."""
         raise NotImplementedError
 
+    def restart(self, key: jax.Array, state) -> tuple[jax.Array, Any]:
+        """The next episode's first observation and state where ``state``'s episode ended: ``reset(key)``, unless
+        the environment prepares its next episode along the way (POPGym's card games shuffle the next deck a swap a
+        step, where a whole shuffle at every step would cost more than the game)."""
+        return self.reset(key)
+
     def step(self, key: jax.Array, state, action) -> Step:
         k_step, k_reset = jax.random.split(key)
         final_obs, state, reward, done, truncated = self.transition(k_step, state, action)
-        fresh = self.reset(k_reset)
-        obs, state = select(done, fresh, (final_obs, state))
+        obs, state = select(done, self.restart(k_reset, state), (final_obs, state))
         return Step(obs, state, reward, done, truncated & done, final_obs)
 
 

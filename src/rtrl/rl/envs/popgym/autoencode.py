@@ -35,4 +35,4 @@ class Autoencode(C.DeckGame):
     def transition(self, key, state, action):
         played = state.time + 1 - self.cards  # the cards played back before this step (negative: still watching)
         target = C.value(state.deck[jnp.clip(self.cards - 1 - played, 0, self.cards - 1)], "suits")
-        return self.dealt(state, jnp.where(played >= 0, C.signed(action == target, 1.0 / self.cards), 0.0))
+        return self.dealt(key, state, jnp.where(played >= 0, C.signed(action == target, 1.0 / self.cards), 0.0))

@@ -12,29 +12,28 @@
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from rtrl.checks import check_positive_int
 from rtrl.rl.envs.base import Env
 from rtrl.rl.envs.popgym import cards as C
 
 
-@functools.cache
-def placements(size: int, length: int) -> np.ndarray:
-    """Every placement of a ship of ``length`` cells on the board, across then down: ``(P, size, size)`` bool."""
-    out = []
-    for across in (True, False):
-        for r in range(size - (0 if across else length - 1)):
-            for c in range(size - (length - 1 if across else 0)):
-                board = np.zeros((size, size), bool)
-                board[r:r + (1 if across else length), c:c + (length if across else 1)] = True
-                out.append(board)
-    return np.stack(out)
+def place(key: jax.Array, board: jax.Array, length: int) -> jax.Array:
+    """``board`` with a ship of ``length`` cells added, across or down, uniformly among the placements that stay on
+    the board and touch no ship on it."""
+    n = board.shape[0]
+    taken = jnp.pad(board, ((0, length), (0, length)), constant_values=True)  # off the board counts as taken
+    across = ~jnp.stack([taken[:n, k:k + n] for k in range(length)]).any(0)  # [r, c]: (r, c .. c + length - 1) free
+    down = ~jnp.stack([taken[k:k + n, :n] for k in range(length)]).any(0)  # [r, c]: (r .. r + length - 1, c) free
+    chosen = C.pick(key, jnp.concatenate([across.ravel(), down.ravel()]))
+    is_down, r, c = chosen // n ** 2, chosen % n ** 2 // n, chosen % n
+    i, j = jnp.arange(n)[:, None], jnp.arange(n)[None, :]
+    ship = jnp.where(is_down, (j == c) & (i >= r) & (i < r + length), (i == r) & (j >= c) & (j < c + length))
+    return board | ship
 
 
 class BattleshipState(NamedTuple):
@@ -67,9 +66,7 @@ class Battleship(Env):
     def reset(self, key):
         board = jnp.zeros((self.size, self.size), bool)
         for k, length in zip(jax.random.split(key, len(self.ships)), self.ships, strict=True):
-            options = jnp.asarray(placements(self.size, length))
-            free = ~(options & board).any(axis=(1, 2))
-            board = board | options[jax.random.categorical(k, jnp.where(free, 0.0, -jnp.inf))]
+            board = place(k, board, length)
         return C.one_hot(0, 2), self.start(board)
 
     def transition(self, key, state, action):

@@ -31,6 +31,8 @@ class ConcentrationState(NamedTuple):
     face_up: jax.Array  # (places,) bool: matched
     first: jax.Array  # int32: the place turned first this turn; -1 at the start of a turn
     time: jax.Array  # int32: steps taken
+    spare: jax.Array  # (places,) int32: the next episode's board, shuffled a swap a step (an episode turns every
+    # card at least once, so it lasts at least as many steps as there are places)
 
 
 class Concentration(Env):
@@ -55,12 +57,19 @@ class Concentration(Env):
     def start(self, cards: jax.Array) -> ConcentrationState:
         """The state after the reset from the cards at each place (popgym's ``deck.idx``)."""
         board = C.value(cards, self.kind)
+        return self.laid(board, board)
+
+    def laid(self, board: jax.Array, spare: jax.Array) -> ConcentrationState:
         return ConcentrationState(board, jnp.zeros(self.places, bool), -jnp.ones((), jnp.int32),
-                                  jnp.zeros((), jnp.int32))
+                                  jnp.zeros((), jnp.int32), spare)
 
     def reset(self, key):
         state = self.start(C.shuffled(key, self.decks))
         return self.observe(state.board, state.face_up), state
+
+    def restart(self, key, state):  # the board shuffled along the episode (C.DeckGame)
+        fresh = self.laid(state.spare, state.board)
+        return self.observe(fresh.board, fresh.face_up), fresh
 
     def transition(self, key, state, action):
         places = jnp.arange(self.places)
@@ -75,7 +84,8 @@ class Concentration(Env):
                            jnp.where(pair, jnp.where(match, 1.0 / (self.places // 2), 2 * failure), 0.0))
         face_up = state.face_up | (match & turned)
         time = state.time + 1
-        state = ConcentrationState(state.board, face_up, jnp.where(again | pair, -1, action).astype(jnp.int32), time)
+        first = jnp.where(again | pair, -1, action).astype(jnp.int32)
+        state = ConcentrationState(state.board, face_up, first, time, C.shuffle_step(key, state.spare, time))
         terminated = match & face_up.all()
         truncated = (time >= self.max_steps) & ~terminated
         return obs, state, reward.astype(jnp.float32), terminated | truncated, truncated

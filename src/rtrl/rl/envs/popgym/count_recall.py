@@ -26,6 +26,7 @@ class CountRecallState(NamedTuple):
     queries: jax.Array  # (52 * decks,) int32: the query deck's
     counts: jax.Array  # (n,) int32: how many values of each kind have been dealt
     time: jax.Array  # int32: steps taken; the pair shown is values[time], queries[time]
+    spares: jax.Array  # (2, 52 * decks) int32: the next episode's two decks, shuffled a swap a step
 
 
 class CountRecall(Env):
@@ -46,20 +47,27 @@ class CountRecall(Env):
         pair = C.value(jnp.stack([state.values[state.time], state.queries[state.time]]), self.kind)
         return C.one_hot(pair, self.distinct).reshape(-1)
 
-    def start(self, values: jax.Array, queries: jax.Array) -> CountRecallState:
+    def start(self, values: jax.Array, queries: jax.Array, spares: jax.Array | None = None) -> CountRecallState:
         """The state after the reset's deal, from the two decks (in the order dealt)."""
+        values, queries = jnp.asarray(values, jnp.int32), jnp.asarray(queries, jnp.int32)
         counts = jnp.zeros(self.distinct, jnp.int32).at[C.value(values[0], self.kind)].add(1)
-        return CountRecallState(values, queries, counts, jnp.zeros((), jnp.int32))
+        spares = jnp.tile(jnp.arange(values.shape[0], dtype=jnp.int32), (2, 1)) if spares is None else spares
+        return CountRecallState(values, queries, counts, jnp.zeros((), jnp.int32), spares)
 
     def reset(self, key):
         k_values, k_queries = jax.random.split(key)
         state = self.start(C.shuffled(k_values, self.decks), C.shuffled(k_queries, self.decks))
         return self.observe(state), state
 
+    def restart(self, key, state):  # the decks shuffled along the episode (C.DeckGame)
+        fresh = self.start(state.spares[0], state.spares[1], jnp.stack([state.values, state.queries]))
+        return self.observe(fresh), fresh
+
     def transition(self, key, state, action):
         answer = state.counts[C.value(state.queries[state.time], self.kind)]
         t = state.time + 1
         counts = state.counts.at[C.value(state.values[t], self.kind)].add(1)
-        state = CountRecallState(state.values, state.queries, counts, t)
+        spares = jax.vmap(C.shuffle_step, (0, 0, None))(jax.random.split(key), state.spares, t)
+        state = CountRecallState(state.values, state.queries, counts, t, spares)
         reward = C.signed(action == answer, 1.0 / self.max_steps)
         return self.observe(state), state, reward, t >= self.max_steps, jnp.zeros((), bool)

@@ -25,4 +25,4 @@ class HigherLower(C.DeckGame):
     def transition(self, key, state, action):
         now, following = C.value(state.deck[state.time], "ranks"), C.value(state.deck[state.time + 1], "ranks")
         reward = C.signed((following > now) == (action == 0), 1.0 / (C.PACK * self.decks))
-        return self.dealt(state, jnp.where(following == now, 0.0, reward))
+        return self.dealt(key, state, jnp.where(following == now, 0.0, reward))

@@ -51,8 +51,10 @@ class MineSweeper(Env):
         return MineSweeperState(mines, near, jnp.zeros((n, n), bool), jnp.zeros((), jnp.int32))
 
     def reset(self, key):
-        cells = jax.random.choice(key, self.size ** 2, (self.mines,), replace=False)
-        mines = jnp.zeros(self.size ** 2, bool).at[cells].set(True).reshape(self.size, self.size)
+        mines = jnp.zeros(self.size ** 2, bool)
+        for k in jax.random.split(key, self.mines):  # one at a time, each uniform among the cells left
+            mines = mines.at[C.pick(k, ~mines)].set(True)
+        mines = mines.reshape(self.size, self.size)
         return C.one_hot(0, self.obs_size), self.start(mines)
 
     def transition(self, key, state, action):

@@ -19,4 +19,4 @@ class RepeatFirst(C.DeckGame):
     num_actions = 4
 
     def transition(self, key, state, action):
-        return self.dealt(state, C.signed(action == C.value(state.deck[0], "suits"), 1.0 / self.max_steps))
+        return self.dealt(key, state, C.signed(action == C.value(state.deck[0], "suits"), 1.0 / self.max_steps))

@@ -33,4 +33,4 @@ class RepeatPrevious(C.DeckGame):
         t = state.time + 1  # the cards dealt so far
         target = C.value(state.deck[jnp.maximum(t - self.k, 0)], "suits")
         scale = 1.0 / (C.PACK * self.decks - self.k)
-        return self.dealt(state, jnp.where(t >= self.k, C.signed(action == target, scale), 0.0))
+        return self.dealt(key, state, jnp.where(t >= self.k, C.signed(action == target, scale), 0.0))
