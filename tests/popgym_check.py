@@ -1,4 +1,4 @@
-"""The step-by-step comparison of a jitted POPGym port with popgym itself (tests/test_popgym_*.py).
+"""The step-by-step comparison of a jitted POPGym port with popgym itself (tests/test_rl_envs_popgym_*.py).
 
 ``agree(task, inject, ...)`` drives popgym's Gymnasium environment ``popgym-<task>-v0`` and the port
 ``popgym:<task>`` with the same draws and the same (random) actions: popgym is reset with a seed, and ``inject``
