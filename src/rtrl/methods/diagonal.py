@@ -23,6 +23,15 @@ over the ``J[t, s]`` that are not structurally zero: IIR2's feedback coefficient
 neuron axis first where entry ``k`` along one axis reaches neuron ``k`` (a projection (D, N) keeps an (N, D)
 trace: every term of the update is then a per-neuron factor that XLA computes once per row instead of once per
 entry), and of the parameter's shape otherwise.
+
+Three patterns found in the step keep fewer numbers (``rtrl.structure.Elementwise``; derivations in
+docs/derivations.md, "Structure that shrinks automatic traces"): a carry leaf that reads no carry, and its
+copies (a delay line: IIR2's ``z1, z2``), keeps the input it was made from and a flag instead of traces
+(``traces["inputs"][leaf] = {"x", "n"}``; its sensitivities are a vjp at that input); of two parameters whose
+traces are ``i`` times one another's on a holomorphic recurrence's parts (the LRU's ``B_re, B_im``) only one
+keeps traces; parameters that reach such a pair only through a multiplier ``lambda`` independent of the carry
+and input (the LRU's ``nu, theta``) share one ``Q = ds/dlambda`` (``traces["multipliers"]["re+im"]``).
+The other traces are ``traces["params"][param][carry leaf]``.
 """
 
 from __future__ import annotations
