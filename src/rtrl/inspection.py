@@ -10,6 +10,11 @@ parameter's role and ``.carry`` the carry's structure; ``str()`` says all of it 
 * ``projection``: every entry reaches one neuron, several entries per neuron (input weights, ``(D, N)``);
 * ``readout``: reaches no carry (its gradient is the immediate one; no traces);
 * ``dense``: the carry couples neurons, or the parameter's entries reach several neurons: dense traces.
+
+An element-wise parameter's role adds what shrinks its traces (``rtrl.structure.Elementwise``): its traces are
+``i`` times another's (a complex pair), or it reaches a complex recurrence only through its multiplier
+``lambda`` (one shared ``ds/dlambda``); the carry's sentence names the leaves that are a delay line of inputs
+(kept as those inputs, no traces).
 """
 
 from __future__ import annotations
