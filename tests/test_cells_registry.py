@@ -13,7 +13,7 @@ import pytest
 from jax import lax
 
 import rtrl
-from exactness import perturbed
+from exactness import online_grads, perturbed
 from oracle import EXACT_TOL, random_carry, random_problem
 from rtrl.compare import relative_error
 
@@ -41,29 +41,6 @@ def oracle_grads(cell, params, carry, xs, ys, resets):
         return lax.scan(body, carry, (xs, ys, resets))[1].sum()
 
     return jax.jit(jax.vmap(lambda r: jax.grad(loss)(params, r)))(resets)
-
-
-def online_grads(cell, method, params, carry, xs, ys, resets):
-    """The summed per-step gradients of an online learner (``rtrl.online``), reset where ``resets`` says."""
-    learner = rtrl.online(cell, method)
-
-    def run(params):
-        def body(acc, data):
-            state, grads = acc
-            x, y, done = data
-            state = learner.reset(state, done)
-
-            def step_loss(p):
-                h, next_state = learner.step(p, state, x)
-                return total_loss(h, y), next_state
-
-            g, state = jax.grad(step_loss, has_aux=True)(params)
-            return (state, jax.tree.map(jnp.add, grads, g)), None
-
-        start = (learner.init(params, carry=carry), jax.tree.map(jnp.zeros_like, params))
-        return lax.scan(body, start, (xs, ys, resets))[0][1]
-
-    return jax.jit(run)(params)
 
 
 def problem(cell):
@@ -94,7 +71,7 @@ def test_every_registered_cell_under_every_exact_method_equals_bptt(name, size):
             checked.append(method)
             continue
         if resolved.online:
-            grads, reference = online_grads(cell, method, params, carry, xs, ys, resets), with_reset
+            grads, reference = online_grads(cell, method, params, xs, ys, resets, carry), with_reset
         else:
             _, grads = rtrl.sequence_grad(cell, params, xs, ys, total_loss, method=method, carry=carry)
             reference = without_reset
