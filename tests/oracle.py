@@ -126,15 +126,13 @@ def worst_error(cell, methods, params, xs, ys, carries, lengths):
     return errors[worst], worst
 
 
-def reset_error(cell, method, params, xs, ys, reset_at):
-    """Relative error against BPTT of the summed per-step gradients of an online learner whose example 0 is reset
-    before step ``reset_at`` (the other examples run on), on a batch of (at least) two examples; BPTT zeroes
-    example 0's carry at the same step, so the other examples' gradients still flow through it."""
+def online_grads(cell, method, params, xs, ys, resets, carry=None):
+    """The summed per-step gradients (squared error) of an online learner (``rtrl.online``) over ``xs`` from
+    ``carry`` (default: the cell's initial carry), reset where ``resets`` (T, B) says, in one compiled call."""
     learner = rtrl.online(cell, method)
-    mask = jnp.zeros(xs.shape[:2], bool).at[reset_at, 0].set(True)  # (T, B)
 
     @jax.jit
-    def online_grads(params):
+    def run(params):
         def body(acc, data):
             state, grads = acc
             x, y, done = data
@@ -148,7 +146,16 @@ def reset_error(cell, method, params, xs, ys, reset_at):
             return (state, jax.tree.map(jnp.add, grads, g)), None
 
         zero = jax.tree.map(jnp.zeros_like, params)
-        return jax.lax.scan(body, (learner.init(params, xs.shape[1:2]), zero), (xs, ys, mask))[0][1]
+        return jax.lax.scan(body, (learner.init(params, xs.shape[1:2], carry), zero), (xs, ys, resets))[0][1]
+
+    return run(params)
+
+
+def reset_error(cell, method, params, xs, ys, reset_at):
+    """Relative error against BPTT of the summed per-step gradients of an online learner whose example 0 is reset
+    before step ``reset_at`` (the other examples run on), on a batch of (at least) two examples; BPTT zeroes
+    example 0's carry at the same step, so the other examples' gradients still flow through it."""
+    mask = jnp.zeros(xs.shape[:2], bool).at[reset_at, 0].set(True)  # (T, B)
 
     @jax.jit
     def bptt_grads(params):
@@ -163,4 +170,4 @@ def reset_error(cell, method, params, xs, ys, reset_at):
 
         return jax.grad(total)(params)
 
-    return relative_error(online_grads(params), bptt_grads(params))
+    return relative_error(online_grads(cell, method, params, xs, ys, mask), bptt_grads(params))

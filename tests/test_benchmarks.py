@@ -195,3 +195,12 @@ def test_the_peer_benchmarks_oracle_is_bptt_and_it_skips_cleanly_without_braintr
     monkeypatch.setattr(peers, "peer_modules", lambda: None)
     assert peers.main(["--sizes", "3x4x2"]) == 0
     assert capsys.readouterr().out == peers.SKIPPED + "\n"
+
+
+def test_diagonal_against_closed_form_prints_a_row_per_cell_with_equal_trace_bytes(capsys):
+    for name in ("IIR2", "LRU", "RTU"):
+        r = elementwise.diagonal_against_closed_form(elementwise.PER_STEP_CELLS[name](3, 4), 2, 3)
+        assert r["diagonal bytes"] == r["closed_form bytes"] > 0, name  # found from the step: the same traces
+        assert r["diagonal"] > 0 and r["closed_form"] > 0
+    elementwise.main(["--diagonal-vs-closed-form", "--sizes", "3x4x2", "--steps", "3", "--cells", "LRU"])
+    assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()[2:]] == [["LRU", "3x4x2"]]

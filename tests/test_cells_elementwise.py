@@ -54,13 +54,16 @@ def test_traces_have_parameter_size_times_state_order(kind):
     diagonal = rtrl.online(cell, "diagonal").init(params).traces
     assert sum(a.size for a in jax.tree.leaves(diagonal)) <= size * len(jax.tree.leaves(cell.initial_carry()))
     assert max(a.size for a in jax.tree.leaves(diagonal)) == max(a.size for a in recurrent.values())
+    # The filters' z1, z2 are found to be a delay line of inputs: the automatic traces are the hand-derived ones'.
+    assert sum(a.size for a in jax.tree.leaves(diagonal)) == trace_elements(rtrl.online(cell, "closed_form"), params)
     assert trace_elements(rtrl.online(cell, "rtrl"), params) == carry_size * sum(a.size for a in params.values())
 
 
 def test_diagonal_keeps_only_the_leaves_a_parameter_reaches():
     traces = rtrl.online(AdaptiveIIR2(2, 3), "diagonal").init(AdaptiveIIR2(2, 3).init(jax.random.PRNGKey(0))).traces
-    assert sorted(traces["W"]) == ["y1", "y2", "z1", "z2"]
-    assert sorted(traces["w_a0"]) == ["y1", "y2"]  # the coefficient networks never reach z
+    assert sorted(traces["params"]["W"]) == ["y1", "y2"]  # z1, z2 are the inputs' delay line: kept as inputs
+    assert sorted(traces["inputs"]) == ["z1", "z2"]
+    assert sorted(traces["params"]["w_a0"]) == ["y1", "y2"]  # the coefficient networks never reach z
 
 
 @pytest.mark.parametrize(("kind", "method"), [("iir2", "closed_form"), ("adaptive_iir2_stable", "diagonal"),

@@ -64,6 +64,8 @@ def test_traces_of_a_cell_defined_here_are_its_parameters_times_its_leaves():
     cell = LeakyAdaptation(3, 4)
     params = cell.init(jax.random.PRNGKey(0))
     traces = rtrl.online(cell, "diagonal").init(params).traces
+    assert traces["inputs"] == {}  # both leaves read the carry: no stored inputs
+    traces = traces["params"]
     assert set(traces) == set(params) - {"R"}  # the readout keeps no traces
     for name, trace in traces.items():
         assert sorted(trace) == ["a", "v"]  # every recurrent parameter reaches both leaves
@@ -127,7 +129,7 @@ def test_an_element_wise_cell_that_does_not_declare_itself_gets_exact_small_trac
     carries = (cell.initial_carry((2,)), random_carry(cell, (2,), 1))
     error, where = worst_error(cell, ("diagonal",), params, xs, ys, carries, (1, 2, 20))
     assert error <= EXACT_TOL, where
-    traces = rtrl.online(cell, "diagonal").init(params).traces
+    traces = rtrl.online(cell, "diagonal").init(params).traces["params"]
     assert {p: {s: e.shape for s, e in t.items()} for p, t in traces.items()} == {"W": {"carry": (4, 3)},
                                                                                    "leak": {"carry": (4,)}}
 
@@ -140,3 +142,103 @@ def test_a_parameter_shared_by_neurons_is_refused_with_its_name():
 
     with pytest.raises(ValueError, match=r"parameter 'scale' has entries that reach several neurons .* use 'rtrl'"):
         rtrl.online(SharedLeak(3, 4), "diagonal")
+
+
+# -- structure that shrinks the traces, found in a user's plain functions (rtrl.cells.from_function) ------------
+def tap_cell(D, N):
+    """A user's filter with a delay line of a non-linear input: ``u = tanh(x @ W + b)``, ``u1' = u``,
+    ``u2' = u1``, ``v' = a v + c1 u1 + c2 u2 + u``, ``h = v'``."""
+
+    def init(key):
+        keys = jax.random.split(key, 5)
+        return {"W": glorot(keys[0], (D, N), jnp.float32), "b": 0.3 * jax.random.normal(keys[1], (N,)),
+                "a": jax.random.uniform(keys[2], (N,), minval=-0.8, maxval=0.8),
+                "c1": 0.5 * jax.random.normal(keys[3], (N,)), "c2": 0.5 * jax.random.normal(keys[4], (N,))}
+
+    def step(p, c, x):
+        u = jnp.tanh(x @ p["W"] + p["b"])
+        v = p["a"] * c["v"] + p["c1"] * c["u1"] + p["c2"] * c["u2"] + u
+        return {"u1": u, "u2": c["u1"], "v": v}, v
+
+    zero = lambda: {"u1": jnp.zeros(N), "u2": jnp.zeros(N), "v": jnp.zeros(N)}  # noqa: E731
+    return rtrl.cells.from_function(init, step, zero, input_size=D, hidden_size=N, name="Taps")
+
+
+def complex_cell(D, N, drive_factor=1j, quadratic=0.0):
+    """A user's complex diagonal recurrence written with complex numbers inside, its state carried as two real
+    leaves: ``s' = lambda s + quadratic s^2 + g (x @ Wr + drive_factor x @ Wi)``, ``lambda = exp(-exp(log_decay)
+    + i angle)``, ``h = Re s' + Im s'``."""
+
+    def init(key):
+        keys = jax.random.split(key, 5)
+        return {"log_decay": jax.random.uniform(keys[0], (N,), minval=-1.0, maxval=0.5),
+                "angle": jax.random.uniform(keys[1], (N,), maxval=3.0), "g": 1 + 0.1 * jax.random.normal(keys[2], (N,)),
+                "Wr": glorot(keys[3], (D, N), jnp.float32), "Wi": glorot(keys[4], (D, N), jnp.float32)}
+
+    def step(p, c, x):
+        s = jax.lax.complex(c["p"], c["q"])
+        lam = jnp.exp(-jnp.exp(p["log_decay"]) + 1j * p["angle"])
+        s = lam * s + quadratic * s**2 + p["g"] * (x @ p["Wr"] + drive_factor * (x @ p["Wi"]))
+        new = {"p": jnp.real(s), "q": jnp.imag(s)}
+        return new, new["p"] + new["q"]
+
+    zero = lambda: {"p": jnp.zeros(N), "q": jnp.zeros(N)}  # noqa: E731
+    return rtrl.cells.from_function(init, step, zero, input_size=D, hidden_size=N, name="Complex")
+
+
+def trace_floats(cell):
+    params = cell.init(jax.random.PRNGKey(0))
+    return sum(a.size for a in jax.tree.leaves(rtrl.online(cell, "diagonal").init(params).traces))
+
+
+def exactness(cell):
+    params, xs, ys = random_problem(cell, 30, (2,), 0)
+    carries = (cell.initial_carry((2,)), random_carry(cell, (2,), 1))
+    return worst_error(cell, ("diagonal",), params, xs, ys, carries, (1, 2, 3, 30))
+
+
+def test_a_users_delay_line_of_inputs_is_kept_as_the_inputs():
+    D, N = 3, 4
+    cell = tap_cell(D, N)
+    found = rtrl.methods.diagonal.find(cell)
+    names = dict(zip(found.carry_names, found.stored, strict=True))
+    assert names == {"u1": (found.carry_names.index("u1"), 1), "u2": (found.carry_names.index("u1"), 2), "v": None}
+    # traces on v alone (W, b, a, c1, c2), and two inputs with their flags for u1, u2
+    assert trace_floats(cell) == D * N + 4 * N + 2 * (D + 1)
+    error, where = exactness(cell)
+    assert error <= EXACT_TOL, where
+    info = str(rtrl.inspect(cell))
+    assert "u1 reads no carry" in info and "u2 is u1 1 step later (a delay line" in info
+
+
+def test_a_users_holomorphic_recurrence_keeps_one_complex_trace_per_complex_parameter():
+    D, N = 3, 4
+    cell = complex_cell(D, N)
+    found = rtrl.methods.diagonal.find(cell)
+    index = {name: j for j, name in enumerate(found.param_names)}
+    assert [(found.param_names[p.leader], found.param_names[p.follower], p.sign) for p in found.pairs] == [
+        ("Wi", "Wr", -1)]  # on (p, q): e[Wi] = i e[Wr], so e[Wr] = -i e[Wi]
+    assert [m.params for m in found.multipliers] == [tuple(sorted((index["angle"], index["log_decay"])))]
+    # ds/dlambda (2N) for log_decay and angle, ds/dg (2N), ds/dWi (2DN): the LRU's closed form's count
+    assert trace_floats(cell) == 4 * N + 2 * D * N
+    error, where = exactness(cell)
+    assert error <= EXACT_TOL, where
+    info = str(rtrl.inspect(cell))
+    assert "its traces are -i times Wi's" in info and "only through its multiplier lambda" in info
+
+
+@pytest.mark.parametrize(("drive_factor", "quadratic", "pairs", "multipliers"), [(2j, 0.0, 0, 1), (1j, 0.02, 1, 0)])
+def test_a_near_miss_keeps_its_own_traces(drive_factor, quadratic, pairs, multipliers):
+    """``Wi`` driving with ``2i`` (its traces are 2i times ``Wr``'s, not i times) gives no pair; a holomorphic but
+    non-linear recurrence (``+ 0.02 s^2``) keeps its pair, but its Jacobian depends on the carry, so no shared
+    ``ds/dlambda``."""
+    cell = complex_cell(3, 4, drive_factor, quadratic)
+    found = rtrl.methods.diagonal.find(cell)
+    assert (len(found.pairs), len(found.multipliers)) == (pairs, multipliers)
+    error, where = exactness(cell)
+    assert error <= EXACT_TOL, where
+
+
+def test_the_rtu_with_a_non_linearity_on_each_part_has_no_complex_pair():
+    found = rtrl.methods.diagonal.find(rtrl.cells.RTU(3, 4, variant="nonlinear"))
+    assert found.pairs == () and found.multipliers == ()

@@ -10,6 +10,11 @@ parameter's role and ``.carry`` the carry's structure; ``str()`` says all of it 
 * ``projection``: every entry reaches one neuron, several entries per neuron (input weights, ``(D, N)``);
 * ``readout``: reaches no carry (its gradient is the immediate one; no traces);
 * ``dense``: the carry couples neurons, or the parameter's entries reach several neurons: dense traces.
+
+An element-wise parameter's role adds what shrinks its traces (``rtrl.structure.Elementwise``): its traces are
+``i`` times another's (a complex pair), or it reaches a complex recurrence only through its multiplier
+``lambda`` (one shared ``ds/dlambda``); the carry's sentence names the leaves that are a delay line of inputs
+(kept as those inputs, no traces).
 """
 
 from __future__ import annotations
@@ -63,9 +68,35 @@ def roles(cell, params, carry) -> tuple[dict[str, str], str]:
         else:
             kind = "per-neuron" if len(shape) == 1 else "projection"
             out[name] = f"{kind} {shape}: reaches {[leaves.carry_names[t] for t in found.reach[j]]} of its neuron"
+            out[name] += "".join(f"; {shared}" for shared in shared_traces(found, j))
     if isinstance(found, structure.NotElementwise):
         return out, f"{sizes}; not element-wise: {found.reason}"
-    return out, f"{sizes}; element-wise over {found.neurons} neurons"
+    return out, f"{sizes}; element-wise over {found.neurons} neurons" + "".join(
+        f"; {delay_line(found, t)}" for t, d in enumerate(found.stored) if d is not None)
+
+
+def delay_line(found: structure.Elementwise, t: int) -> str:
+    """What carry leaf ``t``, a stored input (``Elementwise.stored``), is, in words."""
+    (source, delay), name = found.stored[t], found.carry_names[t]
+    if delay == 1:
+        return f"{name} reads no carry (a function of the last input: kept as that input, no traces)"
+    return (f"{name} is {found.carry_names[source]} {delay - 1} step{'s' * (delay > 2)} later (a delay line: kept as "
+            f"the input {delay} steps back, no traces)")
+
+
+def shared_traces(found: structure.Elementwise, j: int) -> list[str]:
+    """What parameter leaf ``j`` shares its traces with (``Elementwise.pairs`` and ``multipliers``), in words."""
+    names, carry = found.param_names, found.carry_names
+    out = []
+    for pair in found.pairs:
+        if j == pair.follower:
+            out.append(f"its traces are {'' if pair.sign > 0 else '-'}i times {names[pair.leader]}'s "
+                       f"(complex pair {carry[pair.re]} + i {carry[pair.im]}: not kept)")
+    for m in found.multipliers:
+        if j in m.params:
+            out.append(f"enters {carry[m.re]} + i {carry[m.im]} only through its multiplier lambda: traces "
+                       f"ds/dlambda dlambda/dtheta, one ds/dlambda shared by {[names[k] for k in m.params]}")
+    return out
 
 
 def memory(cell) -> dict[str, int | None]:

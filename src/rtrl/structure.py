@@ -25,6 +25,7 @@ or, when it works on the flattened carry, reads them as zeros through ``flat_cre
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -42,7 +43,17 @@ PROBES = 32
 def structural_dependencies(fn: Callable, *args) -> list[frozenset[int]]:
     """For each output leaf of ``fn(*args)``, the positional arguments it can depend on, read from its jaxpr
     (conservative: a nested call depends on all of its inputs). ``args`` may be arrays or shape structs."""
-    jaxpr = jax.make_jaxpr(fn)(*args).jaxpr
+    return jaxpr_dependencies(jax.make_jaxpr(fn)(*args).jaxpr)
+
+
+def passed_through(jaxpr) -> list[int | None]:
+    """For each output of ``jaxpr``, the input it returns unchanged (an index), or ``None``."""
+    index = {v: i for i, v in enumerate(jaxpr.invars)}
+    return [None if isinstance(v, Literal) else index.get(v) for v in jaxpr.outvars]
+
+
+def jaxpr_dependencies(jaxpr) -> list[frozenset[int]]:
+    """``structural_dependencies`` of a jaxpr."""
     deps = {v: frozenset([i]) for i, v in enumerate(jaxpr.invars)}
 
     def of(v):
@@ -162,7 +173,15 @@ class Elementwise(NamedTuple):
     reaches the carry: a readout), an int ``axis`` (entry ``k`` along that axis reaches neuron ``k``, as for a
     ``(D, N)`` projection or an ``(N,)`` vector), or an int array of the leaf's shape (-1: none). ``reach[j]``
     lists the carry leaves whose sensitivity to leaf ``j`` is not structurally zero (reached directly or through
-    other leaves); ``direct[t]`` the parameter leaves new carry leaf ``t`` reads, ``deps[t]`` the carry leaves."""
+    other leaves); ``direct[t]`` the parameter leaves new carry leaf ``t`` reads, ``deps[t]`` the carry leaves.
+
+    Two economies (docs/derivations.md, "Structure that shrinks automatic traces"): ``stored[t]`` is
+    ``(source, delay)`` where carry leaf ``t`` is a delayed input, the value that leaf ``source`` (which reads no
+    carry) took ``delay`` steps ago: its sensitivities are those of one step at that input, so a method keeps the
+    input instead of traces (``None`` for the other leaves); ``pairs`` lists the ``Pair``s of parameter leaves
+    whose traces are ``i`` times one another's, on two carry leaves that hold a holomorphic recurrence's real and
+    imaginary parts; ``multipliers`` the ``Multiplier``s, the parameter leaves that reach such a pair only
+    through its recurrence's multiplier ``lambda``, whose traces are one complex trace times ``dlambda/dtheta``."""
 
     neurons: int
     carry_names: tuple[str, ...]
@@ -171,6 +190,35 @@ class Elementwise(NamedTuple):
     reach: tuple[tuple[int, ...], ...]
     direct: tuple[frozenset[int], ...]
     deps: tuple[frozenset[int], ...]
+    stored: tuple[tuple[int, int] | None, ...]
+    pairs: tuple[Pair, ...]
+    multipliers: tuple[Multiplier, ...]
+
+    def traced(self, j: int) -> tuple[int, ...]:
+        """The carry leaves whose traces of parameter leaf ``j`` are kept (reached, and not stored inputs)."""
+        return tuple(t for t in self.reach[j] if self.stored[t] is None)
+
+
+class Multiplier(NamedTuple):
+    """Carry leaves ``re, im`` (indices) hold ``s' = lambda s + b`` with ``lambda`` (complex, per neuron) depending
+    on the parameters alone, and parameter leaves ``params`` reach them only through ``lambda``: their traces are
+    ``Q dlambda/dtheta`` with ``Q = ds/dlambda``, ``Q' = lambda Q + s``, one complex trace for them all."""
+
+    re: int
+    im: int
+    params: tuple[int, ...]
+
+
+class Pair(NamedTuple):
+    """Parameter leaf ``follower``'s traces are ``sign * i`` times parameter leaf ``leader``'s, read as complex
+    numbers ``e[re] + i e[im]`` on carry leaves ``re`` and ``im`` (indices): ``e_f[re] = -sign e_l[im]``,
+    ``e_f[im] = sign e_l[re]``, so only the leader's are kept."""
+
+    leader: int
+    follower: int
+    re: int
+    im: int
+    sign: int
 
 
 class NotElementwise(NamedTuple):
@@ -199,12 +247,14 @@ def spread(v: jax.Array, placement) -> jax.Array:
 
 class Leaves(NamedTuple):
     """Leaf-level dependencies of one step, from its jaxpr: for each new carry leaf, the parameter leaves
-    (``direct``) and the previous carry leaves (``deps``) it reads."""
+    (``direct``) and the previous carry leaves (``deps``) it reads, and the previous carry leaf it is a copy of
+    (``copies``: returned unchanged, a delay line's tap; ``None`` for a leaf computed)."""
 
     param_names: tuple[str, ...]
     carry_names: tuple[str, ...]
     direct: tuple[frozenset[int], ...]
     deps: tuple[frozenset[int], ...]
+    copies: tuple[int | None, ...]
 
     def reach(self, j: int) -> tuple[int, ...]:
         """The carry leaves that parameter leaf ``j`` reaches, directly or through other leaves."""
@@ -242,11 +292,13 @@ def leaf_dependencies(cell, params_spec, carry_spec) -> Leaves:
     P, S = len(p_shapes), len(c_shapes)
     dtype = jax.dtypes.canonicalize_dtype(np.float64)
     shapes = [*p_shapes, *c_shapes, (cell.input_size,)]
-    deps = structural_dependencies(carry_step(cell, params_spec, carry_spec),
-                                   *[jax.ShapeDtypeStruct(s, dtype) for s in shapes])
+    jaxpr = jax.make_jaxpr(carry_step(cell, params_spec, carry_spec))(
+        *[jax.ShapeDtypeStruct(s, dtype) for s in shapes]).jaxpr
+    deps = jaxpr_dependencies(jaxpr)
     return Leaves(names_of(p_def, p_shapes, dtype), names_of(c_def, c_shapes, dtype),
                   tuple(frozenset(j for j in d if j < P) for d in deps),
-                  tuple(frozenset(j - P for j in d if P <= j < P + S) for d in deps))
+                  tuple(frozenset(j - P for j in d if P <= j < P + S) for d in deps),
+                  tuple(i - P if i is not None and P <= i < P + S else None for i in passed_through(jaxpr)))
 
 
 UNSEEN = (" (their derivatives were zero at every probe, e.g. a ReLU that is off at all of them), so where they "
@@ -351,5 +403,178 @@ def elementwise(cell, params_spec, carry_spec) -> Elementwise | NotElementwise:
             return NotElementwise(f"parameter {name!r} has entries that reach several neurons in one step, so its "
                                   "exact traces are dense")
     reach = tuple(leaves.reach(j) if (neurons[j] >= 0).any() else () for j in range(P))
-    return Elementwise(N, leaves.carry_names, leaves.param_names, tuple(placement_of(n, N) for n in neurons), reach,
-                       leaves.direct, leaves.deps)
+    placement = tuple(placement_of(n, N) for n in neurons)
+    stored = delay_lines(leaves, reach, p_shapes, cell.input_size)
+    candidates = complex_candidates(leaves, reach, stored)
+    multipliers = linear_multipliers(new_carry, probes, candidates, reach, placement)
+    pairs = complex_pairs(new_carry, probes, candidates, reach, placement, p_shapes,
+                          {j for m in multipliers for j in m.params})
+    return Elementwise(N, leaves.carry_names, leaves.param_names, placement, reach, leaves.direct, leaves.deps,
+                       stored, pairs, multipliers)
+
+
+def delay_lines(leaves: Leaves, reach, p_shapes, input_size: int) -> tuple[tuple[int, int] | None, ...]:
+    """``Elementwise.stored``: a carry leaf that reads no carry is a function of the parameters and the last input
+    alone (delay 1); a copy of such a leaf is the same function of the input before (delay 2), and so on. Kept
+    as inputs only where the input and its flag are smaller than the traces they replace."""
+    S = len(leaves.deps)
+    stored: list[tuple[int, int] | None] = [(t, 1) if not leaves.deps[t] else None for t in range(S)]
+    for t in range(S):
+        size = sum(int(np.prod(p_shapes[j])) for j in range(len(reach)) if t in reach[j])
+        if stored[t] is not None and input_size + 1 >= size:
+            stored[t] = None
+    while more := [t for t, s in enumerate(leaves.copies)
+                   if stored[t] is None and s is not None and stored[s] is not None]:
+        for t in more:
+            source, delay = stored[leaves.copies[t]]
+            stored[t] = (source, delay + 1)
+    return tuple(stored)
+
+
+def complex_candidates(leaves: Leaves, reach, stored) -> tuple[tuple[int, int], ...]:
+    """Pairs of carry leaves (not stored inputs) that read no other carry leaf, and that are exactly the leaves
+    some parameter reaches."""
+    free = [t for t in range(len(leaves.deps)) if stored[t] is None]
+    return tuple((r, i) for r, i in itertools.combinations(free, 2)
+                 if leaves.deps[r] | leaves.deps[i] <= {r, i} and (r, i) in reach)
+
+
+def probed_jacobians(new_carry: Callable, leaves_now, P: int, S: int):
+    """``(column, immediate)`` at one probe: ``column(s)`` the new carry's jvp along an all-ones tangent on carry
+    leaf ``s`` (``J[:, s]``), ``immediate(t)`` the vjp of new leaf ``t`` along all-ones (``I[t]``, per leaf)."""
+    prm, carry, x = leaves_now[:P], leaves_now[P:P + S], leaves_now[-1]
+
+    def column(s, prm=prm, carry=carry, x=x):
+        return jax.jvp(lambda a: new_carry(*prm, *[a if k == s else c for k, c in enumerate(carry)], x),
+                       (carry[s],), (jnp.ones_like(carry[s]),))[1]
+
+    def immediate(t):
+        out, pull = jax.vjp(lambda *p: new_carry(*p, *carry, x)[t], *prm)
+        return pull(jnp.ones_like(out))
+
+    return column, immediate
+
+
+def near(a, b, tol):
+    """``a`` equals ``b`` to rounding, relative to the larger of the two arrays' scales."""
+    return jnp.all(jnp.abs(a - b) <= tol * jnp.maximum(jnp.max(jnp.abs(a)), jnp.max(jnp.abs(b))))
+
+
+def complex_block(column, r: int, i: int, tol) -> jax.Array:
+    """Whether one step's Jacobian on carry leaves ``r, i`` is a complex multiplication per neuron."""
+    J_r, J_i = column(r), column(i)
+    return near(J_r[r], J_i[i], tol) & near(J_i[r], -J_r[i], tol)
+
+
+def survey_all(probe: Callable, probes, shape) -> np.ndarray:
+    """The conjunction over every probe of ``probe(leaves) -> bool array of shape``."""
+    return np.asarray(concrete(lambda probes: lax.fori_loop(0, PROBES, lambda k, acc: acc & probe(
+        [a[k] for a in probes]), jnp.ones(shape, bool)), probes))
+
+
+def linear_multipliers(new_carry: Callable, probes, candidates, reach, placement) -> tuple[Multiplier, ...]:
+    """``Elementwise.multipliers``, probed. On a pair of carry leaves whose one-step Jacobian is a complex
+    multiplication ``lambda`` equal at the probe and at a zero carry and input (so a function of the parameters
+    alone: ``s' = lambda s + b``), the parameter leaves whose immediate Jacobian is ``dlambda/dtheta s`` at every
+    probe (``dlambda/dtheta``: the vjp of ``lambda``'s parts along all-ones) reach the pair only through
+    ``lambda``. Kept where two or more do (for one, its own trace is as small)."""
+    P = len(placement)
+    S = len(probes) - P - 1
+    tol = 1e3 * float(np.finfo(probes[0].dtype).eps)
+    on = [[j for j in range(P) if reach[j] == (r, i)] for r, i in candidates]
+    if not any(len(js) >= 2 for js in on):
+        return ()
+
+    def probe(leaves_now):
+        column, immediate = probed_jacobians(new_carry, leaves_now, P, S)
+        zero = [jnp.zeros_like(a) for a in leaves_now[P:]]
+        at_zero = probed_jacobians(new_carry, [*leaves_now[:P], *zero], P, S)[0]
+        rows = []
+        for (r, i), js in zip(candidates, on, strict=True):
+            linear = complex_block(column, r, i, tol)
+            linear &= near(column(r)[r], at_zero(r)[r], tol) & near(column(r)[i], at_zero(r)[i], tol)
+            s_r, s_i = leaves_now[P + r], leaves_now[P + i]
+            mu = multiplier_derivatives(new_carry, leaves_now[:P], zero, r, i, js)
+            I_r, I_i = immediate(r), immediate(i)
+            through = []
+            for j in js:
+                (re, im), a, b = mu[j], spread(s_r, placement[j]), spread(s_i, placement[j])
+                through.append(near(I_r[j], a * re - b * im, tol) & near(I_i[j], a * im + b * re, tol))
+            rows.append(jnp.stack([linear & t for t in through] + [jnp.zeros((), bool)] * (P - len(js))))
+        return jnp.stack(rows)
+
+    holds = survey_all(probe, probes, (len(candidates), P))
+    found = []
+    for (r, i), js, row in zip(candidates, on, holds, strict=True):
+        params = tuple(j for j, ok in zip(js, row, strict=False) if ok)
+        if len(params) >= 2:
+            found.append(Multiplier(r, i, params))
+    return tuple(found)
+
+
+def multiplier_vjp(new_carry: Callable, p_leaves, zero_rest, r: int, i: int, js) -> Callable:
+    """``(g_re, g_im) -> {j: g_re dRe lambda/dtheta_j + g_im dIm lambda/dtheta_j}`` (each of parameter leaf
+    ``j``'s shape; ``g`` per neuron) for the multiplier ``lambda = J[r, r] + i J[i, r]`` of carry leaves ``r, i``,
+    taken at ``zero_rest``: a zero carry and input."""
+
+    def parts(*chosen):
+        prm = [dict(zip(js, chosen, strict=True)).get(k, p) for k, p in enumerate(p_leaves)]
+        carry, x = zero_rest[:-1], zero_rest[-1]
+        col = jax.jvp(lambda a: new_carry(*prm, *[a if k == r else c for k, c in enumerate(carry)], x),
+                      (carry[r],), (jnp.ones_like(carry[r]),))[1]
+        return col[r], col[i]
+
+    out, pull = jax.vjp(parts, *[p_leaves[j] for j in js])
+    return lambda g_re, g_im: dict(zip(js, pull((g_re.astype(out[0].dtype), g_im.astype(out[1].dtype))),
+                                       strict=True))
+
+
+def multiplier_derivatives(new_carry: Callable, p_leaves, zero_rest, r: int, i: int, js) -> dict[int, tuple]:
+    """``{j: (dRe lambda/dtheta_j, dIm lambda/dtheta_j)}`` (see ``multiplier_vjp``)."""
+    pull = multiplier_vjp(new_carry, p_leaves, zero_rest, r, i, js)
+    one, zero = jnp.ones_like(zero_rest[r]), jnp.zeros_like(zero_rest[r])
+    d_re, d_im = pull(one, zero), pull(zero, one)
+    return {j: (d_re[j], d_im[j]) for j in js}
+
+
+def complex_pairs(new_carry: Callable, probes, candidates, reach, placement, p_shapes, taken) -> tuple[Pair, ...]:
+    """``Elementwise.pairs``, probed. Carry leaves ``re, im`` that read no other carry leaves hold a holomorphic
+    recurrence's parts where one step's Jacobian on them is a complex multiplication per neuron (``J[re, re] =
+    J[im, im]``, ``J[re, im] = -J[im, re]``); then the traces of two parameter leaves that reach exactly those
+    leaves, alike in shape and placement, are ``sign * i`` times one another's for ever where their immediate
+    Jacobians are (a recurrence by complex multiplication keeps the factor). Both conditions are checked at every
+    probe, to rounding. Leaves in ``taken`` (a multiplier's) are left out."""
+    P = len(p_shapes)
+    S = len(probes) - P - 1
+    quads = [(r, i, a, b) for r, i in candidates
+             for a, b in itertools.combinations([j for j in range(P) if reach[j] == (r, i) and j not in taken], 2)
+             if p_shapes[a] == p_shapes[b] and same_placement(placement[a], placement[b])]
+    if not quads:
+        return ()
+    tol = 1e3 * float(np.finfo(probes[0].dtype).eps)
+
+    def probe(leaves_now):
+        """Per candidate: the Jacobian on its carry leaves is complex, and the immediate Jacobians are i times one
+        another's, or minus i times."""
+        column, immediate = probed_jacobians(new_carry, leaves_now, P, S)
+        found = []
+        for r, i, a, b in quads:
+            I_r, I_i, J = immediate(r), immediate(i), complex_block(column, r, i, tol)
+            plus = near(I_r[b], -I_i[a], tol) & near(I_i[b], I_r[a], tol)
+            minus = near(I_r[b], I_i[a], tol) & near(I_i[b], -I_r[a], tol)
+            found.append(jnp.stack([J & plus, J & minus]))
+        return jnp.stack(found)
+
+    holds = survey_all(probe, probes, (len(quads), 2))
+    pairs, used = [], set()
+    for (r, i, a, b), (plus, minus) in zip(quads, holds, strict=True):
+        if (plus or minus) and not {a, b} & used:
+            pairs.append(Pair(a, b, r, i, 1 if plus else -1))
+            used |= {a, b}
+    return tuple(pairs)
+
+
+def same_placement(a, b) -> bool:
+    if isinstance(a, int) or isinstance(b, int):
+        return a == b
+    return np.array_equal(a, b)

@@ -2,6 +2,11 @@
 IIR2, LRU and RTU, which ``rtrl bench`` adds to its per-step section), as ratios to a forward-only step.
 
     python -m rtrl.benchmarks.elementwise [--cells ELSTM LRU] [--sizes 64x256x32 32x64x8] [--steps 100]
+    python -m rtrl.benchmarks.elementwise --diagonal-vs-closed-form [--cells IIR2 LRU RTU] [--steps 200]
+
+The second form prints, per cell and size, ``diagonal``'s whole-sequence gradient time as a ratio to
+``closed_form``'s (measured round-robin in one process) and the trace bytes of each (float32, the batch's):
+how close the traces found from the step alone come to the hand-derived ones.
 
 Sizes are ``DxNxB`` (input, hidden, batch). Each figure is the median over repeats of a jitted whole-sequence
 gradient (T steps, loss on every step) divided by T, float32; the forward-only baseline scans the same cell and loss
@@ -23,6 +28,7 @@ import jax
 import jax.numpy as jnp
 
 import rtrl
+from rtrl.benchmarks.roofline import trace_bytes
 from rtrl.benchmarks.timing import per_step_seconds, random_problem
 from rtrl.cells.base import glorot
 from rtrl.methods import resolve
@@ -64,6 +70,25 @@ def measure(cell, B: int, T: int, rtrl_steps: int | None, seed: int = 0, methods
     return per_step_seconds(cell, params, xs, ys, methods, steps={"rtrl": rtrl_steps})
 
 
+def diagonal_against_closed_form(cell, B: int, T: int, seed: int = 0) -> dict[str, float]:
+    """Seconds per step of ``closed_form`` and ``diagonal`` (whole-sequence gradient, round-robin) and the bytes
+    of each one's traces for ``B`` streams, float32."""
+    params, xs, ys = random_problem(cell, T, B, seed)
+    t = per_step_seconds(cell, params, xs, ys, ("closed_form", "diagonal"))
+    return {**t, **{f"{m} bytes": trace_bytes(cell, params, B, m) for m in ("closed_form", "diagonal")}}
+
+
+def print_against_closed_form(cells, sizes, T: int) -> None:
+    print(f"{'cell':>13} {'D x N x B':>12} {'closed_form (us)':>17} {'diagonal (us)':>14} {'ratio':>6} "
+          f"{'closed_form MiB':>16} {'diagonal MiB':>13}")
+    for name in cells:
+        for D, N, B in sizes:
+            r = diagonal_against_closed_form(PER_STEP_CELLS[name](D, N), B, T)
+            print(f"{name:>13} {f'{D}x{N}x{B}':>12} {r['closed_form'] * 1e6:>17.1f} {r['diagonal'] * 1e6:>14.1f} "
+                  f"{r['diagonal'] / r['closed_form']:>5.2f}x {r['closed_form bytes'] / 2**20:>16.2f} "
+                  f"{r['diagonal bytes'] / 2**20:>13.2f}", flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m rtrl.benchmarks.elementwise",
                                      description=__doc__.splitlines()[0])
@@ -73,7 +98,15 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=100, help="sequence length T")
     parser.add_argument("--rtrl-max-hidden", type=int, default=64, help="largest N for dense rtrl")
     parser.add_argument("--rtrl-steps", type=int, default=10, help="sequence length for dense rtrl")
+    parser.add_argument("--diagonal-vs-closed-form", action="store_true",
+                        help="diagonal against closed_form: time ratio and trace bytes (default cells: IIR2 LRU RTU)")
     args = parser.parse_args(argv)
+    if args.diagonal_vs_closed_form:
+        cells = args.cells if args.cells != list(CELLS) else ["IIR2", "LRU", "RTU"]
+        print(f"float32, T={args.steps}; {jax.devices()[0].platform} ({platform.processor() or platform.machine()}); "
+              "whole-sequence gradient per step, round-robin in one process")
+        print_against_closed_form(cells, args.sizes, args.steps)
+        return
     print(f"float32, T={args.steps} (rtrl: T={args.rtrl_steps}); {jax.devices()[0].platform} "
           f"({platform.processor() or platform.machine()}); per-step time as a ratio to the forward-only step")
     print(f"{'cell':>13} {'D x N x B':>12} {'forward (us)':>13} " + " ".join(f"{m:>12}" for m in METHODS))

@@ -40,7 +40,7 @@ and a credit ``g = g_re + i g_im`` on the carry they describe gives (``a = conj(
     dL/dtheta = Re(a dlambda/dtheta),  dlambda/dtheta = i phase lambda  (0 where theta >= THETA_MAX)
     dL/dgamma_log = gamma Re(b),   dL/dB_re = Re(w),   dL/dB_im = -Im(w)
 
-Memory: ``2 (2N + D N)`` floats, about half of the ``diagonal`` method's (which keeps ``B_re`` and ``B_im`` apart).
+Memory: ``2 (2N + D N)`` floats, as the ``diagonal`` method finds from the step alone (docs/derivations.md).
 The helpers below are shared with ``RTU`` (``rtrl.cells.rtu``), whose linear variant has the same recurrence.
 """
 
