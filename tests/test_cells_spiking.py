@@ -41,6 +41,8 @@ CASES = {
     "iir2": SpikingIIR2(2, 4),
     "lif_recurrent": LIF(3, 4, recurrent=True),
     "alif_recurrent": ALIF(2, 4, recurrent=True),
+    "alif_population": ALIF(3, 5, lif_neurons=2, adaptation=0.5, surrogate="triangle", surrogate_scale=1 / 0.6,
+                            surrogate_height=0.5, threshold=0.6),
     "iir2_stable_recurrent": SpikingIIR2(3, 4, recurrent=True, parameterisation="stable", surrogate="triangle"),
 }
 
@@ -197,8 +199,9 @@ def test_cell_eprop_rule_is_bellec_et_al():
 
 
 @pytest.mark.parametrize("cell", [LIF(3, 4, recurrent=True),
-                                  ALIF(3, 4, recurrent=True, adaptation=0.3, adaptation_decay=0.9)],
-                         ids=["lif", "alif"])
+                                  ALIF(3, 4, recurrent=True, adaptation=0.3, adaptation_decay=0.9),
+                                  ALIF(3, 4, recurrent=True, adaptation=0.3, adaptation_decay=0.9, lif_neurons=2)],
+                         ids=["lif", "alif", "alif_population"])
 def test_eprop_method_is_bellec_et_al_through_the_online_step(cell):
     """``rtrl.online(cell, "eprop")`` binds to the cell's e-prop (with recurrent weights): ``jax.grad`` of a per-step
     loss on a readout of the spikes, summed over T steps, is the paper's ``sum_t L^t e^t`` with ``L^t = dE^t/dz^t``
@@ -213,6 +216,8 @@ def test_eprop_method_is_bellec_et_al_through_the_online_step(cell):
     _, grads, _ = rtrl.stream_grad(learner, params, learner.init(params), xs, ys,
                                    lambda h, y: 0.5 * jnp.sum((h @ readout - y) ** 2))
     beta, rho = (cell.adaptation, cell.adaptation_decay) if isinstance(cell, ALIF) else (0.0, 0.5)
+    if isinstance(cell, ALIF):  # the first lif_neurons neurons do not adapt
+        beta = np.where(np.arange(cell.hidden_size) < cell.lif_neurons, 0.0, beta)
     ref, rate = paper_eprop(params, xs, lambda t, z: (z @ readout - ys[t]) @ readout.T, cell.leak, cell.threshold,
                             rho, beta, cell.surrogate_scale, cell.surrogate_height)
     assert 0.05 < rate < 0.6, rate
@@ -290,3 +295,24 @@ def test_the_docs_examples_run():
     assert len(blocks) == 4 and all(any(name in b for b in blocks) for name in ("LIF(", "ALIF(", "SpikingIIR2("))
     for i, block in enumerate(blocks):
         exec(compile(block, f"spiking.md block {i}", "exec"), {})
+
+
+def test_alif_population_is_lif_neurons_beside_alif_neurons():
+    """``ALIF(lif_neurons=2)`` without recurrent weights: its first 2 neurons spike as ``LIF`` neurons with the same
+    weights, the other 3 as ``ALIF`` neurons (element-wise neurons, so the columns are independent networks).
+    [Mutation tried by hand: the mask reversed (the last neurons plain): caught.]"""
+    population = ALIF(3, 5, lif_neurons=2, adaptation=0.5, adaptation_decay=0.9)
+    params, xs, _ = spiking_problem(population, (), 2)
+    spikes = {}
+    for name, cell in {"population": population, "lif": LIF(3, 5),
+                       "alif": ALIF(3, 5, adaptation=0.5, adaptation_decay=0.9)}.items():
+        _, spikes[name] = jax.lax.scan(lambda c, x, cell=cell: cell.step(params, c, x), cell.initial_carry(()), xs)
+    np.testing.assert_array_equal(spikes["population"][:, :2], spikes["lif"][:, :2])
+    np.testing.assert_array_equal(spikes["population"][:, 2:], spikes["alif"][:, 2:])
+    assert not np.array_equal(spikes["lif"][:, 2:], spikes["alif"][:, 2:])  # the adaptation matters here
+
+
+@pytest.mark.parametrize("value", [-1, 6, 1.5, True])
+def test_alif_lif_neurons_must_be_a_count_within_the_layer(value):
+    with pytest.raises(ValueError, match=r"lif_neurons must be an integer in 0..hidden_size \(5\)"):
+        ALIF(3, 5, lif_neurons=value)
