@@ -71,11 +71,11 @@ class ALIF(SpikingCell):
         return self.input_shapes()
 
     def carry_sizes(self) -> dict[str, int]:
-        return {"v": self.hidden_size, "a": self.hidden_size, "s": self.hidden_size}
+        return {"v": self.hidden_size, "a": self.hidden_size, "s": self.hidden_size, **self.refractory_carry()}
 
     def membrane_step(self, params: Params, carry: Params, x: jax.Array) -> dict[str, jax.Array]:
         a = self.adaptation_decay * carry["a"] + carry["s"]
-        new = self.integrate(self.leak * carry["v"] + self.current(params, carry, x), carry["s"],
+        new = self.integrate(self.leak * carry["v"] + self.current(params, carry, x), carry,
                              self.threshold + self.beta(a) * a)
         return {**new, "a": a}
 

@@ -101,14 +101,15 @@ DEEP = {"cell": NETWORK, "hidden": 64, "batch": 16, "lr": 3e-4}
 # The e-prop paper's evidence-accumulation network (Bellec et al. 2020; official code, tutorial_evidence_accumulation_
 # with_alif.py), at 1 ms a step: 100 recurrent neurons, 50 LIF then 50 ALIF, tau_m 20 ms, tau_a 2,000 ms, threshold
 # 0.6, beta = 1.7 (1 - rho) / (1 - leak) (the code's heuristic), the reset subtracting the threshold, the triangle
-# pseudo-derivative 0.3 / v_th max(0, 1 - |u| / v_th). Its Adam (lr 0.005) on batches of 64 trials, one update per
-# batch, for at most 2,000 batches (it stops below 7% validation error). Not here: the 5 ms refractory period,
-# the readout of exponentially filtered spikes (ours reads the spikes), the firing-rate regulariser and the
+# pseudo-derivative 0.3 / v_th max(0, 1 - |u| / v_th), a refractory period of 5 steps. Its Adam (lr 0.005) on
+# batches of 64 trials, one update per batch, for at most 2,000 batches (it stops below 7% validation error). Not
+# here: the readout of exponentially filtered spikes (ours reads the spikes), the firing-rate regulariser and the
 # removed self-connections (the diagonal of R).
 PAPER_LEAK, PAPER_RHO = math.exp(-1 / 20), math.exp(-1 / 2000)
 PAPER_ALIF = (("recurrent", True), ("lif_neurons", 50), ("leak", PAPER_LEAK), ("threshold", 0.6),
               ("adaptation", 1.7 * (1 - PAPER_RHO) / (1 - PAPER_LEAK)), ("adaptation_decay", PAPER_RHO),
-              ("surrogate", "triangle"), ("surrogate_scale", 1 / 0.6), ("surrogate_height", 0.3 / 0.6))
+              ("surrogate", "triangle"), ("surrogate_scale", 1 / 0.6), ("surrogate_height", 0.3 / 0.6),
+              ("refractory", 5))
 PAPER_TRIAL = 2250
 
 EXPERIMENTS = (
