@@ -41,6 +41,9 @@ CASES = {
     "iir2": SpikingIIR2(2, 4),
     "lif_recurrent": LIF(3, 4, recurrent=True),
     "alif_recurrent": ALIF(2, 4, recurrent=True),
+    "alif_population": ALIF(3, 5, lif_neurons=2, adaptation=0.5, surrogate="triangle", surrogate_scale=1 / 0.6,
+                            surrogate_height=0.5, threshold=0.6, refractory=3),
+    "lif_refractory_value": LIF(3, 5, refractory=2, reset="value", v_reset=-0.1),
     "iir2_stable_recurrent": SpikingIIR2(3, 4, recurrent=True, parameterisation="stable", surrogate="triangle"),
 }
 
@@ -136,16 +139,17 @@ def test_defaults_alone_and_spikes_as_output(cls):
     assert h.shape == (2, 4) and jnp.array_equal(h, carry["s"])
 
 
-def paper_eprop(params, xs, signal, leak, thr, rho, beta, k, c):
+def paper_eprop(params, xs, signal, leak, thr, rho, beta, k, c, n_ref=0):
     """Bellec et al. 2020's e-prop for an ALIF network with recurrent weights, written out in NumPy from the paper
     (Methods): forward ``v^{t+1} = a v^t + W_rec z^t + W_in x^{t+1} - z^t v_th``, ``a^{t+1} = rho a^t + z^t``,
     ``z = H(v - v_th - beta a)``; ``eps_v`` the presynaptic activity filtered by ``alpha``,
     ``eps_a^{t+1} = psi^t eps_v^t + (rho - psi^t beta) eps_a^t``, ``e = psi (eps_v - beta eps_a)``; returns
     ``sum_t L^t e^t`` per parameter and the firing rate. ``signal(t, z^t)`` is the learning signal ``L^t``; with
-    ``beta = 0`` the neurons are LIF (``a`` is then never read)."""
+    ``beta = 0`` the neurons are LIF (``a`` is then never read). ``n_ref``: the official code's refractory counter
+    (``z`` and ``psi`` zero while ``r > 0``, ``r' = clip(r + n_ref z - 1, 0, n_ref)``)."""
     W, b, R = (np.asarray(params[n]) for n in ("W", "b", "R"))
     D, N = W.shape
-    v, a, z, psi = np.zeros(N), np.zeros(N), np.zeros(N), np.zeros(N)
+    v, a, z, psi, r = np.zeros(N), np.zeros(N), np.zeros(N), np.zeros(N), np.zeros(N)
     pre = {"W": lambda x, z: np.repeat(x[:, None], N, 1), "b": lambda x, z: np.ones(N),
            "R": lambda x, z: np.repeat(z[:, None], N, 1)}
     eps_v = {n: np.zeros(np.shape(params[n])) for n in pre}
@@ -159,8 +163,10 @@ def paper_eprop(params, xs, signal, leak, thr, rho, beta, k, c):
         v = leak * v + x @ W + b + z @ R - thr * z
         a = rho * a + z
         u = v - thr - beta * a
-        z = (u > 0).astype(float)
-        psi = c / (1 + k * np.abs(u)) ** 2
+        free = (r <= 0) if n_ref else np.ones(N, bool)
+        z = ((u > 0) & free).astype(float)
+        psi = c / (1 + k * np.abs(u)) ** 2 * free
+        r = np.clip(r + n_ref * z - 1, 0, n_ref)
         spikes += z.mean()
         L = signal(t, z)
         for n in pre:
@@ -197,8 +203,10 @@ def test_cell_eprop_rule_is_bellec_et_al():
 
 
 @pytest.mark.parametrize("cell", [LIF(3, 4, recurrent=True),
-                                  ALIF(3, 4, recurrent=True, adaptation=0.3, adaptation_decay=0.9)],
-                         ids=["lif", "alif"])
+                                  ALIF(3, 4, recurrent=True, adaptation=0.3, adaptation_decay=0.9),
+                                  ALIF(3, 4, recurrent=True, adaptation=0.3, adaptation_decay=0.9, lif_neurons=2,
+                                       refractory=3)],
+                         ids=["lif", "alif", "alif_population"])
 def test_eprop_method_is_bellec_et_al_through_the_online_step(cell):
     """``rtrl.online(cell, "eprop")`` binds to the cell's e-prop (with recurrent weights): ``jax.grad`` of a per-step
     loss on a readout of the spikes, summed over T steps, is the paper's ``sum_t L^t e^t`` with ``L^t = dE^t/dz^t``
@@ -213,8 +221,10 @@ def test_eprop_method_is_bellec_et_al_through_the_online_step(cell):
     _, grads, _ = rtrl.stream_grad(learner, params, learner.init(params), xs, ys,
                                    lambda h, y: 0.5 * jnp.sum((h @ readout - y) ** 2))
     beta, rho = (cell.adaptation, cell.adaptation_decay) if isinstance(cell, ALIF) else (0.0, 0.5)
+    if isinstance(cell, ALIF):  # the first lif_neurons neurons do not adapt
+        beta = np.where(np.arange(cell.hidden_size) < cell.lif_neurons, 0.0, beta)
     ref, rate = paper_eprop(params, xs, lambda t, z: (z @ readout - ys[t]) @ readout.T, cell.leak, cell.threshold,
-                            rho, beta, cell.surrogate_scale, cell.surrogate_height)
+                            rho, beta, cell.surrogate_scale, cell.surrogate_height, cell.refractory)
     assert 0.05 < rate < 0.6, rate
     for name in ref:
         np.testing.assert_allclose(grads[name], ref[name], rtol=1e-10, atol=1e-10 * np.abs(ref[name]).max(),
@@ -290,3 +300,45 @@ def test_the_docs_examples_run():
     assert len(blocks) == 4 and all(any(name in b for b in blocks) for name in ("LIF(", "ALIF(", "SpikingIIR2("))
     for i, block in enumerate(blocks):
         exec(compile(block, f"spiking.md block {i}", "exec"), {})
+
+
+def test_alif_population_is_lif_neurons_beside_alif_neurons():
+    """``ALIF(lif_neurons=2)`` without recurrent weights: its first 2 neurons spike as ``LIF`` neurons with the same
+    weights, the other 3 as ``ALIF`` neurons (element-wise neurons, so the columns are independent networks).
+    [Mutation tried by hand: the mask reversed (the last neurons plain): caught.]"""
+    population = ALIF(3, 5, lif_neurons=2, adaptation=0.5, adaptation_decay=0.9)
+    params, xs, _ = spiking_problem(population, (), 2)
+    spikes = {}
+    for name, cell in {"population": population, "lif": LIF(3, 5),
+                       "alif": ALIF(3, 5, adaptation=0.5, adaptation_decay=0.9)}.items():
+        _, spikes[name] = jax.lax.scan(lambda c, x, cell=cell: cell.step(params, c, x), cell.initial_carry(()), xs)
+    np.testing.assert_array_equal(spikes["population"][:, :2], spikes["lif"][:, :2])
+    np.testing.assert_array_equal(spikes["population"][:, 2:], spikes["alif"][:, 2:])
+    assert not np.array_equal(spikes["lif"][:, 2:], spikes["alif"][:, 2:])  # the adaptation matters here
+
+
+@pytest.mark.parametrize("value", [-1, 6, 1.5, True])
+def test_alif_lif_neurons_must_be_a_count_within_the_layer(value):
+    with pytest.raises(ValueError, match=r"lif_neurons must be an integer in 0..hidden_size \(5\)"):
+        ALIF(3, 5, lif_neurons=value)
+
+
+def test_refractory_neurons_skip_the_steps_after_a_spike():
+    """LIF(1, 1), leak 0.5, reset to 0, driven at 2 per step (threshold 1) for 4 steps, silent for 3, driven for 4:
+    without a refractory period it fires at every driven step; with ``refractory=3`` it fires, is blocked 2 steps
+    (the counter 2, 1), fires again, and after the silence (the counter held at 0) the same; ``refractory=1``
+    blocks nothing. [Mutation tried by hand: the counter not clipped at 0 (it goes to -1 in the silence and blocks
+    only 1 step after the next spike): caught.]"""
+    params = {"W": jnp.array([[2.0]]), "b": jnp.zeros(1)}
+    drive = [1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1]
+    xs = jnp.array(drive, jnp.float64)[:, None]
+    for n, expected in ((0, drive), (1, drive), (3, [1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 1])):
+        cell = LIF(1, 1, leak=0.5, reset="value", refractory=n)
+        _, spikes = jax.lax.scan(lambda c, x, cell=cell: cell.step(params, c, x), cell.initial_carry(()), xs)
+        np.testing.assert_array_equal(spikes[:, 0], expected, err_msg=f"refractory={n}")
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, True])
+def test_refractory_must_be_a_non_negative_integer(value):
+    with pytest.raises(ValueError, match="refractory must be a non-negative integer"):
+        LIF(3, 5, refractory=value)

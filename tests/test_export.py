@@ -77,9 +77,10 @@ def test_the_graph_states_its_discretisation():
     assert from_nir(graph)[0].leak == pytest.approx(0.9)
 
 
-@pytest.mark.parametrize("cell", [ALIF(2, 3), Elman(2, 3), SpikingIIR2(2, 3)])
+@pytest.mark.parametrize("cell", [ALIF(2, 3), Elman(2, 3), SpikingIIR2(2, 3), LIF(2, 3, refractory=2)])
 def test_a_cell_with_no_counterpart_is_refused_by_name(cell):
-    """ALIF (no adaptive neuron in NIR), a non-spiking cell, and a SpikingIIR2 with a second-order filter."""
+    """ALIF (no adaptive neuron in NIR), a non-spiking cell, a SpikingIIR2 with a second-order filter, and a LIF with
+    a refractory period (NIR's neurons have none)."""
     with pytest.raises(ValueError, match=cell.name):
         to_nir(cell, cell.init(jax.random.PRNGKey(0)))
 

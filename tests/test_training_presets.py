@@ -80,3 +80,22 @@ def test_a_spiking_row_trains(tmp_path):
                  "4", "--batch", "2", "--steps", "2", "--eval-every", "2", "--eval-size", "4", "--out", str(out),
                  "--quiet"]) == 0
     assert json.loads((out / "config.json").read_text())["method"] == "eprop"
+
+
+def test_the_eprop_paper_evidence_presets_are_its_network_and_task():
+    """``evidence-eprop-paper/alif-{rtrl,eprop,bptt}``: the official code's 100 neurons (50 LIF, 50 ALIF; tau_m 20
+    ms, tau_a 2,000 ms at 1 ms a step; threshold 0.6; beta 1.7 (1 - rho) / (1 - leak); its triangle
+    pseudo-derivative; 5 ms refractory), 40 Poisson inputs, trials of 2,250 steps, batches of 64, one update per
+    batch."""
+    methods = {}
+    for method in ("rtrl", "eprop", "bptt"):
+        config, task, cell, _ = assemble(RunConfig(**PRESETS[f"evidence-eprop-paper/alif-{method}"].options))
+        assert (task.name, task.input_size, task.length, task.recall_steps) == ("evidence_poisson", 40, 2250, 150)
+        assert (cell.name, cell.hidden_size, cell.lif_neurons, cell.recurrent) == ("ALIF", 100, 50, True)
+        assert cell.leak == pytest.approx(0.951229, abs=1e-6) and cell.adaptation_decay == pytest.approx(0.9995)
+        assert cell.adaptation == pytest.approx(1.7 * 0.0005 / 0.04877, rel=1e-3) and cell.threshold == 0.6
+        assert (cell.surrogate, cell.surrogate_scale, cell.surrogate_height) == ("triangle", 1 / 0.6, 0.5)
+        assert cell.refractory == 5
+        assert config.batch == 64 and config.lr == 5e-3 and config.steps == 2000 * 2250
+        methods[method] = (config.method, config.update_every)
+    assert methods == {"rtrl": ("auto", 2250), "eprop": ("eprop", 2250), "bptt": ("bptt", 2250)}  # bptt: the episode

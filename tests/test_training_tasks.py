@@ -13,6 +13,7 @@ from rtrl.training.tasks import (
     Adding,
     Copy,
     Evidence,
+    EvidencePoisson,
     Manifolds,
     Recall,
     Sines,
@@ -30,6 +31,8 @@ SMALL = {
     "evidence": Evidence(cues=3, cue_steps=2, gap=1, delay=4, decision_steps=2),
     "store_recall": StoreRecall(episode_length=12),
     "manifolds": Manifolds(classes=3, channels=5, pattern_steps=10, answer_steps=2),
+    "evidence_poisson": EvidencePoisson(cues=3, cue_steps=2, spacing=3, episode_length=14, recall_steps=2, channels=2,
+                                        rate=0.5),
 }
 
 

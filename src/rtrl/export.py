@@ -86,6 +86,9 @@ def to_nir(cell, params: Params, dt: float = 1.0):
     if type(cell) not in (LIF, SpikingIIR2):
         raise ValueError(f"{getattr(cell, 'name', type(cell).__name__)} has no NIR counterpart; to_nir maps LIF and "
                          "first-order SpikingIIR2 cells (NIR has no adaptive or second-order neuron)")
+    if cell.refractory:
+        raise ValueError(f"{cell.name} with refractory={cell.refractory} has no NIR counterpart (NIR's neurons have no "
+                         "refractory period)")
     if not isinstance(params, dict):
         raise TypeError(f"params must be a dict of arrays (cell.init(key)), got {type(params).__name__}")
     cell.check_params(params, cell.param_shapes())

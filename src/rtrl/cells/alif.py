@@ -10,7 +10,10 @@ the neuron's threshold by ``adaptation`` (beta), decaying by ``adaptation_decay`
     v' = d + s' (v_reset - d)   with reset="value", else v' = d
 
 (Bellec et al. 2020's equations with the default reset, their ``v_th`` = ``threshold``: the reset subtracts the
-base threshold; the resets as ``LIF``'s.)
+base threshold; the resets as ``LIF``'s.) ``lif_neurons = k`` makes the first ``k`` neurons plain LIF neurons
+(``beta = 0`` for them, the others ``adaptation``): the paper's layer of LIF and ALIF neurons in one population
+(its evidence-accumulation network: 50 of each, ``beta`` a vector with zeros for the LIF half). Every equation
+below holds per neuron with that vector ``beta``.
 
 Closed-form traces (no ``R``; derivation: docs/spiking.md). For ``theta`` in ``{W, b}`` keep ``ed = dd/dtheta``
 and ``ea = da/dtheta`` in the parameter's layout, and ``LIF``'s per-neuron ``psi, gate, jump``. The spike's
@@ -43,32 +46,42 @@ from rtrl.cells.spiking import SpikingCell, credit, set_number
 
 
 class ALIF(SpikingCell):
-    """``ALIF(input_size, hidden_size, adaptation=0.1, adaptation_decay=0.95, ...)`` with ``LIF``'s options;
-    ``adaptation`` (beta) >= 0, ``adaptation_decay`` (rho) in (0, 1). See the module docstring."""
+    """``ALIF(input_size, hidden_size, adaptation=0.1, adaptation_decay=0.95, lif_neurons=0, ...)`` with ``LIF``'s
+    options; ``adaptation`` (beta) >= 0, ``adaptation_decay`` (rho) in (0, 1), ``lif_neurons`` in
+    ``0 .. hidden_size`` (how many neurons, the first ones, do not adapt). See the module docstring."""
 
     adaptation: float = 0.1
     adaptation_decay: float = 0.95
+    lif_neurons: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
         set_number(self, "adaptation", 0.0, open_low=False)
         set_number(self, "adaptation_decay", 0.0, 1.0)
+        n = self.lif_neurons
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= self.hidden_size:
+            raise ValueError(f"lif_neurons must be an integer in 0..hidden_size ({self.hidden_size}), got {n!r}")
+
+    def beta(self, like: jax.Array) -> jax.Array:
+        """The per-neuron adaptation strength: 0 for the first ``lif_neurons`` neurons, ``adaptation`` after."""
+        neuron = jnp.arange(self.hidden_size)
+        return jnp.where(neuron < self.lif_neurons, 0.0, self.adaptation).astype(like.dtype)
 
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
         return self.input_shapes()
 
     def carry_sizes(self) -> dict[str, int]:
-        return {"v": self.hidden_size, "a": self.hidden_size, "s": self.hidden_size}
+        return {"v": self.hidden_size, "a": self.hidden_size, "s": self.hidden_size, **self.refractory_carry()}
 
     def membrane_step(self, params: Params, carry: Params, x: jax.Array) -> dict[str, jax.Array]:
         a = self.adaptation_decay * carry["a"] + carry["s"]
-        new = self.integrate(self.leak * carry["v"] + self.current(params, carry, x), carry["s"],
-                             self.threshold + self.adaptation * a)
+        new = self.integrate(self.leak * carry["v"] + self.current(params, carry, x), carry,
+                             self.threshold + self.beta(a) * a)
         return {**new, "a": a}
 
     def spike_sensitivity(self, traces: Params, name: str) -> jax.Array:
         """``ds/dtheta = psi (ed - beta ea)``."""
-        return traces["psi"] * (traces["v"][name] - self.adaptation * traces["a"][name])
+        return traces["psi"] * (traces["v"][name] - self.beta(traces["psi"]) * traces["a"][name])
 
     def adaptation_trace(self, traces: Params) -> Params:
         """``ea' = rho ea + ds`` (e-prop keeps it too)."""

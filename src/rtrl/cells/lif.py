@@ -47,10 +47,10 @@ class LIF(SpikingCell):
         return self.input_shapes()
 
     def carry_sizes(self) -> dict[str, int]:
-        return {"v": self.hidden_size, "s": self.hidden_size}
+        return {"v": self.hidden_size, "s": self.hidden_size, **self.refractory_carry()}
 
     def membrane_step(self, params: Params, carry: Params, x: jax.Array) -> dict[str, jax.Array]:
-        return self.integrate(self.leak * carry["v"] + self.current(params, carry, x), carry["s"], self.threshold)
+        return self.integrate(self.leak * carry["v"] + self.current(params, carry, x), carry, self.threshold)
 
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
     def closed_form_init(self, params: Params, carry: Params) -> Params:

@@ -94,7 +94,10 @@ class SpikingCell(Cell):
     ``surrogate_height`` > 0; ``recurrent``: whether the last spikes feed back through ``R``; ``reset``:
     ``"subtract"`` (the threshold, one step after the spike), ``"value"`` (to ``v_reset`` in the spike's own step,
     as NIR, snnTorch's ``reset_mechanism="zero"`` and Norse) or ``"none"``; ``v_reset`` (finite; read with
-    ``reset="value"`` only)."""
+    ``reset="value"`` only); ``refractory`` (an integer >= 0, default 0: none): a neuron that spikes cannot spike
+    again for the next ``refractory - 1`` steps (the e-prop code's ``n_ref``: the spike's step counts), kept by a
+    counter ``r`` in the carry, ``r' = clip(r + refractory s' - 1, 0, refractory)``, ``s' = H(u) [r == 0]``; the
+    counter passes no gradient, so the surrogate is zero while the neuron is refractory (as the e-prop code's)."""
 
     leak: float = 0.9
     threshold: float = 1.0
@@ -104,6 +107,7 @@ class SpikingCell(Cell):
     recurrent: bool = False
     reset: str = "subtract"
     v_reset: float = 0.0
+    refractory: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -118,6 +122,9 @@ class SpikingCell(Cell):
             raise ValueError(f"recurrent must be True or False, got {self.recurrent!r}")
         if self.reset not in RESETS:
             raise ValueError(f"reset must be one of {list(RESETS)}, got {self.reset!r}")
+        n = self.refractory
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"refractory must be a non-negative integer, got {n!r}")
         if not self.recurrent:  # element-wise: the cell has closed-form traces (rtrl.capabilities.HandDerivedTraces)
             for name in ("init", "update", "contract"):
                 object.__setattr__(self, "trace_" + name, getattr(self, "closed_form_" + name))
@@ -141,16 +148,26 @@ class SpikingCell(Cell):
         """The surrogate derivative ``psi(u)`` (what the traces use in place of ``dH/du``)."""
         return surrogate_derivative(u, self.surrogate, self.surrogate_scale, self.surrogate_height)
 
-    def integrate(self, leaky: jax.Array, s_prev: jax.Array, threshold) -> dict[str, jax.Array]:
+    def refractory_carry(self) -> dict[str, int]:
+        """The refractory counter's carry entry, ``{"r": N}`` with ``refractory``, else none."""
+        return {"r": self.hidden_size} if self.refractory else {}
+
+    def integrate(self, leaky: jax.Array, carry: Params, threshold) -> dict[str, jax.Array]:
         """One step of the membrane from ``leaky = leak v + input``: ``d``, the membrane the spike reads
         (``leaky - threshold s_prev`` with ``reset="subtract"``, else ``leaky``), the spikes ``s = H(u)``,
-        ``u = d - threshold`` (``threshold`` may be adapted), and ``v``, the membrane carried on
-        (``d + s (v_reset - d)`` with ``reset="value"``, else ``d``)."""
-        d = leaky - self.threshold * s_prev if self.reset == "subtract" else leaky
+        ``u = d - threshold`` (``threshold`` may be adapted; with ``refractory``, ``s = H(u) free``, ``free =
+        [r_prev == 0]``, and the counter ``r``), and ``v``, the membrane carried on (``d + s (v_reset - d)`` with
+        ``reset="value"``, else ``d``)."""
+        d = leaky - self.threshold * carry["s"] if self.reset == "subtract" else leaky
         u = d - threshold
         s = self.fire(u)
-        v = d + s * (self.v_reset - d) if self.reset == "value" else d
-        return {"v": v, "d": d, "u": u, "s": s}
+        v_of = (lambda s: d + s * (self.v_reset - d)) if self.reset == "value" else (lambda s: d)
+        if not self.refractory:
+            return {"v": v_of(s), "d": d, "u": u, "s": s}
+        free = (carry["r"] <= 0).astype(s.dtype)
+        s = s * free
+        r = jnp.clip(carry["r"] + self.refractory * jax.lax.stop_gradient(s) - 1, 0, self.refractory)
+        return {"v": v_of(s), "d": d, "u": u, "s": s, "free": free, "r": r}
 
     def output(self, params: Params, carry: Params, x: jax.Array) -> jax.Array:
         """``h``: the new spikes."""
@@ -194,7 +211,7 @@ class SpikingCell(Cell):
     def reset_factors(self, new: dict[str, jax.Array], exact: bool = True) -> Params:
         """``psi(u)``, ``gate`` and ``jump`` of a step (``integrate``'s output); ``exact=False`` drops ``jump``, the
         reset's derivative through the spike, as e-prop does."""
-        psi = self.psi(new["u"])
+        psi = self.psi(new["u"]) * new["free"] if self.refractory else self.psi(new["u"])
         if self.reset != "value":
             return {"psi": psi, "gate": jnp.ones_like(psi), "jump": jnp.zeros_like(psi)}
         return {"psi": psi, "gate": 1 - new["s"], "jump": (self.v_reset - new["d"]) * exact}

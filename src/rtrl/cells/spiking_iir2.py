@@ -66,7 +66,7 @@ class SpikingIIR2(SpikingCell):
         return self.synapse.init_param(name, shape, key, dtype)
 
     def carry_sizes(self) -> dict[str, int]:
-        return {**self.synapse.carry_sizes(), "v": self.hidden_size, "s": self.hidden_size}
+        return {**self.synapse.carry_sizes(), "v": self.hidden_size, "s": self.hidden_size, **self.refractory_carry()}
 
     def filter_params(self, params: Params) -> Params:
         return {name: params[name] for name in self.synapse.param_shapes()}
@@ -78,7 +78,7 @@ class SpikingIIR2(SpikingCell):
     def membrane_step(self, params: Params, carry: Params, x: jax.Array) -> dict[str, jax.Array]:
         coefficients = self.coefficients(params)
         synapse = filter_step({name: carry[name] for name in CARRY}, self.current(params, carry, x), coefficients)
-        return {**synapse, **self.integrate(self.leak * carry["v"] + synapse["y1"], carry["s"], self.threshold)}
+        return {**synapse, **self.integrate(self.leak * carry["v"] + synapse["y1"], carry, self.threshold)}
 
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
     def closed_form_init(self, params: Params, carry: Params) -> Params:

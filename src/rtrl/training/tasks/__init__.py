@@ -4,6 +4,7 @@ from rtrl.training.tasks.adding import Adding
 from rtrl.training.tasks.base import Episodes, Task
 from rtrl.training.tasks.copy import Copy
 from rtrl.training.tasks.evidence import Evidence
+from rtrl.training.tasks.evidence_poisson import EvidencePoisson
 from rtrl.training.tasks.manifolds import Manifolds
 from rtrl.training.tasks.mnist1d import MNIST1D
 from rtrl.training.tasks.recall import Recall
@@ -12,7 +13,7 @@ from rtrl.training.tasks.store_recall import StoreRecall
 from rtrl.training.tasks.stream import stream_chunk
 
 TASKS: dict[str, type[Task]] = {t.name: t for t in (Copy, Recall, Adding, Sines, MNIST1D, Evidence, StoreRecall,
-                                                  Manifolds)}
+                                                  Manifolds, EvidencePoisson)}
 
-__all__ = ["MNIST1D", "TASKS", "Adding", "Copy", "Episodes", "Evidence", "Manifolds", "Recall", "Sines", "StoreRecall",
-           "Task", "stream_chunk"]
+__all__ = ["MNIST1D", "TASKS", "Adding", "Copy", "Episodes", "Evidence", "EvidencePoisson", "Manifolds", "Recall",
+           "Sines", "StoreRecall", "Task", "stream_chunk"]
