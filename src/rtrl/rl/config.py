@@ -72,6 +72,8 @@ class RLConfig(Config):
     normalize_obs: bool = option(True, "normalise observations by running mean and variance", flag)
     scale_rewards: bool = option(True, "scale rewards by the running deviation of the discounted return", flag)
     update_every: int = option(1, "an update every k steps (the ascents of k steps summed)", positive_int, "K")
+    health_every: int = option(16, "steps between samples of the learner's health figures (1: every step)",
+                               positive_int, "K")
     record_every: int = option(1000, "steps between metrics records (and checkpoints)", positive_int, "R")
     fidelity_every: int = option(0, "every M steps, the cosine of the online gradients with BPTT's (0: off)",
                                  non_negative_int, "M")

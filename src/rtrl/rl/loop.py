@@ -78,8 +78,10 @@ class Pending(NamedTuple):
     valid: jax.Array  # scalar bool: false before the first step
 
 
-# The learner's health, a mean over the steps since the last record (each step's figure a mean over the
-# environments): what to watch for a run that learns and then collapses (docs/rl.md, "Streaming updates that hold").
+# The learner's health, a mean over the sampled steps since the last record (every ``health_every``-th step, from
+# step 0; each step's figure a mean over the environments): what to watch for a run that learns and then collapses
+# (docs/rl.md, "Streaming updates that hold"). Sampled, not taken every step: the norms are passes over the
+# parameter-space traces (E x the parameters), as long as the update itself where the torso has a dense readout.
 HEALTH = ("value_scale",  # |v_t|
           "td_rms",  # sqrt of the mean squared TD error (of the scaled rewards)
           "entropy",  # of the policy
@@ -100,8 +102,8 @@ class Tally(NamedTuple):
     returns: jax.Array
     cosines: jax.Array  # (2,) value, policy
     checks: jax.Array
-    health: jax.Array  # (len(HEALTH),) summed over steps
-    steps: jax.Array
+    health: jax.Array  # (len(HEALTH),) summed over the sampled steps
+    steps: jax.Array  # the steps sampled for the health
 
 
 def per_env_norm(tree, envs: int) -> jax.Array:
@@ -217,9 +219,8 @@ class OnlineActorCritic:
         obs_stats = running_update(state.obs_stats, state.obs) if c.normalize_obs else state.obs_stats
         x = normalized(obs_stats, state.obs) if c.normalize_obs else state.obs
         params = state.params
-        action, value, grads, memory, entropy = jax.vmap(agent.act, in_axes=(None, 0, 0, 0))(
-            params, state.memory, x, jax.random.split(k_act, E))
-        g_v, g_logp, g_entropy = (jax.tree.map(lambda a, i=i: a[:, i], grads) for i in range(3))
+        action, value, drive, entropy_grad, memory, entropy = agent.step(params, state.memory, x,
+                                                                         jax.random.split(k_act, E), c.value_coef)
         age = jnp.where(state.pending.done | ~state.pending.valid, 1, state.age + 1)
 
         tally = state.tally
@@ -228,6 +229,8 @@ class OnlineActorCritic:
             history = jnp.roll(state.history, -1, axis=0).at[-1].set(x)
 
             def check(_):
+                grads = jax.vmap(agent.objective_grads, in_axes=(None, 0, 0, 0))(params, state.memory, x, action)[1]
+                g_v, g_logp = (jax.tree.map(lambda a, i=i: a[:, i], grads) for i in range(2))
                 bptt = jax.vmap(agent.bptt_grads, in_axes=(None, 1, 0, 0))(params, history, H - age, action)
                 ref_v, ref_logp = (jax.tree.map(lambda a, i=i: a[:, i], bptt) for i in range(2))
                 return jnp.stack([jax.vmap(torso_cosine)(g_v, ref_v).mean(),
@@ -242,14 +245,21 @@ class OnlineActorCritic:
         # The previous step's TD error, and the update it makes with the traces up to that step.
         p = state.pending
         delta = jnp.where(p.valid, p.reward + c.gamma * jnp.where(p.done, p.owed, value) - p.value, 0.0)
-        ascent = jax.tree.map(lambda z, h: jnp.tensordot(delta, z, 1) / E + c.entropy * h.mean(axis=0),
-                              state.traces, g_entropy)
-        l1 = sum(jnp.abs(z).reshape(E, -1).sum(axis=1) for z in jax.tree.leaves(state.traces))
-        overshoot = (jnp.maximum(jnp.abs(delta), 1.0) * l1).mean()
-        health = jnp.stack([jnp.abs(value).mean(), jnp.where(p.valid, (delta ** 2).mean(), 0.0), entropy.mean(),
-                            optax.tree.norm(ascent), per_env_norm(state.traces, E).mean(),
-                            per_env_norm(state.memory, E).mean(), optax.tree.norm(params)]).astype(self.dtype)
-        tally = tally._replace(health=tally.health + health, steps=tally.steps + 1)
+        ascent = jax.tree.map(lambda z, h: jnp.tensordot(delta, z, 1) / E + c.entropy * h, state.traces, entropy_grad)
+        if c.optimizer == "obgd":  # the overshoot measure only obgd reads: a pass over every trace
+            l1 = sum(jnp.abs(z).reshape(E, -1).sum(axis=1) for z in jax.tree.leaves(state.traces))
+            overshoot = (jnp.maximum(jnp.abs(delta), 1.0) * l1).mean()
+        else:
+            overshoot = jnp.zeros((), self.dtype)
+
+        def health(_):  # passes over the traces, the torso's state and the parameters: sampled (health_every)
+            return jnp.stack([jnp.abs(value).mean(), jnp.where(p.valid, (delta ** 2).mean(), 0.0), entropy.mean(),
+                              optax.tree.norm(ascent), per_env_norm(state.traces, E).mean(),
+                              per_env_norm(state.memory, E).mean(), optax.tree.norm(params)]).astype(self.dtype)
+
+        sampled = state.step % c.health_every == 0
+        figures = lax.cond(sampled, health, lambda _: jnp.zeros((len(HEALTH),), self.dtype), None)
+        tally = tally._replace(health=tally.health + figures, steps=tally.steps + sampled)
         ascent = jax.tree.map(jnp.add, state.accumulated[0], ascent)
         overshoot = state.accumulated[1] + overshoot
 
@@ -265,8 +275,7 @@ class OnlineActorCritic:
             params, opt_state, accumulated = lax.cond(due, update, lambda _: (params, state.opt_state,
                                                                               (ascent, overshoot)), None)
         decay = c.gamma * c.lam * jnp.where(p.done, 0.0, 1.0)
-        traces = jax.tree.map(lambda z, gv, gp: decay.reshape((E,) + (1,) * (z.ndim - 1)) * z + c.value_coef * gv + gp,
-                              state.traces, g_v, g_logp)
+        traces = jax.tree.map(lambda z, g: decay.reshape((E,) + (1,) * (z.ndim - 1)) * z + g, state.traces, drive)
 
         state = state._replace(params=params, opt_state=opt_state, memory=memory, obs_stats=obs_stats,
                                traces=traces, accumulated=accumulated, history=history, age=age, key=key, tally=tally)
