@@ -78,6 +78,8 @@ class RLConfig(Config):
     fidelity_every: int = option(0, "every M steps, the cosine of the online gradients with BPTT's (0: off)",
                                  non_negative_int, "M")
     seed: int = option(0, "seed of the parameters, the environments and the actions", random_seed, "SEED")
+    seeds: int = option(1, "seeds run in one call under jax.vmap: SEED, SEED+1, ... (a jitted environment); a "
+                        "record's return is their mean, return_per_seed each one's", positive_int, "S")
     dtype: str = option("float32", "float32 or float64", one_of(("float32", "float64")), "DTYPE")
     devices: int = option(1, "devices to split the environments over (--envs a multiple of it; docs/devices.md)",
                           positive_int, "N")

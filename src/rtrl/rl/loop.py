@@ -130,6 +130,15 @@ class RLState(NamedTuple):
     tally: Tally
 
 
+class Seeds(NamedTuple):
+    """``seeds = S`` runs of one configuration, with the seeds ``seed, seed + 1, ..., seed + S - 1``: their states
+    stacked along a leading axis and advanced under one ``jax.vmap`` (a jitted environment only). A checkpoint of it
+    resumes every seed."""
+
+    runs: RLState  # every leaf with leading axis S
+    step: jax.Array  # environment steps per environment so far (the same in every seed)
+
+
 class Acted(NamedTuple):
     """A step's agent part done (``_act``), the environments' step to come."""
 
@@ -166,17 +175,26 @@ class OnlineActorCritic:
             self._observe_jit = jax.jit(self._observe)
             self._observe_act = jax.jit(lambda acted, outcome: self._act(self._observe(acted, outcome)))
             self.timings = dict.fromkeys(TIMINGS, 0.0)  # seconds, summed over host steps since the last record
+        elif config.seeds > 1:
+            self._compiled = jax.jit(lambda state, n: Seeds(jax.vmap(lambda r: self._advance(r, n))(state.runs),
+                                                            state.step + n), static_argnums=1)
         else:
             self._compiled = jax.jit(self._advance, static_argnums=1)
 
-    def advance(self, state: RLState, n: int):
+    def advance(self, state: RLState | Seeds, n: int):
         """``n`` steps of every environment, compiled (see ``_advance``), or stepped on the host."""
         if self.host:
             return self._advance_host(state, n)
         with tracing(self.mesh):
             return self._compiled(self.place(state), n)
 
-    def init(self, seed: int) -> RLState:
+    def init(self, seed: int) -> RLState | Seeds:
+        """The state at step 0 of the run with ``seed``: an ``RLState``, or with ``seeds = S > 1`` the ``Seeds`` of
+        ``seed .. seed + S - 1`` (each the ``RLState`` that a one-seed run with that seed starts from)."""
+        if self.config.seeds > 1:
+            seeds = seed + jnp.arange(self.config.seeds, dtype=jnp.uint32)
+            return Seeds(jax.jit(jax.vmap(lambda s: self.fresh(s, self.config.envs)))(seeds),
+                         jnp.zeros((), jnp.int32))
         state = self.place(self.fresh(seed, self.config.envs))
         if self.host:
             self._live = state.obs  # the environments were just reset for this state
@@ -372,9 +390,14 @@ class OnlineActorCritic:
         return state if self.mesh is None else lax.with_sharding_constraint(state, self.sharding)
 
 
-def record(state: RLState) -> dict:
+def record(state: RLState | Seeds) -> dict:
     """The metrics record of the steps since the last one (``return`` is None where no episode ended); ``Diverged``
-    where a health figure is not finite."""
+    where a health figure is not finite. Of ``Seeds``: ``return`` the mean over the seeds where episodes ended of
+    each seed's return, ``episodes`` their sum, every other figure the mean over the seeds, and beside them
+    ``return_per_seed`` and ``episodes_per_seed`` (lists in the order of the seeds)."""
+    if isinstance(state, Seeds):
+        count = state.runs.step.shape[0]
+        return seeds_record([record(jax.tree.map(lambda a, i=i: a[i], state.runs)) for i in range(count)])
     t = jax.device_get(state.tally)
     episodes = int(t.episodes)
     rec = {"step": int(state.step), "return": float(t.returns) / episodes if episodes else None,
@@ -391,7 +414,21 @@ def record(state: RLState) -> dict:
     return rec
 
 
-def cleared(state: RLState) -> RLState:
+def seeds_record(records: list[dict]) -> dict:
+    """One record of several seeds' records of the same step (see ``record``)."""
+    returns = [r["return"] for r in records]
+    known = [v for v in returns if v is not None]
+    rec = {"step": records[0]["step"], "return": sum(known) / len(known) if known else None,
+           "episodes": sum(r["episodes"] for r in records)}
+    for name in dict.fromkeys(k for r in records for k in r if k not in rec):
+        values = [r[name] for r in records if name in r]
+        rec[name] = sum(values) / len(values)
+    return {**rec, "return_per_seed": returns, "episodes_per_seed": [r["episodes"] for r in records]}
+
+
+def cleared(state: RLState | Seeds) -> RLState | Seeds:
+    if isinstance(state, Seeds):
+        return state._replace(runs=cleared(state.runs))
     return state._replace(tally=jax.tree.map(jnp.zeros_like, state.tally))
 
 
@@ -427,7 +464,7 @@ def train(config: RLConfig | RLAssembly, state: RLState | None = None,
 
     def advance(state, step, n):
         state = run.advance(state, n)
-        finite_or_diverged(step + n, state.params)
+        finite_or_diverged(step + n, state.runs.params if isinstance(state, Seeds) else state.params)
         return state
 
     def on(state, rec):
