@@ -52,3 +52,14 @@ def test_reset_mid_sequence_stays_exact():
     cell = MinGRU(2, 5)
     params, xs, ys = random_problem(cell, 20, (2,), 41)
     assert reset_error(cell, "closed_form", perturbed(params, 42), xs, ys, 7) <= EXACT_TOL
+
+
+def test_chrono_initialisation_spreads_the_timescales():
+    """max_timescale = T: z = 1/tau at a zero input, tau within [2, T]; 0 (default) keeps b_z at zero; a bad value
+    is a ValueError naming the option."""
+    b = MinGRU(3, 500, max_timescale=100.0).init(jax.random.PRNGKey(1), jnp.float64)["b_z"]
+    tau = 1 / np.asarray(jax.nn.sigmoid(b))
+    assert tau.min() >= 2 - 1e-9 and tau.max() <= 100 + 1e-9 and tau.max() > 90 and tau.min() < 5
+    assert not MinGRU(3, 4).init(jax.random.PRNGKey(1))["b_z"].any()
+    with pytest.raises(ValueError, match="max_timescale"):
+        MinGRU(3, 4, max_timescale=-1.0)

@@ -9,6 +9,11 @@ Forward, one example: input row ``x`` (D,), carry ``h`` (N,)::
 The recurrence is element-wise and linear in ``h`` with the input-dependent coefficient ``1 - z``, so the cell
 stays stable (``0 < 1 - z < 1``) for any parameter value.
 
+Initialisation: ``W_z``, ``W_h`` Glorot-uniform, ``b_h = 0``; ``b_z = 0`` (each neuron keeps half its state a
+step) unless ``max_timescale = T > 2``: then the chrono initialisation (Tallec & Ollivier 2018), each neuron's
+timescale ``tau`` uniform in ``[2, T]`` and ``b_z = -log(tau - 1)``, so that ``z = 1 / tau`` at a zero input and
+the state keeps ``1 - 1/tau`` a step: memories of up to ``T`` steps from the start.
+
 Closed-form traces (derivation: docs/derivations.md). ``dh'/dh = 1 - z`` per neuron, so each parameter keeps a
 trace of its own shape (projections neuron-major, ``(N, D)``), decayed by ``1 - z`` and driven by the immediate
 derivative of this step::
@@ -24,6 +29,7 @@ row). Memory: ``2 N (D + 1)`` floats, the size of the parameters.
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 
 from rtrl.cells.base import Params
 from rtrl.cells.elementwise import ElementwiseCell, neuron_major_to_params, outer, per_neuron, trace_zeros
@@ -35,7 +41,21 @@ def gate_and_candidate(vectors: Params, u: Params) -> tuple[jax.Array, jax.Array
 
 
 class MinGRU(ElementwiseCell):
-    """``MinGRU(input_size, hidden_size)``; see the module docstring."""
+    """``MinGRU(input_size, hidden_size, max_timescale=0)``; see the module docstring."""
+
+    max_timescale: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not (isinstance(self.max_timescale, (int, float)) and 0 <= self.max_timescale < float("inf")):
+            raise ValueError(f"max_timescale must be a finite number >= 0 (0: no chrono initialisation), got "
+                             f"{self.max_timescale!r}")
+
+    def init_param(self, name, shape, key, dtype):
+        if name == "b_z" and self.max_timescale > 2:
+            tau = jax.random.uniform(key, shape, dtype, 2.0, self.max_timescale)
+            return -jnp.log(tau - 1)
+        return super().init_param(name, shape, key, dtype)
 
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
         D, N = self.input_size, self.hidden_size

@@ -28,6 +28,10 @@ ROW_OPTIONS = {  # rows that are not a method's own
 # target and fall back, on memory-chain-40-long and on popgym-repeat-first alike).
 POPGYM = {"hidden": 16, "envs": 16, "steps": 400_000, "truncation": 16, "record_every": 40_000, "lr": 3e-4,
           "fidelity_every": FIDELITY_EVERY}
+# The round-4 streaming agent (issue 40): a width-192 minGRU torso under its exact closed-form traces (``auto``),
+# the setting of Farr et al. 2026 (minGRU, width 192, gamma 0.999, lambda 0.8). TBPTT's window is 32 steps.
+STREAMING = {"cell": "mingru", "hidden": 192, "envs": 16, "gamma": 0.999, "lam": 0.8, "truncation": 32,
+             "fidelity_every": 1000}
 
 
 class Table(NamedTuple):
@@ -38,6 +42,7 @@ class Table(NamedTuple):
     options: dict
     target: float
     methods: tuple[str, ...] = METHODS
+    exact: str = "rtrl"  # the method of the row of online exact RTRL (auto: the cheapest exact traces of the torso)
 
 
 TABLES = {
@@ -59,8 +64,12 @@ TABLES = {
          "truncation": 20, "record_every": 12_000}, 0.8, ("rtrl", "raw-obs", "small-lr")),
     "memory-chain-128": Table(
         "MemoryChain-bsuite, the cue 128 steps before the answer",
-        {"env": "memory-chain", "env_args": {"memory_length": 128}, "hidden": 16, "envs": 16, "steps": 600_000,
-         "truncation": 32, "record_every": 30_000, "fidelity_every": FIDELITY_EVERY}, 0.9, BASELINES),
+        {"env": "memory-chain", "env_args": {"memory_length": 128}, **STREAMING, "steps": 300_000,
+         "record_every": 30_000}, 0.9, BASELINES, "auto"),
+    "memory-chain-256": Table(
+        "MemoryChain-bsuite, the cue 256 steps before the answer",
+        {"env": "memory-chain", "env_args": {"memory_length": 256}, **STREAMING, "steps": 600_000,
+         "record_every": 60_000}, 0.9, BASELINES, "auto"),
     "popgym-repeat-first": Table(
         "POPGym RepeatFirstEasy: repeat the first card of the episode at every step",
         # 64 environments a call: the climb out of chance comes late in some seeds, and four times the
@@ -99,6 +108,6 @@ def describe(method: str, options: dict) -> str:
 ROWS: dict[str, tuple[str, str]] = {preset_name(t, m): (t, m) for t, table in TABLES.items() for m in table.methods}
 PRESETS: dict[str, Preset] = {
     name: Preset(f"{TABLES[t].what}: {describe(m, TABLES[t].options)}, hidden {TABLES[t].options['hidden']}",
-                 {**TABLES[t].options, **ROW_OPTIONS.get(m, {"method": m})})
+                 {**TABLES[t].options, **ROW_OPTIONS.get(m, {"method": TABLES[t].exact if m == "rtrl" else m})})
     for name, (t, m) in ROWS.items()
 }
