@@ -123,13 +123,13 @@ def test_options_are_the_fields_of_rlconfig_and_a_preset_gives_the_rest():
     argv = ("rl --env tmaze --env-arg length=3 --env-arg max_steps=9 --cell rtrl.cells:Elman --cell-arg "
             "activation=relu --hidden 5 --method tbptt --truncation 3 --envs 4 --devices 2 "
             "--steps 7 --gamma 0.9 --lam 0 --entropy 0.5 --value-coef 2 --optimizer sgd "
-            "--lr 0.5 --kappa 3 --no-clip --no-normalize-obs --no-scale-rewards --update-every 2 --record-every 4 "
-            "--health-every 3 --fidelity-every 5 --seed 11 --seeds 2 --dtype float64 --out x").split()
+            "--lr 0.5 --kappa 3 --no-clip --extra-inputs --no-normalize-obs --no-scale-rewards --update-every 2 "
+            "--record-every 4 --health-every 3 --fidelity-every 5 --seed 11 --seeds 2 --dtype float64 --out x").split()
     expected = RLConfig(env="tmaze", env_args={"length": 3, "max_steps": 9}, cell="rtrl.cells:Elman",
                         cell_args={"activation": "relu"}, hidden=5, method="tbptt",
                         truncation=3, envs=4, devices=2, steps=7, gamma=0.9, lam=0.0, entropy=0.5, value_coef=2.0,
-                        optimizer="sgd", lr=0.5, kappa=3.0, clip=None, normalize_obs=False, scale_rewards=False,
-                        update_every=2, health_every=3, record_every=4, fidelity_every=5, seed=11,
+                        optimizer="sgd", lr=0.5, kappa=3.0, clip=None, extra_inputs=True, normalize_obs=False,
+                        scale_rewards=False, update_every=2, health_every=3, record_every=4, fidelity_every=5, seed=11,
                         seeds=2, dtype="float64")
     assert config_from_args(parser().parse_args(argv), RLConfig, PRESETS) == expected
     assert {f.name: getattr(expected, f.name) != getattr(RLConfig(), f.name) for f in dataclasses.fields(RLConfig)
