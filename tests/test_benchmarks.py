@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 
 import oracle
 import rtrl
@@ -109,6 +110,10 @@ def test_figures_as_markdown_name_the_machine_and_the_date():
     assert "| 32 x 64 x 8 | braintrace D_RTRL single-step, one call | 80 us | 8.00x |" in text
     assert "smoke test" in suite.markdown(fake_results(), quick=True) and "smoke test" not in text
     assert "not measured in this run" in suite.markdown({**fake_results(), "peers": None})
+    agent = [{"cell": "mingru", "width": 192, "envs": 16, "method": "closed_form", "full_seconds": 3e-4,
+              "forward_seconds": 1e-4, "ratio_to_forward": 3.0, "env_steps_per_second": 53333.3, "vs_one_env": 8.0}]
+    assert "| mingru | 192 | 16 | `closed_form` | 300 us | 100 us | 3x | 53,333 | 8x |" in suite.markdown(
+        {**fake_results(), "agent": agent})
 
 
 def test_figures_replace_what_lies_between_the_markers_and_nothing_else(tmp_path):
@@ -204,3 +209,16 @@ def test_diagonal_against_closed_form_prints_a_row_per_cell_with_equal_trace_byt
         assert r["diagonal"] > 0 and r["closed_form"] > 0
     elementwise.main(["--diagonal-vs-closed-form", "--sizes", "3x4x2", "--steps", "3", "--cells", "LRU"])
     assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()[2:]] == [["LRU", "3x4x2"]]
+
+
+def test_agent_benchmark_times_the_agent_step_against_its_forward_step():
+    from rtrl.benchmarks import agent
+
+    rows = agent.measure_all(["mingru"], [4], [1, 2], steps=3)
+    assert [(r["cell"], r["width"], r["envs"], r["method"]) for r in rows] == [
+        ("mingru", 4, 1, "closed_form"), ("mingru", 4, 2, "closed_form")]
+    for r in rows:
+        assert r["full_seconds"] > 0 and r["forward_seconds"] > 0
+        assert r["ratio_to_forward"] == pytest.approx(r["full_seconds"] / r["forward_seconds"])
+        assert r["env_steps_per_second"] == pytest.approx(r["envs"] / r["full_seconds"])
+    assert rows[1]["vs_one_env"] == pytest.approx(rows[1]["env_steps_per_second"] / rows[0]["env_steps_per_second"])

@@ -279,7 +279,7 @@ def test_health_figures_are_step_means_of_what_the_step_saw():
     the entropy within (0, log A]; ``per_env_norm`` on a hand-made tree."""
     from rtrl.rl.loop import HEALTH, cleared, per_env_norm, record
 
-    run = runner(RLConfig(**{**SMALL.__dict__, "fidelity_every": 0}))
+    run = runner(RLConfig(**{**SMALL.__dict__, "fidelity_every": 0, "health_every": 1}))
     state = cleared(run.init(0))
     norms = []
     for _ in range(2):

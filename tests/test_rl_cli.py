@@ -123,13 +123,14 @@ def test_options_are_the_fields_of_rlconfig_and_a_preset_gives_the_rest():
     argv = ("rl --env tmaze --env-arg length=3 --env-arg max_steps=9 --cell rtrl.cells:Elman --cell-arg "
             "activation=relu --hidden 5 --method tbptt --truncation 3 --envs 4 --devices 2 "
             "--steps 7 --gamma 0.9 --lam 0 --entropy 0.5 --value-coef 2 --optimizer sgd "
-            "--lr 0.5 --kappa 3 --no-clip --no-normalize-obs --no-scale-rewards --update-every 2 --record-every 4 "
-            "--fidelity-every 5 --seed 11 --dtype float64 --out x").split()
+            "--lr 0.5 --kappa 3 --no-clip --extra-inputs --no-normalize-obs --no-scale-rewards --update-every 2 "
+            "--record-every 4 --health-every 3 --fidelity-every 5 --seed 11 --seeds 2 --dtype float64 --out x").split()
     expected = RLConfig(env="tmaze", env_args={"length": 3, "max_steps": 9}, cell="rtrl.cells:Elman",
                         cell_args={"activation": "relu"}, hidden=5, method="tbptt",
                         truncation=3, envs=4, devices=2, steps=7, gamma=0.9, lam=0.0, entropy=0.5, value_coef=2.0,
-                        optimizer="sgd", lr=0.5, kappa=3.0, clip=None, normalize_obs=False, scale_rewards=False,
-                        update_every=2, record_every=4, fidelity_every=5, seed=11, dtype="float64")
+                        optimizer="sgd", lr=0.5, kappa=3.0, clip=None, extra_inputs=True, normalize_obs=False,
+                        scale_rewards=False, update_every=2, health_every=3, record_every=4, fidelity_every=5, seed=11,
+                        seeds=2, dtype="float64")
     assert config_from_args(parser().parse_args(argv), RLConfig, PRESETS) == expected
     assert {f.name: getattr(expected, f.name) != getattr(RLConfig(), f.name) for f in dataclasses.fields(RLConfig)
             } == {f.name: f.name != "env" for f in dataclasses.fields(RLConfig)}  # every option above is not a default
@@ -151,7 +152,7 @@ def test_presets_exist_and_every_row_of_the_results_tables_is_one():
     for name, preset in PRESETS.items():
         config = RLConfig(**preset.options)  # valid (this builds the gymnax environment)
         table, row = ROWS[name]  # a method, or a variant of rtrl (memoryless: on a feed-forward torso)
-        assert config.method == ("rtrl" if row in ROW_OPTIONS else row)
+        assert config.method == ("rtrl" if row in ROW_OPTIONS else TABLES[table].exact if row == "rtrl" else row)
         assert (config.fidelity_every > 0) == (table not in LONG_RUNS)
         assert (config.cell == "feedforward") == (row == "memoryless")
     text = (ROOT / "docs" / "rl.md").read_text()

@@ -16,7 +16,8 @@ Sections (each also runs alone, see its module):
 9. training split over 1, 2 and 4 devices (``devices``; forced host devices on a CPU: a functional check);
 10. kernels per step of each cell and method, read from the compiled program (``kernels``; deterministic);
 11. our exact online step beside braintrace's D_RTRL, gradients checked against BPTT first (``peers``; skipped
-    where braintrace is not installed).
+    where braintrace is not installed);
+12. the streaming RL agent's step against its forward-only step, torsos x widths x environments (``agent``).
 ``--quick`` shrinks every section to finish in a minute or two (for a smoke test, not for figures).
 ``--markdown PAGE`` writes the figures, with the machine and the date, into the documentation page between its
 ``BEGIN`` and ``END`` markers; the text around them (what the figures mean) is kept.
@@ -38,6 +39,7 @@ import jax
 
 from rtrl import interrupts
 from rtrl.benchmarks import (
+    agent,
     deep,
     devices,
     elementwise,
@@ -65,7 +67,8 @@ FULL = {"per_step_cells": list(elementwise.PER_STEP_CELLS), "per_step_sizes": [(
         "precision": {"size": (64, 256, 32), "T": 100, "fidelity_T": 100, "seeds": 3},
         "devices": {"counts": [1, 2, 4], "hidden": 64, "batch": 32, "steps": 50},
         "kernels": {"sizes": [(64, 256, 32), (32, 64, 8)], "T": 100},
-        "peers": {"sizes": [(64, 256, 32), (32, 64, 8)], "T": 100, "check_T": 50}}
+        "peers": {"sizes": [(64, 256, 32), (32, 64, 8)], "T": 100, "check_T": 50},
+        "agent": {"cells": list(agent.CELLS), "widths": [16, 64, 192], "envs": [1, 16, 64], "steps": 50}}
 QUICK = {"per_step_cells": list(elementwise.CELLS), "per_step_sizes": [(8, 16, 4)], "per_step_T": 20,
          "rtrl_max_hidden": 16,
          "sequence_size": (4, 8, 2), "lengths": [10, 100], "scaling_sizes": [4, 8],
@@ -75,7 +78,8 @@ QUICK = {"per_step_cells": list(elementwise.CELLS), "per_step_sizes": [(8, 16, 4
          "precision": {"size": (4, 8, 2), "T": 10, "fidelity_T": 10, "seeds": 1},
          "devices": {"counts": [1, 2], "hidden": 4, "batch": 4, "steps": 5},
          "kernels": {"sizes": [(4, 8, 2)], "T": 10},
-         "peers": {"sizes": [(4, 8, 2)], "T": 10, "check_T": 10}}
+         "peers": {"sizes": [(4, 8, 2)], "T": 10, "check_T": 10},
+         "agent": {"cells": ["mingru"], "widths": [4], "envs": [1, 2], "steps": 5}}
 
 
 def per_step_rows(config) -> list[dict]:
@@ -166,6 +170,9 @@ def run(config, rss: bool = True) -> dict:
     print("11. beside braintrace's D_RTRL", flush=True)
     pe = config["peers"]
     results["peers"] = peers.run(pe["sizes"], pe["T"], pe["check_T"])
+    print("12. the streaming RL agent's step against its forward-only step", flush=True)
+    ag = config["agent"]
+    results["agent"] = agent.measure_all(ag["cells"], ag["widths"], ag["envs"], ag["steps"])
     return results
 
 
@@ -353,6 +360,21 @@ def peers_markdown(results: dict) -> list[str]:
             *table(["D x N x B", "variant", "per step", "vs ours"], body)]
 
 
+def agent_markdown(results: dict) -> list[str]:
+    rows = results.get("agent")
+    if rows is None:
+        return ["**The streaming RL agent's step**: not measured in this run."]
+    body = [[r["cell"], r["width"], r["envs"], f"`{r['method']}`", duration(r["full_seconds"]),
+             duration(r["forward_seconds"]), f"{r['ratio_to_forward']:.3g}x", f"{r['env_steps_per_second']:,.0f}",
+             f"{r['vs_one_env']:.3g}x" if r.get("vs_one_env") else "-"] for r in rows]
+    return ["**The streaming RL agent's step** (`python -m rtrl.benchmarks.agent`; MemoryChain, float32): `rtrl rl`'s "
+            "whole jitted step (the torso's exact traces, the gradients, the TD update, the environments) against the "
+            "forward-only agent step (the cell's step, the heads, the action, the environments), per step; "
+            "environment steps a second, and that figure over one environment's:", "",
+            *table(["torso", "width", "envs", "method", "agent step", "forward-only", "ratio", "env steps/s",
+                    "vs 1 env"], body)]
+
+
 def markdown(results: dict, quick: bool = False) -> str:
     """The figures of one ``run`` as Markdown: the machine and the date, then one table per section."""
     m = results["machine"]
@@ -362,7 +384,7 @@ def markdown(results: dict, quick: bool = False) -> str:
         head += " **`--quick` sizes: a smoke test, not figures.**"
     sections = [per_step_markdown, sequence_markdown, scaling_markdown, roofline_markdown, loop_markdown,
                 deep_markdown, streams_markdown, precision_markdown, devices_markdown, kernels_markdown,
-                peers_markdown]
+                peers_markdown, agent_markdown]
     return "\n\n".join([head] + ["\n".join(section(results)) for section in sections])
 
 

@@ -20,16 +20,17 @@ from rtrl.cells.gru import GRU
 from rtrl.cells.iir2 import IIR2, stability, stability_margin
 from rtrl.cells.lif import LIF
 from rtrl.cells.lru import LRU
+from rtrl.cells.mingru import MinGRU
 from rtrl.cells.network import Network
 from rtrl.cells.rtu import RTU
 from rtrl.cells.spiking_iir2 import SpikingIIR2
 from rtrl.cells.stack import Stack
 
 CELLS: dict[str, type[Cell]] = {"elman": Elman, "gru": GRU, "iir2": IIR2, "adaptive_iir2": AdaptiveIIR2, "elstm": ELSTM,
-                                 "lru": LRU, "rtu": RTU, "lif": LIF, "alif": ALIF, "spiking_iir2": SpikingIIR2,
-                                 "feedforward": FeedForward}
+                                 "lru": LRU, "rtu": RTU, "mingru": MinGRU, "lif": LIF, "alif": ALIF,
+                                 "spiking_iir2": SpikingIIR2, "feedforward": FeedForward}
 
 __all__ = ["ALIF", "CELLS", "ELSTM", "GRU", "IIR2", "LIF", "LRU", "RTU", "AdaptedCell", "AdaptiveIIR2", "Cell",
-           "ElementwiseCell", "Elman", "FeedForward", "FunctionCell", "FunctionCellWithOutput", "Network",
+           "ElementwiseCell", "Elman", "FeedForward", "FunctionCell", "FunctionCellWithOutput", "MinGRU", "Network",
            "SpikingIIR2", "Stack", "from_equinox", "from_flax", "from_function", "from_nnx", "stability",
            "stability_margin"]

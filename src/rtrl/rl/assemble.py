@@ -12,7 +12,8 @@ from rtrl.cells.lookup import make_cell
 from rtrl.devices import floats_of
 from rtrl.rl.agent import ActorCritic
 from rtrl.rl.config import RLConfig
-from rtrl.rl.envs import Env, make
+from rtrl.rl.envs import Env, EpisodeStats, make
+from rtrl.rl.envs.extra_inputs import ExtraInputs
 from rtrl.validate import what
 
 
@@ -41,7 +42,16 @@ def assemble(config: RLConfig) -> RLAssembly:
     if not isinstance(config, RLConfig):
         raise TypeError(f"config must be an RLConfig, e.g. rl.assemble(rl.RLConfig(env='tmaze')), got {what(config)}")
     env = make(config.env, **dict(config.env_args))
+    if config.seeds > 1 and config.devices > 1:
+        raise ValueError(f"seeds > 1 runs on one device; got seeds {config.seeds} with devices {config.devices}")
+    if config.extra_inputs:
+        if getattr(env, "host", False):
+            raise ValueError(f"extra_inputs needs a jitted environment, and {env.name} is stepped on the host")
+        env = EpisodeStats(ExtraInputs(env.env))
     if getattr(env, "host", False):
+        if config.seeds != 1:
+            raise ValueError(f"seeds must be 1 for {env.name}, a Python environment stepped on the host (several "
+                             f"seeds in one call need a jitted environment), got {config.seeds}")
         if config.devices != 1:
             raise ValueError(f"devices must be 1 for {env.name}, a Python environment stepped on the host, got "
                              f"{config.devices}")

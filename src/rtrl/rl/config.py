@@ -69,13 +69,19 @@ class RLConfig(Config):
     kappa: float = option(2.0, "obgd's bound", positive_float, "K")
     clip: float | None = option(1.0, "adam / sgd: clip the update's global norm to this (`--no-clip`: do not)",
                                 optional(positive_float), "C")
+    extra_inputs: bool = option(False, "add the previous action (one-hot), the previous reward and the time in the "
+                                "episode to the observation (a jitted environment)", flag)
     normalize_obs: bool = option(True, "normalise observations by running mean and variance", flag)
     scale_rewards: bool = option(True, "scale rewards by the running deviation of the discounted return", flag)
     update_every: int = option(1, "an update every k steps (the ascents of k steps summed)", positive_int, "K")
+    health_every: int = option(16, "steps between samples of the learner's health figures (1: every step)",
+                               positive_int, "K")
     record_every: int = option(1000, "steps between metrics records (and checkpoints)", positive_int, "R")
     fidelity_every: int = option(0, "every M steps, the cosine of the online gradients with BPTT's (0: off)",
                                  non_negative_int, "M")
     seed: int = option(0, "seed of the parameters, the environments and the actions", random_seed, "SEED")
+    seeds: int = option(1, "seeds run in one call under jax.vmap: SEED, SEED+1, ... (a jitted environment); a "
+                        "record's return is their mean, return_per_seed each one's", positive_int, "S")
     dtype: str = option("float32", "float32 or float64", one_of(("float32", "float64")), "DTYPE")
     devices: int = option(1, "devices to split the environments over (--envs a multiple of it; docs/devices.md)",
                           positive_int, "N")

@@ -78,8 +78,10 @@ class Pending(NamedTuple):
     valid: jax.Array  # scalar bool: false before the first step
 
 
-# The learner's health, a mean over the steps since the last record (each step's figure a mean over the
-# environments): what to watch for a run that learns and then collapses (docs/rl.md, "Streaming updates that hold").
+# The learner's health, a mean over the sampled steps since the last record (every ``health_every``-th step, from
+# step 0; each step's figure a mean over the environments): what to watch for a run that learns and then collapses
+# (docs/rl.md, "Streaming updates that hold"). Sampled, not taken every step: the norms are passes over the
+# parameter-space traces (E x the parameters), as long as the update itself where the torso has a dense readout.
 HEALTH = ("value_scale",  # |v_t|
           "td_rms",  # sqrt of the mean squared TD error (of the scaled rewards)
           "entropy",  # of the policy
@@ -100,8 +102,8 @@ class Tally(NamedTuple):
     returns: jax.Array
     cosines: jax.Array  # (2,) value, policy
     checks: jax.Array
-    health: jax.Array  # (len(HEALTH),) summed over steps
-    steps: jax.Array
+    health: jax.Array  # (len(HEALTH),) summed over the sampled steps
+    steps: jax.Array  # the steps sampled for the health
 
 
 def per_env_norm(tree, envs: int) -> jax.Array:
@@ -126,6 +128,15 @@ class RLState(NamedTuple):
     key: jax.Array
     step: jax.Array  # environment steps per environment so far
     tally: Tally
+
+
+class Seeds(NamedTuple):
+    """``seeds = S`` runs of one configuration, with the seeds ``seed, seed + 1, ..., seed + S - 1``: their states
+    stacked along a leading axis and advanced under one ``jax.vmap`` (a jitted environment only). A checkpoint of it
+    resumes every seed."""
+
+    runs: RLState  # every leaf with leading axis S
+    step: jax.Array  # environment steps per environment so far (the same in every seed)
 
 
 class Acted(NamedTuple):
@@ -164,17 +175,26 @@ class OnlineActorCritic:
             self._observe_jit = jax.jit(self._observe)
             self._observe_act = jax.jit(lambda acted, outcome: self._act(self._observe(acted, outcome)))
             self.timings = dict.fromkeys(TIMINGS, 0.0)  # seconds, summed over host steps since the last record
+        elif config.seeds > 1:
+            self._compiled = jax.jit(lambda state, n: Seeds(jax.vmap(lambda r: self._advance(r, n))(state.runs),
+                                                            state.step + n), static_argnums=1)
         else:
             self._compiled = jax.jit(self._advance, static_argnums=1)
 
-    def advance(self, state: RLState, n: int):
+    def advance(self, state: RLState | Seeds, n: int):
         """``n`` steps of every environment, compiled (see ``_advance``), or stepped on the host."""
         if self.host:
             return self._advance_host(state, n)
         with tracing(self.mesh):
             return self._compiled(self.place(state), n)
 
-    def init(self, seed: int) -> RLState:
+    def init(self, seed: int) -> RLState | Seeds:
+        """The state at step 0 of the run with ``seed``: an ``RLState``, or with ``seeds = S > 1`` the ``Seeds`` of
+        ``seed .. seed + S - 1`` (each the ``RLState`` that a one-seed run with that seed starts from)."""
+        if self.config.seeds > 1:
+            seeds = seed + jnp.arange(self.config.seeds, dtype=jnp.uint32)
+            return Seeds(jax.jit(jax.vmap(lambda s: self.fresh(s, self.config.envs)))(seeds),
+                         jnp.zeros((), jnp.int32))
         state = self.place(self.fresh(seed, self.config.envs))
         if self.host:
             self._live = state.obs  # the environments were just reset for this state
@@ -217,9 +237,8 @@ class OnlineActorCritic:
         obs_stats = running_update(state.obs_stats, state.obs) if c.normalize_obs else state.obs_stats
         x = normalized(obs_stats, state.obs) if c.normalize_obs else state.obs
         params = state.params
-        action, value, grads, memory, entropy = jax.vmap(agent.act, in_axes=(None, 0, 0, 0))(
-            params, state.memory, x, jax.random.split(k_act, E))
-        g_v, g_logp, g_entropy = (jax.tree.map(lambda a, i=i: a[:, i], grads) for i in range(3))
+        action, value, drive, entropy_grad, memory, entropy = agent.step(params, state.memory, x,
+                                                                         jax.random.split(k_act, E), c.value_coef)
         age = jnp.where(state.pending.done | ~state.pending.valid, 1, state.age + 1)
 
         tally = state.tally
@@ -228,6 +247,8 @@ class OnlineActorCritic:
             history = jnp.roll(state.history, -1, axis=0).at[-1].set(x)
 
             def check(_):
+                grads = jax.vmap(agent.objective_grads, in_axes=(None, 0, 0, 0))(params, state.memory, x, action)[1]
+                g_v, g_logp = (jax.tree.map(lambda a, i=i: a[:, i], grads) for i in range(2))
                 bptt = jax.vmap(agent.bptt_grads, in_axes=(None, 1, 0, 0))(params, history, H - age, action)
                 ref_v, ref_logp = (jax.tree.map(lambda a, i=i: a[:, i], bptt) for i in range(2))
                 return jnp.stack([jax.vmap(torso_cosine)(g_v, ref_v).mean(),
@@ -242,14 +263,21 @@ class OnlineActorCritic:
         # The previous step's TD error, and the update it makes with the traces up to that step.
         p = state.pending
         delta = jnp.where(p.valid, p.reward + c.gamma * jnp.where(p.done, p.owed, value) - p.value, 0.0)
-        ascent = jax.tree.map(lambda z, h: jnp.tensordot(delta, z, 1) / E + c.entropy * h.mean(axis=0),
-                              state.traces, g_entropy)
-        l1 = sum(jnp.abs(z).reshape(E, -1).sum(axis=1) for z in jax.tree.leaves(state.traces))
-        overshoot = (jnp.maximum(jnp.abs(delta), 1.0) * l1).mean()
-        health = jnp.stack([jnp.abs(value).mean(), jnp.where(p.valid, (delta ** 2).mean(), 0.0), entropy.mean(),
-                            optax.tree.norm(ascent), per_env_norm(state.traces, E).mean(),
-                            per_env_norm(state.memory, E).mean(), optax.tree.norm(params)]).astype(self.dtype)
-        tally = tally._replace(health=tally.health + health, steps=tally.steps + 1)
+        ascent = jax.tree.map(lambda z, h: jnp.tensordot(delta, z, 1) / E + c.entropy * h, state.traces, entropy_grad)
+        if c.optimizer == "obgd":  # the overshoot measure only obgd reads: a pass over every trace
+            l1 = sum(jnp.abs(z).reshape(E, -1).sum(axis=1) for z in jax.tree.leaves(state.traces))
+            overshoot = (jnp.maximum(jnp.abs(delta), 1.0) * l1).mean()
+        else:
+            overshoot = jnp.zeros((), self.dtype)
+
+        def health(_):  # passes over the traces, the torso's state and the parameters: sampled (health_every)
+            return jnp.stack([jnp.abs(value).mean(), jnp.where(p.valid, (delta ** 2).mean(), 0.0), entropy.mean(),
+                              optax.tree.norm(ascent), per_env_norm(state.traces, E).mean(),
+                              per_env_norm(state.memory, E).mean(), optax.tree.norm(params)]).astype(self.dtype)
+
+        sampled = state.step % c.health_every == 0
+        figures = lax.cond(sampled, health, lambda _: jnp.zeros((len(HEALTH),), self.dtype), None)
+        tally = tally._replace(health=tally.health + figures, steps=tally.steps + sampled)
         ascent = jax.tree.map(jnp.add, state.accumulated[0], ascent)
         overshoot = state.accumulated[1] + overshoot
 
@@ -265,8 +293,7 @@ class OnlineActorCritic:
             params, opt_state, accumulated = lax.cond(due, update, lambda _: (params, state.opt_state,
                                                                               (ascent, overshoot)), None)
         decay = c.gamma * c.lam * jnp.where(p.done, 0.0, 1.0)
-        traces = jax.tree.map(lambda z, gv, gp: decay.reshape((E,) + (1,) * (z.ndim - 1)) * z + c.value_coef * gv + gp,
-                              state.traces, g_v, g_logp)
+        traces = jax.tree.map(lambda z, g: decay.reshape((E,) + (1,) * (z.ndim - 1)) * z + g, state.traces, drive)
 
         state = state._replace(params=params, opt_state=opt_state, memory=memory, obs_stats=obs_stats,
                                traces=traces, accumulated=accumulated, history=history, age=age, key=key, tally=tally)
@@ -363,9 +390,14 @@ class OnlineActorCritic:
         return state if self.mesh is None else lax.with_sharding_constraint(state, self.sharding)
 
 
-def record(state: RLState) -> dict:
+def record(state: RLState | Seeds) -> dict:
     """The metrics record of the steps since the last one (``return`` is None where no episode ended); ``Diverged``
-    where a health figure is not finite."""
+    where a health figure is not finite. Of ``Seeds``: ``return`` the mean over the seeds where episodes ended of
+    each seed's return, ``episodes`` their sum, every other figure the mean over the seeds, and beside them
+    ``return_per_seed`` and ``episodes_per_seed`` (lists in the order of the seeds)."""
+    if isinstance(state, Seeds):
+        count = state.runs.step.shape[0]
+        return seeds_record([record(jax.tree.map(lambda a, i=i: a[i], state.runs)) for i in range(count)])
     t = jax.device_get(state.tally)
     episodes = int(t.episodes)
     rec = {"step": int(state.step), "return": float(t.returns) / episodes if episodes else None,
@@ -382,7 +414,21 @@ def record(state: RLState) -> dict:
     return rec
 
 
-def cleared(state: RLState) -> RLState:
+def seeds_record(records: list[dict]) -> dict:
+    """One record of several seeds' records of the same step (see ``record``)."""
+    returns = [r["return"] for r in records]
+    known = [v for v in returns if v is not None]
+    rec = {"step": records[0]["step"], "return": sum(known) / len(known) if known else None,
+           "episodes": sum(r["episodes"] for r in records)}
+    for name in dict.fromkeys(k for r in records for k in r if k not in rec):
+        values = [r[name] for r in records if name in r]
+        rec[name] = sum(values) / len(values)
+    return {**rec, "return_per_seed": returns, "episodes_per_seed": [r["episodes"] for r in records]}
+
+
+def cleared(state: RLState | Seeds) -> RLState | Seeds:
+    if isinstance(state, Seeds):
+        return state._replace(runs=cleared(state.runs))
     return state._replace(tally=jax.tree.map(jnp.zeros_like, state.tally))
 
 
@@ -418,7 +464,7 @@ def train(config: RLConfig | RLAssembly, state: RLState | None = None,
 
     def advance(state, step, n):
         state = run.advance(state, n)
-        finite_or_diverged(step + n, state.params)
+        finite_or_diverged(step + n, state.runs.params if isinstance(state, Seeds) else state.params)
         return state
 
     def on(state, rec):

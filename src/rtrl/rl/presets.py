@@ -20,7 +20,7 @@ LONG_RUNS = ("memory-chain-40-long",)
 METHODS = ("rtrl", "tbptt", "snap1", "eprop", "uoro")
 BASELINES = ("rtrl", "tbptt", "memoryless")  # the rows of the round-3 tables: exact RTRL beside TBPTT(K) and no memory
 ROW_OPTIONS = {  # rows that are not a method's own
-    "memoryless": {"method": "rtrl", "cell": "feedforward"},
+    "memoryless": {"method": "rtrl", "cell": "feedforward", "cell_args": {}},
     "raw-obs": {"method": "rtrl", "normalize_obs": False},  # exact RTRL on the observations as the env gives them
     "small-lr": {"method": "rtrl", "lr": 3e-4},  # exact RTRL with Adam's step a third of the default's
 }
@@ -28,6 +28,12 @@ ROW_OPTIONS = {  # rows that are not a method's own
 # target and fall back, on memory-chain-40-long and on popgym-repeat-first alike).
 POPGYM = {"hidden": 16, "envs": 16, "steps": 400_000, "truncation": 16, "record_every": 40_000, "lr": 3e-4,
           "fidelity_every": FIDELITY_EVERY}
+# The round-4 streaming agent (issue 40): a width-192 minGRU torso under its exact closed-form traces (``auto``),
+# its gate's bias chrono-initialised to timescales up to twice the chain, the setting of Farr et al. 2026 (minGRU,
+# width 192, gamma 0.999, lambda 0.8) with ObGD (lr 1, kappa 2; Elsayed et al. 2024): with Adam at 1e-3 the value
+# grew to thousands (gamma 0.999) or the policy's entropy collapsed within 30k steps (gamma 0.99) (docs/rl.md).
+STREAMING = {"cell": "mingru", "hidden": 192, "envs": 16, "gamma": 0.999, "lam": 0.8, "truncation": 32,
+             "optimizer": "obgd", "lr": 1.0, "kappa": 2.0, "fidelity_every": 1000}
 
 
 class Table(NamedTuple):
@@ -38,6 +44,7 @@ class Table(NamedTuple):
     options: dict
     target: float
     methods: tuple[str, ...] = METHODS
+    exact: str = "rtrl"  # the method of the row of online exact RTRL (auto: the cheapest exact traces of the torso)
 
 
 TABLES = {
@@ -59,8 +66,14 @@ TABLES = {
          "truncation": 20, "record_every": 12_000}, 0.8, ("rtrl", "raw-obs", "small-lr")),
     "memory-chain-128": Table(
         "MemoryChain-bsuite, the cue 128 steps before the answer",
-        {"env": "memory-chain", "env_args": {"memory_length": 128}, "hidden": 16, "envs": 16, "steps": 600_000,
-         "truncation": 32, "record_every": 30_000, "fidelity_every": FIDELITY_EVERY}, 0.9, BASELINES),
+        {"env": "memory-chain", "env_args": {"memory_length": 128}, **STREAMING,
+         "cell_args": {"max_timescale": 256}, "steps": 300_000,
+         "record_every": 30_000}, 0.9, BASELINES, "auto"),
+    "memory-chain-256": Table(
+        "MemoryChain-bsuite, the cue 256 steps before the answer",
+        {"env": "memory-chain", "env_args": {"memory_length": 256}, **STREAMING,
+         "cell_args": {"max_timescale": 512}, "steps": 600_000,
+         "record_every": 60_000}, 0.9, BASELINES, "auto"),
     "popgym-repeat-first": Table(
         "POPGym RepeatFirstEasy: repeat the first card of the episode at every step",
         # 64 environments a call: the climb out of chance comes late in some seeds, and four times the
@@ -99,6 +112,6 @@ def describe(method: str, options: dict) -> str:
 ROWS: dict[str, tuple[str, str]] = {preset_name(t, m): (t, m) for t, table in TABLES.items() for m in table.methods}
 PRESETS: dict[str, Preset] = {
     name: Preset(f"{TABLES[t].what}: {describe(m, TABLES[t].options)}, hidden {TABLES[t].options['hidden']}",
-                 {**TABLES[t].options, **ROW_OPTIONS.get(m, {"method": m})})
+                 {**TABLES[t].options, **ROW_OPTIONS.get(m, {"method": TABLES[t].exact if m == "rtrl" else m})})
     for name, (t, m) in ROWS.items()
 }

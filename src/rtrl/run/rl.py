@@ -55,9 +55,12 @@ class RLRun(Run):
     def summary(self) -> str:
         records = read_metrics(self.path)
         first, last = records[0], records[-1]
-        extra = ", ".join(f"{k} {fmt(v)}" for k, v in last.items() if k not in ("step", "return", "wall_s", *TIMINGS))
+        extra = ", ".join(f"{k} {fmt(v)}" for k, v in last.items()
+                          if k not in ("step", "return", "wall_s", *TIMINGS) and not k.endswith("_per_seed"))
+        seeds = (f"; per seed {' '.join(fmt(v) for v in last['return_per_seed'])}" if "return_per_seed" in last
+                 else "")
         return (f"mean return {fmt(first['return'])} at step {first['step']} -> {fmt(last['return'])} at step "
-                f"{last['step']} ({extra}) in {last['wall_s']:.1f} s{time_split(records, self.config.envs)}")
+                f"{last['step']} ({extra}){seeds} in {last['wall_s']:.1f} s{time_split(records, self.config.envs)}")
 
 
 def time_split(records: list[dict], envs: int) -> str:

@@ -1,0 +1,103 @@
+"""The streaming agent's step: the whole online actor-critic step against the forward-only agent step.
+
+    python -m rtrl.benchmarks.agent [--cells mingru rtu lru] [--widths 16 64 192] [--envs 1 16 64] [--steps 50]
+
+For each torso, width and number of environments per call, on MemoryChain (cue 20 steps back), float32: the time
+per step of ``rtrl rl``'s jitted loop (``OnlineActorCritic.advance``: the torso's online step with its exact traces
+under ``auto``, the three objectives' gradients, the TD error, the parameter-space eligibility traces, the update,
+the environments' step and the bookkeeping), against the forward-only agent step: the same torso's ``cell.step``
+(no traces), the heads, the sampled action and the environments' step, scanned the same way. Both are timed
+interleaved (``rtrl.benchmarks.timing``), so a slow spell of a shared machine slows both alike and the ratio holds;
+``env steps/s`` is environments x steps a second of the full step, and ``vs 1 env`` that figure over the one-
+environment run's of the same torso and width.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import jax
+from jax import lax
+
+from rtrl.benchmarks.timing import interleaved_seconds
+from rtrl.online import zero_where
+from rtrl.rl.agent import heads
+from rtrl.rl.config import RLConfig
+from rtrl.rl.loop import OnlineActorCritic
+
+CELLS = ("mingru", "rtu", "lru")
+ENV = {"env": "memory-chain", "env_args": {"memory_length": 20}}
+
+
+def forward_only(run: OnlineActorCritic, steps: int):
+    """``(params, env_state, obs, key) -> (carry, env_state, obs, key)`` after ``steps`` forward-only agent steps of
+    all environments: the torso's ``cell.step`` (no traces), the heads, the sampled action, the environments' step."""
+    cell, env, E = run.agent.cell, run.env, run.config.envs
+
+    @jax.jit
+    def scanned(params, env_state, obs, key):
+        def one(carry_state, _):
+            carry, env_state, obs, key = carry_state
+            key, k_act, k_env = jax.random.split(key, 3)
+            carry, h = cell.step(params["torso"], carry, obs)
+            logits, _ = jax.vmap(heads, in_axes=(None, 0))(params, h)
+            action = jax.random.categorical(k_act, logits)
+            step = jax.vmap(env.step)(jax.random.split(k_env, E), env_state, action)
+            return (zero_where(step.done, carry), step.state, step.obs.astype(obs.dtype), key), None
+
+        start = (cell.initial_carry((E,), obs.dtype), env_state, obs, key)
+        return lax.scan(one, start, None, length=steps)[0]
+
+    return scanned
+
+
+def measure(cell: str, width: int, envs: int, steps: int = 50) -> dict:
+    """Seconds per step of the full agent step and of the forward-only one, and the ratio."""
+    run = OnlineActorCritic(RLConfig(**ENV, cell=cell, hidden=width, envs=envs, steps=steps, record_every=steps))
+    state = run.init(0)
+    full = jax.jit(run._advance, static_argnums=1)
+    forward = forward_only(run, steps)
+    seconds = interleaved_seconds({"full": (full, (state, steps)),
+                                   "forward": (forward, (state.params, state.env_state, state.obs, state.key))},
+                                  repeats=5, min_seconds=0.2)
+    full_s, forward_s = seconds["full"] / steps, seconds["forward"] / steps
+    return {"cell": cell, "width": width, "envs": envs, "method": run.agent.learner.method.name,
+            "full_seconds": full_s, "forward_seconds": forward_s, "ratio_to_forward": full_s / forward_s,
+            "env_steps_per_second": envs / full_s}
+
+
+def measure_all(cells, widths, envs, steps: int = 50) -> list[dict]:
+    rows = []
+    for cell in cells:
+        for width in widths:
+            one = None
+            for e in envs:
+                row = measure(cell, width, e, steps)
+                one = row["env_steps_per_second"] if e == 1 else one
+                row["vs_one_env"] = row["env_steps_per_second"] / one if one else None
+                rows.append(row)
+                print_rows([row])
+    return rows
+
+
+def print_rows(rows: list[dict]) -> None:
+    for r in rows:
+        vs = f"{r['vs_one_env']:6.1f}x 1 env" if r.get("vs_one_env") else ""
+        print(f"  {r['cell']:>7} N={r['width']:<4} E={r['envs']:<3} {r['method']:>11} "
+              f"{r['full_seconds'] * 1e3:9.3f} ms  forward {r['forward_seconds'] * 1e3:8.3f} ms  "
+              f"{r['ratio_to_forward']:6.2f}x  {r['env_steps_per_second']:10.0f} env steps/s {vs}", flush=True)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m rtrl.benchmarks.agent", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cells", nargs="+", default=list(CELLS))
+    parser.add_argument("--widths", nargs="+", type=int, default=[16, 64, 192])
+    parser.add_argument("--envs", nargs="+", type=int, default=[1, 16, 64])
+    parser.add_argument("--steps", type=int, default=50, help="steps per timed call")
+    args = parser.parse_args(argv)
+    print("the agent's step against the forward-only agent step (MemoryChain, float32)")
+    measure_all(args.cells, args.widths, args.envs, args.steps)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""``seeds = S``: S seeds of one configuration in one call under jax.vmap; each seed's run is the one-seed run of
+that seed, the record's return is the mean over seeds with each seed's beside it, and a run folder resumes."""
+
+import jax
+import numpy as np
+import pytest
+
+from rtrl.cli import main
+from rtrl.rl import RLConfig, train
+from rtrl.rl.assemble import assemble
+from rtrl.run.folder import read_metrics
+
+BASE = dict(env="tmaze", env_args=(("length", 2),), hidden=6, envs=3, steps=40, record_every=20, lam=0.8,
+            dtype="float64", fidelity_every=0, health_every=1)
+
+
+def test_each_seed_runs_as_its_own_one_seed_run():
+    state, records = train(RLConfig(**BASE, seed=5, seeds=2))
+    singles = [train(RLConfig(**BASE, seed=s)) for s in (5, 6)]
+    for i, (single_state, single_records) in enumerate(singles):
+        np.testing.assert_allclose(state.runs.params["torso"]["W"][i], single_state.params["torso"]["W"], rtol=1e-9)
+        for rec, one in zip(records, single_records, strict=True):
+            assert rec["return_per_seed"][i] == pytest.approx(one["return"], rel=1e-9)
+            assert rec["episodes_per_seed"][i] == one["episodes"]
+    for rec, a, b in zip(records, *(r for _, r in singles), strict=True):
+        assert rec["step"] == a["step"] == b["step"]
+        assert rec["return"] == pytest.approx((a["return"] + b["return"]) / 2, rel=1e-12)
+        assert rec["episodes"] == a["episodes"] + b["episodes"]
+        assert rec["td_rms"] == pytest.approx((a["td_rms"] + b["td_rms"]) / 2, rel=1e-12)
+    assert not np.array_equal(state.runs.params["torso"]["W"][0], state.runs.params["torso"]["W"][1])
+
+
+def test_resume_of_several_seeds_is_the_uninterrupted_run():
+    config = RLConfig(**BASE, seeds=3)
+    state, records = train(config)
+    half, first = train(RLConfig(**{**BASE, "steps": 20}, seeds=3))
+    resumed, rest = train(config, half)
+    strip = lambda recs: [{k: v for k, v in r.items() if k != "wall_s"} for r in recs]  # noqa: E731
+    assert strip(first + rest) == strip(records)
+    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(resumed), strict=True))
+
+
+def test_several_seeds_need_a_jitted_environment_and_one_device():
+    with pytest.raises(ValueError, match="seeds must be 1 for"):
+        assemble(RLConfig(env="gymnasium:CartPole-v1", seeds=2))
+    with pytest.raises(ValueError, match="seeds > 1 runs on one device"):
+        assemble(RLConfig(envs=4, devices=2, seeds=2))
+
+
+def test_cli_seeds_write_per_seed_returns_and_resume(tmp_path):
+    out = tmp_path / "run"
+    words = ["rl", "--env", "tmaze", "--env-arg", "length=2", "--hidden", "4", "--envs", "2", "--record-every", "20",
+             "--seeds", "2", "--quiet", "--out", str(out)]
+    assert main([*words, "--steps", "20"]) == 0
+    assert main(["resume", str(out), "--steps", "40", "--quiet"]) == 0
+    records = read_metrics(out)
+    assert [r["step"] for r in records] == [20, 40]
+    for r in records:
+        assert len(r["return_per_seed"]) == 2 and len(r["episodes_per_seed"]) == 2
+        known = [v for v in r["return_per_seed"] if v is not None]
+        assert r["return"] == pytest.approx(sum(known) / len(known))
