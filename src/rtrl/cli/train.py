@@ -8,7 +8,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from rtrl.cells.lookup import allowed_imports
+from rtrl.config import allowed_imports
 from rtrl.devices import check_memory
 from rtrl.driver import Diverged
 from rtrl.run.argtypes import import_path, path, positive_int

@@ -290,9 +290,9 @@ class OnlineActorCritic:
 
         owed = lax.cond(truncated.any(), values, lambda _: jnp.zeros(done.shape, self.dtype), None)
         owed = jnp.where(truncated, owed, 0.0)
-        tally = state.tally._replace(
-            episodes=state.tally.episodes + done.sum(dtype=jnp.int32),
-            returns=state.tally.returns + jnp.where(done, jnp.asarray(outcome.episode_return), 0.0).sum())
+        ended = jnp.asarray(outcome.episode_return, state.tally.returns.dtype)  # the host's float64 as the tally's
+        tally = state.tally._replace(episodes=state.tally.episodes + done.sum(dtype=jnp.int32),
+                                     returns=state.tally.returns + jnp.where(done, ended, 0.0).sum())
         return state._replace(memory=self.agent.reset(state.memory, done),
                               obs=jnp.asarray(outcome.obs).astype(self.dtype), return_stats=return_stats,
                               discounted=discounted, pending=Pending(acted.value, scaled, done, owed, jnp.array(True)),

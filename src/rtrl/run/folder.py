@@ -45,9 +45,8 @@ from pathlib import Path
 import filelock
 
 from rtrl import devices, interrupts
-from rtrl.cells.lookup import allowed_imports
 from rtrl.checks import first_non_finite
-from rtrl.config import Config
+from rtrl.config import Config, allowed_imports
 from rtrl.driver import Diverged
 from rtrl.files import atomic_write_text
 from rtrl.run import checkpoint
@@ -119,9 +118,11 @@ def fmt(value) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-def read_config(path: str | os.PathLike) -> Config:
+def read_config(path: str | os.PathLike, imports: bool = True) -> Config:
     """The configuration of the run in ``path`` (either kind); ``RunError`` naming the file if it is missing or
-    damaged."""
+    damaged, or if it names code the user did not allow (``rtrl.config.check_allowed``). ``imports=False``: the
+    configuration is only read, never assembled (``rtrl plot``), so nothing it names will be imported and the rule
+    does not apply."""
     file = Path(path) / CONFIG
     if not file.is_file():
         raise RunError(f"{path} holds no run (no {CONFIG})")
@@ -130,7 +131,7 @@ def read_config(path: str | os.PathLike) -> Config:
     except (ValueError, UnicodeDecodeError) as e:
         raise RunError(f"{file} is not valid JSON ({e})") from None
     try:
-        return kind_of_data(data).config_class.from_dict(data, where=str(file), complete=True, trusted=False)
+        return kind_of_data(data).config_class.from_dict(data, where=str(file), complete=True, trusted=not imports)
     except ValueError as e:
         raise RunError(str(e)) from None
 
@@ -159,6 +160,19 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
                 from None
         records.append(record)
     return records
+
+
+def read_curve(path: str | os.PathLike, label: str | None = None) -> Curve:
+    """The learning curve of the run in ``path`` from its files alone (``rtrl plot``): its configuration is read,
+    never assembled, so nothing it names is built or imported; ``RunError`` naming the file that is wrong."""
+    config = read_config(path, imports=False)
+    records = read_metrics(path)
+    if not records:
+        raise RunError(f"{path} has no metrics yet ({Path(path) / METRICS} holds no record)")
+    try:
+        return kind_of(config).curve_of(config, records, label)
+    except ValueError as e:  # what the file names cannot be read (a task option it does not have, ...)
+        raise RunError(f"{Path(path) / CONFIG}: {e}") from None
 
 
 def check_devices(kind: type[Run], config: Config) -> None:
@@ -220,7 +234,7 @@ def check_target(path: Path, config: Config, overwrite: bool) -> None:
     if path.exists() and not path.is_dir():
         raise RunError(f"{path} is a file, not a run folder; choose another --out")
     if (path / CONFIG).exists() and not overwrite:
-        with allowed_imports([config.cell]):  # the cell the caller names now may be read back, no other
+        with allowed_imports(config.imports()):  # the code the caller names now may be read back, no other
             diff = read_config(path).differences(config)
         if diff:
             raise RunError(
@@ -298,8 +312,14 @@ class Run:
         """Continue ``state`` to ``config.steps``, ``on_record(state, record)`` after each record."""
         raise NotImplementedError
 
-    def curve(self, label: str | None = None) -> Curve:
+    @staticmethod
+    def curve_of(config: Config, records: list[dict], label: str | None = None) -> Curve:
+        """The learning curve of ``records`` under ``config`` (``label``: the legend's, default the config's);
+        built from the configuration alone, importing nothing it names."""
         raise NotImplementedError
+
+    def curve(self, label: str | None = None) -> Curve:
+        return self.curve_of(self.config, read_metrics(self.path), label)
 
     def title(self) -> str:
         raise NotImplementedError
@@ -460,7 +480,7 @@ class Run:
         with self.locked(), interrupts.deferred():  # a Ctrl-C stops at the next safe point (rtrl.interrupts)
             state, wall_s = self.load()
             self.check_budget(self.config.steps)  # checked on open too; here against the checkpoint as loaded
-            with allowed_imports([self.config.cell]):  # this run's own cell, already built (trusted or allowed)
+            with allowed_imports(self.config.imports()):  # this run's own code, already built (trusted or allowed)
                 changed = read_config(self.path) != self.config
             if changed:  # a new budget, written once the run is known to continue
                 write_config(self.path, self.config)
@@ -490,4 +510,4 @@ class Run:
 
 
 __all__ = ["CHECKPOINT", "CONFIG", "CURVE", "KINDS", "METRICS", "Diverged", "Run", "RunError", "kind_of",
-           "kind_of_data", "read_config", "read_metrics", "register"]
+           "kind_of_data", "read_config", "read_curve", "read_metrics", "register"]

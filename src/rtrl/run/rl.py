@@ -32,8 +32,9 @@ class RLRun(Run):
     def fit(self, state, wall_s: float, on_record, on_chunk):
         return train(self.assembly, state, lambda record, state: on_record(state, record), on_chunk, wall_s)[0]
 
-    def curve(self, label: str | None = None) -> Curve:
-        return Curve(label or self.config.label(), read_metrics(self.path), "mean return", None, key="return")
+    @staticmethod
+    def curve_of(config: RLConfig, records: list[dict], label: str | None = None) -> Curve:
+        return Curve(label or config.label(), records, "mean return", None, key="return")
 
     def title(self) -> str:
         env = self.config.env + "".join(f" {k}={v}" for k, v in self.config.env_args)

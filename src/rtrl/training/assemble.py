@@ -56,7 +56,7 @@ def assemble(config: RunConfig) -> Assembly:
     unknown option, or a method that does not apply to the cell or its windows."""
     if not isinstance(config, RunConfig):
         raise TypeError(f"config must be a RunConfig, e.g. assemble(RunConfig(task='copy')), got {what(config)}")
-    task = make("task", TASKS, config.task, config.task_args)
+    task = task_of(config)
     cell = make_cell(config.cell, config.cell_args, task.input_size, config.hidden)
     method = methods.resolve(make("method", methods.REGISTRY, config.method, config.method_args), cell)
     if config.trace_dtype is not None:
@@ -70,6 +70,11 @@ def assemble(config: RunConfig) -> Assembly:
     every = config.eval_every or k * max(1, round(config.steps / 25 / k))
     resolved = config.replace(update_every=k, steps=-(-config.steps // k) * k, eval_every=-(-every // k) * k)
     return Assembly(resolved, task, cell, method)
+
+
+def task_of(config: RunConfig) -> Task:
+    """The task ``config`` names, with its options (``OptionError`` naming one it does not have)."""
+    return make("task", TASKS, config.task, config.task_args)
 
 
 def _with_trace_dtype(method, trace_dtype: str, method_args: dict):

@@ -38,6 +38,14 @@ def is_gymnasium(name: str) -> bool:
     return isinstance(name, str) and name.startswith(PREFIX) and len(name) > len(PREFIX)
 
 
+def env_import(name) -> str | None:
+    """The import path ``MODULE:ID`` of a ``gymnasium:MODULE:ID`` environment (Gymnasium's ``make`` imports MODULE,
+    which registers ID: code a run folder naming it would run; ``rtrl.config.option``'s ``imports``), else ``None``."""
+    if is_gymnasium(name) and ":" in name[len(PREFIX):]:
+        return name[len(PREFIX):]
+    return None
+
+
 def _imported(module: str, name: str):
     try:
         return importlib.import_module(module)
