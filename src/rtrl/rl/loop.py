@@ -317,7 +317,7 @@ class OnlineActorCritic:
         """``state`` with fresh environments (re-seeded), each at the start of an episode: the pending TD step
         dropped, the torso's state zeroed (and, at the next step, the traces cut and the return restarted)."""
         E = self.config.envs
-        obs = self.vector.reset(self.seeds(state.key))
+        obs = self.vector.reset(self.seeds(state.key), int(state.step))
         ended = jnp.ones((E,), bool)
         return state._replace(obs=jnp.asarray(obs).astype(self.dtype), memory=self.agent.reset(state.memory, ended),
                               pending=state.pending._replace(done=ended, valid=jnp.array(False)))
@@ -328,13 +328,14 @@ class OnlineActorCritic:
         if state.obs is not self._live:
             state = self.restarted(state)
         clock, t = self.timings, time.perf_counter()
+        start = int(state.step)
         acted = self._act_jit(state)
         for i in range(n):
             jax.block_until_ready(acted)
             t1 = time.perf_counter()
             actions = np.asarray(acted.action)
             t2 = time.perf_counter()
-            outcome = self.vector.step(actions)
+            outcome = self.vector.step(actions, start + i + 1)
             t3 = time.perf_counter()
             outcome = jax.device_put(outcome)
             t4 = time.perf_counter()
