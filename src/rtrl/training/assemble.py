@@ -45,10 +45,12 @@ class Assembly(NamedTuple):
 
     def memory_needed(self) -> int:
         """A lower bound of the bytes the run holds at once (``rtrl.devices.check_memory``): the model's state and,
-        per stream, its carry and traces (``state_bytes``), and the held-out episodes' inputs."""
+        per stream, its carry and traces (``state_bytes``), the held-out episodes' inputs and carries, and the
+        inputs of the streams' episodes (each made whole)."""
         c, task, cell = self.config, self.task, self.cell
         held_out = c.eval_size * (task.length * task.input_size + floats_of(lambda: cell.initial_carry(())))
-        return state_bytes(cell, self.method, c.batch, c.update_every) + held_out * default_dtype().itemsize
+        streams = c.batch * task.length * task.input_size
+        return state_bytes(cell, self.method, c.batch, c.update_every) + (held_out + streams) * default_dtype().itemsize
 
 
 def assemble(config: RunConfig) -> Assembly:
