@@ -148,3 +148,102 @@ def test_runs_of_the_projects_own_factories_resume_and_plot(tmp_path, capsys, mo
     assert main(["resume", str(run), "--quiet"]) == 0, capsys.readouterr().err
     assert main(["resume", str(run), "--quiet", "--steps", "4"]) == 0, capsys.readouterr().err
     assert main(["plot", str(run), "--out", str(tmp_path / "p.png")]) == 0, capsys.readouterr().err
+
+
+# -- files that are redirected, damaged or not files --------------------------------------------------------------
+def snapshot(root):
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+            and not p.is_symlink()}
+
+
+@pytest.mark.parametrize("name", ["metrics.jsonl", "checkpoint.npz", "config.json"])
+def test_a_run_file_that_is_a_link_into_another_run_is_refused(finished, tmp_path, capsys, name):
+    """A link is never followed: ``resume`` would have appended this run's history to the other run's
+    metrics.jsonl. One line naming the file, exit 2, neither run changed. [``check_own_files`` not called:
+    the metrics row resumes and the other run's history grows]"""
+    other = crafted(tmp_path, finished["train"])
+    run = crafted(tmp_path, finished["train"])
+    (run / name).unlink()
+    (run / name).symlink_to(other / name)
+    before = snapshot(tmp_path)
+    for command in (["resume", str(run), "--steps", "8", "--quiet"],
+                    ["plot", str(run), "--out", str(tmp_path / "p.png")]):
+        assert main(command) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "symbolic link" in err[0] and name in err[0], err
+    assert snapshot(tmp_path) == before
+
+
+def test_a_named_pipe_as_a_checkpoint_or_a_plot_does_not_block(finished, tmp_path, capsys):
+    """A FIFO is refused by its type before it is opened (opening one blocks until a writer comes).
+    [``check_own_files`` / ``check_plot_out`` opening it: the test hangs]"""
+    run = crafted(tmp_path, finished["train"])
+    (run / "checkpoint.npz").unlink()
+    os.mkfifo(run / "checkpoint.npz")
+    assert main(["resume", str(run), "--steps", "8", "--quiet"]) == 2
+    assert "checkpoint.npz is not a regular file" in capsys.readouterr().err
+    os.mkfifo(tmp_path / "f.png")
+    assert main(["plot", str(finished["train"]), "--out", str(tmp_path / "f.png")]) == 2
+    assert "f.png exists and is not a regular file" in capsys.readouterr().err
+
+
+RECORD_ROWS = [
+    ('{"step": true, "loss": 1.0, "metric": 0.5, "wall_s": 1.0}', "its step is True"),
+    ('{"step": -4, "loss": 1.0, "metric": 0.5, "wall_s": 1.0}', "its step is -4"),
+    ('{"step": 2.0, "loss": 1.0, "metric": 0.5, "wall_s": 1.0}', "its step is 2.0"),
+    ('{"step": 2, "loss": 1.0, "metric": 0.5, "wall_s": 1.0}', "step 2 does not come after step 2"),
+    ('{"step": 1, "loss": 1.0, "metric": 0.5, "wall_s": 1.0}', "step 1 does not come after step 2"),
+    ('{"step": 4, "loss": 1.0, "metric": "high", "wall_s": 1.0}', "its metric is 'high'"),
+    ('{"step": 4, "loss": 1.0, "metric": [1, 2], "wall_s": 1.0}', "its metric is [1, 2]"),
+    ('{"step": 4, "loss": 1.0, "metric": 0.5, "wall_s": false}', "its wall_s is False"),
+    ('[4, 1.0]', "not an object"),
+]
+
+
+@pytest.mark.parametrize("line, words", RECORD_ROWS, ids=[w for _, w in RECORD_ROWS])
+def test_a_record_a_run_would_not_write_is_named_by_file_and_line(finished, tmp_path, capsys, line, words):
+    """Appended after the last record (followed by a newline, so not a torn line): ``resume`` and ``plot`` each
+    refuse with one line naming metrics.jsonl, the line and what is wrong; nothing changes. [``check_record``
+    accepting bools as steps / not comparing with the step before / not checking values: the rows are accepted,
+    and the list-valued metric crashes plot]"""
+    run = crafted(tmp_path, finished["train"])
+    with open(run / "metrics.jsonl", "a") as f:
+        f.write(line + "\n")
+    n = len((run / "metrics.jsonl").read_text().splitlines())
+    before = snapshot(run)
+    for command in (["resume", str(run), "--steps", "8", "--quiet"],
+                    ["plot", str(run), "--out", str(tmp_path / "p.png")]):
+        assert main(command) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"metrics.jsonl line {n} is damaged" in err[0] and words in err[0], err
+    assert snapshot(run) == before
+
+
+def test_records_out_of_order_are_named_not_taken_for_a_truncated_history(finished, tmp_path, capsys):
+    run = crafted(tmp_path, finished["train"])
+    lines = (run / "metrics.jsonl").read_text().splitlines(keepends=True)
+    (run / "metrics.jsonl").write_text("".join(reversed(lines)))
+    assert main(["plot", str(run), "--out", str(tmp_path / "p.png")]) == 2
+    assert "line 2 is damaged (its step 0 does not come after step 2" in capsys.readouterr().err
+
+
+def test_a_full_disk_names_the_file(finished, tmp_path, capsys, monkeypatch):
+    """``write`` and ``fsync`` say only "No space left on device": the error names the file being written, in an
+    atomic write (checkpoint, config, plot) and in the metrics append, and the command says it in one line.
+    [``naming`` removed: the message names no file]"""
+    import errno
+
+    from rtrl import files
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    run = tmp_path / "run"
+    Run.create(run, TINY)
+    monkeypatch.setattr(files.os, "fsync", full)
+    with pytest.raises(OSError) as caught:
+        files.atomic_write_text(tmp_path / "x.json", "{}")
+    assert caught.value.filename == str(tmp_path / "x.json") and not list(tmp_path.glob(".x.json*"))
+    assert main(["resume", str(run), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "No space left on device" in err[-1] and str(run) in err[-1], err

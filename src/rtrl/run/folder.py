@@ -48,7 +48,7 @@ from rtrl import devices, interrupts
 from rtrl.checks import first_non_finite
 from rtrl.config import Config, allowed_imports
 from rtrl.driver import Diverged
-from rtrl.files import atomic_write_text
+from rtrl.files import atomic_write_text, naming
 from rtrl.run import checkpoint
 from rtrl.run.plot import Curve, plot_curves
 
@@ -118,12 +118,27 @@ def fmt(value) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
+def check_own_files(path: str | os.PathLike) -> None:
+    """``RunError`` unless each file of the run folder ``path`` that exists is a regular file of its own: a symbolic
+    link (into another run, whose history a resume would append to) or a named pipe (which blocks whoever opens it)
+    is refused before anything is opened."""
+    for name in (*FILES, LOCK):
+        file = Path(path) / name
+        if file.is_symlink():
+            raise RunError(f"{file} is a symbolic link (to {os.readlink(file)}); a run folder's files must be its own, "
+                           "so nothing was read or changed (put the file itself there)")
+        if file.exists() and not file.is_file():
+            raise RunError(f"{file} is not a regular file (a folder, a named pipe or a device); nothing was read or "
+                           "changed")
+
+
 def read_config(path: str | os.PathLike, imports: bool = True) -> Config:
     """The configuration of the run in ``path`` (either kind); ``RunError`` naming the file if it is missing or
     damaged, or if it names code the user did not allow (``rtrl.config.check_allowed``). ``imports=False``: the
     configuration is only read, never assembled (``rtrl plot``), so nothing it names will be imported and the rule
     does not apply."""
     file = Path(path) / CONFIG
+    check_own_files(path)
     if not file.is_file():
         raise RunError(f"{path} holds no run (no {CONFIG})")
     try:
@@ -139,7 +154,9 @@ def read_config(path: str | os.PathLike, imports: bool = True) -> Config:
 def read_metrics(path: str | os.PathLike) -> list[dict]:
     """The records of ``metrics.jsonl`` (none if it does not exist). A torn last line (what a crash while
     appending leaves; past the checkpoint, so a resume writes it again) is left out; any other line that is not
-    a strict-JSON record is a ``RunError`` naming the file and line."""
+    a record (``check_record``: a strict-JSON object whose ``step`` is a whole number past the line before's, every
+    other value a number or null) is a ``RunError`` naming the file and line."""
+    check_own_files(path)
     file = Path(path) / METRICS
     if not file.is_file():
         return []
@@ -150,9 +167,7 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
         if not line.strip():
             continue
         try:
-            record = parse_json(line)
-            if not isinstance(record, dict) or not isinstance(record.get("step"), int):
-                raise ValueError("not a record with a step")
+            record = check_record(parse_json(line), records[-1]["step"] if records else None)
         except ValueError as e:
             if i == len(lines) - 1:  # no newline after it: the write was cut short
                 break
@@ -160,6 +175,23 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
                 from None
         records.append(record)
     return records
+
+
+def check_record(record, before: int | None) -> dict:
+    """``record`` if it is one a run writes: an object whose ``step`` is a whole number (not ``true``), not negative,
+    and past ``before`` (the step of the record before it: none is repeated or out of order), every other value a
+    finite number or null; else a ``ValueError`` saying what is wrong."""
+    if not isinstance(record, dict):
+        raise ValueError(f"not a record: a {type(record).__name__}, not an object")
+    step = record.get("step")
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise ValueError(f"its step is {step!r}, not a whole number of steps")
+    if before is not None and step <= before:
+        raise ValueError(f"its step {step} does not come after step {before} of the record before it")
+    for key, value in record.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ValueError(f"its {key} is {value!r}, not a number or null")
+    return record
 
 
 def read_curve(path: str | os.PathLike, label: str | None = None) -> Curve:
@@ -462,7 +494,7 @@ class Run:
         if bad:  # the parameters are checked as the run goes; the rest of the state (traces, moments) here
             raise Diverged(record["step"], bad[1], f"the state's {bad[0]}")
         line = json.dumps(record, allow_nan=False) + "\n"
-        with open(self.path / METRICS, "a") as f:
+        with naming(self.path / METRICS), open(self.path / METRICS, "a") as f:
             f.write(line)
             f.flush()
             os.fsync(f.fileno())
