@@ -287,3 +287,16 @@ def test_the_docs_examples_run():
     assert len(blocks) == 3 and all(any(name in b for b in blocks) for name in ("LIF(", "ALIF(", "SpikingIIR2("))
     for i, block in enumerate(blocks):
         exec(compile(block, f"spiking.md block {i}", "exec"), {})
+
+
+@pytest.mark.parametrize("cell, key", [(ALIF(2, 3), "a"), (LIF(2, 3), "v"), (SpikingIIR2(2, 3), "y1")])
+def test_a_carry_missing_a_key_is_named_at_the_step(cell, key):
+    """The step's input check (``check_carry``), before the equations: a bare ``KeyError`` deep in ``advance``
+    before. [``check_carry`` not called in ``SpikingCell.step``: KeyError]"""
+    params = cell.init(jax.random.PRNGKey(0))
+    carry = dict(cell.initial_carry(()))
+    del carry[key]
+    with pytest.raises(ValueError, match=rf"carry for {type(cell).__name__} lacks \['{key}'\]"):
+        cell.step(params, carry, jnp.ones(2))
+    with pytest.raises(ValueError, match="must be a dict"):
+        cell.step(params, jnp.zeros(3), jnp.ones(2))

@@ -126,6 +126,7 @@ class SpikingCell(Cell):
     def step(self, params: Params, carry: Params, x: jax.Array) -> tuple[Params, jax.Array]:
         self.check_input(x)
         self.check_params(params, self.param_shapes())
+        self.check_carry(carry, self.carry_sizes())
         carry = self.advance(params, carry, x)
         return carry, self.output(params, carry, x)
 

@@ -65,8 +65,13 @@ class SpikingIIR2(SpikingCell):
     def filter_params(self, params: Params) -> Params:
         return {name: params[name] for name in self.synapse.param_shapes()}
 
+    def coefficients(self, params: Params, x: jax.Array | None = None) -> tuple[jax.Array, ...]:
+        """The synaptic filter's ``(a0, a1, b0, b1)`` (``IIR2.coefficients``): what ``rtrl.cells.stability`` reads,
+        so the stability triangle is checked on this cell as on an ``IIR2``."""
+        return self.synapse.coefficients(self.filter_params(params), x)
+
     def advance(self, params: Params, carry: Params, x: jax.Array) -> Params:
-        coefficients = self.synapse.coefficients(self.filter_params(params))
+        coefficients = self.coefficients(params)
         synapse = filter_step({name: carry[name] for name in CARRY}, self.current(params, carry, x), coefficients)
         v = self.leak * carry["v"] + synapse["y1"] - self.threshold * carry["s"]
         return {**synapse, "v": v, "s": self.fire(v - self.threshold)}
