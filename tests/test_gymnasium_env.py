@@ -94,6 +94,7 @@ OPTION_ROWS = [
     ("CartPole-v1", "max_episode_steps=2.5", "max_episode_steps"),
     ("CartPole-v1", "max_episode_steps=true", "max_episode_steps"),
     ("CartPole-v1", 'max_episode_steps={"a": 1}', "max_episode_steps"),
+    ("CartPole-v1", "max_episode_steps=null", "max_episode_steps"),
     ("FrozenLake-v1", "map_name=9x9", "map_name"),
     ("FrozenLake-v1", "is_slippery=maybe", "is_slippery"),
     ("FrozenLake-v1", "success_rate=high", "success_rate"),

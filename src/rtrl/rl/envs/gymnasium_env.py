@@ -102,7 +102,7 @@ def check_options(name: str, spec, options: tuple) -> None:
     any_keyword = params is None or any(p.kind is p.VAR_KEYWORD for p in params.values())
     for key, value in options:
         if key == "max_episode_steps":
-            if value is not None and not (is_int(value) and value > 0):
+            if not (is_int(value) and value > 0):  # null too: it would keep the ID's own limit, not lift it
                 raise ValueError(f"environment {name!r}: option max_episode_steps must be a positive integer, got "
                                  f"{value!r}")
         elif key == "render_mode":
