@@ -68,3 +68,17 @@ def test_the_adaptive_cell_needs_the_input():
     cell = AdaptiveIIR2(2, 3)
     with pytest.raises(ValueError, match="x is required"):
         stability(cell, cell.init(jax.random.PRNGKey(0)))
+
+
+def test_the_stability_of_a_spiking_iir2_is_its_synapses():
+    """``stability(SpikingIIR2(...), params)`` reads the synaptic filter's triangle, as docs/spiking.md says
+    (an AttributeError before): coefficients set by hand, one neuron inside the triangle (a0 0.5, a1 0.2), one
+    outside (|a1| >= 1), one outside (|a0| >= 1 + a1); the seed parameterisation holds them as they are."""
+    from rtrl.cells import SpikingIIR2
+
+    cell = SpikingIIR2(2, 3)
+    params = dict(cell.init(jax.random.PRNGKey(0)))
+    params["a0"], params["a1"] = jnp.array([0.5, 0.1, 0.9]), jnp.array([0.2, -1.0, -0.2])
+    assert stability(cell, params).tolist() == [True, False, False]
+    expected = [min(0.8, 1.2 - 0.5), min(0.0, -0.1), min(0.8, 0.8 - 0.9)]
+    np.testing.assert_allclose(stability_margin(cell, params), expected, atol=1e-12)

@@ -342,3 +342,16 @@ def test_refractory_neurons_skip_the_steps_after_a_spike():
 def test_refractory_must_be_a_non_negative_integer(value):
     with pytest.raises(ValueError, match="refractory must be a non-negative integer"):
         LIF(3, 5, refractory=value)
+
+
+@pytest.mark.parametrize("cell, key", [(ALIF(2, 3), "a"), (LIF(2, 3), "v"), (SpikingIIR2(2, 3), "y1")])
+def test_a_carry_missing_a_key_is_named_at_the_step(cell, key):
+    """The step's input check (``check_carry``), before the equations: a bare ``KeyError`` deep in ``advance``
+    before. [``check_carry`` not called in ``SpikingCell.step``: KeyError]"""
+    params = cell.init(jax.random.PRNGKey(0))
+    carry = dict(cell.initial_carry(()))
+    del carry[key]
+    with pytest.raises(ValueError, match=rf"carry for {type(cell).__name__} lacks \['{key}'\]"):
+        cell.step(params, carry, jnp.ones(2))
+    with pytest.raises(ValueError, match="must be a dict"):
+        cell.step(params, jnp.zeros(3), jnp.ones(2))

@@ -103,13 +103,6 @@ def test_numpy_scalars_are_numbers():
     assert type(cell.leak) is float
 
 
-@pytest.mark.parametrize("carry", [{"v": jnp.zeros(3), "s": jnp.zeros(3)}, jnp.zeros(3)])
-def test_a_carry_without_its_leaves_is_refused(carry):
-    cell = ALIF(2, 3)
-    with pytest.raises(ValueError, match=r"carry of ALIF must be a dict with keys \['a', 's', 'v'\]"):
-        cell.step(cell.init(jax.random.PRNGKey(0)), carry, jnp.ones(2))
-
-
 def test_the_synapse_of_a_spiking_iir2_has_the_stability_triangle():
     """``rtrl.cells.stability`` reads SpikingIIR2's filter: a0 = -1.5, a1 = 0.6 is inside (|a0| < 1.6), a0 = 1.7
     is not."""

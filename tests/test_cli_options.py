@@ -71,3 +71,26 @@ def test_a_negation_repeated_or_alone_is_still_accepted():
     assert parser().parse_args(["train", "--no-clip", "--no-clip", "--out", "o"]).clip is None
     assert parser().parse_args(["train", "--clip", "0.5", "--out", "o"]).clip == 0.5
     assert parser().parse_args(["rl", "--normalize-obs", "--no-normalize-obs", "--out", "o"]).normalize_obs is False
+
+
+def test_a_preset_given_twice_is_a_usage_error(tmp_path, capsys):
+    """Which preset was meant? (The last one was kept without a word.) [``Once`` not the action: exit 0]"""
+    from rtrl.cli import main
+
+    for command in ("train", "rl"):
+        preset = {"train": ("copy20", "recall50"), "rl": ("memory-chain", "cartpole-masked")}[command]
+        assert main([command, "--preset", preset[0], "--preset", preset[1], "--out", str(tmp_path / "o")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--preset: given twice" in err[0], err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("value", ["-1e-3", "-1", "-.5", "-2E+1", "-inf"])
+def test_a_negative_number_reaches_the_options_own_check(tmp_path, capsys, value):
+    """argparse took ``-1e-3`` for an option ("expected one argument"); now the value reaches ``--lr``'s check,
+    which names the option and what it must be. [``NEGATIVE_NUMBER`` not set: the first row fails]"""
+    from rtrl.cli import main
+
+    assert main(["train", "--lr", value, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"argument --lr: must be a positive finite number, got '{value}'" in err, err

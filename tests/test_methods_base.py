@@ -314,3 +314,28 @@ def test_the_documented_new_method_runs_and_is_rolling_tbptt_with_a_window_of_tw
 
     assert relative_error(got, summed(params)) <= EXACT_TOL
     assert relative_error(got, rtrl.sequence_grad(cell, params, xs, ys, squared_error, method="bptt")[1]) > 1e-3
+
+
+@pytest.mark.parametrize("method", [rtrl.methods.DenseRTRL(), Diagonal(), SnAp(n=1), Auto(), UORO()],
+                         ids=lambda m: m.name)
+def test_bind_checks_its_arguments_by_name(method):
+    """One check for every method's ``bind`` (``checked_bind``): a cell given as a name, a class or ``None`` is a
+    ``TypeError`` naming ``cell``; another cell's parameters or carry a ``ValueError`` naming ``params`` / ``carry``.
+    [``__init_subclass__`` not wrapping ``bind``: ``bind('elman')`` returned a rule, ``bind(None)`` was an
+    AttributeError]"""
+    cell = rtrl.cells.IIR2(2, 3)
+    for bad in ("iir2", rtrl.cells.IIR2, None):
+        with pytest.raises(TypeError, match="cell must be a cell object"):
+            method.bind(bad)
+    key = jax.random.PRNGKey(0)
+    with pytest.raises(ValueError, match=r"params\['\w+'\] of IIR2 must have shape \(.*3.*\), got \(.*4.*\)"):
+        method.bind(cell, params=rtrl.cells.IIR2(2, 4).init(key))
+    with pytest.raises(ValueError, match="carry"):
+        method.bind(cell, carry=jnp.zeros(5))
+    assert isinstance(method.bind(cell, params=cell.init(key), carry=cell.initial_carry(())), TraceRule)
+
+
+def test_a_sequence_method_says_it_has_no_rule_to_bind():
+    for method in (rtrl.methods.BPTT(), rtrl.methods.TBPTT(truncation=2)):
+        with pytest.raises(TypeError, match=f"{method.name} is a sequence method.*sequence_grad"):
+            method.bind(rtrl.cells.Elman(2, 3))

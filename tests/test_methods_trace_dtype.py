@@ -209,3 +209,20 @@ def test_layer_local_refuses_a_trace_dtype_on_its_inner_method():
     with pytest.raises(ValueError, match="trace_dtype .* layer_local itself"):
         rtrl.online(cell, LayerLocal(inner=Auto(trace_dtype="float16")))
     rtrl.online(cell, LayerLocal(inner=Diagonal(), trace_dtype="bfloat16"))  # where it belongs
+
+
+def test_float64_traces_need_x64():
+    """Without JAX's 64-bit mode, JAX would store float64 traces as float32 without a word: refused, saying how to
+    turn it on. [the check removed: the method is made and its traces are float32]"""
+    import jax
+
+    from rtrl.methods import DenseRTRL
+
+    jax.config.update("jax_enable_x64", False)
+    try:
+        with pytest.raises(ValueError, match="trace_dtype 'float64' needs JAX's 64-bit mode.*jax_enable_x64"):
+            DenseRTRL(trace_dtype="float64")
+        assert DenseRTRL(trace_dtype="float32").trace_dtype == "float32"
+    finally:
+        jax.config.update("jax_enable_x64", True)
+    assert DenseRTRL(trace_dtype="float64").trace_dtype == "float64"

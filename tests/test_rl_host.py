@@ -50,12 +50,12 @@ class ScriptedVector:
     def obs(e, t, a):
         return np.array([1 + e / 4 + t / 2, t / 4 - 0.5, a / 2 + 0.125], np.float32)
 
-    def reset(self, seeds):
+    def reset(self, seeds, step=0):
         self.seeds.append(seeds)
         self.step_no, self.time = 0, [0] * E
         return np.stack([self.obs(e, 0, 0) for e in range(E)])
 
-    def step(self, actions):
+    def step(self, actions, step=0):
         k = self.step_no
         reward = np.array([REWARDS[a] + 0.25 * self.time[e] for e, a in enumerate(actions)], np.float32)
         final = np.stack([self.obs(e, self.time[e] + 1, a) for e, a in enumerate(actions)])
@@ -197,6 +197,12 @@ class TextObs(gymnasium.Env):
 class Endless(gymnasium.Env):
     observation_space, action_space = spaces.Discrete(2), spaces.Discrete(2)
 
+    def reset(self, *, seed=None, options=None):
+        return 0, {}
+
+    def step(self, action):
+        return 0, 0.0, False, False, {}
+
 
 gymnasium.register("RtrlTestText-v0", entry_point=TextObs)
 gymnasium.register("RtrlTestEndless-v0", entry_point=Endless)  # no episode limit stated
@@ -206,7 +212,7 @@ gymnasium.register("RtrlTestEndless-v0", entry_point=Endless)  # no episode limi
     ("gymnasium:NoSuchEnv-v0", "gymnasium:NoSuchEnv-v0.*doesn't exist"),
     ("gymnasium:Pendulum-v1", "action space Box.*Discrete"),
     ("gymnasium:RtrlTestText-v0", "observation space Text.*cannot encode"),
-    ("gymnasium:CartPole-v1 --env-arg colour=3", "does not take the options {'colour': 3}"),
+    ("gymnasium:CartPole-v1 --env-arg colour=3", "has no option 'colour'"),
     ("gymnasium:CartPole-v1 --devices 2", "devices must be 1"),
     ("gymnasium:RtrlTestEndless-v0 --fidelity-every 5", "fidelity_every needs a bound.*max_episode_steps=N"),
 ])
@@ -224,7 +230,7 @@ def test_a_missing_popgym_is_named(monkeypatch, tmp_path, capsys):
     from rtrl.cli import main
 
     monkeypatch.setitem(sys.modules, "popgym", None)  # import popgym now fails
-    monkeypatch.setattr(gymnasium_env, "_probe", gymnasium_env._probe.__wrapped__)  # nothing cached
+    monkeypatch.setattr(gymnasium_env, "_probe", gymnasium_env._made)  # nothing cached
     assert main(["rl", "--env", "gymnasium:popgym-FooEasy-v0", "--out", str(tmp_path / "r")]) == 2
     assert "needs the popgym package: pip install 'rtrl[popgym]'" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()

@@ -241,3 +241,39 @@ def test_streams_are_a_pure_function_of_key_and_position():
 def test_bad_task_options_are_named(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_a_size_that_makes_an_episode_too_long_is_refused_before_anything_is_built(tmp_path, capsys):
+    """Every task option that scales an episode (delays, lengths, cues) meets one bound, ``MAX_LENGTH`` steps, checked
+    as the task is made (so before the run folder): exactly at the bound a task is made, one step past it is refused
+    naming the option given; from the command line one line, exit 2, nothing written. [the bound removed:
+    ``delay=100000000`` passed every check and grew past 10 GB]"""
+    from rtrl.cli import main
+    from rtrl.training.tasks import TASKS
+    from rtrl.training.tasks.base import MAX_LENGTH
+
+    store_recall = TASKS["store_recall"]
+    assert store_recall(episode_length=MAX_LENGTH).length == MAX_LENGTH
+    with pytest.raises(ValueError, match=r"episode_length=1048577.*at most 2\*\*20"):
+        store_recall(episode_length=MAX_LENGTH + 1)
+    evidence = TASKS["evidence"]
+    fixed = evidence().length - evidence().delay
+    with pytest.raises(ValueError, match="delay="):
+        evidence(delay=MAX_LENGTH - fixed + 1)
+    assert evidence(delay=MAX_LENGTH - fixed).length == MAX_LENGTH
+    for args in (["--task", "evidence", "--task-arg", "delay=100000000"],
+                 ["--task", "store_recall", "--task-arg", "episode_length=50000000"],
+                 ["--task", "evidence", "--task-arg", "cues=99999999"]):
+        assert main(["train", *args, "--out", str(tmp_path / "o")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and args[-1].partition("=")[0] in err[0] and "2**20" in err[0], err
+        assert not (tmp_path / "o").exists()
+
+
+def test_a_manifolds_task_needs_two_classes():
+    """One class leaves nothing to tell apart (accuracy 1 at chance 1). [the check removed: accepted]"""
+    from rtrl.training.tasks import TASKS
+
+    with pytest.raises(ValueError, match="classes must be at least 2"):
+        TASKS["manifolds"](classes=1)
+    assert TASKS["manifolds"](classes=2).chance == 0.5

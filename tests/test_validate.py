@@ -379,3 +379,23 @@ def test_xs_as_nested_lists_are_one_array():
     error; ``jnp.asarray`` removed from ``validate.sequence``: so again.]"""
     as_lists = jax.eval_shape(lambda: grad(CELL, PARAMS, XS.tolist(), YS, loss_fn))
     assert as_lists == jax.eval_shape(lambda: grad(CELL, PARAMS, XS, YS, loss_fn))
+
+
+@pytest.mark.parametrize("bad", [jnp.nan, jnp.inf])
+def test_a_non_finite_input_is_named_where_the_api_checks_its_inputs(bad):
+    """A NaN input to a spiking cell gave a loss of 0 and NaN gradients without a word (the spike's comparison is
+    false for NaN); now ``xs`` is named with the first bad index, for ``sequence_grad`` and ``stream_grad`` alike,
+    and a traced ``xs`` (the caller's own jit) is left to the caller. [``check_finite`` removed: no error]"""
+    cell = rtrl.cells.LIF(2, 3)
+    params = cell.init(jax.random.PRNGKey(0))
+    xs, ys = jnp.ones((4, 2)).at[2, 1].set(bad), jnp.zeros((4, 3))
+
+    def loss(h, y):
+        return jnp.sum((h - y) ** 2)
+
+    with pytest.raises(ValueError, match=r"xs holds NaN or infinite values \(the first at index \(2, 1\)"):
+        rtrl.sequence_grad(cell, params, xs, ys, loss)
+    learner = rtrl.online(cell, "rtrl")
+    with pytest.raises(ValueError, match="xs holds NaN"):
+        rtrl.stream_grad(learner, params, learner.init(params), xs, ys, loss)
+    jax.jit(lambda xs: rtrl.sequence_grad(cell, params, xs, ys, loss)[0])(xs)  # traced: not checked here

@@ -76,6 +76,9 @@ def make_templates(repo: Path, where: Path) -> dict[str, Path]:
         "bptt": "train --method bptt --task-arg max_length=2 --steps 8 --hidden 4 --batch 2 --eval-size 4 "
                 "--out bptt --quiet",
         "rl": "rl --steps 4 --hidden 4 --envs 2 --record-every 2 --out rl --quiet",
+        "gym": "rl --env gymnasium:CartPole-v1 --steps 4 --hidden 4 --envs 2 --record-every 2 --out gym --quiet",
+        "net": "train --cell rtrl.cells.network:lru_network --steps 2 --hidden 4 --batch 2 --eval-size 4 --out net "
+               "--quiet",
     }
     for name, line in commands.items():
         done = rtrl(shlex.split(line), where, env, timeout=600)
@@ -119,6 +122,18 @@ def damage(folder: Path, edit: tuple, templates: dict[str, Path]) -> None:
         shutil.copy(templates[args[1]] / args[0], folder / args[0])
     elif op == "mkdir":
         (folder / args[0]).mkdir()
+    elif op == "symlink":  # the file replaced by a link to target (relative to the folder)
+        (folder / args[0]).unlink(missing_ok=True)
+        (folder / args[0]).symlink_to(args[1])
+    elif op == "fifo":  # the file replaced by a named pipe
+        (folder / args[0]).unlink(missing_ok=True)
+        os.mkfifo(folder / args[0])
+    elif op == "duplicate_last":  # the last line written twice
+        lines = (folder / args[0]).read_text().splitlines(keepends=True)
+        (folder / args[0]).write_text("".join(lines + lines[-1:]))
+    elif op == "reverse":  # the lines in reverse order
+        lines = (folder / args[0]).read_text().splitlines(keepends=True)
+        (folder / args[0]).write_text("".join(reversed(lines)))
     elif op == "chmod":
         os.chmod(folder / args[0] if args[0] else folder, args[1])
     else:
@@ -176,6 +191,8 @@ def run_cli_case(case: dict, repo: Path, templates: dict[str, Path], keep: bool 
             (work / name).write_text(text)
         for name in case.get("dirs", ()):
             (work / name).mkdir(parents=True, exist_ok=True)
+        for name in case.get("fifos", ()):
+            os.mkfifo(work / name)
         for folder, edit in case.get("edits", ()):
             damage(work / folder, edit, templates)
         env = base_env(repo)
@@ -206,6 +223,10 @@ def run_cli_case(case: dict, repo: Path, templates: dict[str, Path], keep: bool 
                 lost += [f"{name}/{f}" for f in metrics_kept(before[name], after[name], folders[name],
                                                              old_metrics[name], case.get("rewinds"))]
         err, out = done.stderr, done.stdout
+        imported = [name for name in case.get("absent", ()) if (work / name).exists()]
+        if imported:
+            return result(case, "silent", "made " + ", ".join(imported) + " (code the user did not name ran)", err,
+                          done.returncode, seconds)
         if lost:
             return result(case, "lost", "changed or lost: " + ", ".join(lost), err, done.returncode, seconds)
         if "Traceback (most recent call last)" in err or done.returncode < 0:
@@ -214,7 +235,8 @@ def run_cli_case(case: dict, repo: Path, templates: dict[str, Path], keep: bool 
             if done.returncode == 0:
                 return result(case, "silent", "exit status 0", err or out, 0, seconds)
             cls, why = message_class(err, case.get("words", ""), done.returncode == 2)
-            new = sorted({str(p.relative_to(work)) for p in work.rglob("*")} - before_paths - {"__pycache__"})
+            new = sorted({str(p.relative_to(work)) for p in work.rglob("*")} - before_paths)
+            new = [p for p in new if not p.startswith("__pycache__")]
             if cls == "clear" and new:
                 cls, why = "poor", "left behind: " + ", ".join(new[:4])
             return result(case, cls, why, err, done.returncode, seconds)

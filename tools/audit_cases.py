@@ -4,10 +4,14 @@ issue 22 names.
 A CLI case: ``id``, ``cmd`` (the arguments after ``rtrl``, split like a shell), ``expect`` ("refuse" or "ok"),
 ``words`` (for a refusal: alternatives, ``|``-separated, one of which the message must contain), ``fix`` (the
 module that should answer it), and optionally ``folders`` ({name: template}: a copy of a tiny finished run,
-"run" (train, hidden 4), "run8" (train, hidden 8), "bptt" (train, bptt) or "rl"), ``edits`` ([(folder, edit)]: how
-to damage a copied folder before the case: ("config", {key: value or DELETE}), ("write", file, text), ("append",
-file, text), ("truncate", file, n_bytes), ("remove", file), ("copy_from", file, template), ("mkdir", name)),
-``files`` ({path: text}) and ``dirs`` ([path]) made in the case's folder first, ``env``, and ``replaces`` (an
+"run" (train, hidden 4), "run8" (train, hidden 8), "bptt" (train, bptt), "rl", "gym" (rl, gymnasium:CartPole-v1) or
+"net" (train, --cell rtrl.cells.network:lru_network)), ``edits`` ([(folder, edit)]: how to damage a copied folder
+before the case: ("config", {key: value or DELETE}), ("write", file, text), ("append", file, text), ("truncate",
+file, n_bytes), ("remove", file), ("copy_from", file, template), ("mkdir", name), ("symlink", file, target),
+("fifo", file), ("duplicate_last", file), ("reverse", file): its lines in reverse order),
+``files`` ({path: text}), ``dirs`` ([path]) and ``fifos`` ([path]: named pipes) made in the case's folder first,
+``absent`` ([path]: files that must not exist afterwards, e.g. the marker a module leaves when it is imported: a case
+that makes one is silent), ``env``, and ``replaces`` (an
 accepted case asked to replace the run, ``--overwrite``: its files may go), ``rewinds`` (an accepted resume may
 drop the records after this step, the checkpoint's).
 
@@ -746,3 +750,157 @@ for id, code, words in [
     api(id, code, words, fix="optim.py" if id.startswith("obgd") else F, command="rl")
 api("rl-train-tiny-ok", "rl.train(rl.RLConfig(hidden=4, envs=2, steps=4, record_every=2))", expect="ok", fix=F,
     command="rl")
+
+
+# -- issue 34: run folders that name code, Gymnasium options and faulty environments, sizes, run files, the API --
+# A module beside the run folder (the case's working folder is on sys.path under `python -m rtrl`) that leaves a
+# marker when imported; ``absent`` says the marker must not appear (its import is classed silent).
+EVIL = {"evil34.py": "open('IMPORTED', 'w').close()\nimport os\nos.environ['EVIL34'] = '1'\n"}
+GYM = "--steps 4 --hidden 4 --envs 2 --record-every 2 --quiet"
+# Gymnasium environments that fail in each way, registered by a module the command line names (so allowed).
+BAD_ENVS = {"badenv34.py": '''
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class Base(gym.Env):
+    observation_space = spaces.Box(-1.0, 1.0, (3,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, fault="", at=0, **kwargs):
+        self.fault, self.at, self.t = fault, at, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if self.fault == "reset":
+            raise RuntimeError("reset broke")
+        self.t = 0
+        return np.zeros(5 if self.fault == "shape" else 3, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        if self.fault == "step" and self.t > self.at:
+            raise RuntimeError("step broke")
+        obs = np.zeros(3, np.float32)
+        reward = 0.0
+        if self.t > self.at:
+            if self.fault == "nan_reward":
+                reward = float("nan")
+            elif self.fault == "inf_reward":
+                reward = float("inf")
+            elif self.fault == "none_reward":
+                reward = None
+            elif self.fault == "nan_obs":
+                obs[:] = np.nan
+        return obs, reward, False, self.t >= 5, {}
+
+
+class Raises(Base):
+    def __init__(self, **kwargs):
+        raise RuntimeError("constructor broke")
+
+
+gym.register("Bad-v0", entry_point=Base)
+gym.register("Raises-v0", entry_point=Raises)
+'''}
+F = "cells/lookup.py"
+for id, edit in [("cell", {"cell": "evil34:Cell"}), ("env", {"env": "gymnasium:evil34:CartPole-v1"}),
+                 ("method", {"method": "evil34:Method"}), ("task", {"task": "evil34:Task"})]:
+    template = "rl" if id == "env" else "run"
+    cli(f"i34-{id}-module-resume", f"resume {template} --steps 8 --quiet", "allow-import|method|task", fix=F,
+        folders={template: template}, edits=[(template, ("config", edit))], files=EVIL, absent=["IMPORTED"])
+    cli(f"i34-{id}-module-plot", f"plot {template} --out p.png", "method|task", fix=F,
+        expect="ok" if id in ("cell", "env") else "refuse",
+        folders={template: template}, edits=[(template, ("config", edit))], files=EVIL, absent=["IMPORTED"])
+cli("i34-env-module-rl-out", f"rl --env gymnasium:CartPole-v1 {GYM} --out gym", "allow-import|different", fix=F,
+    folders={"gym": "gym"}, edits=[("gym", ("config", {"env": "gymnasium:evil34:CartPole-v1"}))], files=EVIL,
+    absent=["IMPORTED"])
+cli("i34-env-module-resume-env-var", "resume gym --steps 8 --quiet", "allow-import", fix=F,
+    folders={"gym": "gym"}, edits=[("gym", ("config", {"env": "gymnasium:evil34:CartPole-v1"}))], files=EVIL,
+    absent=["IMPORTED"], env={"RTRL_ALLOW_IMPORT": "evil34:Other"})
+ok("i34-env-module-allowed", "resume gym --steps 8 --quiet --allow-import evil34:CartPole-v1", fix=F,
+   folders={"gym": "gym"}, edits=[("gym", ("config", {"env": "gymnasium:evil34:CartPole-v1"}))], files=EVIL)
+ok("i34-network-resume", "resume net --steps 8 --quiet", fix=F, folders={"net": "net"})
+ok("i34-network-plot", "plot net --out p.png", fix=F, folders={"net": "net"})
+ok("i34-gym-plot", "plot gym rl --out p.png", fix=F, folders={"gym": "gym", "rl": "rl"})
+
+F = "rl/envs/gymnasium_env.py"
+for id, arg in [("zero", "max_episode_steps=0"), ("neg", "max_episode_steps=-5"), ("word", "max_episode_steps=ten"),
+                ("float", "max_episode_steps=2.5"), ("bool", "max_episode_steps=true"),
+                ("json", "'max_episode_steps={\"a\": 1}'"), ("null", "max_episode_steps=null")]:
+    cli(f"i34-gym-max-steps-{id}", f"rl --env gymnasium:CartPole-v1 {GYM} --env-arg {arg} --out o",
+        "max_episode_steps", fix=F)
+cli("i34-gym-preset-max-steps", f"rl --preset popgym-repeat-first {GYM} --env-arg max_episode_steps=0 --out o",
+    "max_episode_steps", fix=F)
+for id, env, arg, words in [
+    ("map-name", "FrozenLake-v1", "map_name=9x9", "map_name"),
+    ("slippery-word", "FrozenLake-v1", "is_slippery=maybe", "is_slippery"),
+    ("render-human", "CartPole-v1", "render_mode=human", "render_mode"),
+    ("render-bogus", "CartPole-v1", "render_mode=bogus", "render_mode"),
+    ("unknown-option", "CartPole-v1", "wind=3", "wind"),
+    ("labyrinth", "popgym-LabyrinthEscapeEasy-v0", "", "mazelib"),
+]:
+    cli(f"i34-gym-{id}", f"rl --env gymnasium:{env} {GYM} {'--env-arg ' + arg if arg else ''} --out o", words, fix=F)
+for id, fault, words in [("ctor", "", "constructor broke|Raises"), ("reset", "reset", "reset"),
+                         ("shape", "shape", "observation"), ("step0", "step", "step"),
+                         ("nan-reward", "nan_reward", "reward"), ("inf-reward", "inf_reward", "reward"),
+                         ("none-reward", "none_reward", "reward"), ("nan-obs", "nan_obs", "observation")]:
+    env = "gymnasium:badenv34:Raises-v0" if id == "ctor" else "gymnasium:badenv34:Bad-v0"
+    arg = f"--env-arg fault={fault}" if fault else ""
+    cli(f"i34-gym-fault-{id}", f"rl --env {env} {arg} {GYM} --out o", words, fix=F, files=BAD_ENVS)
+cli("i34-gym-fault-step-late", f"rl --env gymnasium:badenv34:Bad-v0 --env-arg fault=step --env-arg at=3 {GYM} "
+    "--out o", "step", fix=F, files=BAD_ENVS)
+
+F = "training/tasks"
+for id, cmd in [("evidence-delay", "--task evidence --task-arg delay=100000000"),
+                ("store-recall-length", "--task store_recall --task-arg episode_length=50000000"),
+                ("recall-length", "--task recall --task-arg episode_length=200000000"),
+                ("copy-length", "--task copy --task-arg max_length=300000000"),
+                ("adding-length", "--task adding --task-arg sequence_length=400000000")]:
+    cli(f"i34-size-{id}", f"train {TRAIN} {cmd} --out o", "memory|needs|at most|steps", fix=F, timeout=90)
+
+F = "run/folder.py"
+for id, file in [("metrics", "metrics.jsonl"), ("checkpoint", "checkpoint.npz"), ("config", "config.json")]:
+    cli(f"i34-symlink-{id}", "resume run --steps 8 --quiet", "symlink|link", fix=F,
+        folders={"run": "run", "other": "run"}, edits=[("run", ("symlink", file, f"../other/{file}"))])
+for id, line in [("step-true", '{"step": true, "loss": 1.0, "metric": 0.5, "wall_s": 1.0}'),
+                 ("step-neg", '{"step": -4, "loss": 1.0, "metric": 0.5, "wall_s": 1.0}'),
+                 ("metric-str", '{"step": 4, "loss": 1.0, "metric": "high", "wall_s": 1.0}'),
+                 ("metric-list", '{"step": 4, "loss": 1.0, "metric": [1, 2], "wall_s": 1.0}')]:
+    for command in ("resume run --steps 8 --quiet", "plot run --out p.png"):
+        cli(f"i34-record-{id}-{command.split()[0]}", command, "metrics.jsonl", fix=F, folders={"run": "run"},
+            edits=[("run", ("append", "metrics.jsonl", line + "\n"))])
+cli("i34-record-duplicate", "plot run --out p.png", "metrics.jsonl", fix=F, folders={"run": "run"},
+    edits=[("run", ("duplicate_last", "metrics.jsonl"))])
+cli("i34-record-order", "plot run --out p.png", "metrics.jsonl", fix=F, folders={"run": "run"},
+    edits=[("run", ("reverse", "metrics.jsonl"))])
+cli("i34-fifo-checkpoint", "resume run --steps 8 --quiet", "checkpoint.npz", fix=F, folders={"run": "run"},
+    edits=[("run", ("fifo", "checkpoint.npz"))], timeout=40)
+cli("i34-fifo-plot-out", "plot run --out f.png", "f.png", fix="run/plot.py", folders={"run": "run"}, fifos=["f.png"],
+    timeout=40)
+
+F = "api"
+cli("i34-preset-twice", f"train --preset copy20 --preset recall50 {TRAIN} --out o", "preset", fix="run/options.py")
+cli("i34-lr-negative", f"train {TRAIN} --lr -1e-3 --out o", "positive", fix="run/options.py")
+cli("i34-rl-lr-negative", f"rl {RL} --lr -1e-3 --out o", "positive", fix="run/options.py")
+cli("i34-manifolds-one-class", f"train {TRAIN} --task manifolds --task-arg classes=1 --out o", "classes",
+    fix="training/tasks")
+for id, code, words in [
+    ("bind-name", "methods.DenseRTRL().bind('elman')", "cell"),
+    ("bind-class", "methods.DenseRTRL().bind(cells.Elman)", "cell|class"),
+    ("bind-none", "methods.DenseRTRL().bind(None)", "cell"),
+    ("bind-other-params", "methods.DenseRTRL().bind(cell, params=other)", "params"),
+    ("bind-bptt", "methods.BPTT().bind(cell)", "BPTT|bind|sequence"),
+    ("diag-bind-class", "methods.Diagonal().bind(cells.LRU)", "cell|class"),
+    ("alif-carry-missing", "c = cells.ALIF(2, 3); p = c.init(key); k = dict(c.initial_carry(())); del k['a']; "
+     "c.step(p, k, jnp.ones(2))", "'a'|carry"),
+    ("trace-dtype-f64", "methods.DenseRTRL(trace_dtype='float64').bind(cell).init(params, cell.initial_carry(()))",
+     "float64|x64"),
+    ("nan-input-spiking", "c = cells.LIF(2, 3); rtrl.sequence_grad(c, c.init(key), xs * jnp.nan, ys, loss)",
+     "NaN|nan"),
+    ("manifolds-one", "from rtrl.training.tasks import TASKS; TASKS['manifolds'](classes=1)", "classes"),
+]:
+    api("i34-" + id, code, words, fix=F, command="i34")
+api("i34-stability-spiking-iir2", "c = cells.SpikingIIR2(2, 3); cells.stability(c, c.init(key))", expect="ok",
+    fix=F, command="i34")

@@ -8,14 +8,23 @@ a cell, a method, an environment) is made by the kind's ``assemble``. ``to_dict`
 ``RunConfig`` and ``rtrl.rl``'s ``RLConfig`` are ones.
 
 A check is a function ``value -> value`` that raises ``Invalid(what was expected)``; the common ones are here, once.
+
+What a file may name (docs/reliability.md, "What a run folder may name"): a field that can name code declares
+``imports(value)``, the import path ``module:Name`` that using the value would import when that is code other than
+rtrl's own (``None`` otherwise). A configuration read from a file (``from_dict(trusted=False)``) is refused, before
+anything is imported, when such a path is not one the user allowed: on this command line (``allowed_imports``:
+``--allow-import``, or the field given again) or in ``RTRL_ALLOW_IMPORT``. One rule, for every such field.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import inspect
 import math
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from rtrl.checks import positive_int_expected
@@ -140,10 +149,42 @@ def checked(name: str, check: Callable, value):
         raise ValueError(f"{name} must be {e}, got {value!r}") from None
 
 
-def option(default, help: str, check: Callable, metavar: str | None = None, untrusted: Callable | None = None):
-    """A field of a ``Config``: its default, help line (for ``--help`` and docs/cli.md) and check. ``untrusted(value,
-    where)``: a check of what a file says before anything it names is used (``Config.from_dict(trusted=False)``)."""
-    meta = {"help": help, "check": check, "metavar": metavar, "untrusted": untrusted}
+# -- what a file may name: code is imported only where the user named it -------------------------------------------
+ALLOW_IMPORT = "RTRL_ALLOW_IMPORT"  # environment variable: import paths a run folder may name, comma-separated
+_allowed = contextvars.ContextVar("allowed", default=frozenset())  # import paths given on this command line
+
+
+@contextlib.contextmanager
+def allowed_imports(paths: Iterable):
+    """Within the block, files may name the code of ``paths`` (import paths ``module:Name`` the user gave on the
+    command line: ``--allow-import``, or a field such as ``--cell`` or ``--env`` naming it)."""
+    token = _allowed.set(_allowed.get() | {p for p in paths if isinstance(p, str) and ":" in p})
+    try:
+        yield
+    finally:
+        _allowed.reset(token)
+
+
+def allowed(path: str) -> bool:
+    """Whether the user allowed files to name the import path ``path`` (``allowed_imports``, ``RTRL_ALLOW_IMPORT``)."""
+    return path in _allowed.get() | {p.strip() for p in os.environ.get(ALLOW_IMPORT, "").split(",")}
+
+
+def check_allowed(field: str, value, path: str, where: str) -> None:
+    """A ``ValueError`` saying how to allow it unless the user allowed ``path``, the code that the ``field`` of a
+    file (``where``) names with ``value``; nothing is imported."""
+    if not allowed(path):
+        module = path.partition(":")[0]
+        raise ValueError(f"{where} names the {field} {value!r}, which would import the module {module!r} and run its "
+                         f"code; a run folder may name only rtrl's own code and Flax or Equinox cell classes. If you "
+                         f"trust it, pass --allow-import {path} (rtrl resume), or set {ALLOW_IMPORT}={path}")
+
+
+def option(default, help: str, check: Callable, metavar: str | None = None, imports: Callable | None = None):
+    """A field of a ``Config``: its default, help line (for ``--help`` and docs/cli.md) and check. ``imports(value)``:
+    for a field that can name code, the import path that the value would import when it is not rtrl's own code, else
+    ``None`` (a file's value is refused unless the user allowed it: ``Config.from_dict(trusted=False)``)."""
+    meta = {"help": help, "check": check, "metavar": metavar, "imports": imports}
     if isinstance(default, dict):
         return dataclasses.field(default_factory=dict, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -176,6 +217,13 @@ class Config(Frozen):
         return {f.name: dict(getattr(self, f.name)) if f.metadata["check"] is pairs else getattr(self, f.name)
                 for f in dataclasses.fields(self)}
 
+    def imports(self) -> list[str]:
+        """The import paths of code outside rtrl that this configuration names (what its fields' ``imports`` say):
+        given by the caller, so a file may name them back (``allowed_imports``)."""
+        found = [field.metadata["imports"](getattr(self, field.name)) for field in dataclasses.fields(self)
+                 if field.metadata["imports"] is not None]
+        return [path for path in found if path is not None]
+
     def differences(self, other: Config, ignore=RESUME_KEYS) -> list[str]:
         """Names of the options (outside ``ignore``) whose values differ (``["kind"]`` for another kind of run)."""
         if type(other) is not type(self):
@@ -186,13 +234,15 @@ class Config(Frozen):
     def from_dict(cls, data, where: str = "the configuration", complete: bool = False, trusted: bool = True
                   ) -> Config:
         """A configuration from JSON-like ``data``; ``complete``: every option must be present (a file we wrote).
-        ``trusted=False`` for data from a file (``config.json``): each field's ``untrusted`` check runs first (a
-        cell named by import path must be one the user allows, before anything is imported). Errors name
+        ``trusted=False`` for data from a file (``config.json``): a field naming code outside rtrl (its ``imports``)
+        must name code the user allowed (``check_allowed``), checked before anything is imported. Errors name
         ``where``."""
         if not trusted and isinstance(data, dict):
             for field in dataclasses.fields(cls):
-                if field.metadata["untrusted"] is not None and field.name in data:
-                    field.metadata["untrusted"](data[field.name], where)
+                if field.metadata["imports"] is not None and field.name in data:
+                    path = field.metadata["imports"](data[field.name])
+                    if path is not None:
+                        check_allowed(field.name, data[field.name], path, where)
         if not isinstance(data, dict):
             raise ValueError(f"{where} must be a JSON object of run options, got {type(data).__name__}")
         names = [f.name for f in dataclasses.fields(cls)]

@@ -20,13 +20,22 @@ import jax
 from rtrl.checks import first_non_finite
 
 
-class Diverged(RuntimeError):
+class Stopped(RuntimeError):
+    """The run cannot go on at ``step``; the message says why (a quantity that diverged: ``Diverged``; an environment
+    stepped on the host that failed). The last checkpoint, all of whose records are good, stays."""
+
+    def __init__(self, message: str, step: int):
+        super().__init__(message)
+        self.step = step
+
+
+class Diverged(Stopped):
     """A quantity (the training loss, a held-out metric, the parameters) became NaN or infinite; ``step`` is the
     first step where it did."""
 
     def __init__(self, step: int, value: float, quantity: str = "the training loss"):
-        super().__init__(f"{quantity} became {value} at step {step}")
-        self.step, self.quantity = step, quantity
+        super().__init__(f"{quantity} became {value} at step {step}", step)
+        self.quantity = quantity
 
 
 def finite_or_diverged(step: int, params) -> None:

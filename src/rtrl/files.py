@@ -18,9 +18,26 @@ def current_umask() -> int:
     return mask
 
 
+@contextlib.contextmanager
+def naming(path: str | os.PathLike):
+    """An ``OSError`` in the block that names no file is raised again naming ``path`` (a full disk: ``write`` and
+    ``fsync`` say only "No space left on device")."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is None and e.errno is not None:
+            raise OSError(e.errno, e.strerror or str(e), str(path)) from None
+        raise
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[IO], None], binary: bool = True) -> None:
-    """Call ``write(file)`` on a temporary file, then move it onto ``path``."""
+    """Call ``write(file)`` on a temporary file, then move it onto ``path`` (an ``OSError`` names ``path``)."""
     path = Path(path)
+    with naming(path):
+        _atomic_write(path, write, binary)
+
+
+def _atomic_write(path: Path, write: Callable[[IO], None], binary: bool) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb" if binary else "w") as f:

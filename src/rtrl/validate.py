@@ -186,6 +186,23 @@ def check_sequence(cell, xs, targets) -> None:
     for leaf in jax.tree.leaves(targets):
         if np.ndim(leaf) < 1 or np.shape(leaf)[0] != T:
             raise ValueError(f"targets must have leading dimension T = {T} like xs, got shape {np.shape(leaf)}")
+    check_finite("xs", xs)
+
+
+def check_finite(name: str, value) -> None:
+    """``value`` (an array, or nested lists) holds no NaN or infinity: one would make every later state and gradient
+    NaN, or, through a spike's threshold, silently no spike at all. Checked where the value is concrete (the API's
+    boundary); a traced value (inside the caller's ``jit``) is the caller's to check."""
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(value)):
+        return
+    array = np.asarray(value)  # on the host: no JAX operation, so nothing is traced inside a caller's trace
+    if not jnp.issubdtype(array.dtype, jnp.inexact):
+        return
+    array = array.astype(np.complex128 if jnp.issubdtype(array.dtype, jnp.complexfloating) else np.float64)
+    bad = ~np.isfinite(array)
+    if bad.any():
+        where = tuple(int(i[0]) for i in np.nonzero(bad))
+        raise ValueError(f"{name} holds NaN or infinite values (the first at index {where}: {array[where]})")
 
 
 def check_loss(loss_fn, h, target):

@@ -434,9 +434,17 @@ def load(path: str):
         raise CellError(f"cannot import the cell {path!r}: {reason(e)}") from None
 
 
+def cell_factory(function):
+    """Mark a function of ``rtrl.cells`` as a factory of cells that a run folder may name by its import path without
+    the user allowing it (``rtrl.cells.network:lru_network``, which the results' presets name): rtrl's own code."""
+    function.cell_factory = True
+    return function
+
+
 def is_trusted(path: str) -> bool:
-    """Whether ``path`` names a cell class of ``rtrl.cells`` or of Flax's or Equinox's own modules: what a run
-    folder may name without the user allowing it (anything else would run code the folder's sender chose)."""
+    """Whether ``path`` names a cell class of ``rtrl.cells`` or of Flax's or Equinox's own modules, or a factory of
+    ``rtrl.cells`` marked ``cell_factory``: what a run folder may name without the user allowing it (anything else
+    would run code the folder's sender chose)."""
     module_name, _ = split_import_path(path)
     if module_name not in TRUSTED_MODULES and module_name != "rtrl.cells" and not module_name.startswith("rtrl.cells."):
         return False
@@ -444,6 +452,8 @@ def is_trusted(path: str) -> bool:
         obj = load(path)
     except CellError:
         return False
+    if getattr(obj, "cell_factory", False) is True and module_name.startswith("rtrl.cells"):
+        return True
     return isinstance(obj, type) and (issubclass(obj, Cell) or framework_of(obj) is not None)
 
 

@@ -113,6 +113,17 @@ class Cell(Frozen):
                 f"got shape {jnp.shape(x)}"
             )
 
+    def check_carry(self, carry: Params, names) -> None:
+        """``carry`` must be a dict holding every one of ``names`` (a missing key would surface deep in the step as a
+        bare ``KeyError``)."""
+        if not isinstance(carry, dict):
+            raise ValueError(f"carry for {self.name} must be a dict with keys {sorted(names)}, got "
+                             f"{type(carry).__name__}")
+        missing = set(names) - set(carry)
+        if missing:
+            raise ValueError(f"carry for {self.name} lacks {sorted(missing)}; expected keys {sorted(names)} "
+                             "(cell.initial_carry makes one)")
+
     def check_params(self, params: Params, shapes: dict[str, tuple[int, ...]]) -> None:
         missing = set(shapes) - set(params)
         if missing:

@@ -2,24 +2,18 @@
 configuration names them (``--cell``), and which import paths a run folder may name.
 
 A run folder can come from anyone and anyone can edit it, so what its ``config.json`` says about itself is never
-enough to run the code it names: an import path there must be a cell class of ``rtrl.cells``, Flax or Equinox, or
-one the user allowed (``allowed_imports``: ``--cell`` or ``--allow-import`` on this command line, or the
-``RTRL_ALLOW_IMPORT`` environment variable).
+enough to run the code it names: an import path there must be a cell class (or marked factory) of ``rtrl.cells``, a
+cell class of Flax or Equinox, or one the user allowed (``rtrl.config``'s rule: ``--cell`` or ``--allow-import`` on
+this command line, or the ``RTRL_ALLOW_IMPORT`` environment variable).
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import os
-from collections.abc import Iterable
-
 from rtrl.cells import CELLS
 from rtrl.cells.adapters import CellError, from_import_path, is_trusted, split_import_path
-from rtrl.config import Invalid, OptionError, make
+from rtrl.config import ALLOW_IMPORT, Invalid, OptionError, allowed, allowed_imports, make
 
-ALLOW_IMPORT = "RTRL_ALLOW_IMPORT"  # environment variable: import paths allowed in run folders, comma-separated
-_allowed = contextvars.ContextVar("allowed", default=frozenset())  # import paths given on this command line
+__all__ = ["ALLOW_IMPORT", "allowed_imports", "cell_import", "cell_name", "importable", "make_cell"]
 
 
 def cell_name(value):
@@ -46,35 +40,19 @@ def make_cell(name: str, args: dict, input_size: int, hidden_size: int):
     return make("cell", CELLS, name, args, exclude=("input_size", "hidden_size"), positional=(input_size, hidden_size))
 
 
-@contextlib.contextmanager
-def allowed_imports(paths: Iterable[str]):
-    """Within the block, run folders may name the cells of ``paths`` (import paths the user gave on the command
-    line: ``--cell``, ``--allow-import``)."""
-    token = _allowed.set(_allowed.get() | {p for p in paths if isinstance(p, str) and ":" in p})
-    try:
-        yield
-    finally:
-        _allowed.reset(token)
-
-
 def importable(path: str) -> bool:
     """Whether a run folder's ``config.json`` may name the cell ``path``: a cell class of ``rtrl.cells`` or of
-    Flax's or Equinox's own modules, or a path the user allowed in this process (``allowed_imports``, or the
-    ``RTRL_ALLOW_IMPORT`` environment variable)."""
-    given = _allowed.get() | {p.strip() for p in os.environ.get(ALLOW_IMPORT, "").split(",")}
-    return path in given or is_trusted(path)
+    Flax's or Equinox's own modules, a cell factory of ``rtrl.cells`` (``rtrl.cells.network:lru_network``), or a path
+    the user allowed in this process (``rtrl.config.allowed_imports``, or the ``RTRL_ALLOW_IMPORT`` environment
+    variable)."""
+    return allowed(path) or is_trusted(path)
 
 
-def check_importable(path: str, where: str) -> None:
-    """A ``ValueError`` saying how to allow ``path`` unless ``importable``; nothing is imported unless trusted."""
-    split_import_path(path)
-    if not importable(path):
-        raise ValueError(f"{where} names the cell {path!r}, which is neither a registered cell nor a cell class of "
-                         f"rtrl, Flax or Equinox: importing it runs its code. If you trust it, pass --allow-import "
-                         f"{path} (rtrl resume), or set {ALLOW_IMPORT}={path}")
-
-
-def check_file_cell(value, where: str) -> None:
-    """What a file may say of a configuration's ``cell``: a name, or an import path that is ``importable``."""
-    if isinstance(value, str) and ":" in value:
-        check_importable(value, where)
+def cell_import(value) -> str | None:
+    """The import path of a cell named by one that is not rtrl's, Flax's or Equinox's own (the code a run folder
+    naming it would run: ``rtrl.config.option``'s ``imports``), else ``None``; a ``ValueError`` for a malformed
+    path."""
+    if not (isinstance(value, str) and ":" in value):
+        return None
+    split_import_path(value)
+    return None if is_trusted(value) else value

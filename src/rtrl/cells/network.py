@@ -33,6 +33,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
+from rtrl.cells.adapters import cell_factory
 from rtrl.cells.base import Carry, Cell, Params, init_params
 from rtrl.cells.lru import LRU
 from rtrl.cells.rtu import RTU
@@ -173,6 +174,7 @@ class Network(Cell):
         return out
 
 
+@cell_factory
 def lru_network(input_size: int, hidden_size: int, depth: int = 2, cell: str = "lru", r_min: float = 0.9,
                 r_max: float = 0.999, norm: str = "layer") -> Network:
     """``depth`` residual blocks of LRU (or RTU) cells of width ``hidden_size``, with poles on the ring

@@ -176,10 +176,7 @@ class SpikingCell(Cell):
     def step(self, params: Params, carry: Params, x: jax.Array) -> tuple[Params, jax.Array]:
         self.check_input(x)
         self.check_params(params, self.param_shapes())
-        missing = sorted(set(self.carry_sizes()) - set(carry)) if isinstance(carry, dict) else None
-        if missing or missing is None:
-            raise ValueError(f"the carry of {self.name} must be a dict with keys {sorted(self.carry_sizes())} "
-                             f"(cell.initial_carry(batch_shape)), got {sorted(carry) if missing else type(carry)}")
+        self.check_carry(carry, self.carry_sizes())
         carry = self.advance(params, carry, x)
         return carry, self.output(params, carry, x)
 

@@ -72,8 +72,9 @@ class SpikingIIR2(SpikingCell):
         return {name: params[name] for name in self.synapse.param_shapes()}
 
     def coefficients(self, params: Params, x: jax.Array | None = None) -> tuple[jax.Array, ...]:
-        """The filter's ``(a0, a1, b0, b1)`` (what ``rtrl.cells.stability`` reads: the synapse's triangle)."""
-        return self.synapse.coefficients(self.filter_params(params))
+        """The synaptic filter's ``(a0, a1, b0, b1)`` (``IIR2.coefficients``): what ``rtrl.cells.stability`` reads,
+        so the stability triangle is checked on this cell as on an ``IIR2``."""
+        return self.synapse.coefficients(self.filter_params(params), x)
 
     def membrane_step(self, params: Params, carry: Params, x: jax.Array) -> dict[str, jax.Array]:
         coefficients = self.coefficients(params)

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 from rtrl.run import argtypes
-from rtrl.run.folder import Run, read_metrics
+from rtrl.run.folder import read_curve
 from rtrl.run.usage import UsageError
 
 
@@ -32,12 +32,10 @@ def cmd_plot(args) -> int:
         check_plot_out(out)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    curves = []
-    for path in args.runs:
-        run = Run.open(path)
-        if not read_metrics(path):
-            raise UsageError(f"{path} has no metrics yet")
-        curves.append(run.curve(f"{Path(path).name}: {run.config.label()}"))
+    # read from the files alone: a run folder's configuration is never assembled here, so nothing it names is imported
+    curves = [read_curve(path) for path in args.runs]
+    curves = [curve._replace(label=f"{Path(path).name}: {curve.label}") for path, curve in zip(args.runs, curves,
+                                                                                                strict=True)]
     plot_curves(curves, out)
     print(out)
     return 0

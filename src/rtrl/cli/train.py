@@ -8,12 +8,12 @@ import contextlib
 import sys
 from pathlib import Path
 
-from rtrl.cells.lookup import allowed_imports
+from rtrl.config import allowed_imports
 from rtrl.devices import check_memory
-from rtrl.driver import Diverged
+from rtrl.driver import Stopped
 from rtrl.run import loggers
 from rtrl.run.argtypes import import_path, path, positive_int
-from rtrl.run.folder import CONFIG, FILES, Run, remove_folders
+from rtrl.run.folder import CONFIG, FILES, Run, read_metrics, remove_folders
 from rtrl.run.options import add_config_arguments, assembled, config_from_args
 from rtrl.run.usage import UsageError
 from rtrl.training.assemble import assemble
@@ -45,9 +45,11 @@ def fits(assembly) -> None:
         raise UsageError(str(e)) from None
 
 
-def train_run(run: Run, quiet: bool = False, log=()) -> int:
+def train_run(run: Run, quiet: bool = False, log=(), fresh: bool = False) -> int:
     """Train with a progress bar, each record also sent to the loggers named in ``log`` (``rtrl.run.loggers``);
-    the exit status (1 when the run diverged, 130 when interrupted)."""
+    the exit status (1 when the run diverged or its environment failed, 130 when interrupted). ``fresh``: this
+    command made the run, so a run that stops before its first record is removed again (no folder holding only
+    its config.json is left behind)."""
     import time
 
     from tqdm import tqdm
@@ -83,10 +85,15 @@ def train_run(run: Run, quiet: bool = False, log=()) -> int:
     try:
         with loggers.opened(run, log) as logged:
             run.train(on_eval=on_record, on_chunk=on_chunk)
-    except Diverged as e:
+    except Stopped as e:
         step = run.last_checkpoint_step()
-        kept = (f"The last good checkpoint (step {step}) is kept in {run.path}" if step is not None else
-                f"It diverged before its first record: {run.path} holds no checkpoint")
+        if step is not None:
+            kept = f"The last good checkpoint (step {step}) is kept in {run.path}"
+        elif fresh and not read_metrics(run.path):
+            discard(run)
+            kept = f"It stopped before its first record, so {run.path} was removed again"
+        else:
+            kept = f"It stopped before its first record: {run.path} holds no checkpoint"
         print(f"rtrl: error: {e}; run stopped. {kept}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -136,7 +143,7 @@ def start(args, assembly) -> int:
     # may read back the cell this command line names
     run = Run.create(out, assembly.config, overwrite=args.overwrite, assembly=assembly)
     try:
-        return train_run(run, args.quiet, args.log)
+        return train_run(run, args.quiet, args.log, fresh)
     except OutOfMemory as e:
         if fresh and not run.last_checkpoint_step():
             discard(run)

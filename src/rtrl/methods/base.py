@@ -52,6 +52,7 @@ import jax.numpy as jnp
 
 from rtrl.checks import default_dtype
 from rtrl.frozen import Frozen
+from rtrl.validate import check_cell, describe, expected_params, same_tree
 
 TRACE_DTYPES = ("bfloat16", "float16", "float32", "float64")
 
@@ -67,6 +68,9 @@ def check_trace_dtype(value) -> str | None:
     if name not in TRACE_DTYPES:
         raise ValueError(f"trace_dtype must be one of {list(TRACE_DTYPES)} or None (the parameters' dtype), "
                          f"got {value!r}")
+    if name == "float64" and not jax.config.jax_enable_x64:  # JAX would store float32 without a word
+        raise ValueError("trace_dtype 'float64' needs JAX's 64-bit mode, which is off (without it the traces would "
+                         "be stored as float32): jax.config.update('jax_enable_x64', True) first")
     return name
 
 
@@ -119,6 +123,22 @@ class TraceRule(NamedTuple):
         return self.method.trace_dtype
 
 
+def checked_bind(bind: Callable) -> Callable:
+    """``bind`` whose ``cell`` must be a cell object (not a name, a class or ``None``) and whose ``params`` and
+    ``carry``, where given, must have the cell's tree and shapes (another cell's are refused, naming the argument)."""
+
+    @functools.wraps(bind)
+    def bind_checked(self, cell, params=None, carry=None) -> TraceRule:
+        check_cell(cell)
+        if params is not None:
+            same_tree("params", describe(params), expected_params(cell), cell.name)
+        if carry is not None:
+            same_tree("carry", describe(carry), describe(jax.eval_shape(lambda: cell.initial_carry(()))), cell.name)
+        return bind(self, cell, params, carry)
+
+    return bind_checked
+
+
 class Method(Frozen):
     name: ClassVar[str] = "method"
     online: ClassVar[bool] = False
@@ -126,6 +146,12 @@ class Method(Frozen):
 
     def check(self, cell) -> None:
         """Raise ``ValueError`` when this method does not apply to ``cell``."""
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        """Every method's ``bind`` checks its arguments first, in one place (``checked_bind``)."""
+        super().__init_subclass__(**kwargs)
+        if "bind" in cls.__dict__:
+            cls.bind = checked_bind(cls.__dict__["bind"])
 
 
 class TraceMethod(Method):
@@ -167,6 +193,12 @@ bound.cache_clear = _bound.cache_clear  # forget every binding (a test that coun
 
 
 class SequenceMethod(Method):
+    def bind(self, cell, params=None, carry=None):
+        """A sequence method has no online rule: ``TypeError`` saying what to use instead."""
+        raise TypeError(f"{self.name} is a sequence method: it needs the whole sequence and has no online rule to "
+                        f"bind; use rtrl.sequence_grad(cell, params, xs, targets, loss_fn, method={self.name!r}), or "
+                        "an online method such as rtrl.methods.DenseRTRL()")
+
     def sequence_grad(self, cell, params, xs, targets, loss_fn, carry):
         """``(loss, grads)`` of ``sum_t loss_fn(h_t, targets[t])`` over ``xs`` from ``carry``."""
         raise NotImplementedError

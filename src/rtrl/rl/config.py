@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rtrl.cells import Cell
-from rtrl.cells.lookup import cell_name, check_file_cell
+from rtrl.cells.lookup import cell_import, cell_name
 from rtrl.checks import check_shares
 from rtrl.config import (
     Config,
@@ -24,7 +24,7 @@ from rtrl.config import (
 )
 from rtrl.methods import REGISTRY, Method
 from rtrl.optim import OPTIMIZERS
-from rtrl.rl.envs import env_name
+from rtrl.rl.envs import env_import, env_name
 
 
 def cell_or_name(value):
@@ -45,11 +45,11 @@ class RLConfig(Config):
     command = "rtrl rl"
     size_options = "--hidden, --envs or --truncation"
     env: str = option("tmaze", "an environment from `rtrl list`, or gymnasium:ID (any registered Gymnasium "
-                      "environment, stepped on the host)", env_name, "NAME")
+                      "environment, stepped on the host)", env_name, "NAME", imports=env_import)
     env_args: tuple = option((), "an environment option, e.g. memory_length=20, or a keyword of gymnasium.make "
                              "(repeatable)", pairs, "KEY=VALUE")
     cell: Any = option("elman", "a cell from `rtrl list`, or the import path of any other, e.g. flax.linen:GRUCell "
-                       "(sized by the observation and --hidden)", cell_or_name, "NAME", check_file_cell)
+                       "(sized by the observation and --hidden)", cell_or_name, "NAME", imports=cell_import)
     cell_args: tuple = option((), "a cell option, e.g. activation=relu (repeatable)", pairs, "KEY=VALUE")
     hidden: int = option(32, "hidden size of the recurrent torso", positive_int, "N")
     method: Any = option("auto", "a trace method from `rtrl list` (auto: the cheapest exact one for the torso), "

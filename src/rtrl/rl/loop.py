@@ -317,9 +317,9 @@ class OnlineActorCritic:
 
         owed = lax.cond(truncated.any(), values, lambda _: jnp.zeros(done.shape, self.dtype), None)
         owed = jnp.where(truncated, owed, 0.0)
-        tally = state.tally._replace(
-            episodes=state.tally.episodes + done.sum(dtype=jnp.int32),
-            returns=state.tally.returns + jnp.where(done, jnp.asarray(outcome.episode_return), 0.0).sum())
+        ended = jnp.asarray(outcome.episode_return, state.tally.returns.dtype)  # the host's float64 as the tally's
+        tally = state.tally._replace(episodes=state.tally.episodes + done.sum(dtype=jnp.int32),
+                                     returns=state.tally.returns + jnp.where(done, ended, 0.0).sum())
         return state._replace(memory=self.agent.reset(state.memory, done),
                               obs=jnp.asarray(outcome.obs).astype(self.dtype), return_stats=return_stats,
                               discounted=discounted, pending=Pending(acted.value, scaled, done, owed, jnp.array(True)),
@@ -344,7 +344,7 @@ class OnlineActorCritic:
         """``state`` with fresh environments (re-seeded), each at the start of an episode: the pending TD step
         dropped, the torso's state zeroed (and, at the next step, the traces cut and the return restarted)."""
         E = self.config.envs
-        obs = self.vector.reset(self.seeds(state.key))
+        obs = self.vector.reset(self.seeds(state.key), int(state.step))
         ended = jnp.ones((E,), bool)
         return state._replace(obs=jnp.asarray(obs).astype(self.dtype), memory=self.agent.reset(state.memory, ended),
                               pending=state.pending._replace(done=ended, valid=jnp.array(False)))
@@ -355,13 +355,14 @@ class OnlineActorCritic:
         if state.obs is not self._live:
             state = self.restarted(state)
         clock, t = self.timings, time.perf_counter()
+        start = int(state.step)
         acted = self._act_jit(state)
         for i in range(n):
             jax.block_until_ready(acted)
             t1 = time.perf_counter()
             actions = np.asarray(acted.action)
             t2 = time.perf_counter()
-            outcome = self.vector.step(actions)
+            outcome = self.vector.step(actions, start + i + 1)
             t3 = time.perf_counter()
             outcome = jax.device_put(outcome)
             t4 = time.perf_counter()

@@ -45,11 +45,10 @@ from pathlib import Path
 import filelock
 
 from rtrl import devices, interrupts
-from rtrl.cells.lookup import allowed_imports
 from rtrl.checks import first_non_finite
-from rtrl.config import Config
+from rtrl.config import Config, allowed_imports
 from rtrl.driver import Diverged
-from rtrl.files import atomic_write_text
+from rtrl.files import atomic_write_text, naming
 from rtrl.run import checkpoint
 from rtrl.run.plot import Curve, plot_curves
 
@@ -126,10 +125,27 @@ def fmt(value) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-def read_config(path: str | os.PathLike) -> Config:
+def check_own_files(path: str | os.PathLike) -> None:
+    """``RunError`` unless each file of the run folder ``path`` that exists is a regular file of its own: a symbolic
+    link (into another run, whose history a resume would append to) or a named pipe (which blocks whoever opens it)
+    is refused before anything is opened."""
+    for name in (*FILES, LOCK):
+        file = Path(path) / name
+        if file.is_symlink():
+            raise RunError(f"{file} is a symbolic link (to {os.readlink(file)}); a run folder's files must be its own, "
+                           "so nothing was read or changed (put the file itself there)")
+        if file.exists() and not file.is_file():
+            raise RunError(f"{file} is not a regular file (a folder, a named pipe or a device); nothing was read or "
+                           "changed")
+
+
+def read_config(path: str | os.PathLike, imports: bool = True) -> Config:
     """The configuration of the run in ``path`` (either kind); ``RunError`` naming the file if it is missing or
-    damaged."""
+    damaged, or if it names code the user did not allow (``rtrl.config.check_allowed``). ``imports=False``: the
+    configuration is only read, never assembled (``rtrl plot``), so nothing it names will be imported and the rule
+    does not apply."""
     file = Path(path) / CONFIG
+    check_own_files(path)
     if not file.is_file():
         raise RunError(f"{path} holds no run (no {CONFIG})")
     try:
@@ -137,7 +153,7 @@ def read_config(path: str | os.PathLike) -> Config:
     except (ValueError, UnicodeDecodeError) as e:
         raise RunError(f"{file} is not valid JSON ({e})") from None
     try:
-        return kind_of_data(data).config_class.from_dict(data, where=str(file), complete=True, trusted=False)
+        return kind_of_data(data).config_class.from_dict(data, where=str(file), complete=True, trusted=not imports)
     except ValueError as e:
         raise RunError(str(e)) from None
 
@@ -145,7 +161,9 @@ def read_config(path: str | os.PathLike) -> Config:
 def read_metrics(path: str | os.PathLike) -> list[dict]:
     """The records of ``metrics.jsonl`` (none if it does not exist). A torn last line (what a crash while
     appending leaves; past the checkpoint, so a resume writes it again) is left out; any other line that is not
-    a strict-JSON record is a ``RunError`` naming the file and line."""
+    a record (``check_record``: a strict-JSON object whose ``step`` is a whole number past the line before's, every
+    other value a number or null) is a ``RunError`` naming the file and line."""
+    check_own_files(path)
     file = Path(path) / METRICS
     if not file.is_file():
         return []
@@ -156,9 +174,7 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
         if not line.strip():
             continue
         try:
-            record = parse_json(line)
-            if not isinstance(record, dict) or not isinstance(record.get("step"), int):
-                raise ValueError("not a record with a step")
+            record = check_record(parse_json(line), records[-1]["step"] if records else None)
         except ValueError as e:
             if i == len(lines) - 1:  # no newline after it: the write was cut short
                 break
@@ -166,6 +182,36 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
                 from None
         records.append(record)
     return records
+
+
+def check_record(record, before: int | None) -> dict:
+    """``record`` if it is one a run writes: an object whose ``step`` is a whole number (not ``true``), not negative,
+    and past ``before`` (the step of the record before it: none is repeated or out of order), every other value a
+    finite number or null; else a ``ValueError`` saying what is wrong."""
+    if not isinstance(record, dict):
+        raise ValueError(f"not a record: a {type(record).__name__}, not an object")
+    step = record.get("step")
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise ValueError(f"its step is {step!r}, not a whole number of steps")
+    if before is not None and step <= before:
+        raise ValueError(f"its step {step} does not come after step {before} of the record before it")
+    for key, value in record.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ValueError(f"its {key} is {value!r}, not a number or null")
+    return record
+
+
+def read_curve(path: str | os.PathLike, label: str | None = None) -> Curve:
+    """The learning curve of the run in ``path`` from its files alone (``rtrl plot``): its configuration is read,
+    never assembled, so nothing it names is built or imported; ``RunError`` naming the file that is wrong."""
+    config = read_config(path, imports=False)
+    records = read_metrics(path)
+    if not records:
+        raise RunError(f"{path} has no metrics yet ({Path(path) / METRICS} holds no record)")
+    try:
+        return kind_of(config).curve_of(config, records, label)
+    except ValueError as e:  # what the file names cannot be read (a task option it does not have, ...)
+        raise RunError(f"{Path(path) / CONFIG}: {e}") from None
 
 
 def check_devices(kind: type[Run], config: Config) -> None:
@@ -227,7 +273,7 @@ def check_target(path: Path, config: Config, overwrite: bool) -> None:
     if path.exists() and not path.is_dir():
         raise RunError(f"{path} is a file, not a run folder; choose another --out")
     if (path / CONFIG).exists() and not overwrite:
-        with allowed_imports([config.cell]):  # the cell the caller names now may be read back, no other
+        with allowed_imports(config.imports()):  # the code the caller names now may be read back, no other
             diff = read_config(path).differences(config)
         if diff:
             raise RunError(
@@ -309,8 +355,14 @@ class Run:
         """``(cell, cell_params)``: the cell of the run and its share of the model's ``params`` (``rtrl.load``)."""
         raise NotImplementedError
 
-    def curve(self, label: str | None = None) -> Curve:
+    @staticmethod
+    def curve_of(config: Config, records: list[dict], label: str | None = None) -> Curve:
+        """The learning curve of ``records`` under ``config`` (``label``: the legend's, default the config's);
+        built from the configuration alone, importing nothing it names."""
         raise NotImplementedError
+
+    def curve(self, label: str | None = None) -> Curve:
+        return self.curve_of(self.config, read_metrics(self.path), label)
 
     def title(self) -> str:
         raise NotImplementedError
@@ -453,7 +505,7 @@ class Run:
         if bad:  # the parameters are checked as the run goes; the rest of the state (traces, moments) here
             raise Diverged(record["step"], bad[1], f"the state's {bad[0]}")
         line = json.dumps(record, allow_nan=False) + "\n"
-        with open(self.path / METRICS, "a") as f:
+        with naming(self.path / METRICS), open(self.path / METRICS, "a") as f:
             f.write(line)
             f.flush()
             os.fsync(f.fileno())
@@ -471,7 +523,7 @@ class Run:
         with self.locked(), interrupts.deferred():  # a Ctrl-C stops at the next safe point (rtrl.interrupts)
             state, wall_s = self.load()
             self.check_budget(self.config.steps)  # checked on open too; here against the checkpoint as loaded
-            with allowed_imports([self.config.cell]):  # this run's own cell, already built (trusted or allowed)
+            with allowed_imports(self.config.imports()):  # this run's own code, already built (trusted or allowed)
                 changed = read_config(self.path) != self.config
             if changed:  # a new budget, written once the run is known to continue
                 write_config(self.path, self.config)
@@ -501,4 +553,4 @@ class Run:
 
 
 __all__ = ["CHECKPOINT", "CONFIG", "CURVE", "KINDS", "METRICS", "Diverged", "Run", "RunError", "kind_of",
-           "kind_of_data", "read_config", "read_metrics", "register"]
+           "kind_of_data", "read_config", "read_curve", "read_metrics", "register"]

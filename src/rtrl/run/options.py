@@ -18,7 +18,7 @@ import dataclasses
 import json
 
 from rtrl.config import Config, Invalid, OptionError, Preset, defaults, flag, key_values, pairs
-from rtrl.run.usage import UsageError
+from rtrl.run.usage import Once, UsageError
 from rtrl.training.config import RunConfig
 from rtrl.training.presets import PRESETS
 
@@ -81,7 +81,7 @@ def argument_type(field: dataclasses.Field):
 def add_config_arguments(p: argparse.ArgumentParser, cls: type[Config] = RunConfig,
                          presets: dict[str, Preset] = PRESETS) -> None:
     """An option per field of ``cls``, and ``--preset`` naming one of ``presets``."""
-    p.add_argument("--preset", choices=sorted(presets), metavar="NAME",
+    p.add_argument("--preset", choices=sorted(presets), metavar="NAME", action=Once,
                    help=f"a named configuration ({', '.join(sorted(presets))}; `rtrl list`); options given beside "
                         "it override its own")
     default = defaults(cls)

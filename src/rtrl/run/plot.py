@@ -38,6 +38,9 @@ def check_plot_out(out: str | os.PathLike) -> None:
     if out.name in RUN_FILES and (out.parent / "config.json").is_file():
         raise ValueError(f"--out {out} is a file of the run folder {out.parent}, which a plot must not replace; "
                          "name a file outside it")
+    if out.exists() and not out.is_file():  # a named pipe or a device: opening it to look would block or read it
+        raise ValueError(f"--out {out} exists and is not a regular file, so not an earlier plot; nothing was written "
+                         "(name another file)")
     if out.exists():
         with open(out, "rb") as f:
             if f.read(len(magic)) != magic:

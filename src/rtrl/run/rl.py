@@ -35,8 +35,9 @@ class RLRun(Run):
     def trained(self, params):
         return self.assembly.agent.cell, params["torso"]
 
-    def curve(self, label: str | None = None) -> Curve:
-        return Curve(label or self.config.label(), read_metrics(self.path), "mean return", None, key="return")
+    @staticmethod
+    def curve_of(config: RLConfig, records: list[dict], label: str | None = None) -> Curve:
+        return Curve(label or config.label(), records, "mean return", None, key="return")
 
     def title(self) -> str:
         env = self.config.env + "".join(f" {k}={v}" for k, v in self.config.env_args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rtrl.run.folder import Run, chosen, fmt, read_metrics, register
 from rtrl.run.plot import Curve
-from rtrl.training.assemble import assemble
+from rtrl.training.assemble import assemble, task_of
 from rtrl.training.config import RunConfig
 from rtrl.training.trainer import fit
 
@@ -32,9 +32,10 @@ class TrainRun(Run):
     def trained(self, params):
         return self.assembly.cell, params["cell"]
 
-    def curve(self, label: str | None = None) -> Curve:
-        task = self.assembly.task
-        return Curve(label or self.config.label(), read_metrics(self.path), task.metric_name, task.chance)
+    @staticmethod
+    def curve_of(config: RunConfig, records: list[dict], label: str | None = None) -> Curve:
+        task = task_of(config)  # rtrl's own task: its metric's name and chance level
+        return Curve(label or config.label(), records, task.metric_name, task.chance)
 
     def title(self) -> str:
         config = self.config

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import re
+
+# A negative number as an option's value (``--lr -1e-3``, ``--seed -1``): argparse's own pattern knows only ``-1`` and
+# ``-0.5``, and took ``-1e-3`` for an option ("expected one argument"); the value's own check then names the option.
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
 
 
 class UsageError(Exception):
@@ -14,5 +19,19 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_NUMBER
+
     def error(self, message):  # argparse would print the usage too; one line is enough
         raise UsageError(message, self.prog)
+
+
+class Once(argparse.Action):
+    """An option that may be given once: a second one is a usage error (which was meant?), not the last one kept."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = getattr(namespace, self.dest, None)
+        if given is not None and given is not self.default:
+            parser.error(f"argument {option_string}: given twice ({given} and {values}); give it once")
+        setattr(namespace, self.dest, values)

@@ -45,10 +45,12 @@ class Assembly(NamedTuple):
 
     def memory_needed(self) -> int:
         """A lower bound of the bytes the run holds at once (``rtrl.devices.check_memory``): the model's state and,
-        per stream, its carry and traces (``state_bytes``), and the held-out episodes' inputs."""
+        per stream, its carry and traces (``state_bytes``), the held-out episodes' inputs and carries, and the
+        inputs of the streams' episodes (each made whole)."""
         c, task, cell = self.config, self.task, self.cell
         held_out = c.eval_size * (task.length * task.input_size + floats_of(lambda: cell.initial_carry(())))
-        return state_bytes(cell, self.method, c.batch, c.update_every) + held_out * default_dtype().itemsize
+        streams = c.batch * task.length * task.input_size
+        return state_bytes(cell, self.method, c.batch, c.update_every) + (held_out + streams) * default_dtype().itemsize
 
 
 def assemble(config: RunConfig) -> Assembly:
@@ -56,7 +58,7 @@ def assemble(config: RunConfig) -> Assembly:
     unknown option, or a method that does not apply to the cell or its windows."""
     if not isinstance(config, RunConfig):
         raise TypeError(f"config must be a RunConfig, e.g. assemble(RunConfig(task='copy')), got {what(config)}")
-    task = make("task", TASKS, config.task, config.task_args)
+    task = task_of(config)
     cell = make_cell(config.cell, config.cell_args, task.input_size, config.hidden)
     method = methods.resolve(make("method", methods.REGISTRY, config.method, config.method_args), cell)
     if config.trace_dtype is not None:
@@ -70,6 +72,11 @@ def assemble(config: RunConfig) -> Assembly:
     every = config.eval_every or k * max(1, round(config.steps / 25 / k))
     resolved = config.replace(update_every=k, steps=-(-config.steps // k) * k, eval_every=-(-every // k) * k)
     return Assembly(resolved, task, cell, method)
+
+
+def task_of(config: RunConfig) -> Task:
+    """The task ``config`` names, with its options (``OptionError`` naming one it does not have)."""
+    return make("task", TASKS, config.task, config.task_args)
 
 
 def _with_trace_dtype(method, trace_dtype: str, method_args: dict):

@@ -10,7 +10,7 @@ cell and the method it names (once), and resolves the defaults that depend on th
 from __future__ import annotations
 
 from rtrl import methods
-from rtrl.cells.lookup import cell_name, check_file_cell
+from rtrl.cells.lookup import cell_import, cell_name
 from rtrl.checks import check_shares
 from rtrl.config import (
     Config,
@@ -36,7 +36,7 @@ class RunConfig(Config):
     task: str = option("copy", "a task from `rtrl list`", one_of(TASKS), "NAME")
     task_args: dict = option({}, "a task option, e.g. max_length=8 (repeatable)", key_values, "KEY=VALUE")
     cell: str = option("elman", "a cell from `rtrl list`, or the import path of any other, e.g. flax.linen:GRUCell",
-                       cell_name, "NAME", check_file_cell)
+                       cell_name, "NAME", imports=cell_import)
     cell_args: dict = option({}, "a cell option, e.g. activation=relu (repeatable)", key_values, "KEY=VALUE")
     hidden: int = option(32, "hidden size", positive_int, "N")
     method: str = option("rtrl", "a gradient method from `rtrl list`", one_of(methods.REGISTRY), "NAME")

@@ -18,32 +18,108 @@ such an environment is built, never by ``import rtrl`` or ``import rtrl.rl``.
   bootstraps from ``final_obs``.
 * A Python environment's state is not a pytree, so a checkpoint cannot hold it: a resumed run re-seeds the
   environments (from the run's seed and the step) and begins new episodes there (``rtrl.rl.loop``).
+* An environment is code from outside, so what it does is checked, not trusted. Before anything is written
+  (``check``): every option (``gymnasium.make``'s ``max_episode_steps``, a positive integer; the environment's own
+  of the kind of their default; ``render_mode`` refused, as rtrl never renders), then one environment made, reset
+  and stepped once. As the run goes, each copy's observations and rewards (``Checked``): a reward that is not a
+  finite number, an observation not of its space's shape or not finite, or a ``reset`` / ``step`` that raises stops
+  the run with ``rtrl.driver.Stopped`` naming the environment and the step (the last good checkpoint stays).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import inspect
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from rtrl.config import is_int
+from rtrl.driver import Stopped
 from rtrl.frozen import Frozen
 
 PREFIX = "gymnasium:"
-PACKAGES = {"popgym-": "popgym"}  # ID prefix -> the package whose import registers those IDs (its extra's name)
+# ID prefix -> the packages whose import registers those IDs (popgym registers its Labyrinth IDs only where mazelib
+# is installed), each with what installs it
+PACKAGES = {"popgym-": (("popgym", "pip install 'rtrl[popgym]'"),),
+            "popgym-Labyrinth": (("popgym", "pip install 'rtrl[popgym]'"), ("mazelib", "pip install mazelib"))}
+MAKE_OPTIONS = ("max_episode_steps", "disable_env_checker", "render_mode")  # gymnasium.make's own keywords
 
 
 def is_gymnasium(name: str) -> bool:
     return isinstance(name, str) and name.startswith(PREFIX) and len(name) > len(PREFIX)
 
 
-def _imported(module: str, name: str):
+def env_import(name) -> str | None:
+    """The import path ``MODULE:ID`` of a ``gymnasium:MODULE:ID`` environment (Gymnasium's ``make`` imports MODULE,
+    which registers ID: code a run folder naming it would run; ``rtrl.config.option``'s ``imports``), else ``None``."""
+    if is_gymnasium(name) and ":" in name[len(PREFIX):]:
+        return name[len(PREFIX):]
+    return None
+
+
+def _imported(module: str, name: str, install: str = "pip install 'rtrl[gymnasium]'"):
     try:
         return importlib.import_module(module)
     except ImportError:
-        extra = module if module in PACKAGES.values() else "gymnasium"
-        raise ValueError(f"environment {name!r} needs the {module} package: pip install 'rtrl[{extra}]'") from None
+        raise ValueError(f"environment {name!r} needs the {module} package: {install}") from None
+
+
+def reason(error: BaseException) -> str:
+    """An exception in one line: its type and the first line of its message."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+def kind_of_default(default) -> tuple[str, Any] | None:
+    """``(what, check)`` for an option whose default is a flag, an integer, a number or a string: values of that kind
+    only; ``None`` for any other default (``None`` itself: the environment decides)."""
+    if isinstance(default, bool):
+        return "true or false", lambda v: isinstance(v, bool)
+    if is_int(default):
+        return "an integer", is_int
+    if isinstance(default, float):
+        return "a finite number", lambda v: (is_int(v) or isinstance(v, float)) and math.isfinite(v)
+    if isinstance(default, str):
+        return "a string", lambda v: isinstance(v, str)
+    return None
+
+
+def check_options(name: str, spec, options: tuple) -> None:
+    """``ValueError`` naming the environment and the option, before anything is made: ``max_episode_steps`` not a
+    positive integer, ``render_mode`` (rtrl never renders), an option the environment's constructor does not take
+    or of another kind than its default (``is_slippery=maybe``)."""
+    from gymnasium.envs.registration import load_env_creator
+
+    creator = spec.entry_point if callable(spec.entry_point) else load_env_creator(spec.entry_point)
+    try:
+        params = inspect.signature(creator).parameters
+    except (TypeError, ValueError):  # no signature to read: the constructor will say
+        params = None
+    defaults = {k: p.default for k, p in (params or {}).items() if p.default is not p.empty} | dict(spec.kwargs)
+    any_keyword = params is None or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    for key, value in options:
+        if key == "max_episode_steps":
+            if not (is_int(value) and value > 0):  # null too: it would keep the ID's own limit, not lift it
+                raise ValueError(f"environment {name!r}: option max_episode_steps must be a positive integer, got "
+                                 f"{value!r}")
+        elif key == "render_mode":
+            raise ValueError(f"environment {name!r}: option render_mode is not taken (rtrl rl never renders; the "
+                             f"run's records are its output), got {value!r}")
+        elif key == "disable_env_checker":
+            if not isinstance(value, bool):
+                raise ValueError(f"environment {name!r}: option disable_env_checker must be true or false, got "
+                                 f"{value!r}")
+        elif key in defaults:
+            kind = kind_of_default(defaults[key])
+            if kind is not None and not kind[1](value):
+                raise ValueError(f"environment {name!r}: option {key} must be {kind[0]} (like its default "
+                                 f"{defaults[key]!r}), got {value!r}")
+        elif not any_keyword and key not in params:
+            known = sorted({*(params or {}), *MAKE_OPTIONS} - {"self"})
+            raise ValueError(f"environment {name!r} has no option {key!r}; its options are {known}")
 
 
 def encoder(space, where: str):
@@ -86,9 +162,69 @@ class Outcome(NamedTuple):
     episode_return: np.ndarray  # (E,) the return of the episode that ended where done, else 0
 
 
+def made_options(options: tuple) -> dict:
+    """``gymnasium.make``'s keywords: ``options``, with Gymnasium's own checker off unless they say otherwise (its
+    warnings would be lines on stderr; ``Checked`` checks what rtrl needs, and stops the run on it)."""
+    return {"disable_env_checker": True, **dict(options)}
+
+
+class Fault(Exception):
+    """What an environment gave that rtrl cannot use (``Checked``); its message says what, not where."""
+
+
+def checked_observation(space, obs, what: str):
+    """``obs`` if it is an observation of ``space`` (its flattened size, all finite), else ``Fault``."""
+    from gymnasium import spaces
+
+    try:
+        flat = np.asarray(spaces.flatten(space, obs), np.float64)
+    except Exception as e:  # noqa: BLE001 - whatever an observation of another structure makes flatten raise
+        raise Fault(f"its {what} gave an observation that is not of its space {space} ({reason(e)})") from None
+    if flat.shape != (spaces.flatdim(space),):
+        raise Fault(f"its {what} gave an observation of {flat.size} numbers, not the {spaces.flatdim(space)} of its "
+                    f"space {space}")
+    if not np.isfinite(flat).all():
+        raise Fault(f"its {what} gave an observation that is not finite ({flat[~np.isfinite(flat)][0]})")
+    return obs
+
+
+def checked_reward(reward):
+    """``reward`` if it is a finite number (a 0-d array counts), else ``Fault``."""
+    value = reward.item() if isinstance(reward, np.ndarray) and reward.shape == () else reward
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise Fault(f"its step gave the reward {reward!r}, not a number")
+    if not math.isfinite(value):
+        raise Fault(f"its step gave the reward {reward}, not a finite number")
+    return reward
+
+
+def checked_env(env):
+    """``env`` wrapped so that each ``reset`` and ``step`` checks what it gives (``Fault``)."""
+    import gymnasium
+
+    class Checked(gymnasium.Wrapper):
+        def reset(self, **kwargs):
+            obs, info = self.env.reset(**kwargs)
+            return checked_observation(self.observation_space, obs, "reset"), info
+
+        def step(self, action):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            return checked_observation(self.observation_space, obs, "step"), checked_reward(reward), terminated, \
+                truncated, info
+
+    return Checked(env)
+
+
+def failed(name: str, what: str, error: Exception, step: int) -> Stopped:
+    """The run stopped at ``step`` because the environment ``name``'s ``what`` (reset, step) failed."""
+    told = str(error) if isinstance(error, Fault) else f"its {what} raised {reason(error)}"
+    return Stopped(f"environment {name!r} failed at step {step}: {told}", step)
+
+
 class Vector:
-    """E copies of a Gymnasium environment stepped together: ``reset(seeds) -> obs``, ``step(actions) ->
-    Outcome``, all host arrays; it keeps each episode's running return (lost with the environments on a resume)."""
+    """E copies of a Gymnasium environment stepped together: ``reset(seeds, step) -> obs``, ``step(actions, step) ->
+    Outcome``, all host arrays; it keeps each episode's running return (lost with the environments on a resume).
+    Each copy is ``Checked``: a fault is ``rtrl.driver.Stopped`` naming the environment and ``step``."""
 
     def __init__(self, env: GymnasiumEnv, envs: int):
         import gymnasium
@@ -96,20 +232,30 @@ class Vector:
         from gymnasium.vector.utils import concatenate, create_empty_array
 
         env.check()
+        self.name = env.name
         self.envs = gymnasium.make_vec(env.env_id, num_envs=envs, vectorization_mode="sync",
                                        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
-                                       **dict(env.options))
+                                       wrappers=[checked_env], **made_options(env.options))
         self.space = self.envs.single_observation_space
         self.encode = encoder(self.space, env.name)[1]
         self.start = int(self.envs.single_action_space.start)
         self.returns = np.zeros(envs)
         self.batched = lambda last: concatenate(self.space, last, create_empty_array(self.space, len(last)))
 
-    def reset(self, seeds: list[int]) -> np.ndarray:
+    def reset(self, seeds: list[int], step: int = 0) -> np.ndarray:
         self.returns[:] = 0.0
-        return self.encode(self.envs.reset(seed=seeds)[0])
+        try:
+            return self.encode(self.envs.reset(seed=seeds)[0])
+        except Exception as e:  # noqa: BLE001 - an environment is code from outside: whatever it raises
+            raise failed(self.name, "reset", e, step) from None
 
-    def step(self, actions: np.ndarray) -> Outcome:
+    def step(self, actions: np.ndarray, step: int = 0) -> Outcome:
+        try:
+            return self._step(actions)
+        except Exception as e:  # noqa: BLE001 - likewise
+            raise failed(self.name, "step", e, step) from None
+
+    def _step(self, actions: np.ndarray) -> Outcome:
         obs, reward, terminated, truncated, info = self.envs.step(actions + self.start)
         obs, done = self.encode(obs), terminated | truncated
         final = obs.copy()
@@ -161,33 +307,60 @@ class Probe(NamedTuple):
     max_steps: int | None  # None: no limit the environment states
 
 
-@functools.cache
 def _probe(env_id: str, options: tuple) -> Probe:
-    """One environment made and closed: its spaces checked, its sizes and its episode limit."""
+    """``_made``, once per environment and options (options that cannot be hashed, a JSON object: each time)."""
+    try:
+        hash(options)
+    except TypeError:
+        return _made(env_id, options)
+    return _made_once(env_id, options)
+
+
+def _made(env_id: str, options: tuple) -> Probe:
+    """One environment made, reset and stepped once, then closed: its options and spaces checked, its sizes and its
+    episode limit; a ``ValueError`` naming the environment and what is wrong."""
     name = PREFIX + env_id
     _imported("gymnasium", name)
     import gymnasium
     from gymnasium import spaces
 
-    for prefix, package in PACKAGES.items():
+    for prefix, packages in PACKAGES.items():
         if env_id.startswith(prefix):
-            _imported(package, name)
+            for package, install in packages:
+                _imported(package, name, install)
+    module, _, registered = env_id.rpartition(":")  # gymnasium's ``module:ID`` form: importing module registers ID
     try:
-        env = gymnasium.make(env_id, **dict(options))
-    except gymnasium.error.Error as e:  # an unknown ID, version, namespace; a module:ID that does not import
+        if module:  # what make would import (a run folder may name it only where the user allowed it: rtrl.config)
+            importlib.import_module(module)
+        spec = gymnasium.spec(registered)
+    except gymnasium.error.Error as e:  # an unknown ID, version, namespace
         raise ValueError(f"environment {name!r}: {e}") from None
-    except ModuleNotFoundError as e:  # gymnasium's ``module:ID`` form, its module missing
-        raise ValueError(f"environment {name!r}: {e}") from None
-    except TypeError as e:  # a keyword argument the environment does not take
-        raise ValueError(f"environment {name!r} does not take the options {dict(options)} ({e})") from None
+    except Exception as e:  # noqa: BLE001 - the module missing, or raising as it is imported
+        raise ValueError(f"environment {name!r}: cannot import {module!r} ({reason(e)})") from None
+    check_options(name, spec, options)
+    shown = " with " + " ".join(f"{k}={v!r}" for k, v in options) if options else ""
+    try:
+        env = gymnasium.make(env_id, **made_options(options))
+    except Exception as e:  # noqa: BLE001 - an environment's constructor is code from outside: whatever it raises
+        raise ValueError(f"environment {name!r}{shown} cannot be made: {reason(e)}") from None
     try:
         size = encoder(env.observation_space, name)[0]
         actions = env.action_space
         if not isinstance(actions, spaces.Discrete):
             raise ValueError(f"{name} has the action space {actions}; rtrl rl's policy is categorical and needs a "
                              "Discrete one")
+        tried = checked_env(env)
+        for what, call in (("reset", lambda: tried.reset(seed=0)), ("step", lambda: tried.step(actions.start))):
+            try:
+                call()
+            except Exception as e:  # noqa: BLE001 - likewise
+                told = str(e) if isinstance(e, Fault) else f"its {what} raised {reason(e)}"
+                raise ValueError(f"environment {name!r}{shown} fails its first {what}: {told}") from None
         limit = env.spec.max_episode_steps if env.spec is not None else None
         limit = limit or getattr(env.unwrapped, "max_episode_length", None)  # popgym states it so
         return Probe(size, int(actions.n), int(limit) if limit else None)
     finally:
         env.close()
+
+
+_made_once = functools.cache(_made)

@@ -65,6 +65,9 @@ def bits_correct(logits: jax.Array, bits: jax.Array) -> jax.Array:
     return jnp.all((logits > 0) == (bits > 0.5), axis=-1)
 
 
+MAX_LENGTH = 2**20  # steps an episode may have: each is held whole, and every evaluation steps eval_size of them
+
+
 class Task(Frozen):
     """Base class: subclasses set the class attributes and implement ``length``, ``episode``, ``loss`` and
     ``metrics``. ``metrics`` returns a dict whose ``"metric"`` entry is the task's headline number."""
@@ -77,7 +80,9 @@ class Task(Frozen):
     output_size = 1
 
     def __post_init__(self) -> None:
-        """Every integer option is a size, so a positive integer, except seeds (any non-negative integer)."""
+        """Every integer option is a size, so a positive integer, except seeds (any non-negative integer); and the
+        episode they make is at most ``MAX_LENGTH`` steps (a size that scales the memory and the time of every
+        evaluation, bounded before anything is built)."""
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if field.name.endswith("seed"):
@@ -85,6 +90,12 @@ class Task(Frozen):
                     raise ValueError(f"{field.name} must be a non-negative integer, got {value!r}")
             elif isinstance(field.default, int):
                 check_positive_int(field.name, value)
+        if type(self).length is not Task.length and self.length > MAX_LENGTH:
+            given = ", ".join(f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self)
+                              if getattr(self, f.name) != f.default)
+            raise ValueError(f"an episode of task {self.name!r} would be {self.length:,} steps long ({given}); an "
+                             f"episode may have at most 2**20 = {MAX_LENGTH:,} steps (each is held in memory whole, "
+                             "and every evaluation steps eval_size of them); choose smaller options")
 
     @property
     def length(self) -> int:

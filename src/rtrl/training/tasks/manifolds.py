@@ -40,6 +40,11 @@ class Manifolds(Classification):
     name = "manifolds"
     summary = "Classify spike patterns drawn from random smooth manifolds (one per class)."
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.classes < 2:
+            raise ValueError(f"classes must be at least 2 (one class leaves nothing to tell apart), got {self.classes}")
+
     @property
     def input_size(self) -> int:
         return self.channels
