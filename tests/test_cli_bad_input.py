@@ -270,6 +270,10 @@ BAD_INPUT = [
     ("inspect --cell elman --hidden 0", nothing, 2, "--hidden"),
     ("train --preset copy99 --out {tmp}/new", nothing, 2, "--preset"),
     ("train --cell os:sep --out {tmp}/new", nothing, 2, "neither a cell class"),
+    # rtrl export
+    ("export {tmp}/missing --nir {tmp}/x.nir", nothing, 2, "holds no run"),
+    ("export {run} --nir {tmp}/x.nir", copy_run, 2, "no NIR counterpart"),
+    ("export {run}", copy_run, 2, "--nir"),
     ("plot {tmp}/missing --out {tmp}/x.png", nothing, 2, "holds no run"),
     ("plot {run} --out {tmp}/nowhere/x.png", copy_run, 2, "not an existing folder"),
     ("plot {run} --out {tmp}/file/x.png", a_file, 2, "not an existing folder"),
