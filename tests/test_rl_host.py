@@ -256,8 +256,14 @@ def test_every_round_3_preset_assembles_and_one_runs_from_the_command_line(tmp_p
     assert main(["rl", "--preset", "popgym-repeat-first", "--seed", "1", "--steps", "4", "--record-every", "2",
                  "--hidden", "2", "--envs", "2", "--fidelity-every", "0", "--out", str(out), "--quiet"]) == 0
     config = read_config(out)
-    assert (config.env, config.seed, config.method) == ("gymnasium:popgym-RepeatFirstEasy-v0", 1, "rtrl")
-    records = read_metrics(out)
+    assert (config.env, config.seed, config.method) == ("popgym:RepeatFirstEasy", 1, "rtrl")  # the jitted port
+    assert [r["step"] for r in read_metrics(out)] == [2, 4]
+    host = tmp_path / "rf-host"  # the host route stays: popgym itself through Gymnasium, its time split recorded
+    assert main(["rl", "--preset", "popgym-repeat-first", "--env", "gymnasium:popgym-RepeatFirstEasy-v0",
+                 "--seed", "1", "--steps", "4", "--record-every", "2", "--hidden", "2", "--envs", "2",
+                 "--fidelity-every", "0", "--out", str(host), "--quiet"]) == 0
+    assert read_config(host).env == "gymnasium:popgym-RepeatFirstEasy-v0"
+    records = read_metrics(host)
     assert [r["step"] for r in records] == [2, 4]
     for before, r in zip([{"wall_s": 0.0}, *records], records, strict=False):  # where a host step's time went
         spent = [r[k] for k in TIMINGS]

@@ -78,16 +78,16 @@ TABLES = {
         "POPGym RepeatFirstEasy: repeat the first card of the episode at every step",
         # 64 environments a call: the climb out of chance comes late in some seeds, and four times the
         # experience per update costs about 1.5 times the wall time (docs/rl.md)
-        {"env": "gymnasium:popgym-RepeatFirstEasy-v0", **POPGYM, "envs": 64}, 0.9, BASELINES),
+        {"env": "popgym:RepeatFirstEasy", **POPGYM, "envs": 64}, 0.9, BASELINES),
     "popgym-repeat-previous": Table(
         "POPGym RepeatPreviousEasy: repeat the card seen 4 steps ago",
-        {"env": "gymnasium:popgym-RepeatPreviousEasy-v0", **POPGYM}, 0.9, BASELINES),
+        {"env": "popgym:RepeatPreviousEasy", **POPGYM}, 0.9, BASELINES),
     "popgym-count-recall": Table(
         "POPGym CountRecallEasy: how often the card shown now was shown before",
-        {"env": "gymnasium:popgym-CountRecallEasy-v0", **POPGYM}, 0.0, BASELINES),
+        {"env": "popgym:CountRecallEasy", **POPGYM}, 0.0, BASELINES),
     "popgym-autoencode": Table(
         "POPGym AutoencodeEasy: watch a sequence of cards, then play it back in reverse",
-        {"env": "gymnasium:popgym-AutoencodeEasy-v0", **POPGYM}, 0.0, BASELINES),
+        {"env": "popgym:AutoencodeEasy", **POPGYM}, 0.0, BASELINES),
 }
 
 
