@@ -195,6 +195,8 @@ RECORD_ROWS = [
     ('{"step": 1, "loss": 1.0, "metric": 0.5, "wall_s": 1.0}', "step 1 does not come after step 2"),
     ('{"step": 4, "loss": 1.0, "metric": "high", "wall_s": 1.0}', "its metric is 'high'"),
     ('{"step": 4, "loss": 1.0, "metric": [1, 2], "wall_s": 1.0}', "its metric is [1, 2]"),
+    ('{"step": 4, "loss": 1.0, "metric": 0.5, "metric_per_seed": [1, "a"]}', "its metric_per_seed is [1, 'a']"),
+    ('{"step": 4, "loss": 1.0, "metric": 0.5, "metric_per_seed": 0.5}', "its metric_per_seed is 0.5"),
     ('{"step": 4, "loss": 1.0, "metric": 0.5, "wall_s": false}', "its wall_s is False"),
     ('[4, 1.0]', "not an object"),
 ]

@@ -184,6 +184,9 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
     return records
 
 
+PER_SEED = "_per_seed"  # metrics holding one value per seed of a run of several (``rtrl rl --seeds``)
+
+
 def check_record(record, before: int | None) -> dict:
     """``record`` if it is one a run writes: an object whose ``step`` is a whole number (not ``true``), not negative,
     and past ``before`` (the step of the record before it: none is repeated or out of order), every other value a
@@ -196,9 +199,16 @@ def check_record(record, before: int | None) -> dict:
     if before is not None and step <= before:
         raise ValueError(f"its step {step} does not come after step {before} of the record before it")
     for key, value in record.items():
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        if key.endswith(PER_SEED):  # ``rtrl rl --seeds``: one value per seed beside the mean
+            if not isinstance(value, list) or not value or not all(number_or_null(v) for v in value):
+                raise ValueError(f"its {key} is {value!r}, not a list of numbers or nulls, one per seed")
+        elif not number_or_null(value):
             raise ValueError(f"its {key} is {value!r}, not a number or null")
     return record
+
+
+def number_or_null(value) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
 def read_curve(path: str | os.PathLike, label: str | None = None) -> Curve:
