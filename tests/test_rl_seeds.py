@@ -59,3 +59,16 @@ def test_cli_seeds_write_per_seed_returns_and_resume(tmp_path):
         assert len(r["return_per_seed"]) == 2 and len(r["episodes_per_seed"]) == 2
         known = [v for v in r["return_per_seed"] if v is not None]
         assert r["return"] == pytest.approx(sum(known) / len(known))
+
+
+def test_a_record_of_seeds_averages_returns_over_the_seeds_where_episodes_ended():
+    """Hand-checked: seed 0 ended 2 episodes (mean return 1.0), seed 1 none yet (return None), seed 2 one (-0.5):
+    ``return`` is the mean of 1.0 and -0.5 (not over all three seeds), ``episodes`` their sum, another figure the
+    mean over every seed, and the per-seed lists in the seeds' order."""
+    from rtrl.rl.loop import seeds_record
+
+    records = [{"step": 10, "return": 1.0, "episodes": 2, "entropy": 1.0},
+               {"step": 10, "return": None, "episodes": 0, "entropy": 3.0},
+               {"step": 10, "return": -0.5, "episodes": 1, "entropy": 2.0}]
+    assert seeds_record(records) == {"step": 10, "return": 0.25, "episodes": 3, "entropy": 2.0,
+                                     "return_per_seed": [1.0, None, -0.5], "episodes_per_seed": [2, 0, 1]}
