@@ -1,6 +1,7 @@
 """Presets: named run configurations that rtrl train runs, with options beside them overriding theirs."""
 
 import json
+import math
 
 import pytest
 
@@ -97,5 +98,23 @@ def test_the_eprop_paper_evidence_presets_are_its_network_and_task():
         assert (cell.surrogate, cell.surrogate_scale, cell.surrogate_height) == ("triangle", 1 / 0.6, 0.5)
         assert cell.refractory == 5
         assert config.batch == 64 and config.lr == 5e-3 and config.steps == 2000 * 2250
+        assert config.readout_decay == pytest.approx(0.951229, abs=1e-6)  # tau_out 20 ms
+        assert (config.rate_weight, config.rate_target) == (1.0, 0.01)  # reg_f 1, 10 Hz
         methods[method] = (config.method, config.update_every)
     assert methods == {"rtrl": ("auto", 2250), "eprop": ("eprop", 2250), "bptt": ("bptt", 2250)}  # bptt: the episode
+
+
+def test_the_store_recall_presets_are_the_lsnn_tutorials_task_and_readout():
+    """``store-recall-eprop-paper/alif-{rtrl,eprop,bptt}``: 100 inputs, 12 symbols of 200 ms, delay 6; 100 neurons of
+    which 40 adapt (tau_a 1,200 ms), 3 ms refractory; the readout filtered with tau_out 20 ms, the regulariser 0.01
+    at 10 Hz; batches of 128, one update per trial."""
+    methods = {}
+    for method in ("rtrl", "eprop", "bptt"):
+        config, task, cell, _ = assemble(RunConfig(**PRESETS[f"store-recall-eprop-paper/alif-{method}"].options))
+        assert (task.name, task.input_size, task.length, task.delay) == ("store_recall_poisson", 100, 2400, 6.0)
+        assert (cell.hidden_size, cell.lif_neurons, cell.refractory) == (100, 60, 3)
+        assert cell.adaptation_decay == pytest.approx(math.exp(-1 / 1200))
+        assert config.readout_decay == pytest.approx(math.exp(-1 / 20))
+        assert (config.rate_weight, config.rate_target, config.batch, config.lr) == (0.01, 0.01, 128, 0.01)
+        methods[method] = (config.method, config.update_every)
+    assert methods == {"rtrl": ("auto", 2400), "eprop": ("eprop", 2400), "bptt": ("bptt", 2400)}

@@ -25,6 +25,9 @@ of its members and the cell itself gets them at construction (``rtrl.cells.spiki
   parameters: ``eprop_init(params, carry)``, ``eprop_update(params, carry, traces, x)`` (the eligibility vectors of
   the new carry) and ``eprop_contract(params, traces, g_carry)`` (the eligibility traces times a credit on the
   new carry: with the credit on the spikes, the paper's ``L^t e^t``). The ``eprop`` method uses them.
+* ``EPropOutput``: ``eprop_output(params, traces)``, the eligibility trace ``e = dh/dtheta`` of a ``BellecEProp``
+  cell's vectors, each entry the sensitivity of the neuron its parameter's last axis names (the spiking cells): what a
+  readout with a state filters (``rtrl.training.model.Filtered``).
 * ``Spiking``: a cell whose ``h`` is its spikes (0 or 1), fired by ``fire(u)`` with a surrogate derivative
   (``rtrl.cells.LIF``, ``ALIF``, ``SpikingIIR2``); a trainer reports the firing rate of its held-out episodes.
 * ``Layered``: a cell made of recurrent layers (``rtrl.cells.Stack``, ``rtrl.cells.Network``), which
@@ -107,3 +110,10 @@ class BellecEProp(Protocol):
 
     def eprop_contract(self, params, traces, g_carry) -> Any:
         """The eligibility traces times a credit on the carry the vectors describe, laid out like ``params``."""
+
+
+@runtime_checkable
+class EPropOutput(Protocol):
+    def eprop_output(self, params, traces) -> Any:
+        """The eligibility trace ``e = dh/dtheta`` as e-prop sees it, of the step the vectors describe, laid out like
+        ``params``: each entry the sensitivity of the one neuron its parameter's last axis names."""

@@ -31,7 +31,8 @@ from rtrl.checks import positive_int_expected
 from rtrl.frozen import Frozen
 
 RESUME_KEYS = ("steps", "devices")  # may change between a run and its resumption: the budget, where it runs
-ADDED_KEYS = ("devices",)  # options newer than some run folders: a config.json without them takes the default
+# options newer than some run folders: a config.json without them takes the default
+ADDED_KEYS = ("devices", "readout_decay", "rate_weight", "rate_target")
 MAX_SEED = 2**32 - 1  # jax.random.PRNGKey takes a 32-bit seed without x64
 MAX_STEPS = 2**30  # the step counter is 32-bit: the budget rounded up to whole updates (k <= 2**30) stays below 2**31
 
@@ -94,6 +95,12 @@ def non_negative_float(value):
 def unit_interval(value):
     if not (is_int(value) or isinstance(value, float)) or not 0 <= value <= 1:
         raise Invalid("a number in [0, 1]")
+    return float(value)
+
+
+def below_one(value):
+    if not (is_int(value) or isinstance(value, float)) or not 0 <= value < 1:
+        raise Invalid("a number in [0, 1)")
     return float(value)
 
 

@@ -221,6 +221,11 @@ class SpikingCell(Cell):
         """``ds/dtheta = psi ed``: the spike's sensitivity of the step the traces stand at."""
         return self.along(traces["psi"], traces["v"][name]) * traces["v"][name]
 
+    def eprop_output(self, params: Params, traces: Params) -> Params:
+        """e-prop's eligibility trace ``e = ds/dtheta`` of the step its vectors stand at, for every parameter
+        (``rtrl.capabilities.BellecEProp``; LIF and ALIF lay it out like the parameters)."""
+        return {name: self.spike_sensitivity(traces, name) for name in traces["v"]}
+
     def membrane_sensitivity(self, traces: Params, name: str) -> jax.Array:
         """``dv/dtheta = gate ed + jump ds`` of the carried membrane."""
         ed = traces["v"][name]

@@ -22,7 +22,7 @@ from rtrl.config import make
 from rtrl.devices import floats_of
 from rtrl.optim import make_optimizer
 from rtrl.training.config import RunConfig
-from rtrl.training.model import ReadoutModel
+from rtrl.training.model import Readout, ReadoutModel
 from rtrl.training.tasks import TASKS, Task
 from rtrl.training.trainer import Trainer
 from rtrl.validate import applies, what
@@ -41,13 +41,15 @@ class Assembly(NamedTuple):
         c = self.config
         return Trainer(self.task, self.cell, self.method, batch=c.batch, update_every=c.update_every,
                        optimizer=make_optimizer(c.optimizer, c.lr, c.clip), eval_size=c.eval_size, stagger=c.stagger,
-                       seed=c.seed, devices=c.devices)
+                       seed=c.seed, devices=c.devices, readout_decay=c.readout_decay, rate_weight=c.rate_weight,
+                       rate_target=c.rate_target)
 
     def memory_needed(self) -> int:
         """A lower bound of the bytes the run holds at once (``rtrl.devices.check_memory``): the model's state and,
         per stream, its carry and traces (``state_bytes``), the held-out episodes' inputs and carries, and the
         inputs of the streams' episodes (each made whole)."""
-        c, task, cell = self.config, self.task, self.cell
+        c, task = self.config, self.task
+        cell = readout_of(c, task).learned(self.cell)
         held_out = c.eval_size * (task.length * task.input_size + floats_of(lambda: cell.initial_carry(())))
         streams = c.batch * task.length * task.input_size
         return state_bytes(cell, self.method, c.batch, c.update_every) + (held_out + streams) * default_dtype().itemsize
@@ -60,10 +62,12 @@ def assemble(config: RunConfig) -> Assembly:
         raise TypeError(f"config must be a RunConfig, e.g. assemble(RunConfig(task='copy')), got {what(config)}")
     task = task_of(config)
     cell = make_cell(config.cell, config.cell_args, task.input_size, config.hidden)
-    method = methods.resolve(make("method", methods.REGISTRY, config.method, config.method_args), cell)
+    readout = readout_of(config, task)
+    method = methods.resolve(make("method", methods.REGISTRY, config.method, config.method_args),
+                             readout.learned(cell))
     if config.trace_dtype is not None:
         method = _with_trace_dtype(method, config.trace_dtype, config.method_args)
-    if not method.online and not applies(method, ReadoutModel.of(cell, task.output_size)):
+    if not method.online and not applies(method, ReadoutModel.of(readout.learned(cell), task.output_size, readout)):
         raise ValueError(f"method {method.name!r} does not apply to the trainer's windows (the cell behind resets and "
                          "a readout); use 'bptt', 'tbptt' or a trace method")
     if config.stagger and not method.online:
@@ -74,9 +78,17 @@ def assemble(config: RunConfig) -> Assembly:
     return Assembly(resolved, task, cell, method)
 
 
+def readout_of(config: RunConfig, task: Task) -> Readout:
+    """The trainer's readout that ``config`` asks for (``rtrl.training.model.Readout``)."""
+    return Readout(config.readout_decay, config.rate_weight, config.rate_target, task.length)
+
+
 def task_of(config: RunConfig) -> Task:
-    """The task ``config`` names, with its options (``OptionError`` naming one it does not have)."""
-    return make("task", TASKS, config.task, config.task_args)
+    """The task ``config`` names, with its options (``OptionError`` naming one it does not have), its files read
+    (``Task.load``)."""
+    task = make("task", TASKS, config.task, config.task_args)
+    task.load()
+    return task
 
 
 def _with_trace_dtype(method, trace_dtype: str, method_args: dict):

@@ -14,8 +14,10 @@ from rtrl.cells.lookup import cell_import, cell_name
 from rtrl.checks import check_shares
 from rtrl.config import (
     Config,
+    below_one,
     flag,
     key_values,
+    non_negative_float,
     one_of,
     option,
     optional,
@@ -23,6 +25,7 @@ from rtrl.config import (
     positive_int,
     random_seed,
     step_count,
+    unit_interval,
 )
 from rtrl.training.tasks import TASKS
 
@@ -56,6 +59,14 @@ class RunConfig(Config):
         optional(step_count),
         "K",
     )
+    readout_decay: float = option(
+        0.0, "read the cell's output low-pass filtered, o = decay o + (1 - decay) h (the e-prop paper's readout: "
+        "exp(-1/20) for tau_out = 20 steps); 0: as it is", below_one, "KAPPA")
+    rate_weight: float = option(
+        0.0, "weight c of the firing-rate regulariser c sum_j (rate_j - rate_target)^2 over each episode (the e-prop "
+        "paper's; 0: none)", non_negative_float, "C")
+    rate_target: float = option(0.01, "the regulariser's target rate, spikes per step (10 Hz at 1 ms: 0.01)",
+                                unit_interval, "F")
     optimizer: str = option("adam", "adam or sgd (optax)", one_of(OPTIMIZERS), "NAME")
     lr: float = option(1e-3, "learning rate", positive_float, "LR")
     clip: float | None = option(1.0, "clip the global gradient norm to this (`--no-clip`: do not)",

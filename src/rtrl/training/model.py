@@ -1,4 +1,5 @@
-"""A cell with a linear readout and per-example resets, seen as a single cell.
+"""A cell with a readout and per-example resets, seen as a single cell; the readout's own state and the firing-rate
+regulariser of the e-prop paper.
 
 Parameters are ``{"cell": <the cell's>, "readout": {"W": (N, O), "b": (O,)}}``. The input is the cell's input
 with one more channel, a reset flag: where it is 1 the carry is zeroed before the step (an episode boundary). So
@@ -6,6 +7,20 @@ a sequence method (BPTT, truncated BPTT) run over this model differentiates the 
 episode boundaries inside a window, exactly as the online learner's ``reset`` does::
 
     carry = 0 where reset;   carry', h = cell.step(params["cell"], carry, x);   y = h @ W + b
+
+**The e-prop paper's readout** (Bellec et al. 2020; the official code's ``exp_convolve`` and ``reg_f``), a
+``Readout`` with ``decay`` kappa > 0 or ``rate_weight`` c > 0: the readout reads the cell's output low-pass
+filtered, ``o_t = kappa o_{t-1} + (1 - kappa) h_t`` (``kappa = exp(-dt / tau_out)``, ``o_0 = 0`` at each episode's
+start), ``y_t = o_t @ W + b``, and the objective gains the firing-rate regulariser of each episode of ``T`` steps::
+
+    L_reg = c sum_j (n_T,j / T - f)^2        n_t = h_1 + ... + h_t,  f = rate_target (spikes per step)
+
+A readout with a state is recurrent: its state joins the cell's carry (``Filtered``: ``o`` and the count ``n``), so
+an exact method's traces cover it and every exact method still equals BPTT. ``L_reg`` is paid as it accrues, one
+telescoping term per step, ``c sum_j [(n_t,j / T - f)^2 - (n_{t-1},j / T - f)^2]``, a function of ``n_t`` and
+``h_t = n_t - n_{t-1}`` alone: over an episode the terms sum to ``L_reg - c N f^2`` (a constant), so the gradient
+of the whole episode is ``L_reg``'s, online, at every update interval. Derivation: docs/spiking.md ("The e-prop
+paper's readout").
 """
 
 from __future__ import annotations
@@ -13,7 +28,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from rtrl.capabilities import BellecEProp, EPropOutput, HasOutput
 from rtrl.cells.base import Cell, Params, glorot
+from rtrl.cells.spiking import check_number
+from rtrl.frozen import Frozen
 from rtrl.online import zero_where
 
 
@@ -25,21 +43,150 @@ def readout(params: Params, h: jax.Array) -> jax.Array:
     return h @ params["W"] + params["b"]
 
 
-class ReadoutModel(Cell):
-    """``ReadoutModel(cell, output_size)``: input size ``cell.input_size + 1``, output size ``output_size``."""
+class Filtered(Cell):
+    """``Filtered.of(cell, decay)``: ``cell`` with the readout's state in its carry, ``{"cell": c, "o": N, "n": N}``::
+
+        c', s = cell.step(params, c, x);   o' = decay o + (1 - decay) s;   n' = n + s;   h = [o', s, n']  (3N)
+
+    Its parameters are the cell's. Where the cell has ``output`` (``rtrl.capabilities.HasOutput``) so has this one,
+    and where the cell has its own e-prop (``BellecEProp`` with ``EPropOutput``) so has this one: the cell's
+    eligibility vectors and two more traces of the cell's eligibility trace ``e = dh/dtheta`` (``eprop_output``),
+    filtered as ``o`` and summed as ``n`` (the paper's filtered eligibility trace,
+    ``e_bar' = decay e_bar + (1 - decay) e'``). Dense ``rtrl``
+    and ``diagonal`` see the wrapped step as any other; ``closed_form`` does not apply (no hand-derived traces)."""
 
     cell: Cell = None
+    decay: float = 0.0
 
     @classmethod
-    def of(cls, cell: Cell, output_size: int) -> ReadoutModel:
-        return cls(cell.input_size + 1, output_size, cell)
+    def of(cls, cell: Cell, decay: float = 0.0) -> Filtered:
+        return cls(cell.input_size, 3 * cell.hidden_size, cell, decay)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.cell, Cell):
+            raise TypeError(f"cell must be an rtrl cell, got {type(self.cell).__name__}")
+        object.__setattr__(self, "decay", check_number("decay", self.decay, 0.0, 1.0, open_low=False))
+        if isinstance(self.cell, HasOutput):
+            object.__setattr__(self, "output", self.filtered_output)
+        if isinstance(self.cell, BellecEProp) and isinstance(self.cell, EPropOutput):
+            for name in ("init", "update", "contract"):
+                object.__setattr__(self, "eprop_" + name, getattr(self, "filtered_eprop_" + name))
+
+    def param_shapes(self) -> dict[str, tuple[int, ...]]:
+        return self.cell.param_shapes()
+
+    def init(self, key: jax.Array, dtype=None) -> Params:
+        return self.cell.init(key, dtype)
+
+    def initial_carry(self, batch_shape=(), dtype=None):
+        inner = self.cell.initial_carry(batch_shape, dtype)
+        zeros = jnp.zeros_like(jax.tree.leaves(inner)[0], shape=jnp.shape(jax.tree.leaves(inner)[0])[:-1]
+                               + (self.cell.hidden_size,))
+        return {"cell": inner, "o": zeros, "n": zeros}
+
+    def step(self, params: Params, carry, x: jax.Array):
+        self.check_input(x)
+        self.check_carry(carry, ("cell", "o", "n"))
+        inner, s = self.cell.step(params, carry["cell"], x)
+        carry = {"cell": inner, "o": self.decay * carry["o"] + (1 - self.decay) * s, "n": carry["n"] + s}
+        return carry, jnp.concatenate([carry["o"], s, carry["n"]], axis=-1)
+
+    def filtered_output(self, params: Params, carry, x: jax.Array) -> jax.Array:
+        s = self.cell.output(params, carry["cell"], x)
+        return jnp.concatenate([carry["o"], s, carry["n"]], axis=-1)
+
+    # -- e-prop: the cell's eligibility traces, and its eligibility trace filtered and summed ------------------
+    def filtered_eprop_init(self, params: Params, carry) -> Params:
+        inner = self.cell.eprop_init(params, carry["cell"])
+        zeros = {name: jnp.zeros(jnp.shape(p), carry["o"].dtype) for name, p in params.items()}
+        return {"cell": inner, "o": zeros, "n": zeros}
+
+    def filtered_eprop_update(self, params: Params, carry, traces: Params, x: jax.Array) -> Params:
+        inner = self.cell.eprop_update(params, carry["cell"], traces["cell"], x)
+        e = self.cell.eprop_output(params, inner)
+        return {"cell": inner,
+                "o": {name: self.decay * traces["o"][name] + (1 - self.decay) * e[name] for name in e},
+                "n": {name: traces["n"][name] + e[name] for name in e}}
+
+    def filtered_eprop_contract(self, params: Params, traces: Params, g_carry) -> Params:
+        """The cell's part, and ``g_o e_bar + g_n sum(e)``: each credit on a neuron times the traces of the entries
+        whose last axis names that neuron (the layout of ``eprop_output``)."""
+        grads = self.cell.eprop_contract(params, traces["cell"], g_carry["cell"])
+        for k in ("o", "n"):
+            if g_carry[k] is not None:
+                grads = {name: g + g_carry[k] * traces[k][name] for name, g in grads.items()}
+        return grads
+
+
+class Readout(Frozen):
+    """How the trainer reads its cell (see the module docstring): ``decay`` in [0, 1) (0: the output as it is),
+    ``rate_weight`` c >= 0 (0: no regulariser), ``rate_target`` f in [0, 1] (spikes per step: 10 Hz at 1 ms is
+    0.01), ``trial`` T, the episode's length. ``stateful`` when either is on: the learned cell is then
+    ``Filtered``."""
+
+    decay: float = 0.0
+    rate_weight: float = 0.0
+    rate_target: float = 0.01
+    trial: int = 1
+
+    def __post_init__(self) -> None:
+        for name, low, high, closed_high in (("decay", 0.0, 1.0, False), ("rate_weight", 0.0, float("inf"), False),
+                                             ("rate_target", 0.0, 1.0, True)):
+            object.__setattr__(self, name, check_number(name, getattr(self, name), low, high, open_low=False,
+                                                        open_high=not closed_high))
+
+    @property
+    def stateful(self) -> bool:
+        return self.decay > 0 or self.rate_weight > 0
+
+    @property
+    def extra(self) -> int:
+        """Outputs beyond the task's: one, the regulariser's term of the step, where there is one."""
+        return int(self.rate_weight > 0)
+
+    def learned(self, cell: Cell) -> Cell:
+        """The cell the methods learn: ``cell``, or ``Filtered`` around it."""
+        return Filtered.of(cell, self.decay) if self.stateful else cell
+
+    def __call__(self, params: Params, h: jax.Array) -> jax.Array:
+        """The outputs of ``h`` (the learned cell's): the task's, then the regulariser's term (``extra``)."""
+        if not self.stateful:
+            return readout(params, h)
+        o, s, n = jnp.split(h, 3, axis=-1)
+        y = readout(params, o)
+        if not self.extra:
+            return y
+        now, before = n / self.trial - self.rate_target, (n - s) / self.trial - self.rate_target
+        term = self.rate_weight * jnp.sum(now**2 - before**2, axis=-1, keepdims=True)
+        return jnp.concatenate([y, term], axis=-1)
+
+
+PLAIN = Readout()  # the output as it is, no regulariser
+
+
+class ReadoutModel(Cell):
+    """``ReadoutModel.of(cell, output_size, readout=Readout())``: input size ``cell.input_size + 1``, output size
+    ``output_size`` plus ``readout.extra``; ``cell`` is the learned cell (``readout.learned``)."""
+
+    cell: Cell = None
+    readout: Readout = PLAIN
+
+    @classmethod
+    def of(cls, cell: Cell, output_size: int, readout: Readout = PLAIN) -> ReadoutModel:
+        return cls(cell.input_size + 1, output_size + readout.extra, cell, readout)
+
+    @property
+    def read_size(self) -> int:
+        """The size of what the readout's ``W`` reads: the cell's output, or the filtered one (a third of it)."""
+        return self.cell.hidden_size // 3 if self.readout.stateful else self.cell.hidden_size
 
     def init(self, key: jax.Array, dtype=None) -> Params:
         dtype = dtype or jnp.zeros(()).dtype
         k_cell, k_out = jax.random.split(key)
         return {
             "cell": self.cell.init(k_cell, dtype),
-            "readout": init_readout(k_out, self.cell.hidden_size, self.hidden_size, dtype),
+            "readout": init_readout(k_out, self.read_size, self.hidden_size - self.readout.extra, dtype),
         }
 
     def initial_carry(self, batch_shape=(), dtype=None):
@@ -49,7 +196,7 @@ class ReadoutModel(Cell):
         self.check_input(x)
         carry = zero_where(x[..., -1] > 0.5, carry)
         carry, h = self.cell.step(params["cell"], carry, x[..., :-1])
-        return carry, readout(params["readout"], h)
+        return carry, self.readout(params["readout"], h)
 
 
 def with_reset_flag(xs: jax.Array, done: jax.Array) -> jax.Array:

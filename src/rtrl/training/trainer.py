@@ -46,7 +46,7 @@ from rtrl.driver import Diverged, drive, finite_or_diverged
 from rtrl.methods import Method, resolve
 from rtrl.online import online, steps_per_body
 from rtrl.optim import make_optimizer
-from rtrl.training.model import ReadoutModel, with_reset_flag
+from rtrl.training.model import Readout, ReadoutModel, with_reset_flag
 from rtrl.training.tasks import Task, stream_chunk
 from rtrl.training.windows import SequenceWindow, TraceWindow
 from rtrl.validate import check_cell, describe, same_tree, what
@@ -86,6 +86,9 @@ class Trainer:
         stagger: bool = False,
         seed: int = 0,
         devices: int = 1,
+        readout_decay: float = 0.0,
+        rate_weight: float = 0.0,
+        rate_target: float = 0.01,
     ):
         if not isinstance(task, Task):
             raise TypeError(f"task must be a task object such as rtrl.training.tasks.Copy(), got {what(task)}")
@@ -103,13 +106,16 @@ class Trainer:
                 f"cell input_size must be the task's input size {task.input_size} ({task.name}), "
                 f"got {cell.input_size}"
             )
-        self.task, self.cell, self.method = task, cell, resolve(method, cell)
+        self.readout = Readout(readout_decay, rate_weight, rate_target, task.length)
+        self.learned = self.readout.learned(cell)  # the cell, with the readout's state where it has one
+        self.task, self.cell, self.method = task, cell, resolve(method, self.learned)
         if stagger and not self.method.online:
             raise ValueError(f"stagger needs a trace method; {self.method.name!r} updates on aligned windows")
         self.batch, self.update_every, self.seed = batch, update_every, seed
         self.optimizer = optimizer if optimizer is not None else make_optimizer()
-        self.model = ReadoutModel.of(cell, task.output_size)
-        self.window = (TraceWindow(online(cell, self.method), self.scored, batch) if self.method.online
+        self.model = ReadoutModel.of(self.learned, task.output_size, self.readout)
+        self.window = (TraceWindow(online(self.learned, self.method), self.readout, self.scored, batch)
+                       if self.method.online
                        else SequenceWindow(self.method, self.model, self.scored, batch))
         self.offsets = (jnp.arange(batch) * task.length) // batch if stagger else jnp.zeros((batch,), jnp.int32)
         self.eval_size = eval_size
@@ -163,8 +169,14 @@ class Trainer:
         return state._replace(loss_sum=jnp.zeros_like(state.loss_sum), weight_sum=jnp.zeros_like(state.weight_sum))
 
     def scored(self, outputs, targets, weights):
-        """Each stream's loss times the task's weight for it (zero where nothing is asked)."""
-        return self.task.loss(outputs, targets) * weights
+        """Per stream, the objective's term of a step and the task's loss times its weight (zero where nothing is
+        asked); they differ by the firing-rate regulariser's term, the model's last output where it has one."""
+        weighted = self.task.loss(self.answers(outputs), targets) * weights
+        return (weighted + outputs[..., -1] if self.readout.extra else weighted), weighted
+
+    def answers(self, outputs):
+        """The task's outputs among the model's (all but the regulariser's term)."""
+        return outputs[..., : self.task.output_size]
 
     def forward(self, params, carry, xs):
         """The model over ``xs`` (T, B, D + 1): final carry and outputs (T, B, O)."""
@@ -194,7 +206,7 @@ class Trainer:
 
         # As many online steps per compiled body as the cell wants (rtrl.online.steps_per_body), also when each
         # update takes fewer.
-        per_body = (steps_per_body(self.cell, state.params["cell"], state.memory.carry, episodes.xs[0])
+        per_body = (steps_per_body(self.learned, state.params["cell"], state.memory.carry, episodes.xs[0])
                     if self.method.online else 1)
         (params, opt_state, memory), (losses, weights) = lax.scan(
             update, (state.params, state.opt_state, state.memory), windows, unroll=per_body if k % per_body else 1
@@ -226,7 +238,7 @@ class Trainer:
         dtype = jnp.result_type(*jax.tree.leaves(params))
         xs = with_reset_flag(episodes.xs, jnp.zeros(episodes.weights.shape, bool))
         _, outputs = self.forward(params, self.model.initial_carry((n,), dtype), xs)
-        metrics = self.task.metrics(outputs, episodes)
+        metrics = self.task.metrics(self.answers(outputs), episodes)
         if isinstance(self.cell, Spiking):  # h is spikes: how often the neurons fire, over every held-out step
             metrics = {**metrics, "firing_rate": self.spikes(params["cell"], episodes.xs, n, dtype).mean()}
         return metrics if self.mesh is None else lax.with_sharding_constraint(metrics, split(self.mesh, None))

@@ -3,8 +3,9 @@
 Both are called as ``window(params, memory, episodes, done) -> (memory, grads, losses, weights)``, where
 ``memory`` is what runs on from one window to the next, ``losses`` and ``weights`` are the per-step weighted
 loss sums and weight sums (``(k,)``) and ``grads`` is the gradient of the window's objective
-``sum_t (1/B) sum_b w[t, b] loss(y[t, b], target[t, b])``. ``score(outputs, targets, weights)`` is the task's
-per-stream loss times its weight.
+``sum_t (1/B) sum_b w[t, b] loss(y[t, b], target[t, b])`` (plus the firing-rate regulariser's terms, where the
+readout has one: ``rtrl.training.model.Readout``). ``score(outputs, targets, weights)`` is, per stream, that
+objective's term and the task's loss times its weight (what the losses report).
 
 * ``TraceWindow`` (trace methods): ``jax.grad`` of each step's loss through ``learner.step`` is the method's
   gradient; they are summed over the window by ``rtrl.online.accumulate``, as ``stream_grad`` sums them.
@@ -25,11 +26,12 @@ from jax import lax
 
 from rtrl.methods import SequenceMethod
 from rtrl.online import Learner, accumulate, steps_per_body
-from rtrl.training.model import ReadoutModel, readout, with_reset_flag
+from rtrl.training.model import ReadoutModel, with_reset_flag
 
 
 class TraceWindow(NamedTuple):
     learner: Learner
+    read: Callable  # (readout params, h) -> outputs: the model's readout
     score: Callable
     batch: int
 
@@ -43,8 +45,8 @@ class TraceWindow(NamedTuple):
             ep, done_t = data
             memory = learner.reset(memory, done_t)
             h, next_memory = learner.step(p["cell"], memory, ep.xs)
-            weighted = self.score(readout(p["readout"], h), ep.targets, ep.weights)
-            return jnp.sum(weighted) / B, (next_memory, (jnp.sum(weighted), jnp.sum(ep.weights)))
+            objective, weighted = self.score(self.read(p["readout"], h), ep.targets, ep.weights)
+            return jnp.sum(objective) / B, (next_memory, (jnp.sum(weighted), jnp.sum(ep.weights)))
 
         unroll = steps_per_body(learner.cell, params["cell"], memory.carry, episodes.xs[0])
         memory, grads, (losses, weights) = accumulate(step_loss, params, memory, (episodes, done), unroll=unroll)
@@ -64,12 +66,12 @@ class SequenceWindow(NamedTuple):
         xs = with_reset_flag(episodes.xs, done)
 
         def loss_fn(y, target_weight):
-            return jnp.sum(self.score(y, *target_weight)) / self.batch
+            return jnp.sum(self.score(y, *target_weight)[0]) / self.batch
 
         _, grads = self.method.sequence_grad(
             self.model, params, xs, (episodes.targets, episodes.weights), loss_fn, carry
         )
         # sequence_grad returns no carry: one more forward pass gives the next window's carry and the losses
         carry, outputs = lax.scan(lambda c, x: self.model.step(params, c, x), carry, xs)
-        losses = self.score(outputs, episodes.targets, episodes.weights)
+        losses = self.score(outputs, episodes.targets, episodes.weights)[1]
         return carry, grads, losses.sum(axis=1), episodes.weights.sum(axis=1)

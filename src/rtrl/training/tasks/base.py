@@ -97,6 +97,10 @@ class Task(Frozen):
                              f"episode may have at most 2**20 = {MAX_LENGTH:,} steps (each is held in memory whole, "
                              "and every evaluation steps eval_size of them); choose smaller options")
 
+    def load(self) -> None:
+        """Read what the task reads from files, once, so that a missing or malformed file is an error before a run
+        starts (``ValueError`` naming the option); nothing for tasks generated from a key (the default)."""
+
     @property
     def length(self) -> int:
         raise NotImplementedError

@@ -1,0 +1,95 @@
+"""The SHD task from a local HDF5 file in Tonic's layout: a tiny file written here (h5py), its binned inputs worked
+out by hand, the split, and every missing or malformed file refused with the argument named.
+
+Mutations tried by hand (each fails a test here): seconds read as milliseconds (the hand case); units pooled by
+``%`` instead of ``//`` (the hand case); the held-out tenth taken from the start (the split test).
+"""
+
+import jax
+import numpy as np
+import pytest
+
+h5py = pytest.importorskip("h5py")
+
+from rtrl.training.assemble import assemble  # noqa: E402
+from rtrl.training.config import RunConfig  # noqa: E402
+from rtrl.training.tasks import SHD, TASKS  # noqa: E402
+
+
+def write_shd(path, times, units, labels, drop=None):
+    """A file in Tonic's SHD layout: variable-length ``spikes/times`` (seconds) and ``spikes/units``, ``labels``."""
+    with h5py.File(path, "w") as f:
+        if drop != "spikes/times":
+            t = f.create_dataset("spikes/times", (len(times),), dtype=h5py.vlen_dtype(np.float32))
+            for i, a in enumerate(times):
+                t[i] = np.asarray(a, np.float32)
+        if drop != "spikes/units":
+            u = f.create_dataset("spikes/units", (len(units),), dtype=h5py.vlen_dtype(np.uint16))
+            for i, a in enumerate(units):
+                u[i] = np.asarray(a, np.uint16)
+        if drop != "labels":
+            f.create_dataset("labels", data=np.asarray(labels, np.uint16))
+    return str(path)
+
+
+TIMES = [[0.001, 0.004, 0.0045, 0.019], [0.0, 0.0301], [0.012]]
+UNITS = [[0, 350, 359, 699], [5, 10], [3]]
+LABELS = [7, 19, 0]
+
+
+def test_binned_counts_by_hand(tmp_path):
+    """Bins of 5 ms over 20 ms (4 steps), 350 units a channel (2 inputs). Example 0: 1 ms unit 0 -> step 0 channel
+    0; 4 and 4.5 ms units 350, 359 -> step 0 channel 1 (twice); 19 ms unit 699 -> step 3 channel 1. Example 1: 0 ms
+    unit 5 -> step 0 channel 0; 30.1 ms is past the end, dropped. Scored: the second half (steps 2, 3)."""
+    path = write_shd(tmp_path / "train.h5", TIMES, UNITS, LABELS)
+    test = write_shd(tmp_path / "test.h5", TIMES[2:], UNITS[2:], LABELS[2:])
+    task = SHD(path=path, test_path=test, step_ms=5, duration_ms=20, pool=350)
+    task.load()
+    xs, labels, held_xs, held_labels = task.data
+    np.testing.assert_array_equal(xs[0], [[1, 2], [0, 0], [0, 0], [0, 1]])
+    np.testing.assert_array_equal(xs[1], [[1, 0], [0, 0], [0, 0], [0, 0]])
+    np.testing.assert_array_equal(held_xs[0], [[0, 0], [0, 0], [1, 0], [0, 0]])  # 12 ms: step 2
+    np.testing.assert_array_equal(labels, LABELS)
+    assert (task.input_size, task.length, task.output_size) == (2, 4, 20)
+    ep = task.eval_episodes(jax.random.PRNGKey(0), 5)
+    assert ep.xs.shape == (4, 1, 2) and int(ep.targets[0, 0]) == 0
+    np.testing.assert_array_equal(ep.weights[:, 0], [0, 0, 1, 1])
+    drawn = jax.vmap(task.episode)(jax.random.split(jax.random.PRNGKey(1), 8))
+    for x, y in zip(np.asarray(drawn.xs), np.asarray(drawn.targets)[:, 0], strict=True):
+        assert any((x == xs[i]).all() and y == LABELS[i] for i in range(3))
+
+
+def test_without_a_test_file_the_last_tenth_is_held_out(tmp_path):
+    """20 examples, each one spike in its own bin: the first 18 train, the last 2 are the held-out set."""
+    times = [[0.001 * (i % 10)] for i in range(20)]
+    path = write_shd(tmp_path / "train.h5", times, [[i] for i in range(20)], [i for i in range(20)])
+    task = SHD(path=path, step_ms=1, duration_ms=10, pool=1)
+    xs, labels, held_xs, held_labels = task.data
+    np.testing.assert_array_equal(labels, range(18))
+    np.testing.assert_array_equal(held_labels, [18, 19])
+    assert held_xs[0, 8, 18] == 1 and held_xs.sum() == 2
+
+
+@pytest.mark.parametrize("case", ["empty", "missing", "not_hdf5", "no_labels", "unit_range", "lengths"])
+def test_a_missing_or_malformed_file_is_refused_naming_the_argument(tmp_path, case):
+    text = tmp_path / "notes.txt"
+    text.write_text("not a file of spikes")
+    path = {"empty": "", "missing": str(tmp_path / "nowhere.h5"), "not_hdf5": str(text),
+            "no_labels": write_shd(tmp_path / "a.h5", TIMES, UNITS, LABELS, drop="labels"),
+            "unit_range": write_shd(tmp_path / "b.h5", [[0.001]], [[700]], [1]),
+            "lengths": write_shd(tmp_path / "c.h5", TIMES, UNITS, LABELS[:2])}[case]
+    with pytest.raises(ValueError, match="^path"):
+        SHD(path=path).load()
+    good = write_shd(tmp_path / "good.h5", TIMES, UNITS, LABELS)
+    with pytest.raises(ValueError, match="^test_path"):
+        SHD(path=good, test_path=path or str(tmp_path / "nowhere.h5")).load()
+
+
+def test_rtrl_train_refuses_a_missing_file_before_it_starts(tmp_path):
+    """``assemble`` (what ``rtrl train`` runs before writing anything) reads the file; the task is listed without
+    one."""
+    with pytest.raises(ValueError, match="path"):
+        assemble(RunConfig(task="shd", task_args={"path": str(tmp_path / "nowhere.h5")}))
+    assert "Spiking Heidelberg" in TASKS["shd"]().describe()
+    with pytest.raises(ValueError, match="pool"):
+        SHD(pool=3)
