@@ -10,10 +10,8 @@ and ``tests/test_docs_figures.py`` holds every page of README.md and docs/ to it
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import re
-import shlex
 import subprocess
 from pathlib import Path
 
@@ -48,22 +46,3 @@ def line(command: str, at: str | None = None, on: str | None = None) -> str:
         raise ValueError(f"command must be one line without backticks, got {command!r}")
     return f"Measured with `{command}` at commit {commit() if at is None else at} on {today() if on is None else on}."
 
-
-def command(prog: str, parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
-    """The command line that reruns ``args``: ``prog``, then every option whose value differs from its default
-    (and every required one), as the user would type it. Positional arguments are not supported."""
-    words = shlex.split(prog)
-    for action in parser._actions:
-        if not action.option_strings or action.dest == "help":
-            continue
-        value = getattr(args, action.dest, action.default)
-        if value == action.default and not action.required:
-            continue
-        flag = max(action.option_strings, key=len)
-        if action.nargs == 0:  # a switch (store_true, store_false): present when its value is not the default
-            words.append(flag)
-        elif isinstance(value, (list, tuple)):
-            words += [flag, *map(str, value)]
-        else:
-            words += [flag, str(value)]
-    return shlex.join(words)
