@@ -7,6 +7,8 @@ from rtrl.cells.lookup import cell_name, make_cell
 from rtrl.cli import main, parser
 from rtrl.rl.assemble import assemble as assemble_rl
 from rtrl.rl.config import RLConfig
+from rtrl.rl.presets import PRESETS as RL_PRESETS
+from rtrl.run.options import config_from_args
 from rtrl.run.rl import RLRun
 from rtrl.run.training import TrainRun
 from rtrl.training.assemble import assemble
@@ -68,4 +70,15 @@ def test_run_headers_say_what_auto_chose(tmp_path):
     given = assemble(RunConfig(task="copy", cell="elman", method="rtrl", hidden=3))
     assert "| rtrl, update every" in TrainRun(tmp_path, given).describe()
     rl = assemble_rl(RLConfig(env="tmaze", cell="elman", method="auto", hidden=3))
+    assert "elman auto (closed_form) hidden 3" in RLRun(tmp_path, rl).describe()
+
+
+def test_train_and_rl_default_to_the_same_method_and_their_headers_say_what_it_chose(tmp_path):
+    """``rtrl train`` defaulted to ``rtrl`` and ``rtrl rl`` to ``auto``: one default now, read from the parsers."""
+    train_config = config_from_args(parser().parse_args(["train", "--out", str(tmp_path / "t")]))
+    rl_config = config_from_args(parser().parse_args(["rl", "--out", str(tmp_path / "r")]), RLConfig, RL_PRESETS)
+    assert train_config.method == rl_config.method == "auto"
+    train = assemble(RunConfig(task="copy", cell="gru", hidden=3))  # a dense cell: auto is dense RTRL
+    assert "| auto (rtrl), update every" in TrainRun(tmp_path, train).describe()
+    rl = assemble_rl(RLConfig(env="tmaze", cell="elman", hidden=3))
     assert "elman auto (closed_form) hidden 3" in RLRun(tmp_path, rl).describe()
