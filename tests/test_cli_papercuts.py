@@ -82,3 +82,22 @@ def test_train_and_rl_default_to_the_same_method_and_their_headers_say_what_it_c
     assert "| auto (rtrl), update every" in TrainRun(tmp_path, train).describe()
     rl = assemble_rl(RLConfig(env="tmaze", cell="elman", hidden=3))
     assert "elman auto (closed_form) hidden 3" in RLRun(tmp_path, rl).describe()
+
+
+@pytest.mark.parametrize("env, says", [("gymnasium:CartPole-v1", True), ("tmaze", False)])
+def test_a_resumed_run_on_host_environments_says_they_are_re_seeded(tmp_path, capsys, env, says):
+    """A host environment's state is not in the checkpoint: its resumed run re-seeds the environments (a new
+    episode in each) and says so in one line; a jitted one resumes bit for bit and says nothing."""
+    if env.startswith("gymnasium:"):
+        pytest.importorskip("gymnasium")
+    out = tmp_path / "run"
+    assert main(["rl", "--env", env, "--steps", "8", "--hidden", "3", "--envs", "2", "--record-every", "4",
+                 "--fidelity-every", "0", "--quiet", "--out", str(out)]) == 0
+    assert "re-seeded" not in capsys.readouterr().out  # a fresh run
+    assert main(["resume", str(out), "--steps", "12", "--quiet"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "re-seeded" in line]
+    assert len(lines) == int(says)
+    if says:
+        assert lines[0].startswith("resuming at step 8 (its checkpoint) on a host environment (gymnasium:CartPole-v1)")
+    assert main(["resume", str(out), "--quiet"]) == 0  # finished: nothing is resumed, nothing to say
+    assert "re-seeded" not in capsys.readouterr().out

@@ -389,6 +389,11 @@ class Run:
         """Where the run started and where it stands."""
         raise NotImplementedError
 
+    def resume_note(self) -> str:
+        """What a resumed run does differently from the uninterrupted one, in one line (printed under the header
+        when the folder holds a checkpoint short of the budget); ``""`` when it replays it exactly."""
+        return ""
+
     @contextlib.contextmanager
     def locked(self):
         """Hold the folder's lock (re-entrant within this object); a ``RunError`` if another process holds it.
