@@ -7,6 +7,8 @@ from rtrl.cells.lookup import cell_name, make_cell
 from rtrl.cli import main, parser
 from rtrl.rl.assemble import assemble as assemble_rl
 from rtrl.rl.config import RLConfig
+from rtrl.rl.presets import PRESETS as RL_PRESETS
+from rtrl.run.options import config_from_args
 from rtrl.run.rl import RLRun
 from rtrl.run.training import TrainRun
 from rtrl.training.assemble import assemble
@@ -69,3 +71,33 @@ def test_run_headers_say_what_auto_chose(tmp_path):
     assert "| rtrl, update every" in TrainRun(tmp_path, given).describe()
     rl = assemble_rl(RLConfig(env="tmaze", cell="elman", method="auto", hidden=3))
     assert "elman auto (closed_form) hidden 3" in RLRun(tmp_path, rl).describe()
+
+
+def test_train_and_rl_default_to_the_same_method_and_their_headers_say_what_it_chose(tmp_path):
+    """``rtrl train`` defaulted to ``rtrl`` and ``rtrl rl`` to ``auto``: one default now, read from the parsers."""
+    train_config = config_from_args(parser().parse_args(["train", "--out", str(tmp_path / "t")]))
+    rl_config = config_from_args(parser().parse_args(["rl", "--out", str(tmp_path / "r")]), RLConfig, RL_PRESETS)
+    assert train_config.method == rl_config.method == "auto"
+    train = assemble(RunConfig(task="copy", cell="gru", hidden=3))  # a dense cell: auto is dense RTRL
+    assert "| auto (rtrl), update every" in TrainRun(tmp_path, train).describe()
+    rl = assemble_rl(RLConfig(env="tmaze", cell="elman", hidden=3))
+    assert "elman auto (closed_form) hidden 3" in RLRun(tmp_path, rl).describe()
+
+
+@pytest.mark.parametrize("env, says", [("gymnasium:CartPole-v1", True), ("tmaze", False)])
+def test_a_resumed_run_on_host_environments_says_they_are_re_seeded(tmp_path, capsys, env, says):
+    """A host environment's state is not in the checkpoint: its resumed run re-seeds the environments (a new
+    episode in each) and says so in one line; a jitted one resumes bit for bit and says nothing."""
+    if env.startswith("gymnasium:"):
+        pytest.importorskip("gymnasium")
+    out = tmp_path / "run"
+    assert main(["rl", "--env", env, "--steps", "8", "--hidden", "3", "--envs", "2", "--record-every", "4",
+                 "--fidelity-every", "0", "--quiet", "--out", str(out)]) == 0
+    assert "re-seeded" not in capsys.readouterr().out  # a fresh run
+    assert main(["resume", str(out), "--steps", "12", "--quiet"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "re-seeded" in line]
+    assert len(lines) == int(says)
+    if says:
+        assert lines[0].startswith("resuming at step 8 (its checkpoint) on a host environment (gymnasium:CartPole-v1)")
+    assert main(["resume", str(out), "--quiet"]) == 0  # finished: nothing is resumed, nothing to say
+    assert "re-seeded" not in capsys.readouterr().out

@@ -124,3 +124,30 @@ def test_a_missing_logger_package_is_one_line_and_writes_nothing(tmp_path, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install 'rtrl[tensorboard]'" in err[0], err
     assert not out.exists()
+
+
+def test_overwrite_removes_what_the_loggers_wrote_and_nothing_else(tmp_path, monkeypatch):
+    """An overwritten run's event files would read back as the new run's (and its W&B runs beside it): --overwrite
+    removes them with the run's files, whether or not the new run logs; a link goes, not what it points to, and a
+    file of the user's in ``wandb/`` stays (with the folder)."""
+    pytest.importorskip("tensorboard")
+    pytest.importorskip("tensorboardX")
+    pytest.importorskip("wandb")
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.setenv("WANDB_API_KEY", "")
+    out = tmp_path / "run"
+    assert main(["train", *TINY, "--steps", "4", "--out", str(out), "--log", "tensorboard", "--log", "wandb"]) == 0
+    assert list(out.glob("events.out.tfevents.*")) and list((out / "wandb").glob("offline-run-*/run-*.wandb"))
+    outside = tmp_path / "elsewhere.txt"
+    outside.write_text("not the run's\n")
+    (out / "events.out.tfevents.1.link").symlink_to(outside)
+    (out / "wandb" / "notes.txt").write_text("the user's\n")
+    (out / "notes.txt").write_text("the user's\n")
+    assert main(["train", *TINY, "--steps", "4", "--lr", "0.01", "--out", str(out), "--overwrite"]) == 0
+    assert not list(out.glob("events.out.tfevents.*")) and not any(out.glob("*.link"))
+    assert sorted(p.name for p in (out / "wandb").iterdir()) == ["notes.txt"]
+    assert outside.read_text() == "not the run's\n" and (out / "notes.txt").exists()
+    assert read_metrics(out)[0]["step"] == 0  # the new run's records
+    (out / "wandb" / "notes.txt").unlink()
+    assert main(["train", *TINY, "--steps", "4", "--out", str(out), "--overwrite"]) == 0
+    assert not (out / "wandb").exists()  # empty once the loggers' files went: removed

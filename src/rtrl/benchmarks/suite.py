@@ -37,7 +37,7 @@ from pathlib import Path
 
 import jax
 
-from rtrl import interrupts
+from rtrl import interrupts, provenance
 from rtrl.benchmarks import (
     agent,
     deep,
@@ -113,7 +113,8 @@ def machine() -> dict:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"platform": jax.default_backend(), "device": jax.devices()[0].device_kind, "processor": cpu_model(),
             "cores": cores, "jax": jax.__version__, "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "commit": provenance.commit()}
 
 
 def run(config, rss: bool = True) -> dict:
@@ -375,10 +376,12 @@ def agent_markdown(results: dict) -> list[str]:
                     "vs 1 env"], body)]
 
 
-def markdown(results: dict, quick: bool = False) -> str:
-    """The figures of one ``run`` as Markdown: the machine and the date, then one table per section."""
+def markdown(results: dict, quick: bool = False, command: str = "rtrl bench --markdown docs/performance.md") -> str:
+    """The figures of one ``run`` as Markdown: the command, commit, date and machine (``rtrl.provenance``), then one
+    table per section."""
     m = results["machine"]
-    head = (f"Measured {m['date']} on {m['processor']} ({m['cores']} cores available), JAX {m['jax']} on the "
+    head = (f"{provenance.line(command, m.get('commit', 'unknown'), m['date'])[:-1]}, on {m['processor']} "
+            f"({m['cores']} cores available), JAX {m['jax']} on the "
             f"{m['platform']} backend ({m['device']}), float32; every figure a median of repeated jitted calls.")
     if quick:
         head += " **`--quick` sizes: a smoke test, not figures.**"
@@ -441,7 +444,8 @@ def run_command(args: argparse.Namespace) -> int:
         if args.markdown is not None:
             page = args.markdown
             text = page.read_text() if page.exists() else new_page()
-            atomic_write_text(page, with_figures(text, markdown(results, quick=args.quick)))
+            command = f"rtrl bench --markdown {page}" + (" --quick" if args.quick else "")
+            atomic_write_text(page, with_figures(text, markdown(results, quick=args.quick, command=command)))
             print(f"wrote the figures into {page}")
     return 0
 

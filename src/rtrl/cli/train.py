@@ -55,6 +55,8 @@ def train_run(run: Run, quiet: bool = False, log=(), fresh: bool = False) -> int
     from tqdm import tqdm
 
     print(f"{run.path}: {run.describe()}", flush=True)
+    if note := run.resume_note():
+        print(note, flush=True)
     bars = []  # made at the first record, so that a run that cannot start shows only its error
 
     def bar():

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 
 import rtrl
-from rtrl import interrupts
+from rtrl import interrupts, provenance
 from rtrl.cells import ALIF, CELLS, LIF, LRU, RTU, Elman, Network, Stack
 from rtrl.compare import cosine, relative_error, squared_error
 from rtrl.files import atomic_write_text
@@ -187,6 +187,8 @@ rounding); it also writes `fidelity.csv`, `fidelity.json` and the plot `fidelity
 ```bash
 {command_line(args)}
 ```
+
+{provenance.line(command_line(args))}
 
 {markdown(rows)}
 

@@ -23,7 +23,7 @@ import argparse
 import time
 from pathlib import Path
 
-from rtrl import interrupts
+from rtrl import interrupts, provenance
 from rtrl.driver import Diverged
 from rtrl.files import atomic_write_text
 from rtrl.run.folder import Run, read_metrics
@@ -147,12 +147,14 @@ def write_tables(args: argparse.Namespace) -> None:
     """Run the experiments ``args`` names and write each table into ``args.out`` when it is finished."""
     out = Path(args.out)
     page = out.read_text() if out.exists() else "# Results\n"
+    at = provenance.commit()  # the code the tables are measured on: read once, before the first row
     for experiment in EXPERIMENTS:
         if (experiment.name not in args.only) if args.only else experiment.long:
             continue
         start = time.perf_counter()
         section = run_experiment(experiment, Path(args.runs))
-        section += f"\nWall time of this table: {time.perf_counter() - start:.0f} s.\n"
+        section += (f"\n{provenance.line(f'python -m rtrl.reports.results --only {experiment.name}', at)} "
+                    f"Wall time of this table: {time.perf_counter() - start:.0f} s.\n")
         interrupts.poll()  # not written if a Ctrl-C came while it was made
         print(section, flush=True)
         page = with_section(page, experiment.name, section)

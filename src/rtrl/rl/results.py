@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import statistics
 
+from rtrl import provenance
 from rtrl.files import atomic_write_text
 from rtrl.rl.config import RLConfig
 from rtrl.rl.loop import mean_return, train
@@ -42,7 +43,9 @@ def mean_of(values) -> float | None:
     return statistics.mean(values) if values else None
 
 
-def table(runs: list[dict]) -> str:
+def table(runs: list[dict], out: str = "DIR", at: str | None = None) -> str:
+    """The results tables of ``runs`` (read from ``out``), each followed by its provenance line (``at``: the commit;
+    read from the checkout when None)."""
     lines = []
     for name in dict.fromkeys(ROWS[r["preset"]][0] for r in runs):
         setting = TABLES[name]
@@ -61,7 +64,8 @@ def table(runs: list[dict]) -> str:
             lines.append(f"| `{preset}` | {ROWS[preset][1]} | {spread(finals)} | {spread(peaks)} | {spread(reach)} "
                          f"({sum(x is not None for x in reach)}/{len(rs)}) | {spread(cos['cos_value'])} | "
                          f"{spread(cos['cos_policy'])} | {spread([r['records'][-1]['wall_s'] for r in rs])} |")
-        lines.append("")
+        seeds = len({r["seed"] for r in runs if ROWS[r["preset"]][0] == name})
+        lines += ["", provenance.line(f"python -m rtrl.rl.results --out {out} --tables {name} --seeds {seeds}", at), ""]
     return "\n".join(lines)
 
 
@@ -94,6 +98,7 @@ def main(argv=None) -> None:
     if args.seeds < 1 or args.jobs < 1:
         parser.error(f"--seeds and --jobs must be positive integers, got {args.seeds} and {args.jobs}")
     os.makedirs(args.out, exist_ok=True)
+    at = provenance.commit()  # the code the runs are measured on: read once, before the first
     runs_path = os.path.join(args.out, "runs.jsonl")
     runs = read_runs(runs_path)
     done = {(r["preset"], r["seed"]) for r in runs}
@@ -108,8 +113,8 @@ def main(argv=None) -> None:
             print(json.dumps({"preset": preset, "seed": seed}),
                   f"final {mean_return(records, last=2):.3f} wall {records[-1]['wall_s']:.0f}s", flush=True)
             atomic_write_text(runs_path, "".join(json.dumps(r) + "\n" for r in runs))
-            atomic_write_text(os.path.join(args.out, "results.md"), table(runs))
-    atomic_write_text(os.path.join(args.out, "results.md"), table(in_table_order(runs)))
+            atomic_write_text(os.path.join(args.out, "results.md"), table(runs, args.out, at))
+    atomic_write_text(os.path.join(args.out, "results.md"), table(in_table_order(runs), args.out, at))
 
 
 if __name__ == "__main__":

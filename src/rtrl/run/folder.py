@@ -49,7 +49,7 @@ from rtrl.checks import first_non_finite
 from rtrl.config import Config, allowed_imports
 from rtrl.driver import Diverged
 from rtrl.files import atomic_write_text, naming
-from rtrl.run import checkpoint
+from rtrl.run import checkpoint, loggers
 from rtrl.run.plot import Curve, plot_curves
 
 CONFIG, METRICS, CHECKPOINT, CURVE, LOCK = "config.json", "metrics.jsonl", "checkpoint.npz", "curve.png", ".lock"
@@ -389,6 +389,11 @@ class Run:
         """Where the run started and where it stands."""
         raise NotImplementedError
 
+    def resume_note(self) -> str:
+        """What a resumed run does differently from the uninterrupted one, in one line (printed under the header
+        when the folder holds a checkpoint short of the budget); ``""`` when it replays it exactly."""
+        return ""
+
     @contextlib.contextmanager
     def locked(self):
         """Hold the folder's lock (re-entrant within this object); a ``RunError`` if another process holds it.
@@ -408,10 +413,10 @@ class Run:
     def create(cls, path: str | os.PathLike, config: Config | dict, overwrite: bool = False, trainer=None,
                assembly=None) -> Run:
         """A new run in ``path``; if it already holds the same run (budget aside), that run, to be continued.
-        A different run there is an error unless ``overwrite``, which removes the run's files first. Nothing is
-        created when the configuration is invalid or ``path`` cannot hold a run. ``assembly``: ``config``'s parts,
-        already assembled (else they are here); ``trainer``: one already built from the same configuration, to
-        reuse its compiled functions."""
+        A different run there is an error unless ``overwrite``, which removes the run's files and what its loggers
+        wrote (``rtrl.run.loggers.remove_logged``) first. Nothing is created when the configuration is invalid or
+        ``path`` cannot hold a run. ``assembly``: ``config``'s parts, already assembled (else they are here);
+        ``trainer``: one already built from the same configuration, to reuse its compiled functions."""
         if not isinstance(config, Config):
             config = kind_of_data(config).config_class.from_dict(config)
         kind = kind_of(config)
@@ -428,6 +433,7 @@ class Run:
                 if overwrite:
                     for name in FILES:
                         (path / name).unlink(missing_ok=True)
+                    loggers.remove_logged(path)  # an old run's event files would read as the new run's
                 write_config(path, config)
             except BaseException:
                 remove_folders(made)  # leave nothing half-created; only what this process made

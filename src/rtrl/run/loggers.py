@@ -6,7 +6,8 @@ offline unless ``WANDB_MODE`` says otherwise (no network by default; ``wandb syn
 The scalars of a record are its numbers, each under its own name (``loss``, ``metric``, ``return``, ``wall_s``,
 ...), at the record's ``step``; a list of numbers (per-seed values) is one scalar per entry (``return/0``, ...);
 ``null`` is left out. A resumed run's TensorBoard file starts past the checkpoint (``purge_step``), so records that a
-crash left past it, and that the run writes again, are read back once.
+crash left past it, and that the run writes again, are read back once. ``--overwrite`` removes what the loggers
+wrote into the folder (``remove_logged``) with the run's own files, whether or not the new run logs.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import contextlib
 import importlib
 import numbers
 import os
+import shutil
+from pathlib import Path
 
 from rtrl.run.usage import UsageError
 
@@ -80,6 +83,31 @@ class WandB:
 
 
 LOGGERS = {"tensorboard": TensorBoard, "wandb": WandB}
+EVENTS = "events.out.tfevents.*"  # TensorBoard's event files, in the run folder
+WANDB, WANDB_NAMES = "wandb", ("offline-run-*", "run-*", "latest-run", "debug.log", "debug-internal.log")
+
+
+def logged_files(path: str | os.PathLike) -> list[Path]:
+    """What the loggers wrote into the run folder ``path``: TensorBoard's event files, and W&B's runs and logs in
+    its ``wandb/`` folder (nothing else there, nor a ``wandb`` that is a link: only the loggers' own names)."""
+    folder = Path(path)
+    found = sorted(folder.glob(EVENTS))
+    wandb = folder / WANDB
+    if wandb.is_dir() and not wandb.is_symlink():
+        found += sorted(f for pattern in WANDB_NAMES for f in wandb.glob(pattern))
+    return found
+
+
+def remove_logged(path: str | os.PathLike) -> None:
+    """Remove ``logged_files(path)`` (a link itself, never what it points to), then ``wandb/`` if that left it
+    empty."""
+    for file in logged_files(path):
+        if file.is_dir() and not file.is_symlink():
+            shutil.rmtree(file)
+        else:
+            file.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # not there, a link, or holding something of the user's: kept
+        (Path(path) / WANDB).rmdir()
 
 
 def check(names) -> None:
@@ -110,4 +138,4 @@ def opened(run, names):
         yield log
 
 
-__all__ = ["LOGGERS", "check", "opened", "scalars"]
+__all__ = ["LOGGERS", "check", "logged_files", "opened", "remove_logged", "scalars"]

@@ -49,6 +49,17 @@ class RLRun(Run):
         return (f"{self.assembly.env.name} | {config.label()}{method} hidden {config.hidden}, update every "
                 f"{config.update_every} | {config.envs} environments, {config.steps} steps each")
 
+    def resume_note(self) -> str:
+        """A host environment's states are not in the checkpoint (``rtrl.rl.loop``): say that a resumed run
+        re-seeds its environments, so its steps from the checkpoint on differ from the uninterrupted run's."""
+        step = self.last_checkpoint_step()
+        if not step or step >= self.config.steps or not getattr(self.assembly.env, "host", False):
+            return ""
+        return (f"resuming at step {step} (its checkpoint) on a host environment ({self.config.env}), whose states a "
+                f"checkpoint cannot hold: the {self.config.envs} environments are re-seeded from the run's seed and "
+                f"the step and each begins a new episode there (no TD error across the cut, the torso's state "
+                f"zeroed), so from here the run differs from an uninterrupted one")
+
     def status(self, record: dict) -> str:
         cosines = "".join(f" {k} {fmt(record[k])}" for k in ("cos_value", "cos_policy") if k in record)
         return f"return {fmt(record['return'])} ({record['episodes']} episodes){cosines}"

@@ -42,7 +42,8 @@ class RunConfig(Config):
                        cell_name, "NAME", imports=cell_import)
     cell_args: dict = option({}, "a cell option, e.g. activation=relu (repeatable)", key_values, "KEY=VALUE")
     hidden: int = option(32, "hidden size", positive_int, "N")
-    method: str = option("rtrl", "a gradient method from `rtrl list`", one_of(methods.REGISTRY), "NAME")
+    method: str = option("auto", "a gradient method from `rtrl list` (auto: the cheapest exact one for the cell; the "
+                         "run header says which)", one_of(methods.REGISTRY), "NAME")
     method_args: dict = option({}, "a method option, e.g. truncation=6 (repeatable)", key_values, "KEY=VALUE")
     trace_dtype: str | None = option(
         None,
