@@ -92,7 +92,8 @@ class RecurrentAgent:
 
 
 class ActorCritic(RecurrentAgent):
-    """Stream AC(lambda)'s agent: linear policy and value heads on the torso (the module's docstring)."""
+    """Stream AC(lambda)'s agent: linear policy and value heads on the torso, the traces of value and log-policy
+    gradients, an entropy bonus (rtrl.rl.agent)."""
 
     def init(self, key: jax.Array, dtype=jnp.float32):
         k_torso, k_policy, k_value = jax.random.split(key, 3)

@@ -39,7 +39,15 @@ from rtrl.config import checked, positive_float, unit_interval
 from rtrl.optim import make_optimizer
 from rtrl.optim import obgd as scale_by_obgd
 
-STEP_RULES = ("adam", "sgd", "obgd", "adaptive_obgd", "intentional")
+STEP_RULES = {  # rtrl rl --optimizer NAME
+    "adam": "Adam (optax) on the TD ascent, its global norm clipped to --clip",
+    "sgd": "plain steps of --lr along the TD ascent, its global norm clipped to --clip",
+    "obgd": "ObGD (Elsayed et al. 2024): --lr, bounded so the step does not overshoot the TD error (--kappa)",
+    "adaptive_obgd": "stream-x's AdaptiveObGD: ObGD on the traces normalised by the running second moment of the "
+                     "TD ascent",
+    "intentional": "the intentional update (Farr et al. 2026): each output moves by the fraction --lr of its "
+                   "clipped TD error, through an estimated preconditioner",
+}
 PER_ENVIRONMENT = ("adaptive_obgd", "intentional")  # rules that read each environment's trace (no update_every)
 
 
