@@ -292,7 +292,8 @@ def test_the_first_step_makes_no_td_error_only_the_entropy_ascent():
     anyway, so the test sets them non-zero: a TD error of a pending step that is not there would show)."""
     config = RLConfig(**BASE)
     run, state = scripted_run(config, Scripted())
-    state = state._replace(traces=jax.tree.map(jnp.ones_like, state.traces),
+    traces = state.opt_state[0]._replace(traces=jax.tree.map(jnp.ones_like, state.traces))
+    state = state._replace(opt_state=(traces, *state.opt_state[1:]),
                            pending=state.pending._replace(value=jnp.full((E,), 3.0), reward=jnp.ones(E)))
     oracle = Oracle(config, state.params)
     oracle.z = [jax.tree.map(np.ones_like, oracle.p) for _ in range(E)]

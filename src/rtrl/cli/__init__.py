@@ -58,8 +58,8 @@ COMMANDS: dict[str, Command] = {
                   cmd_rl),
     "resume": Command("continue a stopped run from its checkpoint", add_resume_arguments, cmd_resume),
     "plot": Command("overlay the learning curves of runs", add_plot_arguments, cmd_plot),
-    "list": Command("list tasks, environments, cells, methods and presets (or some: rtrl list cells --grep lif)",
-                    add_list_arguments, cmd_list),
+    "list": Command("list tasks, environments, cells, methods, presets and RL algorithms (or some: rtrl list "
+                    "cells --grep lif)", add_list_arguments, cmd_list),
     "inspect": Command("what method auto chooses for a cell, each parameter's role, each method's trace memory",
                        add_inspect_arguments, cmd_inspect),
     "export": Command("write the trained cell of a run folder as a NIR graph (spiking cells)", add_export_arguments,

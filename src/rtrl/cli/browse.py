@@ -49,7 +49,7 @@ def first_paragraph(obj) -> str:
 
 
 WIDTH = 22  # of the name column of `rtrl list`
-SECTIONS = ("tasks", "environments", "cells", "presets", "methods")
+SECTIONS = ("tasks", "environments", "cells", "presets", "methods", "algorithms")
 
 
 def entry(name: str, text: str) -> str:
@@ -73,8 +73,10 @@ def listing() -> dict[str, list[tuple[str, str]]]:
     it (a factory that presets use by its import path: by that path)."""
     from rtrl.cells import CELLS
     from rtrl.methods import REGISTRY
+    from rtrl.rl.algorithms import ALGORITHMS
     from rtrl.rl.envs import ENVS
     from rtrl.rl.presets import PRESETS as RL_PRESETS
+    from rtrl.rl.transforms import STEP_RULES
     from rtrl.training.presets import PRESETS
     from rtrl.training.tasks import TASKS
 
@@ -90,6 +92,9 @@ def listing() -> dict[str, list[tuple[str, str]]]:
                     for command, presets in (("rtrl train", PRESETS), ("rtrl rl", RL_PRESETS))],
         "methods": [("methods:", [(name, f"[{kind(make())}] {first_paragraph(type(make()))}")
                                   for name, make in REGISTRY.items()])],
+        "algorithms": [("algorithms (rtrl rl --algorithm NAME):",
+                        [(name, first_paragraph(cls)) for name, cls in ALGORITHMS.items()]),
+                       ("update rules (rtrl rl --optimizer NAME):", list(STEP_RULES.items()))],
     }
 
 

@@ -16,7 +16,7 @@ over a stored history, for the fidelity check.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +27,19 @@ from rtrl.checks import check_positive_int
 from rtrl.methods import TBPTT, Method, resolve
 from rtrl.online import Learner, online, zero_where
 from rtrl.rl.rolling import RollingTBPTT
+
+
+class Stepped(NamedTuple):
+    """What an agent's step gives the update, for all E environments (leading axis E)."""
+
+    action: jax.Array  # (E,)
+    value: jax.Array  # (E,) the estimate whose TD error the next step finds: v_t, or Q(s_t, a_t)
+    target: jax.Array  # (E,) what the previous step's TD target bootstraps from: v_t, or max_a Q(s_t, a)
+    drive: Any  # per environment, the gradient that enters the eligibility traces
+    bonus: Any  # an ascent added to every update (one tree without E), or None
+    exploratory: jax.Array  # (E,) bool: the action is not the greedy one (Watkins' cut after it)
+    memory: Any  # the torso's online state after the step
+    entropy: jax.Array  # (E,) of the policy the action was drawn from
 
 
 def learner_of(cell: Cell, method: str | Method | RollingTBPTT, truncation: int) -> Learner:
@@ -55,8 +68,11 @@ def objectives(logits: jax.Array, action: jax.Array) -> jax.Array:
     return jnp.stack([logp[action], -(jnp.exp(logp) * logp).sum()])
 
 
-class ActorCritic:
-    """``ActorCritic(cell, num_actions, method="rtrl", truncation=8)``."""
+class RecurrentAgent:
+    """What every algorithm's agent shares: ``(cell, num_actions, method="rtrl", truncation=8)``, the torso (the cell
+    under its online learner), its per-environment state and its reset. A subclass gives ``init`` (the parameters,
+    the torso's under ``"torso"``), ``stepped`` (a ``Stepped`` of all environments) and ``value`` (what a truncated
+    episode's TD target bootstraps from)."""
 
     def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8):
         if not isinstance(cell, Cell):
@@ -65,6 +81,20 @@ class ActorCritic:
         self.cell, self.num_actions = cell, num_actions
         self.learner = learner_of(cell, method, truncation)
 
+    def memory(self, params, envs: int):
+        """The torso's online state for ``envs`` environments (leading axis), each mapped separately."""
+        one = self.learner.init(params["torso"])
+        return jax.tree.map(lambda a: jnp.broadcast_to(a, (envs, *a.shape)), one)
+
+    def reset(self, memory, done: jax.Array):
+        """Zero the torso's state where an episode ended (``done``: (E,) bool)."""
+        return jax.vmap(self.learner.reset)(memory, done)
+
+
+class ActorCritic(RecurrentAgent):
+    """Stream AC(lambda)'s agent: linear policy and value heads on the torso, the traces of value and log-policy
+    gradients, an entropy bonus (rtrl.rl.agent)."""
+
     def init(self, key: jax.Array, dtype=jnp.float32):
         k_torso, k_policy, k_value = jax.random.split(key, 3)
         N, A = self.cell.hidden_size, self.num_actions
@@ -72,11 +102,6 @@ class ActorCritic:
         return {"torso": self.cell.init(k_torso, dtype),
                 "policy": {"W": 0.01 * glorot(k_policy, (N, A), dtype), "b": jnp.zeros((A,), dtype)},
                 "value": {"W": glorot(k_value, (N, 1), dtype), "b": jnp.zeros((1,), dtype)}}
-
-    def memory(self, params, envs: int):
-        """The torso's online state for ``envs`` environments (leading axis), each mapped separately by ``act``."""
-        one = self.learner.init(params["torso"])
-        return jax.tree.map(lambda a: jnp.broadcast_to(a, (envs, *a.shape)), one)
 
     def forward(self, params, memory, x: jax.Array):
         """One environment's ``((logits, value), memory')``: the torso's online step on ``x``, then the heads."""
@@ -126,14 +151,20 @@ class ActorCritic:
         entropy = jax.vmap(lambda l, a: objectives(l, a)[1])(logits, action)
         return action, value, drives, entropy_grad, memory_next, entropy
 
+    def stepped(self, params, memory, x: jax.Array, key: jax.Array, config, step: jax.Array) -> Stepped:
+        """``step`` for the update (``config``: an ``RLConfig``, read for ``value_coef`` and ``entropy``): the traces
+        take ``value_coef * g_v + g_logp``, every update the ascent ``entropy * grad mean_e H_e``; the TD target
+        bootstraps from ``v_t``; no action is exploratory (no cut but at episode ends)."""
+        E = x.shape[0]
+        action, value, drive, entropy_grad, memory, entropy = self.step(params, memory, x, jax.random.split(key, E),
+                                                                        config.value_coef)
+        bonus = jax.tree.map(lambda h: config.entropy * h, entropy_grad)
+        return Stepped(action, value, value, drive, bonus, jnp.zeros((E,), bool), memory, entropy)
+
     def value(self, params, memory, x: jax.Array) -> jax.Array:
         """One environment's ``V(h)`` after the torso's step on ``x`` from ``memory`` (no gradient, nothing kept): the
         value of a truncated episode's last observation, which its TD target still owes."""
         return heads(params, self.learner.step(params["torso"], memory, x)[0])[1]
-
-    def reset(self, memory, done: jax.Array):
-        """Zero the torso's state where an episode ended (``done``: (E,) bool)."""
-        return jax.vmap(self.learner.reset)(memory, done)
 
     def bptt_grads(self, params, xs: jax.Array, start: jax.Array, action: jax.Array) -> Any:
         """One environment's three gradients by BPTT: ``xs`` (H, D) the torso's inputs, the last one the current

@@ -10,7 +10,8 @@ import jax.numpy as jnp
 
 from rtrl.cells.lookup import make_cell
 from rtrl.devices import floats_of
-from rtrl.rl.agent import ActorCritic
+from rtrl.rl.agent import RecurrentAgent
+from rtrl.rl.algorithms import ALGORITHMS
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import Env, EpisodeStats, make
 from rtrl.rl.envs.extra_inputs import ExtraInputs
@@ -22,7 +23,7 @@ class RLAssembly(NamedTuple):
 
     config: RLConfig
     env: Env
-    agent: ActorCritic
+    agent: RecurrentAgent
 
     def memory_needed(self) -> int:
         """A lower bound of the bytes the run holds at once (``rtrl.devices.check_memory``): the parameters three
@@ -66,4 +67,5 @@ def assemble(config: RLConfig) -> RLAssembly:
     if cell.input_size != env.obs_size:
         raise ValueError(f"cell input_size must be the observation size {env.obs_size} of {env.name}, got "
                          f"{cell.input_size}")
-    return RLAssembly(config, env, ActorCritic(cell, env.num_actions, config.method, config.truncation))
+    agent = ALGORITHMS[config.algorithm](cell, env.num_actions, config.method, config.truncation)
+    return RLAssembly(config, env, agent)

@@ -23,8 +23,9 @@ from rtrl.config import (
     unit_interval,
 )
 from rtrl.methods import REGISTRY, Method
-from rtrl.optim import OPTIMIZERS
+from rtrl.rl.algorithms import ALGORITHMS
 from rtrl.rl.envs import env_import, env_name
+from rtrl.rl.transforms import PER_ENVIRONMENT, STEP_RULES
 
 
 def cell_or_name(value):
@@ -48,6 +49,8 @@ class RLConfig(Config):
                       "environment, stepped on the host)", env_name, "NAME", imports=env_import)
     env_args: tuple = option((), "an environment option, e.g. memory_length=20, or a keyword of gymnasium.make "
                              "(repeatable)", pairs, "KEY=VALUE")
+    algorithm: str = option("ac", "ac (stream AC(lambda)) or q (stream Q(lambda), epsilon-greedy, Watkins' cuts); "
+                            "`rtrl list algorithms`", one_of(ALGORITHMS), "NAME")
     cell: Any = option("elman", "a cell from `rtrl list`, or the import path of any other, e.g. flax.linen:GRUCell "
                        "(sized by the observation and --hidden)", cell_or_name, "NAME", imports=cell_import)
     cell_args: tuple = option((), "a cell option, e.g. activation=relu (repeatable)", pairs, "KEY=VALUE")
@@ -60,12 +63,17 @@ class RLConfig(Config):
     gamma: float = option(0.99, "discount", unit_interval, "G")
     lam: float = option(0.8, "lambda of the parameter-space eligibility traces (0: one-step actor-critic)",
                         unit_interval, "L")
+    epsilon: float = option(0.01, "q: the exploration rate epsilon reached after --explore-steps", unit_interval, "E")
+    explore_steps: int = option(10_000, "q: steps over which epsilon falls linearly from 1 to --epsilon",
+                                positive_int, "S")
     entropy: float = option(0.01, "weight of the policy's entropy", non_negative_float, "C")
     value_coef: float = option(1.0, "weight of the value's gradient in the traces", non_negative_float, "C")
     # measured (docs/rl.md): obgd at lr 1, kappa 2 was slower on masked CartPole and did not learn MemoryChain(20)
-    optimizer: str = option("adam", "adam, sgd or obgd (Elsayed et al.'s overshooting-bounded step)",
-                            one_of(OPTIMIZERS), "NAME")
-    lr: float = option(1e-3, "learning rate", positive_float, "LR")
+    optimizer: str = option("adam", "the step-size rule: adam, sgd, obgd (Elsayed et al.'s overshooting-bounded "
+                            "step), adaptive_obgd (stream-x's) or intentional (Farr et al.'s; docs/rl.md)",
+                            one_of(STEP_RULES), "NAME")
+    lr: float = option(1e-3, "learning rate (intentional: the fraction eta of the TD error a step intends)",
+                       positive_float, "LR")
     kappa: float = option(2.0, "obgd's bound", positive_float, "K")
     clip: float | None = option(1.0, "adam / sgd: clip the update's global norm to this (`--no-clip`: do not)",
                                 optional(positive_float), "C")
@@ -89,6 +97,12 @@ class RLConfig(Config):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_shares(self.envs, self.devices, "envs", "environments")
+        if self.fidelity_every and self.algorithm != "ac":
+            raise ValueError(f"fidelity_every checks the actor-critic's gradients (algorithm 'ac'); give "
+                             f"fidelity_every 0 under algorithm {self.algorithm!r}, got {self.fidelity_every}")
+        if self.optimizer in PER_ENVIRONMENT and self.update_every != 1:
+            raise ValueError(f"update_every must be 1 under optimizer {self.optimizer!r} (its step reads each "
+                             f"step's traces), got {self.update_every}")
 
     def label(self) -> str:
         method = getattr(self.method, "name", self.method)

@@ -58,11 +58,11 @@ from jax import lax
 
 from rtrl.devices import batch_axes, mesh, shardings, tracing
 from rtrl.driver import Diverged, drive, finite_or_diverged
-from rtrl.optim import make_optimizer
 from rtrl.rl.assemble import RLAssembly, assemble
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs.gymnasium_env import Outcome
 from rtrl.rl.normalize import Running, normalized, running_init, running_update, running_var
+from rtrl.rl.transforms import plus, update_rule, weighted_mean
 from rtrl.validate import what
 
 CHUNK = 500  # steps per jitted call at most (a progress-bar tick; the parameters are checked after each)
@@ -76,6 +76,7 @@ class Pending(NamedTuple):
     done: jax.Array  # (E,) bool: the episode ended (terminated or truncated)
     owed: jax.Array  # (E,) where done, the value to bootstrap from: V(s_T) if truncated, 0 if terminated
     valid: jax.Array  # scalar bool: false before the first step
+    exploratory: jax.Array  # (E,) bool: its action was not greedy (Q(lambda): the trace is cut after it)
 
 
 # The learner's health, a mean over the sampled steps since the last record (every ``health_every``-th step, from
@@ -113,7 +114,7 @@ def per_env_norm(tree, envs: int) -> jax.Array:
 
 class RLState(NamedTuple):
     params: Any
-    opt_state: Any
+    opt_state: Any  # the update rule's state (``rtrl.rl.transforms.update_rule``), the eligibility traces first
     memory: Any  # the torso's online state, leading axis E
     env_state: Any
     obs: jax.Array  # (E, obs_size): the observation the next step acts on
@@ -121,13 +122,16 @@ class RLState(NamedTuple):
     return_stats: Running  # of the discounted return, for reward scaling
     discounted: jax.Array  # (E,) running discounted return
     pending: Pending
-    traces: Any  # z, like params with leading axis E
-    accumulated: Any  # (ascent, overshoot) summed since the last update (update_every > 1)
     history: jax.Array  # (H, E, obs_size) the torso's last inputs (H = 0 without the fidelity check)
     age: jax.Array  # (E,) steps of the current episode, this one included
     key: jax.Array
     step: jax.Array  # environment steps per environment so far
     tally: Tally
+
+    @property
+    def traces(self):
+        """The eligibility traces ``z``, like the parameters with a leading axis E."""
+        return self.opt_state[0].traces
 
 
 class Seeds(NamedTuple):
@@ -145,6 +149,7 @@ class Acted(NamedTuple):
     state: RLState  # the parameters updated, the torso advanced (not yet reset), the key advanced
     action: jax.Array  # (E,)
     value: jax.Array  # (E,) v_t
+    exploratory: jax.Array  # (E,) bool
     env_key: jax.Array  # the environments' key of this step (jitted environments)
 
 
@@ -160,7 +165,7 @@ class OnlineActorCritic:
         assembly = assemble(assembly) if isinstance(assembly, RLConfig) else assembly
         config = self.config = assembly.config
         self.env, self.agent = assembly.env, assembly.agent
-        self.optimizer = make_optimizer(config.optimizer, config.lr, config.clip, config.kappa)
+        self.optimizer = self.rule(config.envs)
         if config.dtype == "float64" and not jax.config.jax_enable_x64:  # JAX would silently run in float32
             raise ValueError("dtype float64 needs JAX's 64-bit mode: jax.config.update('jax_enable_x64', True) "
                              "before anything else (rtrl rl does it)")
@@ -180,6 +185,12 @@ class OnlineActorCritic:
                                                             state.step + n), static_argnums=1)
         else:
             self._compiled = jax.jit(self._advance, static_argnums=1)
+
+    def rule(self, envs: int):
+        """The update rule for ``envs`` environments (an optax chain: the traces, the TD ascent, the step)."""
+        c = self.config
+        return update_rule(c.optimizer, lr=c.lr, decay=c.gamma * c.lam, envs=envs, clip=c.clip, kappa=c.kappa,
+                           every_k=c.update_every)
 
     def advance(self, state: RLState | Seeds, n: int):
         """``n`` steps of every environment, compiled (see ``_advance``), or stepped on the host."""
@@ -219,12 +230,10 @@ class OnlineActorCritic:
             obs, env_state = jax.vmap(self.env.reset)(jax.random.split(k_env, E))
         zeros = jnp.zeros((E,), dtype)
         return RLState(
-            params=params, opt_state=self.optimizer.init(params), memory=self.agent.memory(params, E),
+            params=params, opt_state=self.rule(E).init(params), memory=self.agent.memory(params, E),
             env_state=env_state, obs=obs.astype(dtype), obs_stats=running_init((self.env.obs_size,), dtype),
             return_stats=running_init((), dtype), discounted=zeros,
-            pending=Pending(zeros, zeros, jnp.zeros((E,), bool), zeros, jnp.array(False)),
-            traces=jax.tree.map(lambda a: jnp.zeros((E, *a.shape), dtype), params),
-            accumulated=(jax.tree.map(jnp.zeros_like, params), jnp.zeros((), dtype)),
+            pending=Pending(zeros, zeros, jnp.zeros((E,), bool), zeros, jnp.array(False), jnp.zeros((E,), bool)),
             history=jnp.zeros((self.history, E, self.env.obs_size), dtype), age=jnp.zeros((E,), jnp.int32),
             key=key, step=jnp.zeros((), jnp.int32),
             tally=Tally(jnp.zeros((), jnp.int32), jnp.zeros((), dtype), jnp.zeros((2,), dtype),
@@ -237,8 +246,8 @@ class OnlineActorCritic:
         obs_stats = running_update(state.obs_stats, state.obs) if c.normalize_obs else state.obs_stats
         x = normalized(obs_stats, state.obs) if c.normalize_obs else state.obs
         params = state.params
-        action, value, drive, entropy_grad, memory, entropy = agent.step(params, state.memory, x,
-                                                                         jax.random.split(k_act, E), c.value_coef)
+        stepped = agent.stepped(params, state.memory, x, k_act, c, state.step)
+        action, value = stepped.action, stepped.value
         age = jnp.where(state.pending.done | ~state.pending.valid, 1, state.age + 1)
 
         tally = state.tally
@@ -260,44 +269,28 @@ class OnlineActorCritic:
         else:
             history = state.history
 
-        # The previous step's TD error, and the update it makes with the traces up to that step.
+        # The previous step's TD error, and the update the rule makes of it with the traces up to that step.
         p = state.pending
-        delta = jnp.where(p.valid, p.reward + c.gamma * jnp.where(p.done, p.owed, value) - p.value, 0.0)
-        ascent = jax.tree.map(lambda z, h: jnp.tensordot(delta, z, 1) / E + c.entropy * h, state.traces, entropy_grad)
-        if c.optimizer == "obgd":  # the overshoot measure only obgd reads: a pass over every trace
-            l1 = sum(jnp.abs(z).reshape(E, -1).sum(axis=1) for z in jax.tree.leaves(state.traces))
-            overshoot = (jnp.maximum(jnp.abs(delta), 1.0) * l1).mean()
-        else:
-            overshoot = jnp.zeros((), self.dtype)
+        delta = jnp.where(p.valid, p.reward + c.gamma * jnp.where(p.done, p.owed, stepped.target) - p.value, 0.0)
 
         def health(_):  # passes over the traces, the torso's state and the parameters: sampled (health_every)
-            return jnp.stack([jnp.abs(value).mean(), jnp.where(p.valid, (delta ** 2).mean(), 0.0), entropy.mean(),
-                              optax.tree.norm(ascent), per_env_norm(state.traces, E).mean(),
+            ascent = plus(weighted_mean(delta, state.traces), stepped.bonus)
+            return jnp.stack([jnp.abs(value).mean(), jnp.where(p.valid, (delta ** 2).mean(), 0.0),
+                              stepped.entropy.mean(), optax.tree.norm(ascent), per_env_norm(state.traces, E).mean(),
                               per_env_norm(state.memory, E).mean(), optax.tree.norm(params)]).astype(self.dtype)
 
         sampled = state.step % c.health_every == 0
         figures = lax.cond(sampled, health, lambda _: jnp.zeros((len(HEALTH),), self.dtype), None)
         tally = tally._replace(health=tally.health + figures, steps=tally.steps + sampled)
-        ascent = jax.tree.map(jnp.add, state.accumulated[0], ascent)
-        overshoot = state.accumulated[1] + overshoot
-
-        def update(_):
-            updates, opt_state = self.optimizer.update(jax.tree.map(jnp.negative, ascent), state.opt_state, params,
-                                                       overshoot=overshoot)
-            return optax.apply_updates(params, updates), opt_state, jax.tree.map(jnp.zeros_like, (ascent, overshoot))
-
-        if c.update_every == 1:
-            params, opt_state, accumulated = update(None)
-        else:
-            due = (state.step + 1) % c.update_every == 0
-            params, opt_state, accumulated = lax.cond(due, update, lambda _: (params, state.opt_state,
-                                                                              (ascent, overshoot)), None)
-        decay = c.gamma * c.lam * jnp.where(p.done, 0.0, 1.0)
-        traces = jax.tree.map(lambda z, g: decay.reshape((E,) + (1,) * (z.ndim - 1)) * z + g, state.traces, drive)
+        updates, opt_state = self.optimizer.update(stepped.drive, state.opt_state, params, delta=delta,
+                                                   cut=p.done | p.exploratory, bonus=stepped.bonus,
+                                                   grads=stepped.drive)
+        params = optax.apply_updates(params, updates)
+        memory = stepped.memory
 
         state = state._replace(params=params, opt_state=opt_state, memory=memory, obs_stats=obs_stats,
-                               traces=traces, accumulated=accumulated, history=history, age=age, key=key, tally=tally)
-        return Acted(state, action, value, k_env)
+                               history=history, age=age, key=key, tally=tally)
+        return Acted(state, action, value, stepped.exploratory, k_env)
 
     def _observe(self, acted: Acted, outcome: Outcome) -> RLState:
         """The step's bookkeeping once the environments have stepped: the reward scaled, the value a truncated
@@ -322,7 +315,8 @@ class OnlineActorCritic:
                                      returns=state.tally.returns + jnp.where(done, ended, 0.0).sum())
         return state._replace(memory=self.agent.reset(state.memory, done),
                               obs=jnp.asarray(outcome.obs).astype(self.dtype), return_stats=return_stats,
-                              discounted=discounted, pending=Pending(acted.value, scaled, done, owed, jnp.array(True)),
+                              discounted=discounted, pending=Pending(acted.value, scaled, done, owed, jnp.array(True),
+                                              acted.exploratory),
                               step=state.step + 1, tally=tally)
 
     def _one(self, state: RLState, _) -> tuple[RLState, None]:

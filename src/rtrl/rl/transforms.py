@@ -1,0 +1,293 @@
+"""The online-RL update rule as small optax transformations, each owning its state, composed with ``optax.chain``.
+
+The rule's input at step ``t`` is, per environment ``e`` (leading axis E), the gradient ``g_t`` of what the traces
+accumulate (the actor-critic's ``value_coef * v_t + log pi(a_t)``, Q(lambda)'s ``Q(s_t, a_t)``); every member gets
+the extra arguments of the step (``optax.GradientTransformationExtraArgs``):
+
+* ``delta`` (E,): the previous step's TD error (0 where none is pending);
+* ``cut`` (E,) bool: the trace is cut before ``g_t`` enters it (the previous step ended an episode, or, under
+  Watkins' Q(lambda), its action was not greedy; the algorithm decides);
+* ``bonus``: an ascent added to the TD ascent, one tree without the E axis (the actor-critic's entropy term), or
+  ``None``;
+* ``grads``: ``g_t`` again, for the step-size rules whose statistics read it (``intentional``).
+
+The members (docs/rl.md, "The update as transforms")::
+
+    eligibility_traces(decay, envs)   g_t -> z_{t-1};        z_t = decay * (1 - cut) * z_{t-1} + g_t
+    td_ascent(measure)                z -> Ascent(u, m):     u = mean_e delta_e z_e + bonus,
+                                                             m = mean_e max(|delta_e|, 1) ||z_e||_1 (ObGD's)
+    every(k, inner)                   sums its input over k steps and applies ``inner`` at every k-th (else 0)
+    descend(inner)                    Ascent -> inner(-u)    (an optax optimizer: adam, sgd, clipping)
+    obgd(lr, kappa)                   Ascent -> lr / max(lr kappa m, 1) * u
+    adaptive_obgd(lr, kappa)          z -> ObGD on z / sqrt(v), v the running second moment of the ascent delta z
+    intentional(eta, decay)           z -> mean_e clip(delta_e) eta / sqrt(sigma ||z_e||^2_M) * z_e / M + bonus
+
+Each returns what ``optax.apply_updates`` adds to the parameters. ``update_rule`` builds the chain a run names.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from jax import lax
+
+from rtrl.checks import check_positive_int
+from rtrl.config import checked, positive_float, unit_interval
+from rtrl.optim import make_optimizer
+from rtrl.optim import obgd as scale_by_obgd
+
+STEP_RULES = {  # rtrl rl --optimizer NAME
+    "adam": "Adam (optax) on the TD ascent, its global norm clipped to --clip",
+    "sgd": "plain steps of --lr along the TD ascent, its global norm clipped to --clip",
+    "obgd": "ObGD (Elsayed et al. 2024): --lr, bounded so the step does not overshoot the TD error (--kappa)",
+    "adaptive_obgd": "stream-x's AdaptiveObGD: ObGD on the traces normalised by the running second moment of the "
+                     "TD ascent",
+    "intentional": "the intentional update (Farr et al. 2026): each output moves by the fraction --lr of its "
+                   "clipped TD error, through an estimated preconditioner",
+}
+PER_ENVIRONMENT = ("adaptive_obgd", "intentional")  # rules that read each environment's trace (no update_every)
+
+
+def per_env(a: jax.Array, like: jax.Array) -> jax.Array:
+    """``a`` (E,) shaped to broadcast against ``like`` (E, ...)."""
+    return a.reshape(a.shape + (1,) * (like.ndim - 1))
+
+
+def weighted_mean(delta: jax.Array, z) -> Any:
+    """``mean_e delta_e z_e`` of per-environment trees ``z`` (leading axis E)."""
+    return jax.tree.map(lambda a: jnp.tensordot(delta, a, 1) / delta.shape[0], z)
+
+
+def plus(tree, bonus):
+    return tree if bonus is None else jax.tree.map(jnp.add, tree, bonus)
+
+
+def l1_per_env(z) -> jax.Array:
+    """(E,): each environment's ``||z_e||_1``."""
+    E = jax.tree.leaves(z)[0].shape[0]
+    return sum(jnp.abs(a).reshape(E, -1).sum(axis=1) for a in jax.tree.leaves(z))
+
+
+# -- the eligibility traces --------------------------------------------------------------------------------------
+
+class TraceState(NamedTuple):
+    traces: Any  # z, like the parameters with a leading axis E
+
+
+def eligibility_traces(decay: float, envs: int) -> optax.GradientTransformationExtraArgs:
+    """Accumulating traces in parameter space, one per environment: the output is ``z_{t-1}`` (the trace the
+    previous step's TD error multiplies), then ``z_t = decay * (1 - cut) * z_{t-1} + g_t`` (``decay`` is
+    ``gamma * lambda``; ``cut`` (E,) bool, an extra argument)."""
+    checked("decay", unit_interval, decay)
+    check_positive_int("envs", envs)
+
+    def init(params):
+        return TraceState(jax.tree.map(lambda p: jnp.zeros((envs, *p.shape), p.dtype), params))
+
+    def update(updates, state, params=None, *, cut, **extra):
+        keep = decay * jnp.where(cut, 0.0, 1.0)
+        traces = jax.tree.map(lambda z, g: per_env(keep, z) * z + g, state.traces, updates)
+        return state.traces, TraceState(traces)
+
+    return optax.GradientTransformationExtraArgs(init, update)
+
+
+# -- the TD ascent ---------------------------------------------------------------------------------------------
+
+class Ascent(NamedTuple):
+    """The TD ascent of a step (or the sum of k steps'): its direction and ObGD's overshoot measure (0 unless
+    measured). A pytree: ``every`` sums it leaf by leaf."""
+
+    direction: Any
+    overshoot: jax.Array
+
+
+def td_ascent(measure: bool = False) -> optax.GradientTransformationExtraArgs:
+    """Per-environment traces ``z`` (E, ...) -> ``Ascent(mean_e delta_e z_e + bonus, m)``, with
+    ``m = mean_e max(|delta_e|, 1) ||z_e||_1`` if ``measure`` (ObGD's overshoot: a pass over every trace) else 0."""
+
+    def update(z, state, params=None, *, delta, bonus=None, **extra):
+        direction = plus(weighted_mean(delta, z), bonus)
+        if measure:
+            overshoot = (jnp.maximum(jnp.abs(delta), 1.0) * l1_per_env(z)).mean()
+        else:
+            overshoot = jnp.zeros((), delta.dtype)
+        return Ascent(direction, overshoot), state
+
+    return optax.GradientTransformationExtraArgs(lambda params: optax.EmptyState(), update)
+
+
+class EveryState(NamedTuple):
+    summed: Any  # the inputs since the last application
+    count: jax.Array  # calls so far
+    inner: Any
+
+
+def every(k: int, inner: optax.GradientTransformationExtraArgs) -> optax.GradientTransformationExtraArgs:
+    """``inner`` applied every ``k``-th call to the sum of its inputs since the last application (zero updates in
+    between, ``inner``'s state untouched); ``inner`` itself where ``k = 1``. The input's structure must not depend
+    on the call (``init`` reads it from ``params`` through ``like``)."""
+    check_positive_int("k", k)
+    if k == 1:
+        return inner
+
+    def init(params):
+        like = Ascent(jax.tree.map(jnp.zeros_like, params), jnp.zeros((), jax.tree.leaves(params)[0].dtype))
+        return EveryState(like, jnp.zeros((), jnp.int32), inner.init(params))
+
+    def update(updates, state, params=None, **extra):
+        summed = jax.tree.map(jnp.add, state.summed, updates)
+
+        def apply(_):
+            out, inner_state = inner.update(summed, state.inner, params, **extra)
+            return out, EveryState(jax.tree.map(jnp.zeros_like, summed), state.count + 1, inner_state)
+
+        def hold(_):
+            return (jax.tree.map(jnp.zeros_like, params),
+                    EveryState(summed, state.count + 1, state.inner))
+
+        return lax.cond((state.count + 1) % k == 0, apply, hold, None)
+
+    return optax.GradientTransformationExtraArgs(init, update)
+
+
+# -- step-size rules -------------------------------------------------------------------------------------------
+
+def descend(inner: optax.GradientTransformation) -> optax.GradientTransformationExtraArgs:
+    """An ``Ascent`` given to an optax optimizer (``adam``, ``sgd``, clipping) as the gradient ``-u`` it descends."""
+    inner = optax.with_extra_args_support(inner)
+
+    def update(ascent, state, params=None, **extra):
+        return inner.update(jax.tree.map(jnp.negative, ascent.direction), state, params)
+
+    return optax.GradientTransformationExtraArgs(inner.init, update)
+
+
+def obgd(lr: float = 1.0, kappa: float = 2.0) -> optax.GradientTransformationExtraArgs:
+    """ObGD (Elsayed et al. 2024): an ``Ascent`` ``(u, m)`` -> ``lr / max(lr * kappa * m, 1) * u``."""
+    inner = scale_by_obgd(lr, kappa)
+
+    def update(ascent, state, params=None, **extra):
+        return inner.update(jax.tree.map(jnp.negative, ascent.direction), state, params, overshoot=ascent.overshoot)
+
+    return optax.GradientTransformationExtraArgs(inner.init, update)
+
+
+class MomentState(NamedTuple):
+    moment: Any  # v, like the parameters
+    count: jax.Array
+
+
+def adaptive_obgd(lr: float = 1.0, kappa: float = 2.0, beta2: float = 0.999, eps: float = 1e-8
+                  ) -> optax.GradientTransformationExtraArgs:
+    """Stream-x's AdaptiveObGD (Elsayed et al. 2024, ``optim.py``): per-environment traces ``z`` (E, ...) ->
+    ObGD's step on the ascent preconditioned by the running second moment of the TD ascent::
+
+        v <- beta2 v + (1 - beta2) mean_e (delta_e z_e)^2,   d = sqrt(v / (1 - beta2^n) + eps)
+        m = mean_e max(|delta_e|, 1) ||z_e / d||_1,          update = lr / max(lr kappa m, 1) * (mean_e delta_e z_e / d
+                                                                                                + bonus)
+
+    (``n`` the calls so far, this one included; with one environment, stream-x's update; ``bonus`` is scaled by the
+    step but not preconditioned)."""
+    for name, value in (("lr", lr), ("kappa", kappa), ("eps", eps)):
+        checked(name, positive_float, value)
+    checked("beta2", unit_interval, beta2)
+
+    def init(params):
+        return MomentState(jax.tree.map(jnp.zeros_like, params), jnp.zeros((), jnp.int32))
+
+    def update(z, state, params=None, *, delta, bonus=None, **extra):
+        count = state.count + 1
+        moment = jax.tree.map(lambda v, a: beta2 * v + (1 - beta2) * (jnp.square(per_env(delta, a) * a)).mean(0),
+                              state.moment, z)
+        scale = jax.tree.map(lambda v: jnp.sqrt(v / (1 - beta2 ** count) + eps), moment)
+        scaled = jax.tree.map(lambda a, d: a / d, z, scale)
+        overshoot = (jnp.maximum(jnp.abs(delta), 1.0) * l1_per_env(scaled)).mean()
+        step = lr / jnp.maximum(lr * kappa * overshoot, 1.0)
+        updates = jax.tree.map(lambda a: step * a, plus(weighted_mean(delta, scaled), bonus))
+        return updates, MomentState(moment, count)
+
+    return optax.GradientTransformationExtraArgs(init, update)
+
+
+class IntentionalState(NamedTuple):
+    moment: Any  # v: the running second moment of g, like the parameters
+    sigma: jax.Array  # running mean of ||g||^2_M
+    count: jax.Array  # g's seen
+    squared_delta: jax.Array  # running mean of delta^2, for the clip
+    clips: jax.Array  # TD errors seen
+
+
+def intentional(eta: float = 0.5, decay: float = 0.8, beta2: float = 0.999, beta_clip: float = 0.9998,
+                clip_multiplier: float = 20.0, eps: float = 1e-8) -> optax.GradientTransformationExtraArgs:
+    """The intentional update (Farr et al. 2026; ``streamlet.optimizers.Intentional`` with its defaults): a step
+    that moves each environment's output by the fraction ``eta`` of its (clipped) TD error, the change of the
+    output estimated with the preconditioner ``M = sqrt(v / (1 - beta2^n)) + eps`` (``v`` the running second moment
+    of the gradients ``g``) and ``sigma``, the running mean (rate ``1 - decay``, ``decay = gamma * lambda``) of
+    ``||g||^2_M = sum g^2 / M``, in place of the unknown ``g . z / M``::
+
+        step_e = eta / max(sqrt(sigma * ||z_e||^2_M), eps),   update = mean_e clip(delta_e) step_e z_e / M + bonus
+
+    ``clip(delta) = sign(delta) min(|delta|, 20 * rms(delta))`` (a running RMS, rate ``1 - beta_clip``, from 1).
+    The statistics of ``g_{t-1}``, the gradient whose TD error ``delta_{t-1}`` this step corrects, are in the
+    state; after the step they take ``g_t`` (the extra argument ``grads``, per environment, averaged over E)."""
+    for name, value in (("eta", eta), ("clip_multiplier", clip_multiplier), ("eps", eps)):
+        checked(name, positive_float, value)
+    for name, value in (("decay", decay), ("beta2", beta2), ("beta_clip", beta_clip)):
+        checked(name, unit_interval, value)
+
+    def init(params):
+        zero = jnp.zeros((), jax.tree.leaves(params)[0].dtype)
+        return IntentionalState(jax.tree.map(jnp.zeros_like, params), zero, jnp.zeros((), jnp.int32), zero + 1.0,
+                                jnp.zeros((), jnp.int32))
+
+    def preconditioner(moment, count):
+        bias = jnp.where(count > 0, 1 - beta2 ** count, 1.0)
+        return jax.tree.map(lambda v: jnp.sqrt(v / bias) + eps, moment)
+
+    def norms(tree, M):
+        """(E,): each environment's ``||tree_e||^2_M``."""
+        E = jax.tree.leaves(tree)[0].shape[0]
+        return sum((jnp.square(a) / m).reshape(E, -1).sum(axis=1)
+                   for a, m in zip(jax.tree.leaves(tree), jax.tree.leaves(M), strict=True))
+
+    def update(z, state, params=None, *, delta, grads, bonus=None, **extra):
+        M = preconditioner(state.moment, state.count)
+        sigma = state.sigma / jnp.where(state.count > 0, 1 - decay ** state.count, 1.0)
+        step = eta / jnp.maximum(jnp.sqrt(sigma * norms(z, M)), eps)
+        clips = state.clips + 1
+        squared_delta = beta_clip * state.squared_delta + (1 - beta_clip) * jnp.mean(delta ** 2)
+        ceiling = clip_multiplier * jnp.sqrt(squared_delta / (1 - beta_clip ** clips))
+        clipped = jnp.sign(delta) * jnp.minimum(jnp.abs(delta), ceiling)
+        updates = plus(jax.tree.map(lambda a, m: a / m, weighted_mean(clipped * step, z), M), bonus)
+        # the statistics take g_t
+        count = state.count + 1
+        moment = jax.tree.map(lambda v, g: beta2 * v + (1 - beta2) * jnp.square(g).mean(0), state.moment, grads)
+        g_norm = norms(grads, preconditioner(moment, count)).mean()
+        new_sigma = state.sigma + (1 - decay) * (g_norm - state.sigma)
+        return updates, IntentionalState(moment, new_sigma, count, squared_delta, clips)
+
+    return optax.GradientTransformationExtraArgs(init, update)
+
+
+# -- a run's rule ------------------------------------------------------------------------------------------------
+
+def update_rule(name: str, *, lr: float, decay: float, envs: int, clip: float | None = 1.0, kappa: float = 2.0,
+                every_k: int = 1) -> optax.GradientTransformationExtraArgs:
+    """The chain of a run: ``eligibility_traces(decay, envs)``, then the step-size rule ``name`` (``STEP_RULES``;
+    ``lr`` is intentional's ``eta``); ``adam``, ``sgd`` and ``obgd`` take ``td_ascent`` and ``every(every_k)``, the
+    per-environment rules take the traces themselves and refuse ``every_k > 1``."""
+    if name not in STEP_RULES:
+        raise ValueError(f"optimizer must be one of {sorted(STEP_RULES)}, got {name!r}")
+    traces = eligibility_traces(decay, envs)
+    if name in PER_ENVIRONMENT:
+        if every_k != 1:
+            raise ValueError(f"update_every must be 1 under optimizer {name!r} (its step reads each step's traces), "
+                             f"got {every_k}")
+        rule = adaptive_obgd(lr, kappa) if name == "adaptive_obgd" else intentional(lr, decay)
+        return optax.chain(traces, rule)
+    step = obgd(lr, kappa) if name == "obgd" else descend(make_optimizer(name, lr, clip))
+    return optax.chain(traces, td_ascent(measure=name == "obgd"), every(every_k, step))

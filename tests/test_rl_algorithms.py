@@ -1,0 +1,195 @@
+"""The algorithms (rtrl.rl.algorithms) through the whole loop, step by step, against a NumPy oracle on the scripted
+case of tests/test_rl_rules.py, and ``rtrl rl --algorithm q`` end to end.
+
+Stream Q(lambda): two environments, five steps, an Elman torso of 2 units and a head of 3 action values, epsilon-
+greedy with epsilon 1 at the first step and 0.5 after (so some actions are greedy and some not). The oracle
+(``QOracle``: the torso's sensitivities of tests/test_rl_rules.py's ``Oracle``, the rest written here) takes the
+actions the run drew and finds, from its own action values, which were greedy. It guards:
+
+* the TD target ``r + gamma * max_a Q(s', a)`` (not ``Q(s', a')``), no bootstrap at a termination, and at a
+  truncation the value owed ``max_a Q(s_T, a)`` of the episode's last observation;
+* the traces ``z`` of ``grad Q(s_t, a_t)``, cut after an episode's end and after an action that was not greedy
+  (Watkins), for that environment only;
+* the update ``lr * mean_e delta_e z_e`` (sgd) and ObGD's bound on it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rtrl.rl.algorithms import QAgent, epsilon
+from rtrl.rl.config import RLConfig
+from rtrl.rl.envs import EpisodeStats
+from rtrl.rl.loop import OnlineActorCritic
+from test_rl_rules import BASE, FIRST_EPISODE, LENGTH, REWARDS, STEPS, E, Oracle, Scripted, assert_close
+
+
+class Truncating(Scripted):
+    """``Scripted`` whose episodes that end at an even step are cut by a time limit (truncated), the others
+    terminated: environment 0's first episode (2 steps) and environment 1's (4) are truncated, environment 0's
+    second (3) terminated."""
+
+    def transition(self, key, state, action):
+        obs, state, reward, done, _ = super().transition(key, state, action)
+        return obs, state, reward, done, done & (state.time % 2 == 0)
+
+
+@functools.cache
+def compiled(config: RLConfig, env: Scripted) -> OnlineActorCritic:
+    run = OnlineActorCritic(config)
+    run.env = EpisodeStats(env)
+    run.agent = QAgent(run.agent.cell, env.num_actions, config.method)
+    return run
+
+
+def scripted_run(config, env, seed=0):
+    run = compiled(config, env)
+    state = run.init(seed)
+    inner = jax.vmap(env.begin)(jnp.asarray(FIRST_EPISODE))
+    rng = np.random.default_rng(seed)
+    params = jax.tree.map(lambda a: jnp.asarray(rng.normal(size=a.shape)), state.params)
+    return run, state._replace(env_state=state.env_state._replace(env=inner), obs=jax.vmap(env.observe)(inner),
+                               params=params, opt_state=run.optimizer.init(params))
+
+
+class QOracle(Oracle):
+    """Stream Q(lambda) for an Elman torso and a linear Q head, from the formulas."""
+
+    def __init__(self, config, params, truncating: bool):
+        super().__init__(config, params)
+        self.truncating = truncating
+        self.explored = np.zeros(E, bool)
+        self.explored_seen = []
+
+    def q_values(self, h):
+        return h @ self.p["q"]["W"] + self.p["q"]["b"]
+
+    def value_after(self, e, x):
+        t = self.p["torso"]
+        return self.q_values(np.tanh(x @ t["W"] + t["B"] + self.h[e] @ t["R"])).max()
+
+    def advance(self, actions):
+        self.act(np.stack([self.obs(e) for e in range(E)]), actions)
+        rewards, done, truncated = np.zeros(E), np.zeros(E, bool), np.zeros(E, bool)
+        final = np.zeros((E, 3))
+        for e in range(E):
+            s = self.env[e]
+            rewards[e] = REWARDS[actions[e]] + 0.25 * s["time"]
+            s.update(time=s["time"] + 1, left=s["left"] - 1, last=int(actions[e]))
+            final[e] = self.obs(e)
+            done[e] = s["left"] == 0
+            truncated[e] = self.truncating and done[e] and s["time"] % 2 == 0
+            if done[e]:
+                self.env[e] = dict(time=0, left=LENGTH, last=0)
+        self.observe(rewards, done, truncated, final)
+        return done, truncated
+
+    def act(self, obs, actions):
+        c = self.c
+        self.seen_obs.append(obs)
+        seen = np.concatenate(self.seen_obs)
+        x = (obs - seen.mean(0)) / np.sqrt(seen.var(0) + 1e-8)
+        values, targets, g, explored = np.zeros(E), np.zeros(E), [], np.zeros(E, bool)
+        for e in range(E):
+            h = self.torso(e, x[e])
+            q = self.q_values(h)
+            a = actions[e]
+            values[e], targets[e], explored[e] = q[a], q.max(), a != np.argmax(q)
+            onehot = np.eye(q.size)[a]
+            g.append({"torso": {k: np.tensordot(self.p["q"]["W"][:, a], self.S[e][k], 1) for k in self.S[e]},
+                      "q": {"W": np.outer(h, onehot), "b": onehot}})
+        if self.pending is None:
+            delta, cut, done_before = np.zeros(E), np.zeros(E, bool), np.zeros(E, bool)
+        else:
+            v_prev, r_prev, done_before, owed = self.pending
+            delta = r_prev + c.gamma * np.where(done_before, owed, targets) - v_prev
+            cut = done_before | self.explored
+        self.deltas.append(delta)
+        ascent = jax.tree.map(lambda *zs: sum(delta[e] * zs[e] for e in range(E)) / E, *self.z)
+        lr = c.lr
+        if c.optimizer == "obgd":
+            l1 = [sum(np.abs(a).sum() for a in jax.tree.leaves(z)) for z in self.z]
+            lr = c.lr / max(c.lr * c.kappa * np.mean([max(abs(delta[e]), 1.0) * l1[e] for e in range(E)]), 1.0)
+        else:
+            assert c.optimizer == "sgd" and c.clip is None
+        self.p = jax.tree.map(lambda a, u: a + lr * u, self.p, ascent)
+        for e in range(E):
+            decay = 0.0 if cut[e] else c.gamma * c.lam
+            self.z[e] = jax.tree.map(lambda z, ge, decay=decay: decay * z + ge, self.z[e], g[e])
+        self.values, self.done_before = values, done_before
+        self.explored = explored
+        self.explored_seen.append(explored)
+
+
+Q_BASE = {**BASE, "algorithm": "q", "epsilon": 0.5, "explore_steps": 1, "lam": 0.8}
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "obgd"])
+@pytest.mark.parametrize("env", [Scripted(), Truncating()], ids=["terminating", "truncating"])
+def test_every_step_is_the_written_out_q_lambda_update(optimizer, env):
+    config = RLConfig(**{**Q_BASE, "optimizer": optimizer, "lr": 0.3 if optimizer == "sgd" else 1.0})
+    run, state = scripted_run(config, env, seed=2)  # seed 2 draws greedy and non-greedy actions in mid-episode
+    oracle = QOracle(config, state.params, isinstance(env, Truncating))
+    ends, truncations = [], []
+    for t in range(STEPS):
+        state = run.advance(state, 1)
+        done, truncated = oracle.advance(np.asarray(state.env_state.env.taken))
+        ends.append(done.tolist())
+        truncations.append(truncated.tolist())
+        assert_close(state.params, oracle.p, f"parameters after step {t}")
+        assert_close(state.traces, jax.tree.map(lambda *z: np.stack(z), *oracle.z), f"traces after step {t}")
+        value, reward, done, owed = oracle.pending
+        assert_close((state.pending.value, state.pending.reward, state.pending.owed), (value, reward, owed),
+                     f"pending step {t}")
+        assert np.array_equal(state.pending.exploratory, oracle.explored), t
+    assert ends == [[False, False], [True, False], [False, False], [False, True], [True, False]]
+    truncating = isinstance(env, Truncating)
+    assert truncations == [[False, False], [truncating, False], [False, False], [False, truncating],
+                           [False, False]]
+    # the case holds what it guards: a non-greedy action before a step that does not begin an episode (a Watkins
+    # cut), and a greedy one (no cut), the owed values non-zero where truncated, TD errors non-zero
+    explored = np.array(oracle.explored_seen[:-1])
+    fresh = np.array(ends[:-1])
+    assert (explored & ~fresh).any() and (~explored & ~fresh).any(), (explored, fresh)
+    assert np.count_nonzero(np.concatenate(oracle.deltas)) >= 2 * (STEPS - 1)
+
+
+def test_epsilon_falls_linearly_from_one_to_its_floor():
+    config = RLConfig(epsilon=0.1, explore_steps=10)
+    got = [float(epsilon(config, jnp.asarray(s))) for s in (0, 5, 10, 20)]
+    np.testing.assert_allclose(got, [1.0, 0.55, 0.1, 0.1], rtol=1e-6)
+
+
+def test_fidelity_check_and_per_environment_rules_with_update_every_are_refused():
+    with pytest.raises(ValueError, match="fidelity_every checks the actor-critic"):
+        RLConfig(algorithm="q", fidelity_every=10)
+    with pytest.raises(ValueError, match="update_every must be 1 under optimizer 'intentional'"):
+        RLConfig(optimizer="intentional", update_every=2)
+    with pytest.raises(ValueError, match="algorithm"):
+        RLConfig(algorithm="sarsa")
+
+
+@pytest.mark.parametrize("env", ["memory-chain", "tmaze"])
+def test_rtrl_rl_algorithm_q_runs(tmp_path, env):
+    """``rtrl rl --algorithm q`` end to end on memory-chain and tmaze (a few hundred steps, the intentional rule):
+    it writes its records, each with a return or none, and finite health figures."""
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "rtrl.cli", "rl", "--env", env, "--algorithm", "q", "--optimizer", "intentional",
+           "--lr", "0.5", "--hidden", "4", "--envs", "2", "--steps", "200", "--record-every", "100",
+           "--explore-steps", "100", "--out", str(out), "--quiet"]
+    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"},
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [100, 200]
+    assert all(np.isfinite(r["td_rms"]) for r in records)
+    assert json.loads((out / "config.json").read_text())["algorithm"] == "q"

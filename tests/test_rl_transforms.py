@@ -1,0 +1,223 @@
+"""The update rule's transforms (rtrl.rl.transforms), each on a tiny hand-checked case against a NumPy oracle written
+here from the formulas (nothing from rtrl).
+
+Two environments, a parameter tree of two leaves (a (2, 3) matrix and a (2,) vector), float64, four steps whose
+gradients, TD errors and cuts are scripted: environment 0's trace is cut before step 2 (its episode ended), and
+environment 1's before step 3 (an episode end, or Watkins' cut after a non-greedy action: the transform does not
+know which). Each test asserts every step's output and state.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from rtrl.rl import transforms as T
+
+E, STEPS = 2, 4
+SHAPES = {"W": (2, 3), "b": (2,)}
+GAMMA_LAMBDA = 0.9 * 0.5
+RNG = np.random.default_rng(7)
+GRADS = [{k: RNG.normal(size=(E, *s)) for k, s in SHAPES.items()} for _ in range(STEPS)]  # g_t per environment
+DELTAS = [np.array([0.0, 0.0]), np.array([0.7, -2.5]), np.array([-0.3, 1.2]), np.array([3.0, 0.4])]
+CUTS = [np.array([False, False]), np.array([False, False]), np.array([True, False]), np.array([False, True])]
+BONUS = {k: 0.1 * RNG.normal(size=s) for k, s in SHAPES.items()}
+PARAMS = {k: jnp.zeros(s) for k, s in SHAPES.items()}
+
+
+def leaves(tree):
+    return [np.asarray(tree[k]) for k in sorted(SHAPES)]
+
+
+def assert_close(ours, theirs, what):
+    for a, b in zip(leaves(ours), leaves(theirs), strict=True):
+        assert a.shape == b.shape, what
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14, err_msg=what)
+
+
+def run(rule, bonus=None, deltas=DELTAS):
+    """The rule's outputs, step by step, and its state after each."""
+    state = rule.init(PARAMS)
+    outs, states = [], []
+    for t in range(STEPS):
+        g = jax.tree.map(jnp.asarray, GRADS[t])
+        out, state = rule.update(g, state, PARAMS, delta=jnp.asarray(deltas[t]), cut=jnp.asarray(CUTS[t]),
+                                 bonus=None if bonus is None else jax.tree.map(jnp.asarray, bonus), grads=g)
+        outs.append(out)
+        states.append(state)
+    return outs, states
+
+
+def oracle_traces():
+    """``(z_{t-1}, z_t)`` of every step: ``z_t = gl * (1 - cut_t) * z_{t-1} + g_t`` per environment, from zero."""
+    z = {k: np.zeros((E, *s)) for k, s in SHAPES.items()}
+    rows = []
+    for t in range(STEPS):
+        before = {k: v.copy() for k, v in z.items()}
+        for e in range(E):
+            keep = 0.0 if CUTS[t][e] else GAMMA_LAMBDA
+            for k in z:
+                z[k][e] = keep * z[k][e] + GRADS[t][k][e]
+        rows.append((before, {k: v.copy() for k, v in z.items()}))
+    return rows
+
+
+def oracle_ascent(t, bonus=None):
+    """``mean_e delta_e z_{t-1,e} (+ bonus)`` and ObGD's ``mean_e max(|delta_e|, 1) ||z_{t-1,e}||_1``."""
+    z = oracle_traces()[t][0]
+    u = {k: sum(DELTAS[t][e] * z[k][e] for e in range(E)) / E + (0 if bonus is None else bonus[k]) for k in z}
+    m = np.mean([max(abs(DELTAS[t][e]), 1.0) * sum(np.abs(z[k][e]).sum() for k in z) for e in range(E)])
+    return u, m
+
+
+def test_eligibility_traces_give_the_previous_trace_and_accumulate_cut_per_environment():
+    """The output is ``z_{t-1}`` (zero at the first step), the state ``z_t``; a cut zeroes the decayed trace of its
+    environment only, before ``g_t`` enters. [caught: the output ``z_t``; the cut applied after adding ``g_t``; the
+    cut of one environment applied to both; ``decay`` squared]"""
+    outs, states = run(T.eligibility_traces(GAMMA_LAMBDA, E))
+    for t, (before, after) in enumerate(oracle_traces()):
+        assert_close(outs[t], before, f"output at step {t}")
+        assert_close(states[t].traces, after, f"trace at step {t}")
+    # the cut case by hand: environment 0 before step 2 holds g_2 alone
+    np.testing.assert_array_equal(np.asarray(states[2].traces["b"][0]), GRADS[2]["b"][0])
+
+
+@pytest.mark.parametrize("measure", [False, True])
+def test_td_ascent_is_the_td_weighted_mean_plus_the_bonus(measure):
+    """``u = mean_e delta_e z_e + bonus`` (a mean over E, not a sum), ObGD's measure where asked (0 else).
+    [caught: summed over E; the bonus dropped or divided by E; max(|delta|, 1) as |delta|]"""
+    rule = optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E), T.td_ascent(measure))
+    outs, _ = run(rule, BONUS)
+    for t in range(STEPS):
+        u, m = oracle_ascent(t, BONUS)
+        assert_close(outs[t].direction, u, f"ascent at step {t}")
+        assert float(outs[t].overshoot) == pytest.approx(m if measure else 0.0, rel=1e-12, abs=0)
+
+
+def test_obgd_bounds_the_step_by_the_overshoot():
+    """``lr / max(lr * kappa * m, 1) * u``: at step 1 the bound binds (m > 1), at step 0 (z = 0) it does not and
+    the update is ``lr * bonus``. [caught: the bound without lr; min instead of max; the step on -u]"""
+    lr, kappa = 0.8, 2.0
+    outs, _ = run(optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E), T.td_ascent(True), T.obgd(lr, kappa)), BONUS)
+    bound_bound = []
+    for t in range(STEPS):
+        u, m = oracle_ascent(t, BONUS)
+        step = lr / max(lr * kappa * m, 1.0)
+        bound_bound.append(lr * kappa * m > 1)
+        assert_close(outs[t], {k: step * v for k, v in u.items()}, f"update at step {t}")
+    assert bound_bound == [False, True, True, True]
+
+
+def test_descend_hands_adam_the_negated_ascent():
+    """``descend(optax.sgd(lr))`` ascends ``lr * u``; with Adam, the first update is ``lr * u / (|u| + 1e-8)``
+    (Adam's first step, ``u`` the bonus alone), so the direction is the ascent's. [caught: descending u]"""
+    lr = 0.01
+    outs, _ = run(optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E), T.td_ascent(), T.descend(optax.sgd(lr))), BONUS)
+    for t in range(STEPS):
+        assert_close(outs[t], {k: lr * v for k, v in oracle_ascent(t, BONUS)[0].items()}, f"sgd step {t}")
+    outs, _ = run(optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E), T.td_ascent(), T.descend(optax.adam(lr))), BONUS)
+    assert_close(outs[0], {k: lr * v / (np.abs(v) + 1e-8) for k, v in BONUS.items()}, "adam's first step")
+
+
+def test_every_k_sums_the_ascents_and_the_measure_and_applies_at_every_kth_step():
+    """With k = 2, ObGD applied to ``u_0 + u_1`` bounded by ``m_0 + m_1`` at step 1, and to ``u_2 + u_3`` at step 3;
+    zero at steps 0 and 2. [caught: due at count % k == 0; the sum not reset after an update; the measure not summed]"""
+    lr, kappa = 0.8, 2.0
+    rule = optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E), T.td_ascent(True), T.every(2, T.obgd(lr, kappa)))
+    outs, _ = run(rule, BONUS)
+    for t in range(STEPS):
+        if t % 2 == 0:
+            assert_close(outs[t], {k: np.zeros(s) for k, s in SHAPES.items()}, f"no update at step {t}")
+            continue
+        (u0, m0), (u1, m1) = oracle_ascent(t - 1, BONUS), oracle_ascent(t, BONUS)
+        step = lr / max(lr * kappa * (m0 + m1), 1.0)
+        assert_close(outs[t], {k: step * (u0[k] + u1[k]) for k in u0}, f"update at step {t}")
+
+
+def test_adaptive_obgd_preconditions_by_the_running_second_moment_of_the_td_ascent():
+    """Stream-x's AdaptiveObGD over E environments: ``v`` the running mean of ``mean_e (delta_e z_e)^2`` (bias-
+    corrected by the calls so far), the trace divided by ``sqrt(v_hat + eps)`` both in the bound and in the step;
+    the bonus scaled by the step, not preconditioned. [caught: v of z^2 instead of (delta z)^2; no bias correction;
+    the bound on the raw trace]"""
+    lr, kappa, beta2, eps = 1.0, 2.0, 0.99, 1e-8
+    outs, states = run(optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E), T.adaptive_obgd(lr, kappa, beta2, eps)),
+                       BONUS)
+    v = {k: np.zeros(s) for k, s in SHAPES.items()}
+    for t in range(STEPS):
+        z = oracle_traces()[t][0]
+        d = DELTAS[t]
+        v = {k: beta2 * v[k] + (1 - beta2) * np.mean([(d[e] * z[k][e]) ** 2 for e in range(E)], axis=0) for k in v}
+        scale = {k: np.sqrt(v[k] / (1 - beta2 ** (t + 1)) + eps) for k in v}
+        m = np.mean([max(abs(d[e]), 1) * sum(np.abs(z[k][e] / scale[k]).sum() for k in z) for e in range(E)])
+        step = lr / max(lr * kappa * m, 1.0)
+        want = {k: step * (sum(d[e] * z[k][e] for e in range(E)) / E / scale[k] + BONUS[k]) for k in z}
+        assert_close(outs[t], want, f"update at step {t}")
+        assert_close(states[t][1].moment, v, f"second moment at step {t}")
+
+
+def test_intentional_moves_each_output_by_the_intended_fraction_with_its_estimated_preconditioner():
+    """Farr et al.'s intentional step over E environments, written out: the preconditioner and sigma of the
+    gradients up to ``g_{t-1}`` (bias-corrected; none at step 0), ``step_e = eta / sqrt(sigma * ||z_e||^2_M)``, the
+    TD error clipped at 20 running RMSs (from 1), the statistics updated with ``g_t`` after the step. A case where
+    the clip binds follows. [caught: the statistics of g_t used for g_{t-1}'s error; sigma without its bias
+    correction; ||z||_M without M; the clip's RMS before this error enters]"""
+    eta, beta2, beta_clip, eps = 0.5, 0.9, 0.8, 1e-8
+
+    def rule(mult):
+        return optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E),
+                           T.intentional(eta, GAMMA_LAMBDA, beta2, beta_clip, mult, eps))
+
+    def oracle(deltas, mult):
+        v = {k: np.zeros(s) for k, s in SHAPES.items()}
+        sigma, sq, n = 0.0, 1.0, 0
+        rows = []
+        for t in range(STEPS):
+            z = oracle_traces()[t][0]
+            M = {k: np.sqrt(v[k] / (1 - beta2 ** n if n else 1.0)) + eps for k in v}
+            sig = sigma / (1 - GAMMA_LAMBDA ** n) if n else sigma
+            sq = beta_clip * sq + (1 - beta_clip) * np.mean(deltas[t] ** 2)
+            ceiling = mult * np.sqrt(sq / (1 - beta_clip ** (t + 1)))
+            update = {k: np.array(BONUS[k]) for k in z}
+            for e in range(E):
+                norm = sum((z[k][e] ** 2 / M[k]).sum() for k in z)
+                step = eta / max(np.sqrt(sig * norm), eps)
+                clipped = np.sign(deltas[t][e]) * min(abs(deltas[t][e]), ceiling)
+                for k in z:
+                    update[k] = update[k] + clipped * step * z[k][e] / M[k] / E
+            n += 1
+            v = {k: beta2 * v[k] + (1 - beta2) * np.mean(GRADS[t][k] ** 2, axis=0) for k in v}
+            M = {k: np.sqrt(v[k] / (1 - beta2 ** n)) + eps for k in v}
+            g_norm = np.mean([sum((GRADS[t][k][e] ** 2 / M[k]).sum() for k in v) for e in range(E)])
+            sigma = sigma + (1 - GAMMA_LAMBDA) * (g_norm - sigma)
+            rows.append((update, ceiling))
+        return rows
+
+    outs, states = run(rule(20.0), BONUS)
+    rows = oracle(DELTAS, 20.0)
+    for t, (want, _) in enumerate(rows):
+        assert_close(outs[t], want, f"update at step {t}")
+    assert all(ceiling > 3.0 for _, ceiling in rows)  # nothing clipped at 20 RMSs
+    # the clip binds where a TD error is beyond the multiple of the running RMS (one RMS here: at four steps a
+    # TD error is at most sqrt(E * 4) of an RMS that includes it)
+    big = [*DELTAS[:3], np.array([1e4, 0.4])]
+    rows = oracle(big, 1.0)
+    assert rows[3][1] < 1e4
+    outs, _ = run(rule(1.0), BONUS, big)
+    assert_close(outs[3], rows[3][0], "update at step 3, clipped")
+
+
+def test_update_rule_names_and_refusals():
+    """``update_rule`` builds every named rule; an unknown name and ``every_k > 1`` under a per-environment rule are
+    refused with the option named."""
+    for name in T.STEP_RULES:
+        rule = T.update_rule(name, lr=0.5, decay=GAMMA_LAMBDA, envs=E)
+        out, _ = rule.update(jax.tree.map(jnp.asarray, GRADS[0]), rule.init(PARAMS), PARAMS,
+                             delta=jnp.zeros(E), cut=jnp.zeros(E, bool), bonus=None, grads=GRADS[0])
+        assert jax.tree.structure(out) == jax.tree.structure(PARAMS), name
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        T.update_rule("rmsprop", lr=0.5, decay=0.5, envs=E)
+    with pytest.raises(ValueError, match="update_every must be 1 under optimizer 'intentional'"):
+        T.update_rule("intentional", lr=0.5, decay=0.5, envs=E, every_k=2)
