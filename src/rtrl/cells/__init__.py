@@ -15,6 +15,7 @@ from rtrl.cells.base import Cell
 from rtrl.cells.elementwise import ElementwiseCell
 from rtrl.cells.elman import Elman
 from rtrl.cells.elstm import ELSTM
+from rtrl.cells.encoder import Encoded
 from rtrl.cells.feedforward import FeedForward
 from rtrl.cells.gru import GRU
 from rtrl.cells.iir2 import IIR2, stability, stability_margin
@@ -31,6 +32,6 @@ CELLS: dict[str, type[Cell]] = {"elman": Elman, "gru": GRU, "iir2": IIR2, "adapt
                                  "spiking_iir2": SpikingIIR2, "feedforward": FeedForward}
 
 __all__ = ["ALIF", "CELLS", "ELSTM", "GRU", "IIR2", "LIF", "LRU", "RTU", "AdaptedCell", "AdaptiveIIR2", "Cell",
-           "ElementwiseCell", "Elman", "FeedForward", "FunctionCell", "FunctionCellWithOutput", "MinGRU", "Network",
-           "SpikingIIR2", "Stack", "from_equinox", "from_flax", "from_function", "from_nnx", "stability",
+           "ElementwiseCell", "Elman", "Encoded", "FeedForward", "FunctionCell", "FunctionCellWithOutput", "MinGRU",
+           "Network", "SpikingIIR2", "Stack", "from_equinox", "from_flax", "from_function", "from_nnx", "stability",
            "stability_margin"]
