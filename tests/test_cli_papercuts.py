@@ -33,7 +33,7 @@ def listed(capsys, *argv) -> tuple[list[str], dict[str, list[str]]]:
 
 def test_list_shows_plain_text_and_filters_by_section_and_text(capsys):
     everything, sections = listed(capsys)
-    assert "``" not in everything and len(sections) == 6
+    assert "``" not in everything and len(sections) == 8  # rtrl rl: algorithms, update rules
     _, cells = listed(capsys, "cells")
     assert list(cells) == ["cells:"] and cells["cells:"] == sections["cells:"]
     _, some = listed(capsys, "cells", "methods", "--grep", "LIF")

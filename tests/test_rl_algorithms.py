@@ -15,7 +15,6 @@ actions the run drew and finds, from its own action values, which were greedy. I
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import subprocess
@@ -28,9 +27,7 @@ import pytest
 
 from rtrl.rl.algorithms import QAgent, epsilon
 from rtrl.rl.config import RLConfig
-from rtrl.rl.envs import EpisodeStats
-from rtrl.rl.loop import OnlineActorCritic
-from test_rl_rules import BASE, FIRST_EPISODE, LENGTH, REWARDS, STEPS, E, Oracle, Scripted, assert_close
+from test_rl_rules import BASE, LENGTH, REWARDS, STEPS, E, Oracle, Scripted, assert_close, scripted_run
 
 
 class Truncating(Scripted):
@@ -41,24 +38,6 @@ class Truncating(Scripted):
     def transition(self, key, state, action):
         obs, state, reward, done, _ = super().transition(key, state, action)
         return obs, state, reward, done, done & (state.time % 2 == 0)
-
-
-@functools.cache
-def compiled(config: RLConfig, env: Scripted) -> OnlineActorCritic:
-    run = OnlineActorCritic(config)
-    run.env = EpisodeStats(env)
-    run.agent = QAgent(run.agent.cell, env.num_actions, config.method)
-    return run
-
-
-def scripted_run(config, env, seed=0):
-    run = compiled(config, env)
-    state = run.init(seed)
-    inner = jax.vmap(env.begin)(jnp.asarray(FIRST_EPISODE))
-    rng = np.random.default_rng(seed)
-    params = jax.tree.map(lambda a: jnp.asarray(rng.normal(size=a.shape)), state.params)
-    return run, state._replace(env_state=state.env_state._replace(env=inner), obs=jax.vmap(env.observe)(inner),
-                               params=params, opt_state=run.optimizer.init(params))
 
 
 class QOracle(Oracle):
@@ -137,7 +116,8 @@ Q_BASE = {**BASE, "algorithm": "q", "epsilon": 0.5, "explore_steps": 1, "lam": 0
 @pytest.mark.parametrize("env", [Scripted(), Truncating()], ids=["terminating", "truncating"])
 def test_every_step_is_the_written_out_q_lambda_update(optimizer, env):
     config = RLConfig(**{**Q_BASE, "optimizer": optimizer, "lr": 0.3 if optimizer == "sgd" else 1.0})
-    run, state = scripted_run(config, env, seed=2)  # seed 2 draws greedy and non-greedy actions in mid-episode
+    # seed 2 draws greedy and non-greedy actions in mid-episode
+    run, state = scripted_run(config, env, seed=2, agent=QAgent)
     oracle = QOracle(config, state.params, isinstance(env, Truncating))
     ends, truncations = [], []
     for t in range(STEPS):

@@ -85,18 +85,19 @@ class Scripted(Env):
 
 
 @functools.cache
-def compiled(config: RLConfig, env: Scripted) -> OnlineActorCritic:
-    """``OnlineActorCritic`` on ``env`` (wrapped as ``make`` wraps), compiled once per test module."""
+def compiled(config: RLConfig, env: Scripted, agent=ActorCritic) -> OnlineActorCritic:
+    """``OnlineActorCritic`` on ``env`` (wrapped as ``make`` wraps) with an ``agent`` of the config's algorithm,
+    compiled once per test module."""
     run = OnlineActorCritic(config)
     run.env = EpisodeStats(env)
-    run.agent = ActorCritic(run.agent.cell, env.num_actions, config.method)
+    run.agent = agent(run.agent.cell, env.num_actions, config.method)
     return run
 
 
-def scripted_run(config: RLConfig, env: Scripted, seed: int = 0, first=FIRST_EPISODE):
+def scripted_run(config: RLConfig, env: Scripted, seed: int = 0, first=FIRST_EPISODE, agent=ActorCritic):
     """The run and its first state: the environments' first episodes ``first`` steps long, the parameters drawn
     at full scale (the policy far from uniform)."""
-    run = compiled(config, env)
+    run = compiled(config, env, agent)
     state = run.init(seed)
     inner = jax.vmap(env.begin)(jnp.asarray(first))
     obs = jax.vmap(env.observe)(inner)

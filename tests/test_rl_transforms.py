@@ -5,6 +5,12 @@ Two environments, a parameter tree of two leaves (a (2, 3) matrix and a (2,) vec
 gradients, TD errors and cuts are scripted: environment 0's trace is cut before step 2 (its episode ended), and
 environment 1's before step 3 (an episode end, or Watkins' cut after a non-greedy action: the transform does not
 know which). Each test asserts every step's output and state.
+
+Mutations of rtrl/rl/transforms.py tried, each killed: the traces' output ``z_t`` instead of ``z_{t-1}``; the decay
+applied to ``z + g``; the TD ascent summed over E; ObGD's measure with ``|delta|`` for ``max(|delta|, 1)``;
+``every`` due at ``count % k == 0``; the intentional update's sigma without its bias correction; adaptive ObGD's
+second moment of ``z`` instead of ``delta z``. (Also, of the loop and the Q agent, by tests/test_rl_algorithms.py:
+no Watkins cut; the target ``Q(s', a')`` for ``max_a Q(s', a)``; a truncation owed ``Q(s_T, 0)``.)
 """
 
 from __future__ import annotations
@@ -75,7 +81,7 @@ def oracle_ascent(t, bonus=None):
 
 def test_eligibility_traces_give_the_previous_trace_and_accumulate_cut_per_environment():
     """The output is ``z_{t-1}`` (zero at the first step), the state ``z_t``; a cut zeroes the decayed trace of its
-    environment only, before ``g_t`` enters. [caught: the output ``z_t``; the cut applied after adding ``g_t``; the
+    environment only, before ``g_t`` enters. [guards: the output ``z_t``; the cut applied after adding ``g_t``; the
     cut of one environment applied to both; ``decay`` squared]"""
     outs, states = run(T.eligibility_traces(GAMMA_LAMBDA, E))
     for t, (before, after) in enumerate(oracle_traces()):
@@ -88,7 +94,7 @@ def test_eligibility_traces_give_the_previous_trace_and_accumulate_cut_per_envir
 @pytest.mark.parametrize("measure", [False, True])
 def test_td_ascent_is_the_td_weighted_mean_plus_the_bonus(measure):
     """``u = mean_e delta_e z_e + bonus`` (a mean over E, not a sum), ObGD's measure where asked (0 else).
-    [caught: summed over E; the bonus dropped or divided by E; max(|delta|, 1) as |delta|]"""
+    [guards: summed over E; the bonus dropped or divided by E; max(|delta|, 1) as |delta|]"""
     rule = optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E), T.td_ascent(measure))
     outs, _ = run(rule, BONUS)
     for t in range(STEPS):
@@ -99,7 +105,7 @@ def test_td_ascent_is_the_td_weighted_mean_plus_the_bonus(measure):
 
 def test_obgd_bounds_the_step_by_the_overshoot():
     """``lr / max(lr * kappa * m, 1) * u``: at step 1 the bound binds (m > 1), at step 0 (z = 0) it does not and
-    the update is ``lr * bonus``. [caught: the bound without lr; min instead of max; the step on -u]"""
+    the update is ``lr * bonus``. [guards: the bound without lr; min instead of max; the step on -u]"""
     lr, kappa = 0.8, 2.0
     outs, _ = run(optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E), T.td_ascent(True), T.obgd(lr, kappa)), BONUS)
     bound_bound = []
@@ -113,7 +119,7 @@ def test_obgd_bounds_the_step_by_the_overshoot():
 
 def test_descend_hands_adam_the_negated_ascent():
     """``descend(optax.sgd(lr))`` ascends ``lr * u``; with Adam, the first update is ``lr * u / (|u| + 1e-8)``
-    (Adam's first step, ``u`` the bonus alone), so the direction is the ascent's. [caught: descending u]"""
+    (Adam's first step, ``u`` the bonus alone), so the direction is the ascent's. [guards: descending u]"""
     lr = 0.01
     outs, _ = run(optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E), T.td_ascent(), T.descend(optax.sgd(lr))), BONUS)
     for t in range(STEPS):
@@ -124,7 +130,7 @@ def test_descend_hands_adam_the_negated_ascent():
 
 def test_every_k_sums_the_ascents_and_the_measure_and_applies_at_every_kth_step():
     """With k = 2, ObGD applied to ``u_0 + u_1`` bounded by ``m_0 + m_1`` at step 1, and to ``u_2 + u_3`` at step 3;
-    zero at steps 0 and 2. [caught: due at count % k == 0; the sum not reset after an update; the measure not summed]"""
+    zero at steps 0 and 2. [guards: due at count % k == 0; the sum not reset after an update; the measure not summed]"""
     lr, kappa = 0.8, 2.0
     rule = optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E), T.td_ascent(True), T.every(2, T.obgd(lr, kappa)))
     outs, _ = run(rule, BONUS)
@@ -140,7 +146,7 @@ def test_every_k_sums_the_ascents_and_the_measure_and_applies_at_every_kth_step(
 def test_adaptive_obgd_preconditions_by_the_running_second_moment_of_the_td_ascent():
     """Stream-x's AdaptiveObGD over E environments: ``v`` the running mean of ``mean_e (delta_e z_e)^2`` (bias-
     corrected by the calls so far), the trace divided by ``sqrt(v_hat + eps)`` both in the bound and in the step;
-    the bonus scaled by the step, not preconditioned. [caught: v of z^2 instead of (delta z)^2; no bias correction;
+    the bonus scaled by the step, not preconditioned. [guards: v of z^2 instead of (delta z)^2; no bias correction;
     the bound on the raw trace]"""
     lr, kappa, beta2, eps = 1.0, 2.0, 0.99, 1e-8
     outs, states = run(optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E), T.adaptive_obgd(lr, kappa, beta2, eps)),
@@ -162,7 +168,7 @@ def test_intentional_moves_each_output_by_the_intended_fraction_with_its_estimat
     """Farr et al.'s intentional step over E environments, written out: the preconditioner and sigma of the
     gradients up to ``g_{t-1}`` (bias-corrected; none at step 0), ``step_e = eta / sqrt(sigma * ||z_e||^2_M)``, the
     TD error clipped at 20 running RMSs (from 1), the statistics updated with ``g_t`` after the step. A case where
-    the clip binds follows. [caught: the statistics of g_t used for g_{t-1}'s error; sigma without its bias
+    the clip binds follows. [guards: the statistics of g_t used for g_{t-1}'s error; sigma without its bias
     correction; ||z||_M without M; the clip's RMS before this error enters]"""
     eta, beta2, beta_clip, eps = 0.5, 0.9, 0.8, 1e-8
 
