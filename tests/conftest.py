@@ -19,39 +19,10 @@ import pytest  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 
 
-def mappings_and_resident_bytes() -> tuple[int, int]:
-    """This process's memory mappings (``/proc/self/maps``) and resident bytes; ``(0, 0)`` where /proc is absent."""
-    try:
-        with open("/proc/self/maps", "rb") as maps:
-            count = sum(1 for _ in maps)
-        with open("/proc/self/statm") as statm:
-            resident = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError):
-        return 0, 0
-    return count, resident
-
-
-def map_limit() -> int:
-    try:
-        with open("/proc/sys/vm/max_map_count") as f:
-            return int(f.read())
-    except (OSError, ValueError):
-        return 65530  # Linux's default
-
-
-# Past either bound (a quarter of the kernel's limit on mappings; 2 GiB resident), a module's end drops the
-# compiled code (see release_compiled_code).
-MAX_MAPPINGS, MAX_RESIDENT = map_limit() // 4, 2 * 2**30
-
-
 @pytest.fixture(autouse=True, scope="module")
 def release_compiled_code():
-    """Drop the compiled executables at a module's end once this worker holds many: XLA's CPU backend maps every
-    executable's kernels into memory, and a worker holding the whole suite's at once nears the kernel's limit on
-    mappings (vm.max_map_count, 65530 here: one process running every test reached about 30000 by half-way), past
-    which compiling fails. Only then, not after every module: a cleared cache compiles again every eager
-    operation's kernel (each shape and dtype) the next module uses."""
+    """Drop the compiled executables after each module: XLA's CPU backend maps every executable's kernels into
+    memory, and a worker holding the whole suite's at once nears the kernel's limit on mappings (vm.max_map_count,
+    65530 here: one process running every test reached about 30000 by half-way), past which compiling fails."""
     yield
-    mappings, resident = mappings_and_resident_bytes()
-    if mappings > MAX_MAPPINGS or resident > MAX_RESIDENT:
-        jax.clear_caches()
+    jax.clear_caches()
