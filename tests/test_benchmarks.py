@@ -9,7 +9,7 @@ import pytest
 import oracle
 import rtrl
 from rtrl import cli
-from rtrl.benchmarks import elementwise, loop, peers, roofline, scaling, sequence, streams, suite
+from rtrl.benchmarks import elementwise, loop, peers, roofline, scaling, sequence, streams, suite, timing
 from rtrl.benchmarks.timing import random_problem
 
 
@@ -202,18 +202,31 @@ def test_the_peer_benchmarks_oracle_is_bptt_and_it_skips_cleanly_without_braintr
     assert capsys.readouterr().out == peers.SKIPPED + "\n"
 
 
-def test_diagonal_against_closed_form_prints_a_row_per_cell_with_equal_trace_bytes(capsys):
-    for name in ("IIR2", "LRU", "RTU"):
-        r = elementwise.diagonal_against_closed_form(elementwise.PER_STEP_CELLS[name](3, 4), 2, 3)
+def once(monkeypatch):
+    """The benchmarks' timer timing each function once (one repeat, one call): these tests check what is timed and
+    the rows' arithmetic, which hold for any positive timing, not the figures; repeating them only costs time."""
+    real = timing.interleaved_seconds
+    monkeypatch.setattr(timing, "interleaved_seconds", lambda calls, repeats=1, min_seconds=0.0: real(calls, 1, 0.0))
+    return timing.interleaved_seconds
+
+
+def test_diagonal_against_closed_form_prints_a_row_per_cell_with_equal_trace_bytes(capsys, monkeypatch):
+    """The command's rows (its default cells), each row's numbers kept as the command computes them."""
+    once(monkeypatch)
+    rows, real = [], elementwise.diagonal_against_closed_form
+    monkeypatch.setattr(elementwise, "diagonal_against_closed_form", lambda *a: rows.append(real(*a)) or rows[-1])
+    elementwise.main(["--diagonal-vs-closed-form", "--sizes", "3x4x2", "--steps", "3"])
+    assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()[2:]] == [
+        ["IIR2", "3x4x2"], ["LRU", "3x4x2"], ["RTU", "3x4x2"]]
+    for name, r in zip(("IIR2", "LRU", "RTU"), rows, strict=True):
         assert r["diagonal bytes"] == r["closed_form bytes"] > 0, name  # found from the step: the same traces
         assert r["diagonal"] > 0 and r["closed_form"] > 0
-    elementwise.main(["--diagonal-vs-closed-form", "--sizes", "3x4x2", "--steps", "3", "--cells", "LRU"])
-    assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()[2:]] == [["LRU", "3x4x2"]]
 
 
-def test_agent_benchmark_times_the_agent_step_against_its_forward_step():
+def test_agent_benchmark_times_the_agent_step_against_its_forward_step(monkeypatch):
     from rtrl.benchmarks import agent
 
+    monkeypatch.setattr(agent, "interleaved_seconds", once(monkeypatch))
     rows = agent.measure_all(["mingru"], [4], [1, 2], steps=3)
     assert [(r["cell"], r["width"], r["envs"], r["method"]) for r in rows] == [
         ("mingru", 4, 1, "closed_form"), ("mingru", 4, 2, "closed_form")]
