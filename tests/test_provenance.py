@@ -96,3 +96,11 @@ def test_the_rl_tables_carry_the_line_that_reruns_them():
     found = provenance.PATTERN.search(text)
     assert (found["command"], found["commit"]) == (
         "python -m rtrl.rl.results --out runs/rl --tables memory-chain-40-long --seeds 2", "0123abc")
+
+
+def test_the_popgym_suite_table_carries_the_line_that_reruns_it():
+    from rtrl.rl import suite
+
+    runs = [{"task": "RepeatPrevious", "row": "rtrl", "finals": [0.5, 1.0]}]
+    found = provenance.PATTERN.search(suite.table(runs, "python -m rtrl.rl.suite --out runs/s", "0123abc"))
+    assert (found["command"], found["commit"]) == ("python -m rtrl.rl.suite --out runs/s", "0123abc")

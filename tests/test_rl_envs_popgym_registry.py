@@ -96,3 +96,24 @@ def test_the_benchmark_steps_the_same_task_on_both_sides():
     vector.close()
     rates = bench.measure("MineSweeperEasy", 2, 5, repeats=1)
     assert rates["jitted"] > 0 and rates["host"] > 0
+
+
+def test_the_agent_benchmark_runs_the_same_configuration_on_both_loops(monkeypatch):
+    """rtrl.benchmarks.popgym --agent: rtrl.rl.train of one configuration on popgym:<task> and on its Gymnasium
+    route; each side's rate is E x T over its median time (here two runs of 2 x 3 steps a side, and the jitted
+    seconds returned are the median's)."""
+    from rtrl.benchmarks import popgym as bench
+
+    envs = []
+    real = bench.train
+
+    def spy(config):
+        envs.append((config.env, config.envs, config.steps, config.seed))
+        return real(config)
+
+    monkeypatch.setattr(bench, "train", spy)
+    monkeypatch.setattr(bench, "AGENT", {"hidden": 2, "fidelity_every": 0})
+    rate = bench.measure_agent("RepeatFirstEasy", 2, 3, repeats=1)
+    assert envs == [("popgym:RepeatFirstEasy", 2, 3, 0), ("popgym:RepeatFirstEasy", 2, 3, 1),
+                    ("gymnasium:popgym-RepeatFirstEasy-v0", 2, 3, 0), ("gymnasium:popgym-RepeatFirstEasy-v0", 2, 3, 1)]
+    assert rate["jitted"] == pytest.approx(6 / rate["seconds"]) and rate["host"] > 0

@@ -2,6 +2,7 @@
 the same task, as a ratio, measured in one run.
 
     python -m rtrl.benchmarks.popgym [--tasks RepeatPreviousEasy ...] [--envs 64] [--steps 1000] [--repeats 3]
+    python -m rtrl.benchmarks.popgym --agent [--tasks ...] [--envs 16] [--steps 2000] [--repeats 3]
 
 The jitted side: E environments of ``popgym:<task>`` stepped ``T`` times with uniformly random actions under one
 ``jit(scan(vmap(step)))`` (automatic resets and episode statistics included, as ``rtrl rl`` steps them). The host
@@ -11,6 +12,13 @@ random actions drawn by NumPy (Battleship's and MineSweeper's as grid cells, whi
 host: ``rtrl rl`` takes Discrete action spaces). Neither side includes an agent: this is the environments' own
 cost. Each figure is the median over ``--repeats`` of steps (E x T) divided by the wall time, the two sides timed in
 turn.
+
+``--agent``: the same comparison with the learning agent in the loop, the whole of ``rtrl rl``'s step (the torso's
+online step under its exact traces, the update, the bookkeeping): ``rtrl.rl.train`` of one configuration (the
+``popgym-*`` presets' agent: ``AGENT``) with ``--env popgym:<task>`` (the jitted loop, a ``lax.scan`` a chunk) and
+with ``--env gymnasium:popgym-<task>-v0`` (the host loop: a jitted agent call a step, the environments stepped by
+popgym between them), each run compiled once before it is timed. Its last column is the seconds one seed of
+``--steps`` steps takes on the jitted loop, the suite's cost per seed and million frames (``E x T``).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import time
 import jax
 import numpy as np
 
+from rtrl.rl import RLConfig, train
 from rtrl.rl.envs.gymnasium_env import encoder
 from rtrl.rl.envs.registry import make
 
@@ -103,17 +112,49 @@ def measure(task: str, envs: int, steps: int, repeats: int = 3) -> dict[str, flo
     return {side: envs * steps / statistics.median(t) for side, t in times.items()}
 
 
+# The agent of the popgym-* presets (rtrl.rl.presets.POPGYM): a 16-unit Elman torso under exact RTRL.
+AGENT = {"hidden": 16, "lr": 3e-4, "fidelity_every": 0}
+
+
+def agent_seconds(env: str, envs: int, steps: int, repeats: int) -> float:
+    """Median wall seconds of ``rtrl.rl.train`` for ``steps`` steps of ``envs`` environments of ``env`` with the
+    ``AGENT``, compiled before timing: a first run of the same length (seed 0) compiles the chunks every later run
+    shares (a jitted chunk is compiled for its length)."""
+    config = RLConfig(env=env, envs=envs, steps=steps, record_every=steps, **AGENT)
+    train(config)
+    times = []
+    for r in range(repeats):
+        start = time.perf_counter()
+        train(config.replace(seed=r + 1))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def measure_agent(task: str, envs: int, steps: int, repeats: int = 3) -> dict[str, float]:
+    """Environment steps a second of the learning agent's loop, jitted and on the host, and the jitted seconds."""
+    seconds = {"jitted": agent_seconds(f"popgym:{task}", envs, steps, repeats),
+               "host": agent_seconds(f"gymnasium:popgym-{task}-v0", envs, steps, repeats)}
+    return {side: envs * steps / s for side, s in seconds.items()} | {"seconds": seconds["jitted"]}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m rtrl.benchmarks.popgym", description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS, metavar="TASK",
                         help=f"popgym tasks (default: the 11 Easy tasks: {', '.join(TASKS)})")
-    parser.add_argument("--envs", type=int, default=64, help="environments stepped side by side, E")
-    parser.add_argument("--steps", type=int, default=1000, help="steps of each environment per timing, T")
+    parser.add_argument("--agent", action="store_true",
+                        help="with the learning agent in the loop (rtrl.rl.train, jitted against host)")
+    parser.add_argument("--envs", type=int, help="environments stepped side by side, E (default 64; 16 with --agent)")
+    parser.add_argument("--steps", type=int, help="steps of each environment per timing, T (default 1000; 2000 "
+                        "with --agent)")
     parser.add_argument("--repeats", type=int, default=3, help="timings of each side (the median is shown)")
     args = parser.parse_args(argv)
+    args.envs = args.envs if args.envs is not None else 16 if args.agent else 64
+    args.steps = args.steps if args.steps is not None else 2000 if args.agent else 1000
     for name in ("envs", "steps", "repeats"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be a positive integer, got {getattr(args, name)}")
+    if args.agent:
+        return main_agent(args)
     print(f"POPGym, E={args.envs} environments x T={args.steps} steps, random actions; jitted on "
           f"{jax.devices()[0].platform}, host on {platform.processor() or platform.machine()}; environment steps a "
           "second (no agent)")
@@ -122,6 +163,21 @@ def main(argv=None) -> None:
         rate = measure(task, args.envs, args.steps, args.repeats)
         print(f"{task:<30} {rate['jitted']:>12,.0f} {rate['host']:>10,.0f} {rate['jitted'] / rate['host']:>7.0f}x",
               flush=True)
+
+
+def main_agent(args) -> None:
+    print(f"POPGym with the learning agent (rtrl.rl.train, {AGENT}), E={args.envs} environments x T={args.steps} "
+          f"steps; jitted loop on {jax.devices()[0].platform}, host loop on "
+          f"{platform.processor() or platform.machine()}; environment steps a second")
+    print(f"{'task':<30} {'jitted':>10} {'host':>8} {'ratio':>7} {'s/seed/Mframes':>15}")
+    for task in args.tasks:
+        if task in ("BattleshipEasy", "MineSweeperEasy"):  # a grid-cell action: rtrl rl's host route takes Discrete
+            print(f"{task:<30} {'(host route takes Discrete actions only)':>44}", flush=True)
+            continue
+        rate = measure_agent(task, args.envs, args.steps, args.repeats)
+        per_mframe = rate["seconds"] * 1e6 / (args.envs * args.steps)
+        print(f"{task:<30} {rate['jitted']:>10,.0f} {rate['host']:>8,.0f} {rate['jitted'] / rate['host']:>6.0f}x "
+              f"{per_mframe:>15,.0f}", flush=True)
 
 
 if __name__ == "__main__":

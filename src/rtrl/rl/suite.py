@@ -1,0 +1,152 @@
+"""``python -m rtrl.rl.suite --out DIR [--tasks ...] [--rows ...] [--seeds 5] [--steps S]``: the POPGym Easy suite of
+Farr et al. (2026) on the jitted ports, each task's rows (exact RTRL, TBPTT(K), the memoryless agent) over seeds run
+in one call under ``jax.vmap`` (``rtrl rl --seeds``), scored as they score it.
+
+Scoring: a seed's final return is the mean of its last two records' returns; it is normalised so that 0 is the
+lowest episodic return the task allows and 1 the optimal one (``BOUNDS``: popgym scales every task's rewards so an
+episode's return lies in [-1, 1], the position-only CartPoles' in [0, 1]); a row's figure is the interquartile mean
+(IQM) over its seeds with a 95% bootstrap interval (``iqm``, ``bootstrap``), beside Farr et al.'s streaming agent
+with exact RTRL and PPO with the same RTU torso where they report the task (``FARR``).
+
+Writes ``DIR/runs.jsonl`` (one line per task and row: the seeds' final returns, the options) as each finishes, and
+``DIR/suite.md`` (the table). A (task, row) already in ``DIR/runs.jsonl`` with the same seeds and options is not run
+again, so an interrupted suite resumes where it stopped; one whose options changed is run anew.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import numpy as np
+
+from rtrl import provenance
+from rtrl.files import atomic_write_text
+from rtrl.rl.config import RLConfig
+from rtrl.rl.loop import train
+from rtrl.rl.presets import POPGYM, ROW_OPTIONS
+
+TASKS = ("RepeatPrevious", "RepeatFirst", "CountRecall", "Autoencode", "HigherLower", "Concentration",
+         "MultiarmedBandit", "Battleship", "MineSweeper", "PositionOnlyCartPole", "NoisyPositionOnlyCartPole")
+BOUNDS = {task: (0.0, 1.0) if task.endswith("CartPole") else (-1.0, 1.0) for task in TASKS}
+# popgym marks these as needing the previous action in the observation (obs_requires_prev_action)
+PREVIOUS_ACTION = ("Concentration", "MultiarmedBandit", "Battleship", "MineSweeper")
+# Farr et al. 2026 (arXiv 2605.24709), normalised IQM at 10M frames: (streaming agent with exact RTRL, PPO-RTU)
+FARR = {"RepeatPrevious": (0.99, 0.81), "RepeatFirst": (0.48, 0.31), "CountRecall": (0.23, 0.10),
+        "Concentration": (0.42, 0.78), "MultiarmedBandit": (0.63, 0.81)}
+# The rows: exact RTRL with the suite's agent, the rolling TBPTT window, and no recurrence at all.
+ROWS = {"rtrl": {"method": "auto"}, "tbptt": {"method": "tbptt"}, "memoryless": ROW_OPTIONS["memoryless"]}
+AGENT = {k: v for k, v in POPGYM.items() if k not in ("steps", "record_every", "fidelity_every")}
+
+
+def options(task: str, row: str, steps: int, seed: int, seeds: int) -> dict:
+    """The ``RLConfig`` options of one (task, row): the suite's agent on ``popgym:<task>Easy``, ten records."""
+    return {**AGENT, **ROWS[row], "env": f"popgym:{task}Easy", "steps": steps, "record_every": max(1, steps // 10),
+            "fidelity_every": 0, "seed": seed, "seeds": seeds, "extra_inputs": task in PREVIOUS_ACTION}
+
+
+def final_returns(records: list[dict]) -> list[float | None]:
+    """Each seed's final return: the mean of its last two records' returns (those where episodes ended)."""
+    per_seed = list(zip(*(r.get("return_per_seed", [r["return"]]) for r in records[-2:]), strict=True))
+    return [float(np.mean(known)) if (known := [v for v in seed if v is not None]) else None for seed in per_seed]
+
+
+def normalised(task: str, value: float) -> float:
+    low, high = BOUNDS[task]
+    return (value - low) / (high - low)
+
+
+def iqm(values) -> float:
+    """The interquartile mean: the mean of the values between the 25th and 75th percentiles, the outer quarters
+    cut with fractional weights where the count is not a multiple of four (rliable's definition)."""
+    values = np.sort(np.asarray(values, float))
+    n = len(values)
+    if n == 0:
+        raise ValueError("iqm of no values")
+    # weight of each order statistic: its share of the interval [n/4, 3n/4]
+    edges = np.arange(n + 1, dtype=float)
+    weights = np.clip(np.minimum(edges[1:], 0.75 * n) - np.maximum(edges[:-1], 0.25 * n), 0.0, None)
+    return float(weights @ values / weights.sum())
+
+
+def bootstrap(values, reps: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """A 95% percentile-bootstrap interval of the IQM, the seeds resampled with replacement."""
+    values = np.asarray(values, float)
+    rng = np.random.default_rng(seed)
+    draws = [iqm(rng.choice(values, len(values))) for _ in range(reps)]
+    return float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))
+
+
+def table(runs: list[dict], command: str = "python -m rtrl.rl.suite --out DIR", at: str | None = None) -> str:
+    """The suite's table of ``runs``, then its provenance line (``command``; ``at``: the commit, read from the
+    checkout when None)."""
+    rows = list(dict.fromkeys(r["row"] for r in runs))
+    head = " | ".join(f"{row} IQM [95% CI]" for row in rows)
+    lines = [f"| task | {head} | Farr streaming RTRL | Farr PPO-RTU |", "|---" * (len(rows) + 3) + "|"]
+    for task in dict.fromkeys(r["task"] for r in runs):
+        cells = []
+        for row in rows:
+            run = next((r for r in runs if r["task"] == task and r["row"] == row), None)
+            scores = [normalised(task, v) for v in (run["finals"] if run else []) if v is not None]
+            if not scores:
+                cells.append("-")
+                continue
+            low, high = bootstrap(scores)
+            cells.append(f"{iqm(scores):.2f} [{low:.2f}, {high:.2f}] ({len(scores)})")
+        farr = FARR.get(task, ("-", "-"))
+        lines.append(f"| {task}Easy | {' | '.join(cells)} | {farr[0]} | {farr[1]} |")
+    return "\n".join(lines) + "\n\n" + provenance.line(command, at) + "\n"
+
+
+def read_runs(path: str) -> list[dict]:
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def run_row(task: str, row: str, steps: int, seed: int, seeds: int) -> dict:
+    """One (task, row) over ``seeds`` seeds in one call: its options, the seeds' final returns, the wall time."""
+    config = RLConfig(**options(task, row, steps, seed, seeds))
+    records = train(config)[1]
+    return {"task": task, "row": row, "options": config.to_dict(), "finals": final_returns(records),
+            "wall_s": records[-1]["wall_s"]}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m rtrl.rl.suite", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="the folder of runs.jsonl and suite.md (resumed if there)")
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS, metavar="TASK",
+                        help=f"POPGym tasks, each at its Easy level (default: all: {', '.join(TASKS)})")
+    parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS), help="default: all")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds per row, run under one vmap (default 5)")
+    parser.add_argument("--seed", type=int, default=0, help="the first seed (default 0)")
+    parser.add_argument("--steps", type=int, default=POPGYM["steps"],
+                        help=f"steps per environment (default {POPGYM['steps']:,}: {POPGYM['envs']} environments)")
+    args = parser.parse_args(argv)
+    for name in ("seeds", "steps"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be a positive integer, got {getattr(args, name)}")
+    os.makedirs(args.out, exist_ok=True)
+    runs_path = os.path.join(args.out, "runs.jsonl")
+    runs = read_runs(runs_path)
+    command = (f"python -m rtrl.rl.suite --out {args.out} --tasks {' '.join(args.tasks)} --rows {' '.join(args.rows)} "
+               f"--seeds {args.seeds} --seed {args.seed} --steps {args.steps}")
+    at = provenance.commit()  # the code the rows are measured on: read once, before the first
+    for task in args.tasks:
+        for row in args.rows:
+            wanted = json.loads(json.dumps(RLConfig(**options(task, row, args.steps, args.seed, args.seeds)).to_dict()))
+            if any(r["task"] == task and r["row"] == row and r["options"] == wanted for r in runs):
+                continue
+            run = run_row(task, row, args.steps, args.seed, args.seeds)
+            runs = [r for r in runs if (r["task"], r["row"]) != (task, row)] + [run]
+            scores = [f"{normalised(task, v):.2f}" if v is not None else "-" for v in run["finals"]]
+            print(f"{task}Easy {row}: normalised {' '.join(scores)}, {run['wall_s']:.0f} s", flush=True)
+            atomic_write_text(runs_path, "".join(json.dumps(r) + "\n" for r in runs))
+            atomic_write_text(os.path.join(args.out, "suite.md"), table(runs, command, at))
+    atomic_write_text(os.path.join(args.out, "suite.md"), table(runs, command, at))
+
+
+if __name__ == "__main__":
+    main()

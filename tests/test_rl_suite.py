@@ -1,0 +1,74 @@
+"""rtrl.rl.suite: the POPGym suite's scoring (IQM, its bootstrap interval, the normalisation) on hand-checked cases,
+and one resumable run of a tiny suite."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import numpy as np
+import pytest
+
+from rtrl.rl import make
+from rtrl.rl.suite import BOUNDS, bootstrap, final_returns, iqm, main, normalised
+
+
+def test_iqm_is_the_mean_of_the_middle_half_with_fractional_ends():
+    assert iqm([4, 1, 3, 2]) == pytest.approx(2.5)  # the middle two
+    # five values: the interval [1.25, 3.75] of order statistics weights them 0, .75, 1, .75, 0
+    assert iqm([100, 2, 1, 4, 3]) == pytest.approx((0.75 * 2 + 3 + 0.75 * 4) / 2.5)
+    assert iqm([7.0]) == 7.0
+    with pytest.raises(ValueError, match="no values"):
+        iqm([])
+
+
+def test_the_bootstrap_interval_brackets_the_iqm_and_is_a_point_for_equal_seeds():
+    low, high = bootstrap([0.2, 0.4, 0.5, 0.9, 1.0])
+    assert low <= iqm([0.2, 0.4, 0.5, 0.9, 1.0]) <= high and low >= 0.2 and high <= 1.0
+    assert bootstrap([0.3] * 5) == pytest.approx((0.3, 0.3))
+
+
+def test_final_returns_are_each_seeds_mean_of_its_last_two_records():
+    records = [{"return": 0.0, "return_per_seed": [0.0, 9.0]},
+               {"return": 0.5, "return_per_seed": [0.2, None]},
+               {"return": 0.5, "return_per_seed": [0.4, 0.6]}]
+    assert final_returns(records) == pytest.approx([0.3, 0.6])  # seed 1: None left out, not counted as 0
+    assert final_returns([{"return": None}, {"return": 1.0}]) == [1.0]  # one seed: no per-seed list
+
+
+def play(task: str, right: bool) -> float:
+    """The return of one RepeatFirstEasy episode answering the first card's suit always (or never)."""
+    env = make(f"popgym:{task}")
+    obs, state = env.reset(jax.random.key(3))
+    first = int(np.argmax(np.asarray(obs)))
+    action = first if right else (first + 1) % 4
+    total, done, key = 0.0, False, jax.random.key(4)
+    while not done:
+        key, k = jax.random.split(key)
+        step = env.step(k, state, action)
+        total, done, state = total + float(step.reward), bool(step.done), step.state
+    return total
+
+
+def test_the_bounds_are_the_returns_of_the_best_and_the_worst_episode():
+    low, high = BOUNDS["RepeatFirst"]
+    assert play("RepeatFirstEasy", right=True) == pytest.approx(high, abs=1e-5)
+    assert play("RepeatFirstEasy", right=False) == pytest.approx(low, abs=1e-5)
+    assert normalised("RepeatFirst", low) == 0.0 and normalised("RepeatFirst", high) == 1.0
+    assert normalised("PositionOnlyCartPole", 0.25) == 0.25  # CartPole's returns lie in [0, 1]
+
+
+def test_a_suite_resumes_and_reruns_only_what_changed(tmp_path, capsys):
+    args = ["--out", str(tmp_path), "--tasks", "MultiarmedBandit", "--rows", "memoryless", "--seeds", "2",
+            "--steps", "4"]
+    main(args)
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert len(runs) == 1 and len(runs[0]["finals"]) == 2 and runs[0]["options"]["extra_inputs"] is True
+    assert "MultiarmedBanditEasy" in (tmp_path / "suite.md").read_text()
+    capsys.readouterr()
+    main(args)  # resumed: nothing left to run
+    assert capsys.readouterr().out == ""
+    main([*args[:-1], "5"])  # another budget: run anew, the old line replaced
+    assert "MultiarmedBanditEasy memoryless" in capsys.readouterr().out
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert len(runs) == 1 and runs[0]["options"]["steps"] == 5
