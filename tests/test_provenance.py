@@ -2,6 +2,7 @@
 (tests/test_docs_figures.py holds the pages to it)."""
 
 import argparse
+import re
 import shutil
 import subprocess
 
@@ -19,7 +20,7 @@ def git(folder, *args):
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_the_commit_is_the_checkouts_and_marked_dirty_when_a_tracked_file_changed(tmp_path):
+def test_the_commit_is_the_checkouts_and_marked_dirty_when_a_tracked_file_of_the_code_changed(tmp_path):
     assert provenance.commit(tmp_path) == "unknown"  # not a checkout
     git(tmp_path, "init", "-q")
     (tmp_path / "a.py").write_text("x = 1\n")
@@ -33,6 +34,12 @@ def test_the_commit_is_the_checkouts_and_marked_dirty_when_a_tracked_file_change
     assert provenance.commit(tmp_path) == found
     (tmp_path / "a.py").write_text("x = 2\n")
     assert provenance.commit(tmp_path) == found + "-dirty"
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "b.py").write_text("y = 1\n")
+    assert provenance.commit(tmp_path / "pkg") == "unknown"  # not tracked: another project's checkout
+    git(tmp_path, "add", "pkg")
+    git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "two")
+    assert re.fullmatch("[0-9a-f]{7,40}", provenance.commit(tmp_path / "pkg"))  # a.py changed: not pkg's code
 
 
 def test_the_line_reads_back_as_its_command_commit_and_date():
@@ -89,3 +96,11 @@ def test_the_rl_tables_carry_the_line_that_reruns_them():
     found = provenance.PATTERN.search(text)
     assert (found["command"], found["commit"]) == (
         "python -m rtrl.rl.results --out runs/rl --tables memory-chain-40-long --seeds 2", "0123abc")
+
+
+def test_the_popgym_suite_table_carries_the_line_that_reruns_it():
+    from rtrl.rl import suite
+
+    runs = [{"task": "RepeatPrevious", "row": "rtrl", "finals": [0.5, 1.0]}]
+    found = provenance.PATTERN.search(suite.table(runs, "python -m rtrl.rl.suite --out runs/s", "0123abc"))
+    assert (found["command"], found["commit"]) == ("python -m rtrl.rl.suite --out runs/s", "0123abc")

@@ -21,7 +21,9 @@ PATTERN = re.compile(r"Measured with `(?P<command>[^`]+)` at commit (?P<commit>[
 
 def commit(where: str | Path | None = None) -> str:
     """The short git commit of the checkout holding ``where`` (this package's source by default), with ``-dirty``
-    when tracked files differ from it; ``unknown`` when there is no git or no checkout."""
+    when tracked files under ``where`` differ from it (the measured code, not the pages being written); ``unknown``
+    when there is no git, no checkout, or ``where`` is not tracked in it (a package installed inside another
+    project's repository)."""
     folder = Path(where) if where is not None else Path(__file__).resolve().parent
 
     def git(*args: str) -> str:
@@ -29,8 +31,9 @@ def commit(where: str | Path | None = None) -> str:
                               timeout=30).stdout.strip()
 
     try:
+        git("ls-files", "--error-unmatch", str(folder))
         head = git("rev-parse", "--short", "HEAD")
-        changed = git("status", "--porcelain", "--untracked-files=no")
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", str(folder))
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + ("-dirty" if changed else "")

@@ -18,7 +18,7 @@ Sections (each also runs alone, see its module):
 11. our exact online step beside braintrace's D_RTRL, gradients checked against BPTT first (``peers``; skipped
     where braintrace is not installed);
 12. the streaming RL agent's step against its forward-only step, torsos x widths x environments (``agent``).
-``--quick`` shrinks every section to finish in a minute or two (for a smoke test, not for figures).
+``--quick`` shrinks every section to tiny sizes (a smoke test of the whole suite, not figures).
 ``--markdown PAGE`` writes the figures, with the machine and the date, into the documentation page between its
 ``BEGIN`` and ``END`` markers; the text around them (what the figures mean) is kept.
 Each section prints its figures as it finishes them. Ctrl-C while measuring stops at once (exit status 130)

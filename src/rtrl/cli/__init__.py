@@ -64,7 +64,7 @@ COMMANDS: dict[str, Command] = {
                        add_inspect_arguments, cmd_inspect),
     "export": Command("write the trained cell of a run folder as a NIR graph (spiking cells)", add_export_arguments,
                       cmd_export),
-    "demo": Command("a half-minute online-learning demonstration (make run)", add_demo_arguments, cmd_demo),
+    "demo": Command("the online-learning demonstration (make run)", add_demo_arguments, cmd_demo),
     "fidelity": Command("cosine and relative error of every method's gradient against BPTT (table and plot)",
                         fidelity.add_arguments, fidelity.run),
     "bench": Command("time and memory of the methods against a forward step and BPTT (JSON and plot)",

@@ -8,8 +8,9 @@ The experiments and their rows are ``rtrl.training.presets.EXPERIMENTS``: every 
 to stdout and into its own section of ``--out`` (between ``<!-- results:NAME -->`` markers: running some
 experiments rewrites only their sections, and the text outside the markers is kept), with one comparison plot
 per experiment beside the runs. A row that does not apply, or whose cell is not installed, is reported as skipped
-with the reason. Rows run one after another; without ``--only`` every experiment but the long ones runs (about
-a quarter of an hour on two cores); the long ones (minutes a row: deep networks) run when named.
+with the reason. Rows run one after another; without ``--only`` every experiment but the long ones runs (each
+table's wall time is written under it, with the command, commit and date: ``rtrl.provenance``); the long ones
+(minutes a row: deep networks) run when named.
 
 Each row shows a progress bar (on stderr). Ctrl-C stops the command at the next safe point (after a chunk of
 steps, between rows) with exit status 130: the tables finished before it are in ``--out``, the table under way is

@@ -21,6 +21,7 @@ import os
 
 import numpy as np
 
+from rtrl import provenance
 from rtrl.files import atomic_write_text
 from rtrl.rl.config import RLConfig
 from rtrl.rl.loop import train
@@ -77,7 +78,9 @@ def bootstrap(values, reps: int = 2000, seed: int = 0) -> tuple[float, float]:
     return float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))
 
 
-def table(runs: list[dict]) -> str:
+def table(runs: list[dict], command: str = "python -m rtrl.rl.suite --out DIR", at: str | None = None) -> str:
+    """The suite's table of ``runs``, then its provenance line (``command``; ``at``: the commit, read from the
+    checkout when None)."""
     rows = list(dict.fromkeys(r["row"] for r in runs))
     head = " | ".join(f"{row} IQM [95% CI]" for row in rows)
     lines = [f"| task | {head} | Farr streaming RTRL | Farr PPO-RTU |", "|---" * (len(rows) + 3) + "|"]
@@ -93,7 +96,7 @@ def table(runs: list[dict]) -> str:
             cells.append(f"{iqm(scores):.2f} [{low:.2f}, {high:.2f}] ({len(scores)})")
         farr = FARR.get(task, ("-", "-"))
         lines.append(f"| {task}Easy | {' | '.join(cells)} | {farr[0]} | {farr[1]} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + provenance.line(command, at) + "\n"
 
 
 def read_runs(path: str) -> list[dict]:
@@ -128,6 +131,9 @@ def main(argv=None) -> None:
     os.makedirs(args.out, exist_ok=True)
     runs_path = os.path.join(args.out, "runs.jsonl")
     runs = read_runs(runs_path)
+    command = (f"python -m rtrl.rl.suite --out {args.out} --tasks {' '.join(args.tasks)} --rows {' '.join(args.rows)} "
+               f"--seeds {args.seeds} --seed {args.seed} --steps {args.steps}")
+    at = provenance.commit()  # the code the rows are measured on: read once, before the first
     for task in args.tasks:
         for row in args.rows:
             wanted = json.loads(json.dumps(RLConfig(**options(task, row, args.steps, args.seed, args.seeds)).to_dict()))
@@ -138,8 +144,8 @@ def main(argv=None) -> None:
             scores = [f"{normalised(task, v):.2f}" if v is not None else "-" for v in run["finals"]]
             print(f"{task}Easy {row}: normalised {' '.join(scores)}, {run['wall_s']:.0f} s", flush=True)
             atomic_write_text(runs_path, "".join(json.dumps(r) + "\n" for r in runs))
-            atomic_write_text(os.path.join(args.out, "suite.md"), table(runs))
-    atomic_write_text(os.path.join(args.out, "suite.md"), table(runs))
+            atomic_write_text(os.path.join(args.out, "suite.md"), table(runs, command, at))
+    atomic_write_text(os.path.join(args.out, "suite.md"), table(runs, command, at))
 
 
 if __name__ == "__main__":
