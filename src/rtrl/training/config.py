@@ -66,8 +66,8 @@ class RunConfig(Config):
     rate_weight: float = option(
         0.0, "weight c of the firing-rate regulariser c sum_j (rate_j - rate_target)^2 over each episode (the e-prop "
         "paper's; 0: none)", non_negative_float, "C")
-    rate_target: float = option(0.01, "the regulariser's target rate, spikes per step (10 Hz at 1 ms: 0.01)",
-                                unit_interval, "F")
+    rate_target: float = option(0.01, "the regulariser's target rate in spikes per step (the paper's 10 Hz at its "
+                                "millisecond step: a hundredth)", unit_interval, "F")
     optimizer: str = option("adam", "adam or sgd (optax)", one_of(OPTIMIZERS), "NAME")
     lr: float = option(1e-3, "learning rate", positive_float, "LR")
     clip: float | None = option(1.0, "clip the global gradient norm to this (`--no-clip`: do not)",
