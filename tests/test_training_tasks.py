@@ -13,6 +13,7 @@ import pytest
 
 from rtrl.training.tasks import (
     MNIST1D,
+    SHD,
     TASKS,
     Adding,
     Copy,
@@ -20,7 +21,6 @@ from rtrl.training.tasks import (
     EvidencePoisson,
     Manifolds,
     Recall,
-    SHD,
     Sines,
     StoreRecall,
     StoreRecallPoisson,
