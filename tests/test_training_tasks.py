@@ -1,6 +1,10 @@
 """Tasks: shapes, determinism, what is asked when, and each documented chance level."""
 
+import atexit
 import functools
+import pathlib
+import shutil
+import tempfile
 
 import jax
 import jax.numpy as jnp
@@ -9,6 +13,7 @@ import pytest
 
 from rtrl.training.tasks import (
     MNIST1D,
+    SHD,
     TASKS,
     Adding,
     Copy,
@@ -18,9 +23,21 @@ from rtrl.training.tasks import (
     Recall,
     Sines,
     StoreRecall,
+    StoreRecallPoisson,
     stream_chunk,
 )
 from rtrl.training.tasks.mnist1d import make_dataset
+from test_training_tasks_shd import write_shd
+
+
+def tiny_shd() -> SHD:
+    """SHD from a file of 12 examples written here (one spike each), 4 steps of 5 ms, 70 channels."""
+    folder = pathlib.Path(tempfile.mkdtemp())
+    atexit.register(shutil.rmtree, folder, True)
+    path = write_shd(folder / "shd.h5", [[0.002 * i] for i in range(12)], [[50 * i] for i in range(12)],
+                     [i % 20 for i in range(12)])
+    return SHD(path=path, step_ms=5, duration_ms=20)
+
 
 SMALL = {
     "copy": Copy(max_length=4),
@@ -33,6 +50,8 @@ SMALL = {
     "manifolds": Manifolds(classes=3, channels=5, pattern_steps=10, answer_steps=2),
     "evidence_poisson": EvidencePoisson(cues=3, cue_steps=2, spacing=3, episode_length=14, recall_steps=2, channels=2,
                                         rate=0.5),
+    "store_recall_poisson": StoreRecallPoisson(symbols=5, symbol_steps=2, channels=2, rate=0.5, delay=1.0),
+    "shd": tiny_shd(),
 }
 
 
