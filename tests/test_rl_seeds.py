@@ -72,3 +72,23 @@ def test_a_record_of_seeds_averages_returns_over_the_seeds_where_episodes_ended(
                {"step": 10, "return": -0.5, "episodes": 1, "entropy": 2.0}]
     assert seeds_record(records) == {"step": 10, "return": 0.25, "episodes": 3, "entropy": 2.0,
                                      "return_per_seed": [1.0, None, -0.5], "episodes_per_seed": [2, 0, 1]}
+
+
+def conditionals(lowered) -> int:
+    text = lowered.as_text()
+    return text.count("stablehlo.case") + text.count("stablehlo.if")
+
+
+def test_what_is_due_at_a_step_stays_a_conditional_under_seeds():
+    """The fidelity check and the health sample are due at some steps only; under --seeds the step count is shared
+    by the seeds, so each stays a conditional taken once a step (a count mapped over the seeds would make it a
+    select that computes the BPTT check at every step: 17 minutes without a first record on memory-chain-128)."""
+    from rtrl.rl.loop import runner
+
+    options = {**BASE, "fidelity_every": 5, "health_every": 4}
+    one, seeds = runner(RLConfig(**options)), runner(RLConfig(**options, seeds=2))
+    single = conditionals(jax.jit(one._advance, static_argnums=1).lower(one.init(0), 3))
+    several = conditionals(jax.jit(seeds._advance_seeds, static_argnums=1).lower(seeds.init(0), 3))
+    # the check, the sample, and the value owed at a truncation; under vmap the last depends on each seed's
+    # environments and becomes a select, the two that are due by the step count stay conditionals
+    assert (single, several) == (3, 2)

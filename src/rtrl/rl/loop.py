@@ -181,8 +181,7 @@ class OnlineActorCritic:
             self._observe_act = jax.jit(lambda acted, outcome: self._act(self._observe(acted, outcome)))
             self.timings = dict.fromkeys(TIMINGS, 0.0)  # seconds, summed over host steps since the last record
         elif config.seeds > 1:
-            self._compiled = jax.jit(lambda state, n: Seeds(jax.vmap(lambda r: self._advance(r, n))(state.runs),
-                                                            state.step + n), static_argnums=1)
+            self._compiled = jax.jit(self._advance_seeds, static_argnums=1)
         else:
             self._compiled = jax.jit(self._advance, static_argnums=1)
 
@@ -379,6 +378,13 @@ class OnlineActorCritic:
             return {}
         spent, self.timings = self.timings, dict.fromkeys(TIMINGS, 0.0)
         return {k: round(v, 3) for k, v in spent.items()}
+
+    def _advance_seeds(self, state: Seeds, n: int) -> Seeds:
+        """``_advance`` of every seed under one ``jax.vmap``, the step count shared (not mapped): what is due at a
+        step (the fidelity check, the health sample) stays a ``lax.cond`` taken once for all seeds, where a mapped
+        count would turn it into a ``select`` that computes the check at every step."""
+        runs = jax.vmap(lambda run, step: self._advance(run._replace(step=step), n), in_axes=(0, None))
+        return Seeds(runs(state.runs, state.step), state.step + n)
 
     def _advance(self, state: RLState, n: int) -> RLState:
         state = lax.scan(self._one, state, None, length=n)[0]
