@@ -171,3 +171,19 @@ def reset_error(cell, method, params, xs, ys, reset_at):
         return jax.grad(total)(params)
 
     return relative_error(online_grads(cell, method, params, xs, ys, mask), bptt_grads(params))
+
+
+def fast_sigmoid_heaviside(k: float, c: float):
+    """``H(u)`` with the tangent ``c / (1 + k |u|)^2 du`` (the fast-sigmoid surrogate), written here for the spiking
+    oracles (not ``rtrl.cells.spiking.spike``)."""
+
+    @jax.custom_jvp
+    def heaviside(u):
+        return (u > 0).astype(u.dtype)
+
+    @heaviside.defjvp
+    def heaviside_jvp(primals, tangents):
+        (u,), (du,) = primals, tangents
+        return heaviside(u), c / (1 + k * jnp.abs(u)) ** 2 * du
+
+    return heaviside

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import rtrl
-from oracle import EXACT_TOL, perturbed, random_carry, random_problem, reset_error, worst_error
+from oracle import EXACT_TOL, fast_sigmoid_heaviside, perturbed, random_carry, random_problem, reset_error, worst_error
 from rtrl.capabilities import HandDerivedTraces
 from rtrl.cells import ALIF, LIF, SpikingIIR2
 from rtrl.cells.spiking import spike
@@ -235,16 +235,8 @@ def detached_reset_grads(cell, params, xs, ys, loss):
     """BPTT (``jax.grad`` through ``lax.scan``) of a LIF written out here whose reset passes no gradient through
     the spike, with the fast-sigmoid surrogate ``c / (1 + k |u|)^2``, for ``cell.reset`` "subtract" or "value";
     and the firing rate."""
-    k, c, thr, leak, vr = cell.surrogate_scale, cell.surrogate_height, cell.threshold, cell.leak, cell.v_reset
-
-    @jax.custom_jvp
-    def heaviside(u):
-        return (u > 0).astype(u.dtype)
-
-    @heaviside.defjvp
-    def heaviside_jvp(primals, tangents):
-        (u,), (du,) = primals, tangents
-        return heaviside(u), c / (1 + k * jnp.abs(u)) ** 2 * du
+    thr, leak, vr = cell.threshold, cell.leak, cell.v_reset
+    heaviside = fast_sigmoid_heaviside(cell.surrogate_scale, cell.surrogate_height)
 
     def total(p):
         def body(carry, xy):

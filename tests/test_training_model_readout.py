@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from oracle import EXACT_TOL
+from oracle import EXACT_TOL, fast_sigmoid_heaviside
 from rtrl.cells import ALIF, LIF
 from rtrl.compare import relative_error
 from rtrl.training.config import RunConfig
@@ -108,17 +108,9 @@ def detached_lif_grads(cell, params, episodes, readout: dict, batch: int):
     """BPTT of a LIF written out here (reset by subtraction, passing no gradient through the spike; the fast-sigmoid
     surrogate), its spikes filtered and counted as the paper's readout, over one episode from zero: the gradient of
     sum_t mean_b [w CE(o W + b, target) + c sum_j ((n_t/T - f)^2 - (n_{t-1}/T - f)^2)]."""
-    k, height, thr, leak = cell.surrogate_scale, cell.surrogate_height, cell.threshold, cell.leak
+    thr, leak = cell.threshold, cell.leak
     kappa, c, f = readout["readout_decay"], readout["rate_weight"], readout["rate_target"]
-
-    @jax.custom_jvp
-    def heaviside(u):
-        return (u > 0).astype(u.dtype)
-
-    @heaviside.defjvp
-    def heaviside_jvp(primals, tangents):
-        (u,), (du,) = primals, tangents
-        return heaviside(u), height / (1 + k * jnp.abs(u)) ** 2 * du
+    heaviside = fast_sigmoid_heaviside(cell.surrogate_scale, cell.surrogate_height)
 
     def total(p):
         def body(carry, data):
