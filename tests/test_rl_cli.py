@@ -156,7 +156,8 @@ def test_presets_exist_and_every_row_of_the_results_tables_is_one():
     for name, preset in PRESETS.items():
         config = RLConfig(**preset.options)  # valid (this builds the gymnax environment)
         table, row = ROWS[name]  # a method, or a variant of rtrl (memoryless: on a feed-forward torso)
-        assert config.method == ("rtrl" if row in ROW_OPTIONS else TABLES[table].exact if row == "rtrl" else row)
+        assert config.method == (ROW_OPTIONS[row]["method"] if row in ROW_OPTIONS else TABLES[table].exact
+                                 if row == "rtrl" else row)
         assert (config.fidelity_every > 0) == (table not in LONG_RUNS)
         assert (config.cell == "feedforward") == (row == "memoryless")
     text = (ROOT / "docs" / "rl.md").read_text()
