@@ -209,7 +209,7 @@ def test_rtrl_train_on_four_devices_and_resume_on_two_replays_the_one_device_run
     2 * HALF on 2, ends where the one-device run does, its state split over the 2 devices."""
     run = str(tmp_path / "run")
     options = ["--task", "copy", "--task-arg", "max_length=2", "--hidden", "4", "--batch", str(B), "--lr", "0.05",
-               "--eval-every", "5", "--eval-size", "8", "--stagger", "--quiet"]
+               "--method", "rtrl", "--eval-every", "5", "--eval-size", "8", "--stagger", "--quiet"]
     assert cli.main(["train", *options, "--steps", str(HALF), "--devices", "4", "--out", run]) == 0
     assert read_config(run).devices == 4
     assert cli.main(["resume", run, "--steps", str(2 * HALF), "--devices", "2", "--quiet"]) == 0
@@ -233,7 +233,11 @@ def test_the_agent_on_four_devices_acts_as_on_one_with_its_environments_split(tm
     for name in ("memory", "traces", "env_state", "obs", "discounted"):
         assert worst(getattr(four, name), getattr(whole, name)) <= TOL, name
     assert split(four.history, 4) and layout_is_contiguous(four.history, 4, 1)  # (H, E, obs): E found where it lies
-    assert replicated(four.params, 4) and replicated(four.opt_state, 4) and replicated(four.obs_stats, 4)
+    # the update rule's state: its eligibility traces split along E (above), everything else replicated
+    traces = {id(a) for a in jax.tree.leaves(four.traces)}
+    rule = [a for a in jax.tree.leaves(four.opt_state) if id(a) not in traces]
+    assert len(rule) < len(jax.tree.leaves(four.opt_state))
+    assert replicated(four.params, 4) and replicated(rule, 4) and replicated(four.obs_stats, 4)
     half, _ = train(RLConfig(**{**RL, "steps": HALF}, devices=4))
     checkpoint.save(tmp_path / "half.npz", half)
     state, _ = checkpoint.load(tmp_path / "half.npz", runner(configs[1]).init(0))

@@ -143,6 +143,9 @@ def test_the_progress_bar_clock_starts_after_the_first_chunk_which_includes_comp
         def describe(self):
             return "a stand-in run"
 
+        def resume_note(self):
+            return None
+
         def last_checkpoint_step(self):
             return 0
 
