@@ -26,6 +26,7 @@ from rtrl.files import atomic_write_text
 from rtrl.rl.config import RLConfig
 from rtrl.rl.loop import train
 from rtrl.rl.presets import POPGYM, ROW_OPTIONS
+from rtrl.rl.results import read_runs
 
 TASKS = ("RepeatPrevious", "RepeatFirst", "CountRecall", "Autoencode", "HigherLower", "Concentration",
          "MultiarmedBandit", "Battleship", "MineSweeper", "PositionOnlyCartPole", "NoisyPositionOnlyCartPole")
@@ -97,13 +98,6 @@ def table(runs: list[dict], command: str = "python -m rtrl.rl.suite --out DIR", 
         farr = FARR.get(task, ("-", "-"))
         lines.append(f"| {task}Easy | {' | '.join(cells)} | {farr[0]} | {farr[1]} |")
     return "\n".join(lines) + "\n\n" + provenance.line(command, at) + "\n"
-
-
-def read_runs(path: str) -> list[dict]:
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def run_row(task: str, row: str, steps: int, seed: int, seeds: int) -> dict:
