@@ -58,3 +58,55 @@ def test_a_table_without_the_fidelity_check_shows_no_cosines():
              "records": [{"step": 1, "return": 0.5, "wall_s": 2.0}, {"step": 2, "return": 0.9, "wall_s": 3.0}]}]
     row = next(line for line in results.table(runs).splitlines() if line.startswith("| `memory-chain-40-long`"))
     assert row.split("|")[3:9] == [" 0.7 ± 0 ", " 0.9 ± 0 ", " 3 ± 0 (1/1) ", " - ", " - ", " 3 ± 0 "]
+
+
+def test_a_vmapped_run_splits_into_each_seeds_records():
+    records = [{"step": 10, "return": 0.5, "episodes": 3, "wall_s": 4.0, "entropy": 0.6,
+                "return_per_seed": [0.25, None, 0.75], "episodes_per_seed": [1, 0, 2]},
+               {"step": 20, "return": 0.0, "episodes": 2, "wall_s": 9.0, "entropy": 0.4,
+                "return_per_seed": [-1.0, 1.0, 0.0], "episodes_per_seed": [1, 1, 0]}]
+    split = results.split_seeds(records)
+    assert split == [
+        [{"step": 10, "return": 0.25, "episodes": 1, "wall_s": 4.0, "entropy": 0.6},
+         {"step": 20, "return": -1.0, "episodes": 1, "wall_s": 9.0, "entropy": 0.4}],
+        [{"step": 10, "return": None, "episodes": 0, "wall_s": 4.0, "entropy": 0.6},
+         {"step": 20, "return": 1.0, "episodes": 1, "wall_s": 9.0, "entropy": 0.4}],
+        [{"step": 10, "return": 0.75, "episodes": 2, "wall_s": 4.0, "entropy": 0.6},
+         {"step": 20, "return": 0.0, "episodes": 0, "wall_s": 9.0, "entropy": 0.4}]]
+
+
+def test_missing_seeds_of_a_jitted_row_run_as_consecutive_groups_and_a_host_row_seed_by_seed(monkeypatch):
+    jitted = "memory-chain-128"
+    assert results.jobs_of(jitted, [0, 1, 2, 4, 6, 7]) == [(jitted, (0, 1, 2)), (jitted, (4,)), (jitted, (6, 7))]
+    assert results.jobs_of(jitted, []) == []
+    monkeypatch.setitem(results.PRESETS, "host-row", PRESETS[jitted]._replace(
+        options={**PRESETS[jitted].options, "env": "gymnasium:CartPole-v1"}))
+    assert results.jobs_of("host-row", [0, 1]) == [("host-row", (0,)), ("host-row", (1,))]
+
+
+def test_rows_choose_the_methods_run_and_an_unknown_row_is_refused_by_name(tmp_path, monkeypatch, capsys):
+    ran = []
+    monkeypatch.setattr(results, "run_records", lambda preset, seeds: ran.append((preset, seeds)) or [
+        [record(10, 0.5, 1.0), record(20, 0.5, 2.0)] for _ in seeds])
+
+    class Inline:  # the pool, in this process (the stand-in above is not picklable)
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def submit(self, fn, *args):
+            future = results.concurrent.futures.Future()
+            future.set_result(fn(*args))
+            return future
+
+    monkeypatch.setattr(results.concurrent.futures, "ProcessPoolExecutor", Inline)
+    results.main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "memoryless", "--seeds", "2"])
+    assert ran == [("memory-chain-16-memoryless", (0, 1))]
+    with pytest.raises(SystemExit):
+        results.main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "snap1"])
+    assert "--rows" in capsys.readouterr().err

@@ -1,5 +1,8 @@
-"""``python -m rtrl.rl.results --out DIR [--tables NAME ...] [--jobs N]``: the rows of docs/rl.md's results tables,
-each a preset (``rtrl.rl.presets``), over several seeds, ``N`` runs at a time (each in its own process).
+"""``python -m rtrl.rl.results --out DIR [--tables NAME ...] [--seeds S] [--jobs N]``: the rows of docs/rl.md's
+results tables, each a preset (``rtrl.rl.presets``), over several seeds, ``N`` runs at a time (each in its own
+process). A row on a jitted environment runs its ``S`` seeds in one call under ``jax.vmap`` (``rtrl rl --seeds``:
+one compilation, the seeds' records split apart afterwards, each with its own return and episode count and the
+shared figures); a row on a host environment (``gymnasium:ID``) runs seed by seed.
 
 Writes ``DIR/runs.jsonl`` (one line per run: preset, seed, its records) as runs finish, and ``DIR/results.md``: per
 row, the final return (mean of the last two records' returns, then mean and spread over seeds), the peak return
@@ -21,6 +24,7 @@ import statistics
 from rtrl import provenance
 from rtrl.files import atomic_write_text
 from rtrl.rl.config import RLConfig
+from rtrl.rl.envs.registry import is_gymnasium
 from rtrl.rl.loop import mean_return, train
 from rtrl.rl.presets import PRESETS, ROWS, TABLES
 
@@ -52,7 +56,9 @@ def table(runs: list[dict], out: str = "DIR", at: str | None = None) -> str:
         config = RLConfig(**setting.options)
         lines += [f"### `{name}`: {setting.what}", "",
                   f"{config.env} {dict(config.env_args)}, {config.steps} steps x {config.envs} environments, "
-                  f"`{config.cell}` {config.hidden}, tbptt window {config.truncation}.", "",
+                  f"`{config.cell}` {config.hidden}, tbptt window {config.truncation}"
+                  + ("." if is_gymnasium(config.env) else "; a row's seeds run in one call under `jax.vmap`, so its "
+                     "wall times are the call's, all seeds together."), "",
                   f"| preset | method | final return | peak return | wall s to {setting.target} (runs reaching it) | "
                   "cos value | cos policy | wall s |", "|---|---|---|---|---|---|---|---|"]
         for preset in dict.fromkeys(r["preset"] for r in runs if ROWS[r["preset"]][0] == name):
@@ -69,9 +75,35 @@ def table(runs: list[dict], out: str = "DIR", at: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def run_records(preset: str, seed: int) -> list[dict]:
-    """The records of ``preset`` run from ``seed``."""
-    return train(RLConfig(**{**PRESETS[preset].options, "seed": seed}))[1]
+def run_records(preset: str, seeds: tuple[int, ...]) -> list[list[dict]]:
+    """The records of ``preset`` run from each of ``seeds`` (consecutive where there are several: one call under
+    ``jax.vmap``), one list per seed."""
+    options = {**PRESETS[preset].options, "seed": seeds[0], "seeds": len(seeds)}
+    records = train(RLConfig(**options))[1]
+    return split_seeds(records) if len(seeds) > 1 else [records]
+
+
+def split_seeds(records: list[dict]) -> list[list[dict]]:
+    """One run's records of several seeds (``return_per_seed``, ``episodes_per_seed``) as each seed's records: its
+    own return and episode count, the figures shared by the seeds (the step, the wall time, the means) as they are."""
+    count = len(records[0]["return_per_seed"])
+    shared = [{k: v for k, v in r.items() if k not in ("return_per_seed", "episodes_per_seed")} for r in records]
+    return [[{**rec, "return": r["return_per_seed"][i], "episodes": r["episodes_per_seed"][i]}
+             for rec, r in zip(shared, records, strict=True)] for i in range(count)]
+
+
+def jobs_of(preset: str, seeds: list[int]) -> list[tuple[str, tuple[int, ...]]]:
+    """The calls that run ``seeds`` of ``preset``: consecutive seeds in one call on a jitted environment, one
+    call a seed on a host one (``gymnasium:ID``)."""
+    if is_gymnasium(PRESETS[preset].options["env"]):
+        return [(preset, (seed,)) for seed in seeds]
+    groups = []
+    for seed in seeds:
+        if groups and groups[-1][-1] == seed - 1:
+            groups[-1].append(seed)
+        else:
+            groups.append([seed])
+    return [(preset, tuple(group)) for group in groups]
 
 
 def in_table_order(runs: list[dict]) -> list[dict]:
@@ -92,6 +124,8 @@ def main(argv=None) -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES),
                         help="the tables whose rows to run (default: all)")
+    parser.add_argument("--rows", nargs="+", metavar="METHOD",
+                        help="only these rows of each table, by method (e.g. rtrl memoryless; default: all)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time, each in its own process (default 1)")
     args = parser.parse_args(argv)
@@ -102,16 +136,22 @@ def main(argv=None) -> None:
     runs_path = os.path.join(args.out, "runs.jsonl")
     runs = read_runs(runs_path)
     done = {(r["preset"], r["seed"]) for r in runs}
-    todo = [(p, seed) for p in PRESETS if ROWS[p][0] in args.tables for seed in range(args.seeds)
-            if (p, seed) not in done]
+    methods = {m for t in args.tables for m in TABLES[t].methods}
+    if args.rows is not None and not set(args.rows) <= methods:
+        parser.error(f"--rows must name rows of the tables chosen ({', '.join(sorted(methods))}), got "
+                     f"{' '.join(args.rows)}")
+    todo = [job for p in PRESETS if ROWS[p][0] in args.tables and (args.rows is None or ROWS[p][1] in args.rows)
+            for job in jobs_of(p, [seed for seed in range(args.seeds) if (p, seed) not in done])]
     # spawn, not fork: a forked child would inherit jax's threads
     with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(run_records, *job): job for job in todo}
         for future in concurrent.futures.as_completed(futures):
-            (preset, seed), records = futures[future], future.result()
-            runs = in_table_order([*runs, {"preset": preset, "seed": seed, "records": records}])
-            print(json.dumps({"preset": preset, "seed": seed}),
-                  f"final {mean_return(records, last=2):.3f} wall {records[-1]['wall_s']:.0f}s", flush=True)
+            (preset, seeds), per_seed = futures[future], future.result()
+            runs = in_table_order([*runs, *({"preset": preset, "seed": seed, "records": records}
+                                            for seed, records in zip(seeds, per_seed, strict=True))])
+            finals = " ".join(f"{mean_return(records, last=2):.3f}" for records in per_seed)
+            print(json.dumps({"preset": preset, "seeds": list(seeds)}),
+                  f"final {finals} wall {per_seed[0][-1]['wall_s']:.0f}s", flush=True)
             atomic_write_text(runs_path, "".join(json.dumps(r) + "\n" for r in runs))
             atomic_write_text(os.path.join(args.out, "results.md"), table(runs, args.out, at))
     atomic_write_text(os.path.join(args.out, "results.md"), table(in_table_order(runs), args.out, at))
