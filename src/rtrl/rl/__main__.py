@@ -25,7 +25,7 @@ def main(argv=None) -> None:
     except UsageError as e:
         parser.error(str(e))
     print(json.dumps({"config": assembly.config.to_dict()}), flush=True)
-    train(assembly, on_record=lambda record, _: print(json.dumps(record), flush=True))
+    train(assembly, on_record=lambda _, record: print(json.dumps(record), flush=True))
 
 
 if __name__ == "__main__":

@@ -447,11 +447,12 @@ def runner(assembly: RLAssembly | RLConfig) -> OnlineActorCritic:
 
 
 def train(config: RLConfig | RLAssembly, state: RLState | None = None,
-          on_record: Callable[[dict, RLState], None] | None = None,
+          on_record: Callable[[RLState, dict], None] | None = None,
           on_chunk: Callable[[RLState, int], None] | None = None, wall_s: float = 0.0) -> tuple[RLState, list[dict]]:
     """Run ``config`` (or its assembly) up to ``config.steps`` steps per environment (from ``state``, or from the
     start), one record at every multiple of ``record_every`` and at the end (``rtrl.driver.drive``);
-    ``on_record(record, state)`` after each (a checkpoint there resumes the run exactly), ``on_chunk(state, n)``
+    ``on_record(state, record)`` after each (a checkpoint there resumes the run exactly; the trainer's order,
+    ``rtrl.driver``'s), ``on_chunk(state, n)``
     after every ``n`` steps done (one jitted call). ``wall_s``: the time already spent (a resumed run). Stops with
     ``rtrl.driver.Diverged`` if a parameter stops being finite (``on_record`` has seen nothing past the previous
     record)."""
@@ -471,7 +472,7 @@ def train(config: RLConfig | RLAssembly, state: RLState | None = None,
     def on(state, rec):
         records.append(rec)
         if on_record is not None:
-            on_record(rec, state)
+            on_record(state, rec)
 
     state = drive(state, config.steps, config.record_every, CHUNK, advance,
                   lambda state, step: (record(state) | run.timing_record(), cleared(state)), None, on, on_chunk,
