@@ -43,7 +43,8 @@ def test_a_table_whose_runs_are_all_recorded_resumes_without_running_any(tmp_pat
     text = (tmp_path / "results.md").read_text()
     assert [line.split("|")[1].strip(" `") for line in text.splitlines() if line.startswith("| `")] == names
     # seeds 0 and 1: finals (mean of the last two returns) 0 and 0.15
-    assert "| 0.075 ± 0.11 | 0.1 ± 0.14 |" in text  # final, then peak (seed 0: 0.0, seed 1: 0.2)
+    # final, solved (final > 0.5: neither), then peak (seed 0: 0.0, seed 1: 0.2)
+    assert "| 0.075 ± 0.11 | 0/2 | 0.1 ± 0.14 |" in text
 
 
 @pytest.mark.parametrize("flag", ["--jobs", "--seeds"])
@@ -56,8 +57,13 @@ def test_a_count_below_one_is_refused_by_name(tmp_path, flag, capsys):
 def test_a_table_without_the_fidelity_check_shows_no_cosines():
     runs = [{"preset": "memory-chain-40-long", "seed": 0,
              "records": [{"step": 1, "return": 0.5, "wall_s": 2.0}, {"step": 2, "return": 0.9, "wall_s": 3.0}]}]
-    row = next(line for line in results.table(runs).splitlines() if line.startswith("| `memory-chain-40-long`"))
-    assert row.split("|")[3:9] == [" 0.7 ± 0 ", " 0.9 ± 0 ", " 3 ± 0 (1/1) ", " - ", " - ", " 3 ± 0 "]
+    lines = results.table(runs).splitlines()
+    row = next(line for line in lines if line.startswith("| `memory-chain-40-long`"))
+    assert row.split("|")[3:10] == [" 0.7 ± 0 ", " 1/1 ", " 0.9 ± 0 ", " 3 ± 0 (1/1) ", " - ", " - ", " 3 ± 0 "]
+    # the table's other rows, not run, are shown as such
+    assert [line.split("|")[1:4] for line in lines if "not run" in line] == [
+        [" `memory-chain-40-long-raw-obs` ", " raw-obs ", " not run "],
+        [" `memory-chain-40-long-small-lr` ", " small-lr ", " not run "]]
 
 
 def test_a_vmapped_run_splits_into_each_seeds_records():

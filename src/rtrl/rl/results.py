@@ -26,7 +26,7 @@ from rtrl.files import atomic_write_text
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs.registry import is_gymnasium
 from rtrl.rl.loop import mean_return, train
-from rtrl.rl.presets import PRESETS, ROWS, TABLES
+from rtrl.rl.presets import PRESETS, ROWS, TABLES, preset_name
 
 
 def first_reaching(records: list[dict], target: float) -> float | None:
@@ -59,15 +59,20 @@ def table(runs: list[dict], out: str = "DIR", at: str | None = None) -> str:
                   f"`{config.cell}` {config.hidden}, tbptt window {config.truncation}"
                   + ("." if is_gymnasium(config.env) else "; a row's seeds run in one call under `jax.vmap`, so its "
                      "wall times are the call's, all seeds together."), "",
-                  f"| preset | method | final return | peak return | wall s to {setting.target} (runs reaching it) | "
-                  "cos value | cos policy | wall s |", "|---|---|---|---|---|---|---|---|"]
-        for preset in dict.fromkeys(r["preset"] for r in runs if ROWS[r["preset"]][0] == name):
+                  f"| preset | method | final return | solved (final > 0.5) | peak return | wall s to {setting.target} "
+                  "(runs reaching it) | cos value | cos policy | wall s |", "|---|---|---|---|---|---|---|---|---|"]
+        for preset in (preset_name(name, method) for method in setting.methods):
             rs = [r for r in runs if r["preset"] == preset]
+            if not rs:  # a row of the table not run (yet): shown, so the table says what it lacks
+                lines.append(f"| `{preset}` | {ROWS[preset][1]} | not run | - | - | - | - | - | - |")
+                continue
             finals = [mean_return(r["records"], last=2) for r in rs]
             reach = [first_reaching(r["records"], setting.target) for r in rs]
             cos = {k: [mean_of(x.get(k) for x in r["records"]) for r in rs] for k in ("cos_value", "cos_policy")}
             peaks = [max((x["return"] for x in r["records"] if x["return"] is not None), default=None) for r in rs]
-            lines.append(f"| `{preset}` | {ROWS[preset][1]} | {spread(finals)} | {spread(peaks)} | {spread(reach)} "
+            solved = sum(f > 0.5 for f in finals)  # Farr et al.'s criterion for MemoryChain
+            lines.append(f"| `{preset}` | {ROWS[preset][1]} | {spread(finals)} | {solved}/{len(rs)} "
+                         f"| {spread(peaks)} | {spread(reach)} "
                          f"({sum(x is not None for x in reach)}/{len(rs)}) | {spread(cos['cos_value'])} | "
                          f"{spread(cos['cos_policy'])} | {spread([r['records'][-1]['wall_s'] for r in rs])} |")
         seeds = len({r["seed"] for r in runs if ROWS[r["preset"]][0] == name})
