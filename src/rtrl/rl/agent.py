@@ -40,6 +40,7 @@ class Stepped(NamedTuple):
     exploratory: jax.Array  # (E,) bool: the action is not the greedy one (Watkins' cut after it)
     memory: Any  # the torso's online state after the step
     entropy: jax.Array  # (E,) of the policy the action was drawn from
+    extra: Any = None  # the further extra arguments the agent's correction of the update reads (a dict), or None
 
 
 def learner_of(cell: Cell, method: str | Method | RollingTBPTT, truncation: int) -> Learner:
@@ -89,6 +90,11 @@ class RecurrentAgent:
     def reset(self, memory, done: jax.Array):
         """Zero the torso's state where an episode ended (``done``: (E,) bool)."""
         return jax.vmap(self.learner.reset)(memory, done)
+
+    def correction(self, config, envs: int):
+        """The transform that corrects the TD ascent in the update rule (``rtrl.rl.transforms.update_rule``), with
+        its state, for ``envs`` environments; ``None``: the TD ascent as it is."""
+        return None
 
 
 class ActorCritic(RecurrentAgent):

@@ -189,7 +189,7 @@ class OnlineActorCritic:
         """The update rule for ``envs`` environments (an optax chain: the traces, the TD ascent, the step)."""
         c = self.config
         return update_rule(c.optimizer, lr=c.lr, decay=c.gamma * c.lam, envs=envs, clip=c.clip, kappa=c.kappa,
-                           every_k=c.update_every)
+                           every_k=c.update_every, correction=self.agent.correction(c, envs))
 
     def advance(self, state: RLState | Seeds, n: int):
         """``n`` steps of every environment, compiled (see ``_advance``), or stepped on the host."""
@@ -282,8 +282,8 @@ class OnlineActorCritic:
         figures = lax.cond(sampled, health, lambda _: jnp.zeros((len(HEALTH),), self.dtype), None)
         tally = tally._replace(health=tally.health + figures, steps=tally.steps + sampled)
         updates, opt_state = self.optimizer.update(stepped.drive, state.opt_state, params, delta=delta,
-                                                   cut=p.done | p.exploratory, bonus=stepped.bonus,
-                                                   grads=stepped.drive)
+                                                   cut=p.done | p.exploratory, done=p.done, bonus=stepped.bonus,
+                                                   grads=stepped.drive, **(stepped.extra or {}))
         params = optax.apply_updates(params, updates)
         memory = stepped.memory
 
