@@ -76,13 +76,7 @@ class QRCOracle(QOracle):
             phis.append(h)
             g.append(self.gradient_of(e, h, a))
             G.append(self.gradient_of(e, h, np.argmax(q)))
-        if self.pending is None:
-            delta, cut, done_before = np.zeros(E), np.zeros(E, bool), np.zeros(E, bool)
-        else:
-            v_prev, r_prev, done_before, owed = self.pending
-            delta = r_prev + c.gamma * np.where(done_before, owed, targets) - v_prev
-            cut = done_before | self.explored
-        self.deltas.append(delta)
+        delta, cut, done_before = self.td_error(targets)
 
         def mean(trees):
             return jax.tree.map(lambda *a: sum(a) / E, *trees)

@@ -49,6 +49,8 @@ def epsilon(config, step: jax.Array) -> jax.Array:
 class QAgent(RecurrentAgent):
     """Stream Q(lambda)'s agent: a linear head of A action values on the torso, epsilon-greedy, Watkins' cuts."""
 
+    checked = 1  # the fidelity check's gradient: Q(s_t, a_t)'s (recorded as ``cos_value``)
+
     def init(self, key: jax.Array, dtype=jnp.float32):
         k_torso, k_q = jax.random.split(key)
         N, A = self.cell.hidden_size, self.num_actions
@@ -89,6 +91,22 @@ class QAgent(RecurrentAgent):
         extra = {"action": action, "features": phi, "target_grads": target_grads} if targets else None
         return Stepped(action, value, target, drive, None, exploratory, memory, greedy_entropy(rate, A, value),
                        extra)
+
+    def objective_grads(self, params, memory, x: jax.Array, action: jax.Array):
+        """One environment's ``(Q(s_t, a_t), grads, memory', None)``: ``grads`` the gradient of ``Q(s_t, a_t)``
+        (leading axis 1) as the traces take it, what the fidelity check holds to ``bptt_grads``."""
+        q, pullback, (memory, _) = jax.vjp(lambda p: self.forward(p, memory, x), params, has_aux=True)
+        grad = pullback(jax.nn.one_hot(action, self.num_actions, dtype=q.dtype))[0]
+        return q[action], jax.tree.map(lambda a: a[None], grad), memory, None
+
+    def bptt_grads(self, params, xs: jax.Array, start: jax.Array, action: jax.Array):
+        """One environment's gradient of ``Q(s_t, a_t)`` by BPTT (leading axis 1): ``xs`` (H, D) the torso's inputs,
+        the last one the current step's, the episode begun at ``xs[start]``."""
+
+        def value(p):
+            return (self.unrolled(p["torso"], xs, start) @ p["q"]["W"] + p["q"]["b"])[action][None]
+
+        return jax.jacrev(value)(params)
 
     def value(self, params, memory, x: jax.Array) -> jax.Array:
         """One environment's ``max_a Q(s, a)`` after the torso's step on ``x`` from ``memory`` (nothing kept): what a

@@ -89,7 +89,8 @@ class RLConfig(Config):
     health_every: int = option(16, "steps between samples of the learner's health figures (1: every step)",
                                positive_int, "K")
     record_every: int = option(1000, "steps between metrics records (and checkpoints)", positive_int, "R")
-    fidelity_every: int = option(0, "every M steps, the cosine of the online gradients with BPTT's (0: off)",
+    fidelity_every: int = option(0, "every M steps, the cosine of the online gradients with BPTT's (0: off; q and "
+                                 "qrc: of Q(s_t, a_t)'s, as cos_value)",
                                  non_negative_int, "M")
     seed: int = option(0, "seed of the parameters, the environments and the actions", random_seed, "SEED")
     seeds: int = option(1, "seeds run in one call under jax.vmap: SEED, SEED+1, ... (a jitted environment); a "
@@ -101,9 +102,6 @@ class RLConfig(Config):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_shares(self.envs, self.devices, "envs", "environments")
-        if self.fidelity_every and self.algorithm != "ac":
-            raise ValueError(f"fidelity_every checks the actor-critic's gradients (algorithm 'ac'); give "
-                             f"fidelity_every 0 under algorithm {self.algorithm!r}, got {self.fidelity_every}")
         if self.algorithm == "qrc" and self.optimizer in PER_ENVIRONMENT:
             raise ValueError(f"optimizer must be adam, sgd or obgd under algorithm 'qrc' (its correction is added to "
                              f"the TD ascent), got {self.optimizer!r}")
