@@ -72,6 +72,19 @@ class QOracle(Oracle):
         self.observe(rewards, done, truncated, final)
         return done, truncated
 
+    def td_error(self, targets):
+        """``(delta, cut, done)`` of the pending step, ``targets`` this step's ``max_a Q(s_t, a)``: no bootstrap
+        where it terminated, the value owed where truncated; the trace cut after an episode's end or an action that
+        was not greedy (Watkins)."""
+        if self.pending is None:
+            delta, cut, done_before = np.zeros(E), np.zeros(E, bool), np.zeros(E, bool)
+        else:
+            v_prev, r_prev, done_before, owed = self.pending
+            delta = r_prev + self.c.gamma * np.where(done_before, owed, targets) - v_prev
+            cut = done_before | self.explored
+        self.deltas.append(delta)
+        return delta, cut, done_before
+
     def act(self, obs, actions):
         c = self.c
         self.seen_obs.append(obs)
@@ -86,13 +99,7 @@ class QOracle(Oracle):
             onehot = np.eye(q.size)[a]
             g.append({"torso": {k: np.tensordot(self.p["q"]["W"][:, a], self.S[e][k], 1) for k in self.S[e]},
                       "q": {"W": np.outer(h, onehot), "b": onehot}})
-        if self.pending is None:
-            delta, cut, done_before = np.zeros(E), np.zeros(E, bool), np.zeros(E, bool)
-        else:
-            v_prev, r_prev, done_before, owed = self.pending
-            delta = r_prev + c.gamma * np.where(done_before, owed, targets) - v_prev
-            cut = done_before | self.explored
-        self.deltas.append(delta)
+        delta, cut, done_before = self.td_error(targets)
         ascent = jax.tree.map(lambda *zs: sum(delta[e] * zs[e] for e in range(E)) / E, *self.z)
         lr = c.lr
         if c.optimizer == "obgd":
@@ -149,9 +156,23 @@ def test_epsilon_falls_linearly_from_one_to_its_floor():
     np.testing.assert_allclose(got, [1.0, 0.55, 0.1, 0.1], rtol=1e-6)
 
 
-def test_fidelity_check_and_per_environment_rules_with_update_every_are_refused():
-    with pytest.raises(ValueError, match="fidelity_every checks the actor-critic"):
-        RLConfig(algorithm="q", fidelity_every=10)
+@pytest.mark.parametrize("algorithm", ["q", "qrc"])
+def test_fidelity_check_of_q_is_one_for_exact_rtrl_and_below_for_approximations(algorithm):
+    """The fidelity check of a Q agent compares the online gradient of ``Q(s_t, a_t)`` (the traces' drive) with
+    BPTT's over the episode so far (``cos_value``; there is no policy's): with a vanishing step size the parameters
+    hold still, so exact RTRL's is BPTT's at every step, over episodes of several lengths; e-prop's is not.
+    [Mutations killed: BPTT's carry not zeroed at the episode's start; the head read before the last step.]"""
+    from rtrl.rl.loop import train
+
+    base = RLConfig(env="tmaze", env_args=(("length", 3),), hidden=4, envs=2, steps=24, record_every=24,
+                    algorithm=algorithm, explore_steps=8, fidelity_every=1, lr=1e-12, dtype="float64", seed=3)
+    (rec,) = train(base)[1]
+    assert rec["cos_value"] > 1 - 1e-9 and "cos_policy" not in rec
+    (rec,) = train(RLConfig(**{**base.__dict__, "method": "eprop"}))[1]
+    assert rec["cos_value"] < 0.999
+
+
+def test_per_environment_rules_with_update_every_are_refused():
     with pytest.raises(ValueError, match="update_every must be 1 under optimizer 'intentional'"):
         RLConfig(optimizer="intentional", update_every=2)
     with pytest.raises(ValueError, match="algorithm"):

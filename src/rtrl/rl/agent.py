@@ -40,6 +40,7 @@ class Stepped(NamedTuple):
     exploratory: jax.Array  # (E,) bool: the action is not the greedy one (Watkins' cut after it)
     memory: Any  # the torso's online state after the step
     entropy: jax.Array  # (E,) of the policy the action was drawn from
+    extra: Any = None  # the further extra arguments the agent's correction of the update reads (a dict), or None
 
 
 def learner_of(cell: Cell, method: str | Method | RollingTBPTT, truncation: int) -> Learner:
@@ -71,8 +72,10 @@ def objectives(logits: jax.Array, action: jax.Array) -> jax.Array:
 class RecurrentAgent:
     """What every algorithm's agent shares: ``(cell, num_actions, method="rtrl", truncation=8)``, the torso (the cell
     under its online learner), its per-environment state and its reset. A subclass gives ``init`` (the parameters,
-    the torso's under ``"torso"``), ``stepped`` (a ``Stepped`` of all environments) and ``value`` (what a truncated
-    episode's TD target bootstraps from)."""
+    the torso's under ``"torso"``), ``stepped`` (a ``Stepped`` of all environments), ``value`` (what a truncated
+    episode's TD target bootstraps from) and, for the fidelity check, ``objective_grads`` and ``bptt_grads`` (the
+    online and BPTT gradients of the same objectives, leading axis the objective) and ``checked`` (how many of them
+    the check compares); ``correction`` if its update corrects the TD ascent."""
 
     def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8):
         if not isinstance(cell, Cell):
@@ -90,10 +93,29 @@ class RecurrentAgent:
         """Zero the torso's state where an episode ended (``done``: (E,) bool)."""
         return jax.vmap(self.learner.reset)(memory, done)
 
+    def unrolled(self, torso, xs: jax.Array, start: jax.Array) -> jax.Array:
+        """The torso's output after the inputs ``xs`` (H, D), the episode begun at ``xs[start]`` (the carry zeroed
+        there; earlier inputs do not count): one ``lax.scan``, what ``bptt_grads`` differentiates."""
+
+        def body(carry, jx):
+            j, x = jx
+            carry, h = self.cell.step(torso, zero_where(j == start, carry), x)
+            return carry, h
+
+        zero = self.cell.initial_carry((), xs.dtype)
+        return lax.scan(body, zero, (jnp.arange(xs.shape[0]), xs))[1][-1]
+
+    def correction(self, config, envs: int):
+        """The transform that corrects the TD ascent in the update rule (``rtrl.rl.transforms.update_rule``), with
+        its state, for ``envs`` environments; ``None``: the TD ascent as it is."""
+        return None
+
 
 class ActorCritic(RecurrentAgent):
     """Stream AC(lambda)'s agent: linear policy and value heads on the torso, the traces of value and log-policy
     gradients, an entropy bonus (rtrl.rl.agent)."""
+
+    checked = 2  # the fidelity check's gradients: the first two of ``objective_grads`` (v_t's, log pi(a_t)'s)
 
     def init(self, key: jax.Array, dtype=jnp.float32):
         k_torso, k_policy, k_value = jax.random.split(key, 3)
@@ -171,14 +193,7 @@ class ActorCritic(RecurrentAgent):
         step's; the episode began at ``xs[start]`` (the carry is zeroed there; earlier inputs do not count)."""
 
         def values(p):
-            def body(carry, jx):
-                j, x = jx
-                carry, h = self.cell.step(p["torso"], zero_where(j == start, carry), x)
-                return carry, h
-
-            zero = self.cell.initial_carry((), xs.dtype)
-            _, hs = lax.scan(body, zero, (jnp.arange(xs.shape[0]), xs))
-            logits, value = heads(p, hs[-1])
+            logits, value = heads(p, self.unrolled(p["torso"], xs, start))
             return jnp.concatenate([value[None], objectives(logits, action)])
 
         return jax.jacrev(values)(params)

@@ -9,6 +9,24 @@ gives the update rule (``rtrl.rl.transforms``) what it needs, the loop (``rtrl.r
 
       delta_{t-1} = r_{t-1} + gamma * max_a Q(s_t, a) - Q(s_{t-1}, a_{t-1}),
       z_t = gamma * lambda * (1 - done_{t-1}) * (1 - explored_{t-1}) * z_{t-1} + g_t
+
+* ``qrc``: QRC(lambda), ``QRCAgent``: Q(lambda)'s agent and traces, its TD ascent corrected as in Patterson et al.
+  2022's QRC ("A robust gradient-TD algorithm"), with eligibility traces as Elelimy et al. 2025 and Farr et al. 2026
+  (RQRC; code: ``streamlet.algorithms.RecurrentQRCLambda``) write it (``rtrl.rl.transforms.qrc``). The secondary
+  weights ``h`` estimate the expected TD error, ``h(s, a) = phi . W_h[:, a] + b_h[a]`` on the torso's output
+  ``phi``, zero at the start, their gradient not taken into the torso (Patterson et al.'s deep QRC; Farr et al. give
+  ``h`` a torso of its own). With ``h_t = h(s_t, a_t)`` and ``d_t = done_t`` (an episode ended)::
+
+      z^h_t = gamma * lambda * (1 - cut) * z^h_{t-1} + grad h_t,      e_t = gamma * lambda * (1 - cut) * e_{t-1} + h_t
+      ascent of Q:  delta_t z_t - e_t grad delta_t - h_t g_t
+                    = delta_t z_t + (e_t - h_t) g_t - gamma (1 - d_t) e_t grad max_a Q(s_{t+1}, a)
+      h += h_lr * clip(delta_t z^h_t - h_t grad h_t - beta h)                          (``h_lr``, ``h_beta``)
+
+  where ``grad delta_t = gamma (1 - d_t) grad max_a Q(s_{t+1}, a) - g_t`` and ``clip`` is to the global norm
+  ``clip`` (plain steps). The ascent of Q goes to the step-size rule as Q(lambda)'s does (``adam``, ``sgd``,
+  ``obgd``; ObGD's bound measures its TD part). Each term is taken at step ``t + 1``, when ``delta_t`` is known;
+  after a truncation the TD error bootstraps from ``max_a Q(s_T, a)`` but the correction's gradient of it is
+  dropped (``d_t = 1``).
 """
 
 from __future__ import annotations
@@ -18,6 +36,7 @@ import jax.numpy as jnp
 
 from rtrl.cells.base import glorot
 from rtrl.rl.agent import ActorCritic, RecurrentAgent, Stepped
+from rtrl.rl.transforms import qrc
 
 
 def epsilon(config, step: jax.Array) -> jax.Array:
@@ -30,6 +49,8 @@ def epsilon(config, step: jax.Array) -> jax.Array:
 class QAgent(RecurrentAgent):
     """Stream Q(lambda)'s agent: a linear head of A action values on the torso, epsilon-greedy, Watkins' cuts."""
 
+    checked = 1  # the fidelity check's gradient: Q(s_t, a_t)'s (recorded as ``cos_value``)
+
     def init(self, key: jax.Array, dtype=jnp.float32):
         k_torso, k_q = jax.random.split(key)
         N, A = self.cell.hidden_size, self.num_actions
@@ -37,33 +58,77 @@ class QAgent(RecurrentAgent):
                 "q": {"W": glorot(k_q, (N, A), dtype), "b": jnp.zeros((A,), dtype)}}
 
     def forward(self, params, memory, x: jax.Array):
-        """One environment's ``(Q(s, .), memory')``: the torso's online step on ``x``, then the head."""
-        h, memory = self.learner.step(params["torso"], memory, x)
-        return h @ params["q"]["W"] + params["q"]["b"], memory
+        """One environment's ``(Q(s, .), (memory', phi))``: the torso's online step on ``x`` (its output ``phi``),
+        then the head."""
+        phi, memory = self.learner.step(params["torso"], memory, x)
+        return phi @ params["q"]["W"] + params["q"]["b"], (memory, phi)
 
     def stepped(self, params, memory, x: jax.Array, key: jax.Array, config, step: jax.Array) -> Stepped:
         """All E environments: one forward pass and one pullback each (the gradient of ``Q(s_t, a_t)``, what the
         traces take); ``config`` (an ``RLConfig``) gives ``epsilon`` and ``explore_steps``. ``entropy``: of the
         epsilon-greedy policy."""
+        return self.epsilon_greedy(params, memory, x, key, config, step, targets=False)
+
+    def epsilon_greedy(self, params, memory, x: jax.Array, key: jax.Array, config, step: jax.Array,
+                       targets: bool) -> Stepped:
+        """``stepped``; with ``targets`` a second pullback per environment too, and ``extra`` holds ``action``,
+        ``features`` (the torso's outputs ``phi_t``, (E, N)) and ``target_grads`` (``grad max_a Q(s_t, a)`` per
+        environment): what QRC's correction reads."""
         A = self.num_actions
         rate = epsilon(config, step)
 
         def one(m, xe, k):
-            q, pullback, m = jax.vjp(lambda p: self.forward(p, m, xe), params, has_aux=True)
+            q, pullback, (m, phi) = jax.vjp(lambda p: self.forward(p, m, xe), params, has_aux=True)
             greedy = jnp.argmax(q)
             k_explore, k_random = jax.random.split(k)
             action = jnp.where(jax.random.uniform(k_explore) < rate, jax.random.randint(k_random, (), 0, A), greedy)
             drive = pullback(jax.nn.one_hot(action, A, dtype=q.dtype))[0]
-            return action, q[action], q.max(), drive, action != greedy, m
+            target = pullback(jax.nn.one_hot(greedy, A, dtype=q.dtype))[0] if targets else None
+            return action, q[action], q.max(), drive, action != greedy, m, phi, target
 
-        action, value, target, drive, exploratory, memory = jax.vmap(one)(memory, x,
-                                                                          jax.random.split(key, x.shape[0]))
-        return Stepped(action, value, target, drive, None, exploratory, memory, greedy_entropy(rate, A, value))
+        action, value, target, drive, exploratory, memory, phi, target_grads = jax.vmap(one)(
+            memory, x, jax.random.split(key, x.shape[0]))
+        extra = {"action": action, "features": phi, "target_grads": target_grads} if targets else None
+        return Stepped(action, value, target, drive, None, exploratory, memory, greedy_entropy(rate, A, value),
+                       extra)
+
+    def objective_grads(self, params, memory, x: jax.Array, action: jax.Array):
+        """One environment's ``(Q(s_t, a_t), grads, memory', None)``: ``grads`` the gradient of ``Q(s_t, a_t)``
+        (leading axis 1) as the traces take it, what the fidelity check holds to ``bptt_grads``."""
+        q, pullback, (memory, _) = jax.vjp(lambda p: self.forward(p, memory, x), params, has_aux=True)
+        grad = pullback(jax.nn.one_hot(action, self.num_actions, dtype=q.dtype))[0]
+        return q[action], jax.tree.map(lambda a: a[None], grad), memory, None
+
+    def bptt_grads(self, params, xs: jax.Array, start: jax.Array, action: jax.Array):
+        """One environment's gradient of ``Q(s_t, a_t)`` by BPTT (leading axis 1): ``xs`` (H, D) the torso's inputs,
+        the last one the current step's, the episode begun at ``xs[start]``."""
+
+        def value(p):
+            return (self.unrolled(p["torso"], xs, start) @ p["q"]["W"] + p["q"]["b"])[action][None]
+
+        return jax.jacrev(value)(params)
 
     def value(self, params, memory, x: jax.Array) -> jax.Array:
         """One environment's ``max_a Q(s, a)`` after the torso's step on ``x`` from ``memory`` (nothing kept): what a
         truncated episode's TD target still owes."""
         return self.forward(params, memory, x)[0].max()
+
+
+class QRCAgent(QAgent):
+    """QRC(lambda)'s agent: Q(lambda)'s (a linear head of A action values on the torso, epsilon-greedy, Watkins'
+    cuts), its TD ascent corrected with the secondary weights h, a linear head on the same torso held by the update
+    rule."""
+
+    def stepped(self, params, memory, x: jax.Array, key: jax.Array, config, step: jax.Array) -> Stepped:
+        """``QAgent.stepped`` with a second pullback per environment (``grad max_a Q(s_t, a)``) and the torso's
+        outputs, for the correction (``QAgent.epsilon_greedy`` with ``targets``)."""
+        return self.epsilon_greedy(params, memory, x, key, config, step, targets=True)
+
+    def correction(self, config, envs: int):
+        """``rtrl.rl.transforms.qrc``: the gradient correction and the secondary weights (``config``'s ``gamma``,
+        ``lam``, ``h_lr``, ``h_beta`` and ``clip``)."""
+        return qrc(config.gamma, config.gamma * config.lam, envs, self.cell.hidden_size, self.num_actions,
+                   h_lr=config.h_lr, beta=config.h_beta, clip=config.clip)
 
 
 def greedy_entropy(rate: jax.Array, actions: int, like: jax.Array) -> jax.Array:
@@ -74,4 +139,4 @@ def greedy_entropy(rate: jax.Array, actions: int, like: jax.Array) -> jax.Array:
     return jnp.broadcast_to(h, like.shape).astype(like.dtype)
 
 
-ALGORITHMS = {"ac": ActorCritic, "q": QAgent}
+ALGORITHMS = {"ac": ActorCritic, "q": QAgent, "qrc": QRCAgent}

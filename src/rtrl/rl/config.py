@@ -49,8 +49,9 @@ class RLConfig(Config):
                       "environment, stepped on the host)", env_name, "NAME", imports=env_import)
     env_args: tuple = option((), "an environment option, e.g. memory_length=20, or a keyword of gymnasium.make "
                              "(repeatable)", pairs, "KEY=VALUE")
-    algorithm: str = option("ac", "ac (stream AC(lambda)) or q (stream Q(lambda), epsilon-greedy, Watkins' cuts); "
-                            "`rtrl list algorithms`", one_of(ALGORITHMS), "NAME")
+    algorithm: str = option("ac", "ac (stream AC(lambda)), q (stream Q(lambda), epsilon-greedy, Watkins' cuts) or "
+                            "qrc (QRC(lambda): q with gradient corrections); `rtrl list algorithms`",
+                            one_of(ALGORITHMS), "NAME")
     cell: Any = option("elman", "a cell from `rtrl list`, or the import path of any other, e.g. flax.linen:GRUCell "
                        "(sized by the observation and --hidden)", cell_or_name, "NAME", imports=cell_import)
     cell_args: tuple = option((), "a cell option, e.g. activation=relu (repeatable)", pairs, "KEY=VALUE")
@@ -66,6 +67,9 @@ class RLConfig(Config):
     epsilon: float = option(0.01, "q: the exploration rate epsilon reached after --explore-steps", unit_interval, "E")
     explore_steps: int = option(10_000, "q: steps over which epsilon falls linearly from 1 to --epsilon",
                                 positive_int, "S")
+    h_lr: float = option(1e-5, "qrc: the step size of the secondary weights h (plain steps, clipped to --clip)",
+                         positive_float, "LR")
+    h_beta: float = option(1.0, "qrc: the regulariser beta of the secondary weights h", non_negative_float, "B")
     entropy: float = option(0.01, "weight of the policy's entropy", non_negative_float, "C")
     value_coef: float = option(1.0, "weight of the value's gradient in the traces", non_negative_float, "C")
     # measured (docs/rl.md): obgd at lr 1, kappa 2 was slower on masked CartPole and did not learn MemoryChain(20)
@@ -85,7 +89,8 @@ class RLConfig(Config):
     health_every: int = option(16, "steps between samples of the learner's health figures (1: every step)",
                                positive_int, "K")
     record_every: int = option(1000, "steps between metrics records (and checkpoints)", positive_int, "R")
-    fidelity_every: int = option(0, "every M steps, the cosine of the online gradients with BPTT's (0: off)",
+    fidelity_every: int = option(0, "every M steps, the cosine of the online gradients with BPTT's (0: off; q and "
+                                 "qrc: of Q(s_t, a_t)'s, as cos_value)",
                                  non_negative_int, "M")
     seed: int = option(0, "seed of the parameters, the environments and the actions", random_seed, "SEED")
     seeds: int = option(1, "seeds run in one call under jax.vmap: SEED, SEED+1, ... (a jitted environment); a "
@@ -97,9 +102,9 @@ class RLConfig(Config):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_shares(self.envs, self.devices, "envs", "environments")
-        if self.fidelity_every and self.algorithm != "ac":
-            raise ValueError(f"fidelity_every checks the actor-critic's gradients (algorithm 'ac'); give "
-                             f"fidelity_every 0 under algorithm {self.algorithm!r}, got {self.fidelity_every}")
+        if self.algorithm == "qrc" and self.optimizer in PER_ENVIRONMENT:
+            raise ValueError(f"optimizer must be adam, sgd or obgd under algorithm 'qrc' (its correction is added to "
+                             f"the TD ascent), got {self.optimizer!r}")
         if self.optimizer in PER_ENVIRONMENT and self.update_every != 1:
             raise ValueError(f"update_every must be 1 under optimizer {self.optimizer!r} (its step reads each "
                              f"step's traces), got {self.update_every}")

@@ -23,8 +23,9 @@ is one-step actor-critic. Rewards are scaled by the running deviation of the dis
 normalised by running statistics (both options).
 
 ``fidelity_every = M``: every M steps, the cosine (torso parameters only: the heads' gradients are exact anyway)
-between each environment's online ``g_v`` and ``g_logp`` and the BPTT gradients of the same objectives over the
-episode so far, with the current parameters; a history of ``env.max_steps`` inputs is kept for that.
+between each environment's online ``g_v`` and ``g_logp`` (a Q agent's: ``grad Q(s_t, a_t)``, as ``cos_value``) and
+the BPTT gradients of the same objectives over the episode so far, with the current parameters; a history of
+``env.max_steps`` inputs is kept for that.
 
 A step is two parts that every loop shares: the agent's (``_act``: act, TD error, update, traces) and, after the
 environments' step, its bookkeeping (``_observe``: reward scaling, the value owed at a truncation, resets, tallies).
@@ -101,7 +102,7 @@ class Tally(NamedTuple):
 
     episodes: jax.Array
     returns: jax.Array
-    cosines: jax.Array  # (2,) value, policy
+    cosines: jax.Array  # (checked,): value, policy (a Q agent: Q(s_t, a_t), as the value)
     checks: jax.Array
     health: jax.Array  # (len(HEALTH),) summed over the sampled steps
     steps: jax.Array  # the steps sampled for the health
@@ -189,7 +190,7 @@ class OnlineActorCritic:
         """The update rule for ``envs`` environments (an optax chain: the traces, the TD ascent, the step)."""
         c = self.config
         return update_rule(c.optimizer, lr=c.lr, decay=c.gamma * c.lam, envs=envs, clip=c.clip, kappa=c.kappa,
-                           every_k=c.update_every)
+                           every_k=c.update_every, correction=self.agent.correction(c, envs))
 
     def advance(self, state: RLState | Seeds, n: int):
         """``n`` steps of every environment, compiled (see ``_advance``), or stepped on the host."""
@@ -235,7 +236,7 @@ class OnlineActorCritic:
             pending=Pending(zeros, zeros, jnp.zeros((E,), bool), zeros, jnp.array(False), jnp.zeros((E,), bool)),
             history=jnp.zeros((self.history, E, self.env.obs_size), dtype), age=jnp.zeros((E,), jnp.int32),
             key=key, step=jnp.zeros((), jnp.int32),
-            tally=Tally(jnp.zeros((), jnp.int32), jnp.zeros((), dtype), jnp.zeros((2,), dtype),
+            tally=Tally(jnp.zeros((), jnp.int32), jnp.zeros((), dtype), jnp.zeros((self.agent.checked,), dtype),
                         jnp.zeros((), jnp.int32), jnp.zeros((len(HEALTH),), dtype), jnp.zeros((), jnp.int32)))
 
     def _act(self, state: RLState) -> Acted:
@@ -254,16 +255,15 @@ class OnlineActorCritic:
             H = self.history
             history = jnp.roll(state.history, -1, axis=0).at[-1].set(x)
 
-            def check(_):
+            def check(_):  # the agent's first ``checked`` gradients, online and by BPTT
                 grads = jax.vmap(agent.objective_grads, in_axes=(None, 0, 0, 0))(params, state.memory, x, action)[1]
-                g_v, g_logp = (jax.tree.map(lambda a, i=i: a[:, i], grads) for i in range(2))
                 bptt = jax.vmap(agent.bptt_grads, in_axes=(None, 1, 0, 0))(params, history, H - age, action)
-                ref_v, ref_logp = (jax.tree.map(lambda a, i=i: a[:, i], bptt) for i in range(2))
-                return jnp.stack([jax.vmap(torso_cosine)(g_v, ref_v).mean(),
-                                  jax.vmap(torso_cosine)(g_logp, ref_logp).mean()])
+                return jnp.stack([jax.vmap(torso_cosine)(*(jax.tree.map(lambda a, i=i: a[:, i], g)
+                                                           for g in (grads, bptt))).mean()
+                                  for i in range(agent.checked)])
 
             due = state.step % c.fidelity_every == 0
-            cosines = lax.cond(due, check, lambda _: jnp.zeros((2,), self.dtype), None)
+            cosines = lax.cond(due, check, lambda _: jnp.zeros((agent.checked,), self.dtype), None)
             tally = tally._replace(cosines=tally.cosines + cosines, checks=tally.checks + due)
         else:
             history = state.history
@@ -282,8 +282,8 @@ class OnlineActorCritic:
         figures = lax.cond(sampled, health, lambda _: jnp.zeros((len(HEALTH),), self.dtype), None)
         tally = tally._replace(health=tally.health + figures, steps=tally.steps + sampled)
         updates, opt_state = self.optimizer.update(stepped.drive, state.opt_state, params, delta=delta,
-                                                   cut=p.done | p.exploratory, bonus=stepped.bonus,
-                                                   grads=stepped.drive)
+                                                   cut=p.done | p.exploratory, done=p.done, bonus=stepped.bonus,
+                                                   grads=stepped.drive, **(stepped.extra or {}))
         params = optax.apply_updates(params, updates)
         memory = stepped.memory
 
@@ -404,7 +404,8 @@ def record(state: RLState | Seeds) -> dict:
     rec = {"step": int(state.step), "return": float(t.returns) / episodes if episodes else None,
            "episodes": episodes}
     if int(t.checks):
-        rec["cos_value"], rec["cos_policy"] = (float(v) / int(t.checks) for v in t.cosines)
+        rec.update((name, float(v) / int(t.checks)) for name, v in zip(("cos_value", "cos_policy"), t.cosines,
+                                                                                  strict=False))
     if int(t.steps):
         means = dict(zip(HEALTH, (float(v) / int(t.steps) for v in t.health), strict=True))
         means["td_rms"] = math.sqrt(means["td_rms"])

@@ -21,6 +21,8 @@ The members (docs/rl.md, "The update as transforms")::
     obgd(lr, kappa)                   Ascent -> lr / max(lr kappa m, 1) * u
     adaptive_obgd(lr, kappa)          z -> ObGD on z / sqrt(v), v the running second moment of the ascent delta z
     intentional(eta, decay)           z -> mean_e clip(delta_e) eta / sqrt(sigma ||z_e||^2_M) * z_e / M + bonus
+    qrc(gamma, decay, envs, ...)      Ascent(u, m) -> Ascent(u + QRC(lambda)'s gradient correction, m); its state the
+                                      secondary weights h, their traces and their update (see ``qrc``)
 
 Each returns what ``optax.apply_updates`` adds to the parameters. ``update_rule`` builds the chain a run names.
 """
@@ -35,7 +37,7 @@ import optax
 from jax import lax
 
 from rtrl.checks import check_positive_int
-from rtrl.config import checked, positive_float, unit_interval
+from rtrl.config import checked, non_negative_float, positive_float, unit_interval
 from rtrl.optim import make_optimizer
 from rtrl.optim import obgd as scale_by_obgd
 
@@ -273,21 +275,89 @@ def intentional(eta: float = 0.5, decay: float = 0.8, beta2: float = 0.999, beta
     return optax.GradientTransformationExtraArgs(init, update)
 
 
+# -- QRC(lambda): the gradient correction and the secondary weights ---------------------------------------------
+
+class QRCState(NamedTuple):
+    h: Any  # the secondary weights {"W": (N, A), "b": (A,)}
+    h_traces: Any  # z^h, like h with a leading axis E
+    h_sum: jax.Array  # (E,) e: the decayed sum of h's estimates, cut as the traces are
+    carried: Any  # mean_e (e_e - h_e) g_e of the previous step, like the parameters
+    h_pull: Any  # mean_e h_e grad h_e of the previous step, like h
+
+
+def qrc(gamma: float, decay: float, envs: int, features: int, actions: int, h_lr: float = 1e-5, beta: float = 1.0,
+        clip: float | None = 1.0) -> optax.GradientTransformationExtraArgs:
+    """QRC(lambda) (Patterson et al. 2022's QRC with eligibility traces, as Farr et al. 2026 and Elelimy et al.
+    2025 run it): the TD ascent ``Ascent(u, m)`` of step ``t - 1`` gets its gradient correction, and the secondary
+    weights ``h`` (a linear head of A outputs on the torso's output ``phi``, zero at the start, its gradient not
+    taken into the torso) their update. With ``h_t = h(s_t, a_t)``, ``g_t = grad Q(s_t, a_t)`` (``grads``) and
+    ``G_t = grad max_a Q(s_t, a)`` (``target_grads``), per environment::
+
+        u  += mean_e [ (e_{t-1} - h_{t-1}) g_{t-1} - gamma (1 - done_{t-1}) e_{t-1} G_t ]
+        h  += h_lr clip( mean_e [ delta_{t-1} z^h_{t-1} - h_{t-1} grad h_{t-1} ] - beta h )
+        z^h_t = decay (1 - cut) z^h_{t-1} + grad h_t,    e_t = decay (1 - cut) e_{t-1} + h_t
+
+    (``clip``: to that global norm, as ``optax.clip_by_global_norm``; ``h_t`` read with ``h`` just updated). The
+    extra arguments: ``delta``, ``cut``, ``grads`` as every member gets them, ``done`` (E,) bool (step ``t - 1``
+    ended an episode: ``G_t`` belongs to the next one), ``action`` (E,) ``a_t``, ``features`` (E, N) ``phi_t``,
+    ``target_grads`` ``G_t`` (per environment, like the parameters). ``(e_t - h_t) g_t = decay (1 - cut) e_{t-1} g_t``
+    is known at step ``t`` and kept as one tree (no E axis) for step ``t + 1``."""
+    checked("gamma", unit_interval, gamma)
+    checked("decay", unit_interval, decay)
+    checked("h_lr", positive_float, h_lr)
+    checked("beta", non_negative_float, beta)
+    if clip is not None:
+        checked("clip", positive_float, clip)
+    for name, value in (("envs", envs), ("features", features), ("actions", actions)):
+        check_positive_int(name, value)
+
+    def init(params):
+        dtype = jax.tree.leaves(params)[0].dtype
+        h = {"W": jnp.zeros((features, actions), dtype), "b": jnp.zeros((actions,), dtype)}
+        return QRCState(h, jax.tree.map(lambda a: jnp.zeros((envs, *a.shape), dtype), h), jnp.zeros((envs,), dtype),
+                        jax.tree.map(jnp.zeros_like, params), h)
+
+    def update(ascent, state, params=None, *, delta, cut, done, grads, action, features, target_grads, **extra):
+        e = state.h_sum
+        correction = jax.tree.map(lambda c, a: c - gamma * a, state.carried,
+                                  weighted_mean(jnp.where(done, 0.0, e), target_grads))
+        h_ascent = jax.tree.map(lambda a, pull, w: a - pull - beta * w, weighted_mean(delta, state.h_traces),
+                                state.h_pull, state.h)
+        if clip is not None:
+            h_ascent = optax.clip_by_global_norm(clip).update(h_ascent, optax.EmptyState())[0]
+        h = jax.tree.map(lambda w, a: w + h_lr * a, state.h, h_ascent)
+        onehot = jax.nn.one_hot(action, actions, dtype=features.dtype)
+        value = (features @ h["W"] * onehot).sum(1) + onehot @ h["b"]  # h_t (E,)
+        grad_h = {"W": features[:, :, None] * onehot[:, None, :], "b": onehot}
+        keep = decay * jnp.where(cut, 0.0, 1.0)
+        h_traces = jax.tree.map(lambda z, g: per_env(keep, z) * z + g, state.h_traces, grad_h)
+        new = QRCState(h, h_traces, keep * e + value, weighted_mean(keep * e, grads), weighted_mean(value, grad_h))
+        return Ascent(jax.tree.map(jnp.add, ascent.direction, correction), ascent.overshoot), new
+
+    return optax.GradientTransformationExtraArgs(init, update)
+
+
 # -- a run's rule ------------------------------------------------------------------------------------------------
 
 def update_rule(name: str, *, lr: float, decay: float, envs: int, clip: float | None = 1.0, kappa: float = 2.0,
-                every_k: int = 1) -> optax.GradientTransformationExtraArgs:
+                every_k: int = 1, correction: optax.GradientTransformationExtraArgs | None = None
+                ) -> optax.GradientTransformationExtraArgs:
     """The chain of a run: ``eligibility_traces(decay, envs)``, then the step-size rule ``name`` (``STEP_RULES``;
-    ``lr`` is intentional's ``eta``); ``adam``, ``sgd`` and ``obgd`` take ``td_ascent`` and ``every(every_k)``, the
-    per-environment rules take the traces themselves and refuse ``every_k > 1``."""
+    ``lr`` is intentional's ``eta``); ``adam``, ``sgd`` and ``obgd`` take ``td_ascent``, the algorithm's
+    ``correction`` of the ascent if any (QRC's, ``qrc``) and ``every(every_k)``, the per-environment rules take the
+    traces themselves and refuse ``every_k > 1`` and a correction."""
     if name not in STEP_RULES:
         raise ValueError(f"optimizer must be one of {sorted(STEP_RULES)}, got {name!r}")
     traces = eligibility_traces(decay, envs)
     if name in PER_ENVIRONMENT:
+        if correction is not None:
+            raise ValueError(f"optimizer must be one of adam, sgd or obgd under an algorithm that corrects the TD "
+                             f"ascent (qrc), got {name!r}")
         if every_k != 1:
             raise ValueError(f"update_every must be 1 under optimizer {name!r} (its step reads each step's traces), "
                              f"got {every_k}")
         rule = adaptive_obgd(lr, kappa) if name == "adaptive_obgd" else intentional(lr, decay)
         return optax.chain(traces, rule)
     step = obgd(lr, kappa) if name == "obgd" else descend(make_optimizer(name, lr, clip))
-    return optax.chain(traces, td_ascent(measure=name == "obgd"), every(every_k, step))
+    corrected = () if correction is None else (correction,)
+    return optax.chain(traces, td_ascent(measure=name == "obgd"), *corrected, every(every_k, step))
