@@ -10,7 +10,9 @@ one step are::
 
 where ``k(q)`` is the neuron parameter entry ``q`` reaches. Forward mode gives each ``J[:, s]`` at once (a
 ``jvp`` with an all-ones tangent on carry leaf ``s``), reverse mode each ``I[t]`` at once (a ``vjp`` with an
-all-ones cotangent on new leaf ``t``: entry ``q`` collects only its own neuron's derivative). The traces
+all-ones cotangent on new leaf ``t``: entry ``q`` collects only its own neuron's derivative), except for a
+per-neuron vector ``(N,)``, whose ``I[:, theta]`` a ``jvp`` with an all-ones tangent on it gives (the same tangent
+for every example, so what depends on the parameters alone is differentiated once a step). The traces
 ``e[theta][s]_q = dc_{s,k(q)} / dtheta_q`` (the shape of ``theta``) follow::
 
     e'[theta][t] = sum_s J[t, s]_{k(q)} e[theta][s] + I[t]
