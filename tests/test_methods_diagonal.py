@@ -242,3 +242,70 @@ def test_a_near_miss_keeps_its_own_traces(drive_factor, quadratic, pairs, multip
 def test_the_rtu_with_a_non_linearity_on_each_part_has_no_complex_pair():
     found = rtrl.methods.diagonal.find(rtrl.cells.RTU(3, 4, variant="nonlinear"))
     assert found.pairs == () and found.multipliers == ()
+
+
+def copy_cell(D, N, variant):
+    """Cells that look like a delay line and are not one: ``"recurrent source"`` copies a leaf that reads the carry
+    (``u1' = a u1 + tanh(x @ W + b)``, ``u2' = u1``: its traces are u1's one step late, which only storing them
+    would give); ``"scaled copy"`` multiplies its source (``u1' = tanh(x @ W + b)``, ``u2' = k u1``: it reads the
+    carry, so it is no input of its own). Both have ``v' = a v + c1 u1 + c2 u2``, ``h = v'``."""
+
+    def init(key):
+        keys = jax.random.split(key, 6)
+        return {"W": glorot(keys[0], (D, N), jnp.float32), "b": 0.3 * jax.random.normal(keys[1], (N,)),
+                "a": jax.random.uniform(keys[2], (N,), minval=-0.8, maxval=0.8),
+                "c1": 0.5 * jax.random.normal(keys[3], (N,)), "c2": 0.5 * jax.random.normal(keys[4], (N,)),
+                "k": 1 + 0.3 * jax.random.normal(keys[5], (N,))}
+
+    def step(p, c, x):
+        u = jnp.tanh(x @ p["W"] + p["b"])
+        u1, u2 = (p["a"] * c["u1"] + u, c["u1"]) if variant == "recurrent source" else (u, p["k"] * c["u1"])
+        v = p["a"] * c["v"] + p["c1"] * c["u1"] + p["c2"] * c["u2"]
+        return {"u1": u1, "u2": u2, "v": v}, v
+
+    zero = lambda: {"u1": jnp.zeros(N), "u2": jnp.zeros(N), "v": jnp.zeros(N)}  # noqa: E731
+    return rtrl.cells.from_function(init, step, zero, input_size=D, hidden_size=N, name="Copies")
+
+
+@pytest.mark.parametrize(("variant", "stored"), [("recurrent source", {"u1": None, "u2": None, "v": None}),
+                                                 ("scaled copy", {"u1": ("u1", 1), "u2": None, "v": None})])
+def test_a_copy_that_is_no_delay_line_of_inputs_keeps_its_traces(variant, stored):
+    cell = copy_cell(3, 4, variant)
+    found = rtrl.methods.diagonal.find(cell)
+    names = found.carry_names
+    assert {n: s and (names[s[0]], s[1]) for n, s in zip(names, found.stored, strict=True)} == stored
+    error, where = exactness(cell)
+    assert error <= EXACT_TOL, where
+    assert "delay line" not in str(rtrl.inspect(cell))
+
+
+def test_binding_again_reuses_the_structure_found():
+    """The structure is found once per cell and example shapes (its probes compile several programs): an equal
+    cell (frozen options compare by value) bound again, with arrays or shapes, is not probed again."""
+    misses = rtrl.structure.elementwise.cache_info().misses
+    rtrl.online(LeakyAdaptation(2, 7), "diagonal")
+    assert rtrl.structure.elementwise.cache_info().misses == misses + 1
+    cell = LeakyAdaptation(2, 7)
+    rtrl.online(cell, "diagonal").init(cell.init(jax.random.PRNGKey(1)), batch_shape=(3,))
+    rtrl.methods.resolve("auto", cell)
+    assert rtrl.structure.elementwise.cache_info().misses == misses + 1
+
+
+def test_a_per_neuron_vector_read_in_another_order_is_exact():
+    """``w[perm]``: every entry of the vector reaches one neuron, but entry ``k`` reaches neuron ``perm^-1(k)``, so
+    its immediate Jacobian is not the one a tangent on the vector gives neuron by neuron."""
+    D, N, perm = 3, 4, jnp.array([2, 0, 3, 1])
+
+    def init(key):
+        k_W, k_w = jax.random.split(key)
+        return {"W": glorot(k_W, (D, N), jnp.float32), "w": jax.random.uniform(k_w, (N,), minval=-0.9, maxval=0.9)}
+
+    def step(p, c, x):
+        c = jnp.tanh(x @ p["W"] + p["w"][perm] * c)
+        return c, c
+
+    cell = rtrl.cells.from_function(init, step, lambda: jnp.zeros(N), input_size=D, hidden_size=N, name="Permuted")
+    found = rtrl.methods.diagonal.find(cell)
+    assert found.placement[found.param_names.index("w")].tolist() == [1, 3, 0, 2]
+    error, where = exactness(cell)
+    assert error <= EXACT_TOL, where

@@ -10,7 +10,9 @@ one step are::
 
 where ``k(q)`` is the neuron parameter entry ``q`` reaches. Forward mode gives each ``J[:, s]`` at once (a
 ``jvp`` with an all-ones tangent on carry leaf ``s``), reverse mode each ``I[t]`` at once (a ``vjp`` with an
-all-ones cotangent on new leaf ``t``: entry ``q`` collects only its own neuron's derivative). The traces
+all-ones cotangent on new leaf ``t``: entry ``q`` collects only its own neuron's derivative), except for a
+per-neuron vector ``(N,)``, whose ``I[:, theta]`` a ``jvp`` with an all-ones tangent on it gives (the same tangent
+for every example, so what depends on the parameters alone is differentiated once a step). The traces
 ``e[theta][s]_q = dc_{s,k(q)} / dtheta_q`` (the shape of ``theta``) follow::
 
     e'[theta][t] = sum_s J[t, s]_{k(q)} e[theta][s] + I[t]
@@ -109,6 +111,11 @@ def kept_inputs(found: structure.Elementwise) -> tuple[int, ...]:
     return tuple(t for t, s in enumerate(found.stored) if s is not None and any(t in r for r in found.reach))
 
 
+def per_neuron(found: structure.Elementwise, j: int, leaf) -> bool:
+    """Whether parameter leaf ``j`` is a per-neuron vector: entry ``k`` reaches neuron ``k`` and no other entry does."""
+    return isinstance(found.placement[j], int) and jnp.shape(leaf) == (found.neurons,)
+
+
 def zero_traces(found: structure.Elementwise, input_size: int, params, carry):
     p_leaves = jax.tree.leaves(params)
     dtype = jnp.result_type(*p_leaves, *jax.tree.leaves(carry))
@@ -153,16 +160,28 @@ def advance(step, found: structure.Elementwise, params, carry, traces, x):
                        (jnp.ones_like(c_leaves[s]),))[1]
 
     @functools.cache
+    def tangent(j):
+        """``I[:, j]`` of a per-neuron parameter leaf ``j`` (entry ``k`` reaches neuron ``k``, its only one): a jvp
+        with an all-ones tangent on it, so what depends on the parameters alone is differentiated once a step
+        rather than once per example as a vjp's per-example cotangent would."""
+        return jax.jvp(lambda a: step(*replaced(p_leaves, j, a), *c_leaves, x), (p_leaves[j],),
+                       (jnp.ones_like(p_leaves[j]),))[1]
+
+    @functools.cache
     def immediate(t):
-        """``I[t]`` for every parameter leaf that new leaf ``t`` reads: one vjp, an all-ones cotangent."""
-        readers = sorted(found.direct[t])
+        """``I[t]`` for every parameter leaf that new leaf ``t`` reads: a per-neuron leaf's from its jvp, the
+        others' from one vjp, an all-ones cotangent."""
+        vectors = {j: tangent(j)[t] for j in found.direct[t] if per_neuron(found, j, p_leaves[j])}
+        readers = sorted(found.direct[t] - set(vectors))
+        if not readers:
+            return vectors
 
         def leaf_t(*read):
             chosen = dict(zip(readers, read, strict=True))
             return step(*[chosen.get(i, p) for i, p in enumerate(p_leaves)], *c_leaves, x)[t]
 
         out, pull = jax.vjp(leaf_t, *[p_leaves[j] for j in readers])
-        return dict(zip(readers, pull(jnp.ones_like(out)), strict=True))
+        return {**vectors, **dict(zip(readers, pull(jnp.ones_like(out)), strict=True))}
 
     @functools.cache
     def through_stored(t, s):
