@@ -22,7 +22,8 @@ the discounted return not restarted at an episode's start; the first step's TD e
 ignored); the entropy term summed over the environments, or the TD term not divided by E; ``value_coef`` on the
 policy's gradient instead; the observation normalised, or the reward scaled, by the statistics before this step's;
 the pending reward unscaled; one action key for every environment; the key not advanced between steps; one
-environment key for all environments. """
+environment key for all environments.
+"""
 
 from __future__ import annotations
 
