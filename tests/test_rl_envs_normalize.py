@@ -1,14 +1,15 @@
 """rtrl.rl.envs.normalize: the running statistics and the vector wrappers (observation normalisation, reward scaling)
 on tiny hand-checked cases, against NumPy written here from the module docstring's formulas (nothing from rtrl).
 
-Mutations of rtrl/rl/envs/normalize.py tried by hand, each killed (a test failed; then restored): Chan's merge
-without the old count in its between-batch term; the sample variance (``count - 1``) for the population's; ``EPS``
-left out; ``final_obs`` normalised with the statistics after the step (the order of the two lines in ``step``
-swapped); ``final_obs`` counted instead of ``obs``; ``reset`` of the observations starting the statistics again;
-the discounted return restarted at the reward of the step that ends the episode (purejaxrl's order); ``reset`` of
-the rewards not restarting the returns; the reward scaled by the statistics before the step's return; ``chain``
-applying its wrappers in reverse order. In rtrl/rl/loop.py: the wrappers' state not carried from one step to the
-next (``wrappers=state.wrappers`` in ``_observe``).
+Mutants (tools/mutants.toml; `python tools/mutate.py --only ID ...`), each killed by this file:
+``normalize-chan-term`` (Chan's merge without the old count in its between-batch term), ``normalize-sample-variance``
+(``count - 1``), ``normalize-no-eps``, ``normalize-final-obs-after-step`` (``final_obs`` normalised with the
+statistics after the step), ``normalize-final-obs-counted`` (``final_obs`` counted instead of ``obs``),
+``rl-discounted-reset-early`` (the return restarted at the reward that ends the episode: purejaxrl's order),
+``scale-reset-keeps-returns``, ``scale-pre-step-statistics`` (the reward scaled by the statistics before the step's
+return), ``chain-reversed``, and in rtrl/rl/loop.py ``loop-restart-reinitialises-wrappers`` (a host restart starts
+the statistics again); ``loop-wrappers-not-carried`` (the statistics not carried from step to step) is killed by
+tests/test_rl_rules.py.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ both, per-environment wrappers (``ExtraInputs``) stay where they are, and the ag
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -147,18 +148,11 @@ def chain(*wrappers: VecWrapper) -> VecWrapper:
             states.append(state)
         return obs, tuple(states)
 
-    def reset(states, obs):
+    def through(name, states, x):  # ``x`` through each wrapper's ``reset`` or ``step``, with its own state
         new = []
         for w, state in zip(wrappers, states, strict=True):
-            obs, state = w.reset(state, obs)
+            x, state = getattr(w, name)(state, x)
             new.append(state)
-        return obs, tuple(new)
+        return x, tuple(new)
 
-    def step(states, outcome):
-        new = []
-        for w, state in zip(wrappers, states, strict=True):
-            outcome, state = w.step(state, outcome)
-            new.append(state)
-        return outcome, tuple(new)
-
-    return VecWrapper(init, reset, step)
+    return VecWrapper(init, functools.partial(through, "reset"), functools.partial(through, "step"))
