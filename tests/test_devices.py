@@ -226,18 +226,22 @@ def test_the_agent_on_four_devices_acts_as_on_one_with_its_environments_split(tm
     four, four_records = train(configs[4])
     assert worst(four.params, whole.params) <= TOL
     assert [r["episodes"] for r in four_records] == [r["episodes"] for r in records]
-    for part in (four.memory, four.env_state, four.traces, four.obs, four.pending.done, four.age):
+    scale = four.wrappers[1]  # the reward scaler's (rtrl.rl.envs.normalize): its returns per environment split
+    for part in (four.memory, four.env_state, four.traces, four.obs, four.pending.done, four.age, scale.discounted,
+                 scale.ended):
         assert split(part, 4)
         assert all(layout_is_contiguous(a, 4, 0) for a in jax.tree.leaves(part))
     # environment e is environment e of the one-device run: its memory, traces and state (not only the mean)
-    for name in ("memory", "traces", "env_state", "obs", "discounted"):
+    for name in ("memory", "traces", "env_state", "obs"):
         assert worst(getattr(four, name), getattr(whole, name)) <= TOL, name
+    assert worst(scale.discounted, whole.wrappers[1].discounted) <= TOL
+    assert np.array_equal(scale.ended, whole.wrappers[1].ended)
     assert split(four.history, 4) and layout_is_contiguous(four.history, 4, 1)  # (H, E, obs): E found where it lies
     # the update rule's state: its eligibility traces split along E (above), everything else replicated
     traces = {id(a) for a in jax.tree.leaves(four.traces)}
     rule = [a for a in jax.tree.leaves(four.opt_state) if id(a) not in traces]
     assert len(rule) < len(jax.tree.leaves(four.opt_state))
-    assert replicated(four.params, 4) and replicated(rule, 4) and replicated(four.obs_stats, 4)
+    assert replicated(four.params, 4) and replicated(rule, 4) and replicated(four.wrappers[0], 4)
     half, _ = train(RLConfig(**{**RL, "steps": HALF}, devices=4))
     checkpoint.save(tmp_path / "half.npz", half)
     state, _ = checkpoint.load(tmp_path / "half.npz", runner(configs[1]).init(0))

@@ -14,14 +14,15 @@ carries and pending step after every step. It guards:
 * the update cadence: an update every ``update_every`` steps, the ascents of the steps between summed, the
   parameters unchanged in between; ObGD's step bound.
 
-Mutations of rtrl/rl/loop.py tried by hand, each killed (a test failed; then restored): bootstrapping across the
-episode end (``jnp.where(p.done, 0.0, value)`` -> ``value``); the traces not cut (``decay`` without the ``done``
-factor); every environment's carry reset where one ends; the update due at ``step % k == 0``; the accumulated
-ascent, or the accumulated overshoot, not summed (the last step's only); the discounted return not restarted at
-an episode's start; the first step's TD error not masked (``p.valid`` ignored); the entropy term summed over the
-environments, or the TD term not divided by E; ``value_coef`` on the policy's gradient instead; the observation
-normalised, or the reward scaled, by the statistics before this step's; the pending reward unscaled; one action
-key for every environment; the key not advanced between steps; one environment key for all environments.
+Mutations of rtrl/rl/loop.py (and, for the statistics, rtrl/rl/envs/normalize.py) tried by hand, each killed (a test
+failed; then restored): bootstrapping across the episode end (``jnp.where(p.done, 0.0, value)`` -> ``value``); the
+traces not cut (``decay`` without the ``done`` factor); every environment's carry reset where one ends; the update
+due at ``step % k == 0``; the accumulated ascent, or the accumulated overshoot, not summed (the last step's only);
+the discounted return not restarted at an episode's start; the first step's TD error not masked (``p.valid``
+ignored); the entropy term summed over the environments, or the TD term not divided by E; ``value_coef`` on the
+policy's gradient instead; the observation normalised, or the reward scaled, by the statistics before this step's;
+the pending reward unscaled; one action key for every environment; the key not advanced between steps; one
+environment key for all environments.
 """
 
 from __future__ import annotations
@@ -100,11 +101,12 @@ def scripted_run(config: RLConfig, env: Scripted, seed: int = 0, first=FIRST_EPI
     run = compiled(config, env, agent)
     state = run.init(seed)
     inner = jax.vmap(env.begin)(jnp.asarray(first))
-    obs = jax.vmap(env.observe)(inner)
+    obs, wrappers = run.wrappers.init(jax.vmap(env.observe)(inner))  # as the run's vector wrappers give them
     env_state = state.env_state._replace(env=inner)
     rng = np.random.default_rng(seed)
     params = jax.tree.map(lambda a: jnp.asarray(rng.normal(size=a.shape)), state.params)
-    return run, state._replace(env_state=env_state, obs=obs, params=params, opt_state=run.optimizer.init(params))
+    return run, state._replace(env_state=env_state, obs=obs, wrappers=wrappers, params=params,
+                               opt_state=run.optimizer.init(params))
 
 
 # -- the oracle ----------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Online actor-critic training: E environments stepped in parallel, a parameter update at every step.
 
-Every step, for each environment ``e`` (``ActorCritic.act``, mapped over E), the torso advances on the normalised
-observation and gives ``v_t``, an action ``a_t`` and the per-step gradients ``g_v``, ``g_logp``, ``g_H``. The TD
+Every step, for each environment ``e`` (``ActorCritic.act``, mapped over E), the torso advances on the observation
+(normalised) and gives ``v_t``, an action ``a_t`` and the per-step gradients ``g_v``, ``g_logp``, ``g_H``. The TD
 error of the previous step is known once ``v_t`` is::
 
     delta_{t-1} = r_{t-1} + gamma * next_{t-1} - v_{t-1},   next = v_t          where the episode goes on
@@ -20,7 +20,8 @@ and the update (ascent) is AC(lambda) with eligibility traces in parameter space
 applied by optax (``obgd``: Elsayed et al.'s step-size bound, or ``adam`` / ``sgd`` with global-norm clipping).
 The torso's traces (or rolling window) run on across updates and are zeroed where an episode ends; ``lam = 0``
 is one-step actor-critic. Rewards are scaled by the running deviation of the discounted return and observations
-normalised by running statistics (both options).
+normalised by running statistics (both options): wrappers of the vector of environments
+(``rtrl.rl.envs.normalize``), applied to the batch's ``Outcome`` in ``_observe``, so both loops share them.
 
 ``fidelity_every = M``: every M steps, the cosine (torso parameters only: the heads' gradients are exact anyway)
 between each environment's online ``g_v`` and ``g_logp`` (a Q agent's: ``grad Q(s_t, a_t)``, as ``cos_value``) and
@@ -28,7 +29,8 @@ the BPTT gradients of the same objectives over the episode so far, with the curr
 ``env.max_steps`` inputs is kept for that.
 
 A step is two parts that every loop shares: the agent's (``_act``: act, TD error, update, traces) and, after the
-environments' step, its bookkeeping (``_observe``: reward scaling, the value owed at a truncation, resets, tallies).
+environments' step, its bookkeeping (``_observe``: the vector wrappers (observation normalisation, reward scaling),
+the value owed at a truncation, resets, tallies).
 With a jitted environment the whole run is a pure function of ``RLState`` (a pytree: checkpoint it to resume bit
 for bit); ``train`` drives chunks of ``record_every`` steps, one jitted ``lax.scan`` each, and returns metrics
 records. A host environment (``gymnasium:ID``) is stepped in Python between the jitted calls: per step, one jitted
@@ -62,7 +64,7 @@ from rtrl.driver import Diverged, drive, finite_or_diverged
 from rtrl.rl.assemble import RLAssembly, assemble
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs.gymnasium_env import Outcome
-from rtrl.rl.normalize import Running, normalized, running_init, running_update, running_var
+from rtrl.rl.envs.normalize import chain, normalize_observations, scale_rewards
 from rtrl.rl.transforms import plus, update_rule, weighted_mean
 from rtrl.validate import what
 
@@ -73,7 +75,7 @@ class Pending(NamedTuple):
     """The previous step, whose TD error the next value completes."""
 
     value: jax.Array  # (E,)
-    reward: jax.Array  # (E,) scaled
+    reward: jax.Array  # (E,) as the vector wrappers give it (scaled)
     done: jax.Array  # (E,) bool: the episode ended (terminated or truncated)
     owed: jax.Array  # (E,) where done, the value to bootstrap from: V(s_T) if truncated, 0 if terminated
     valid: jax.Array  # scalar bool: false before the first step
@@ -118,10 +120,8 @@ class RLState(NamedTuple):
     opt_state: Any  # the update rule's state (``rtrl.rl.transforms.update_rule``), the eligibility traces first
     memory: Any  # the torso's online state, leading axis E
     env_state: Any
-    obs: jax.Array  # (E, obs_size): the observation the next step acts on
-    obs_stats: Running
-    return_stats: Running  # of the discounted return, for reward scaling
-    discounted: jax.Array  # (E,) running discounted return
+    obs: jax.Array  # (E, obs_size): the observation the next step acts on (as the vector wrappers give it)
+    wrappers: Any  # the vector wrappers' state (``rtrl.rl.envs.normalize.chain``): the running statistics
     pending: Pending
     history: jax.Array  # (H, E, obs_size) the torso's last inputs (H = 0 without the fidelity check)
     age: jax.Array  # (E,) steps of the current episode, this one included
@@ -167,6 +167,11 @@ class OnlineActorCritic:
         config = self.config = assembly.config
         self.env, self.agent = assembly.env, assembly.agent
         self.optimizer = self.rule(config.envs)
+        self.wrappers = chain(*(wrapper for on, wrapper in ((config.normalize_obs, normalize_observations()),
+                                                            (config.scale_rewards, scale_rewards(config.gamma)))
+                                if on))
+        # jitted like the steps that apply them (XLA's compiled arithmetic can differ from op-by-op in the last bit)
+        self._init_wrappers, self._reset_wrappers = jax.jit(self.wrappers.init), jax.jit(self.wrappers.reset)
         if config.dtype == "float64" and not jax.config.jax_enable_x64:  # JAX would silently run in float32
             raise ValueError("dtype float64 needs JAX's 64-bit mode: jax.config.update('jax_enable_x64', True) "
                              "before anything else (rtrl rl does it)")
@@ -229,10 +234,10 @@ class OnlineActorCritic:
         else:
             obs, env_state = jax.vmap(self.env.reset)(jax.random.split(k_env, E))
         zeros = jnp.zeros((E,), dtype)
+        obs, wrappers = self._init_wrappers(obs.astype(dtype))
         return RLState(
             params=params, opt_state=self.rule(E).init(params), memory=self.agent.memory(params, E),
-            env_state=env_state, obs=obs.astype(dtype), obs_stats=running_init((self.env.obs_size,), dtype),
-            return_stats=running_init((), dtype), discounted=zeros,
+            env_state=env_state, obs=obs, wrappers=wrappers,
             pending=Pending(zeros, zeros, jnp.zeros((E,), bool), zeros, jnp.array(False), jnp.zeros((E,), bool)),
             history=jnp.zeros((self.history, E, self.env.obs_size), dtype), age=jnp.zeros((E,), jnp.int32),
             key=key, step=jnp.zeros((), jnp.int32),
@@ -243,9 +248,7 @@ class OnlineActorCritic:
         """The agent's part of a step: act on ``state.obs``, the previous step's TD error, the update, the traces."""
         c, agent, E = self.config, self.agent, self.config.envs
         key, k_act, k_env = jax.random.split(state.key, 3)
-        obs_stats = running_update(state.obs_stats, state.obs) if c.normalize_obs else state.obs_stats
-        x = normalized(obs_stats, state.obs) if c.normalize_obs else state.obs
-        params = state.params
+        x, params = state.obs, state.params  # the observation as the vector wrappers give it
         stepped = agent.stepped(params, state.memory, x, k_act, c, state.step)
         action, value = stepped.action, stepped.value
         age = jnp.where(state.pending.done | ~state.pending.valid, 1, state.age + 1)
@@ -287,34 +290,29 @@ class OnlineActorCritic:
         params = optax.apply_updates(params, updates)
         memory = stepped.memory
 
-        state = state._replace(params=params, opt_state=opt_state, memory=memory, obs_stats=obs_stats,
-                               history=history, age=age, key=key, tally=tally)
+        state = state._replace(params=params, opt_state=opt_state, memory=memory, history=history, age=age, key=key,
+                               tally=tally)
         return Acted(state, action, value, stepped.exploratory, k_env)
 
     def _observe(self, acted: Acted, outcome: Outcome) -> RLState:
-        """The step's bookkeeping once the environments have stepped: the reward scaled, the value a truncated
-        episode is owed, the torso reset where an episode ended, the pending step, the tallies."""
-        c, state = self.config, acted.state
-        p = state.pending
-        reward = jnp.asarray(outcome.reward).astype(self.dtype)
+        """The step's bookkeeping once the environments have stepped: the vector wrappers (the observations
+        normalised, the reward scaled), the value a truncated episode is owed, the torso reset where an episode
+        ended, the pending step, the tallies."""
+        state = acted.state
         done, truncated = jnp.asarray(outcome.done), jnp.asarray(outcome.truncated)
-        discounted = c.gamma * jnp.where(p.done, 0.0, state.discounted) + reward
-        return_stats = running_update(state.return_stats, discounted) if c.scale_rewards else state.return_stats
-        scaled = reward / jnp.sqrt(running_var(return_stats) + 1e-8) if c.scale_rewards else reward
+        cast = {name: jnp.asarray(getattr(outcome, name)).astype(self.dtype) for name in ("obs", "reward", "final_obs")}
+        wrapped, wrappers = self.wrappers.step(state.wrappers, outcome._replace(done=done, **cast))
 
         def values(_):  # V(s_T): the torso's step on the last observation, from the episode's own carry
-            final = jnp.asarray(outcome.final_obs).astype(self.dtype)
-            x = normalized(state.obs_stats, final) if c.normalize_obs else final
-            return jax.vmap(self.agent.value, in_axes=(None, 0, 0))(state.params, state.memory, x)
+            return jax.vmap(self.agent.value, in_axes=(None, 0, 0))(state.params, state.memory, wrapped.final_obs)
 
         owed = lax.cond(truncated.any(), values, lambda _: jnp.zeros(done.shape, self.dtype), None)
         owed = jnp.where(truncated, owed, 0.0)
         ended = jnp.asarray(outcome.episode_return, state.tally.returns.dtype)  # the host's float64 as the tally's
         tally = state.tally._replace(episodes=state.tally.episodes + done.sum(dtype=jnp.int32),
                                      returns=state.tally.returns + jnp.where(done, ended, 0.0).sum())
-        return state._replace(memory=self.agent.reset(state.memory, done),
-                              obs=jnp.asarray(outcome.obs).astype(self.dtype), return_stats=return_stats,
-                              discounted=discounted, pending=Pending(acted.value, scaled, done, owed, jnp.array(True),
+        return state._replace(memory=self.agent.reset(state.memory, done), obs=wrapped.obs, wrappers=wrappers,
+                              pending=Pending(acted.value, wrapped.reward, done, owed, jnp.array(True),
                                               acted.exploratory),
                               step=state.step + 1, tally=tally)
 
@@ -335,11 +333,13 @@ class OnlineActorCritic:
 
     def restarted(self, state: RLState) -> RLState:
         """``state`` with fresh environments (re-seeded), each at the start of an episode: the pending TD step
-        dropped, the torso's state zeroed (and, at the next step, the traces cut and the return restarted)."""
+        dropped, the torso's state zeroed, the vector wrappers told (the discounted returns restarted) and, at the
+        next step, the traces cut."""
         E = self.config.envs
         obs = self.vector.reset(self.seeds(state.key), int(state.step))
+        obs, wrappers = self._reset_wrappers(state.wrappers, jnp.asarray(obs).astype(self.dtype))
         ended = jnp.ones((E,), bool)
-        return state._replace(obs=jnp.asarray(obs).astype(self.dtype), memory=self.agent.reset(state.memory, ended),
+        return state._replace(obs=obs, wrappers=wrappers, memory=self.agent.reset(state.memory, ended),
                               pending=state.pending._replace(done=ended, valid=jnp.array(False)))
 
     def _advance_host(self, state: RLState, n: int) -> RLState:
