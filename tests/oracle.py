@@ -12,6 +12,10 @@ import rtrl
 from rtrl.compare import relative_error  # noqa: F401 (re-exported for tests)
 
 EXACT_TOL = 1e-9
+# Compile options restoring XLA's default CPU fusion emitters, which tests/conftest.py turns off to compile the suite
+# faster: a test that reads the kernels of a compiled program (jax.jit(f, compiler_options=XLA_DEFAULT_EMITTERS))
+# checks the fusions XLA makes by default, the ones a user's program gets.
+XLA_DEFAULT_EMITTERS = {"xla_cpu_use_fusion_emitters": True}
 
 
 def squared_error(h, y):

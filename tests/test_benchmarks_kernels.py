@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import pytest
 from jax import lax
 
+from oracle import XLA_DEFAULT_EMITTERS
 from rtrl.benchmarks import kernels
 
 # Entry: a loop of 5 iterations (its body holds 2 steps of a 10-step scan). Per iteration the body runs
@@ -121,7 +122,7 @@ def scan(with_dot: bool, unroll: int):
 
         return lax.scan(body, c, xs, unroll=unroll)[0]
 
-    return jax.jit(f)
+    return jax.jit(f, compiler_options=XLA_DEFAULT_EMITTERS)  # the kernels XLA makes by default
 
 
 @pytest.mark.parametrize("unroll", [1, 2])

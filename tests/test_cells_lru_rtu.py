@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import rtrl
 from oracle import (
     EXACT_TOL,
+    XLA_DEFAULT_EMITTERS,
     errors_against_bptt,
     perturbed,
     prefix_grads,
@@ -236,7 +237,7 @@ def test_the_eigenvalues_are_computed_once_per_neuron_not_per_trace_entry(kind):
     params, xs, _ = random_problem(cell, 1, (B,), 0)
     learner = rtrl.online(cell, "closed_form")
     state = learner.init(params, (B,))
-    text = jax.jit(learner.step).lower(params, state, xs[0]).compile().as_text()
+    text = jax.jit(learner.step, compiler_options=XLA_DEFAULT_EMITTERS).lower(params, state, xs[0]).compile().as_text()
     computations = text.split("\n\n")
     with_cosine = [c for c in computations if "cosine(" in c and c.lstrip().startswith("%fused")]
     assert with_cosine, "no fused computation takes a cosine: the test reads nothing"
