@@ -80,12 +80,17 @@ def test_each_layer_imports_first_in_a_fresh_interpreter(module):
 
 
 def test_import_rtrl_loads_no_upper_layer_and_rtrl_load_is_there_on_first_use():
-    """``rtrl.load`` lives in the run layer (rtrl/__init__'s ``LAZY`` table): ``import rtrl`` imports none of the
-    layers above the public API (tests/test_layers.py), and the first use of the name imports it."""
+    """``rtrl.load`` lives in the run layer and ``rtrl.rl`` / ``rtrl.training`` are layers above (rtrl/__init__'s
+    ``LAZY`` table): ``import rtrl`` imports none of the layers above the public API (tests/test_layers.py), and the
+    first use of a name imports it."""
     body = """
 import rtrl
 above = ("rtrl.training", "rtrl.rl", "rtrl.run", "rtrl.reports", "rtrl.benchmarks", "rtrl.cli")
 print(json.dumps(sorted(m for m in sys.modules if m.startswith(above))))
+make, training = rtrl.rl.make, rtrl.training  # whole packages of the LAZY table, through rtrl.__getattr__
+import rtrl.rl.envs.registry
+import rtrl.training as imported_training
+assert make is rtrl.rl.envs.registry.make and training is imported_training
 from rtrl import load
 import rtrl.run.trained
 assert load is rtrl.load is rtrl.run.trained.load and "load" in dir(rtrl) and "load" in rtrl.__all__

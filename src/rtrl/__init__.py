@@ -19,8 +19,9 @@ __version__ = "0.1.0"
 __all__ = ["METHODS", "Inspection", "Learner", "OnlineState", "cells", "compare", "inspect", "load", "methods",
            "online", "sequence_grad", "stream_grad"]
 
-# Names of the layers above this one (docs/design.md), imported on first use, never by ``import rtrl``.
-LAZY = {"load": "rtrl.run.trained:load"}
+# Names of the layers above this one (docs/design.md), imported on first use, never by ``import rtrl``: a function
+# ("module:name") or a whole package (``rtrl.rl.make(...)`` after ``import rtrl``, as DESIGN.md writes it).
+LAZY = {"load": "rtrl.run.trained:load", "rl": "rtrl.rl", "training": "rtrl.training"}
 
 
 def __getattr__(name: str):
@@ -28,7 +29,8 @@ def __getattr__(name: str):
         import importlib
 
         module, _, attribute = LAZY[name].partition(":")
-        return getattr(importlib.import_module(module), attribute)
+        imported = importlib.import_module(module)
+        return getattr(imported, attribute) if attribute else imported
     raise AttributeError(f"module 'rtrl' has no attribute {name!r}")
 
 
