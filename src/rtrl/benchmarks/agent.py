@@ -2,15 +2,15 @@
 
     python -m rtrl.benchmarks.agent [--cells mingru rtu lru] [--widths 16 64 192] [--envs 1 16 64] [--steps 50]
 
-For each torso, width and number of environments per call, on MemoryChain (cue 20 steps back), float32: the time
-per step of ``rtrl rl``'s jitted loop (``OnlineActorCritic.advance``: the torso's online step with its exact traces
-under ``auto``, the three objectives' gradients, the TD error, the parameter-space eligibility traces, the update,
-the environments' step and the bookkeeping), against the forward-only agent step: the same torso's ``cell.step``
-(no traces), the heads, the sampled action and the environments' step, scanned the same way. Both are timed
-interleaved (``rtrl.benchmarks.timing``), so a slow spell of a shared machine slows both alike and the ratio holds;
-``env steps/s`` is environments x steps a second of the full step, and ``vs 1 env`` that figure over the one-
-environment run's of the same torso and width.
-"""
+For each torso, width and number of environments per call, on MemoryChain (cue 20 steps back), float32, with the
+streaming presets' agent (``rtrl.rl.presets.STREAMING``: AC(lambda), Adam, no entropy bonus; the fidelity check
+off): the time per step of ``rtrl rl``'s jitted loop (``OnlineActorCritic.advance``: the torso's online step with
+its exact traces under ``auto``, the objectives' gradients, the TD error, the parameter-space eligibility
+traces, the update, the environments' step and the bookkeeping), against the forward-only agent step: the same
+torso's ``cell.step`` (no traces), the heads, the sampled action and the environments' step, scanned the same way.
+Both are timed interleaved (``rtrl.benchmarks.timing``), so a slow spell of a shared machine slows both alike and
+the ratio holds; ``env steps/s`` is environments x steps a second of the full step, and ``vs 1 env`` that figure
+over the one- environment run's of the same torso and width."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from rtrl.online import zero_where
 from rtrl.rl.agent import heads
 from rtrl.rl.config import RLConfig
 from rtrl.rl.loop import OnlineActorCritic
+from rtrl.rl.presets import STREAMING
 
 CELLS = ("mingru", "rtu", "lru")
 ENV = {"env": "memory-chain", "env_args": {"memory_length": 20}}
@@ -53,13 +54,14 @@ def forward_only(run: OnlineActorCritic, steps: int):
 
 def measure(cell: str, width: int, envs: int, steps: int = 50) -> dict:
     """Seconds per step of the full agent step and of the forward-only one, and the ratio."""
-    run = OnlineActorCritic(RLConfig(**ENV, cell=cell, hidden=width, envs=envs, steps=steps, record_every=steps))
+    options = {**STREAMING, "cell": cell, "hidden": width, "envs": envs, "fidelity_every": 0}
+    run = OnlineActorCritic(RLConfig(**ENV, **options, steps=steps, record_every=steps))
     state = run.init(0)
     full = jax.jit(run._advance, static_argnums=1)
     forward = forward_only(run, steps)
     seconds = interleaved_seconds({"full": (full, (state, steps)),
                                    "forward": (forward, (state.params, state.env_state, state.obs, state.key))},
-                                  repeats=5, min_seconds=0.2)
+                                  repeats=9, min_seconds=0.2)
     full_s, forward_s = seconds["full"] / steps, seconds["forward"] / steps
     return {"cell": cell, "width": width, "envs": envs, "method": run.agent.learner.method.name,
             "full_seconds": full_s, "forward_seconds": forward_s, "ratio_to_forward": full_s / forward_s,

@@ -146,32 +146,36 @@ class ActorCritic(RecurrentAgent):
         action = jax.random.categorical(key, logits)
         return action, *self.objective_grads(params, memory, x, action)
 
-    def step(self, params, memory, x: jax.Array, keys: jax.Array, value_coef: float):
+    def step(self, params, memory, x: jax.Array, keys: jax.Array, value_coef: float, entropy: bool = True):
         """All E environments (leading axis of ``memory``, ``x`` (E, D), ``keys`` (E,)) at once, what the update
         needs: ``(action, value, drive, entropy_grad, memory', entropy)``, with ``drive`` per environment (leading
         axis E) the gradient of ``value_coef * v_t + log pi(a_t)`` (what enters the eligibility traces) and
-        ``entropy_grad`` the gradient of the mean entropy over the environments (one tree, no E axis).
+        ``entropy_grad`` the gradient of the mean entropy over the environments (one tree, no E axis; ``None``
+        unless ``entropy``).
 
-        Why not ``act`` mapped over E: its three per-environment gradients, a pullback mapped over cotangents inside
-        the map over environments, cost 62 ms a step with a width-192 LRU torso and 16 environments (its 192x192
-        readout's gradients laid out (E, 3, N, N), then transposed and copied by XLA's CPU backend), against 4.4 ms
-        here (``rtrl.benchmarks.agent``). Here one pullback per environment, and one of the batch with the
-        parameters shared, whose readout gradient is one matrix product."""
-        batched = jax.vmap(self.forward, in_axes=(None, 0, 0))
-        (logits, value), memory_next = batched(params, memory, x)
-        action = jax.vmap(jax.random.categorical)(keys, logits)
-        d_logp, d_entropy = (jax.vmap(jax.grad(lambda l, a, i=i: objectives(l, a)[i]))(logits, action)
-                             for i in range(2))
+        One forward pass per environment, its pullback kept for the drive (the action is drawn from its logits);
+        the entropy's gradient, where asked for, is one pullback of the batch with the parameters shared, whose
+        readout gradient is one matrix product. Why not ``act`` mapped over E: its three per-environment gradients,
+        a pullback mapped over cotangents inside the map over environments, cost 62 ms a step with a width-192 LRU
+        torso and 16 environments (its 192x192 readout's gradients laid out (E, 3, N, N), then transposed and copied
+        by XLA's CPU backend), against 4.4 ms this way (``rtrl.benchmarks.agent``)."""
 
-        def drive(m, xe, d):
-            vjp = jax.vjp(lambda p: self.forward(p, m, xe), params, has_aux=True)[1]
-            return vjp((d, jnp.asarray(value_coef, value.dtype)))[0]
+        def one(m, xe, key):
+            (logits, value), pullback, memory_next = jax.vjp(lambda p: self.forward(p, m, xe), params, has_aux=True)
+            action = jax.random.categorical(key, logits)
+            d_logp = jax.grad(lambda l: objectives(l, action)[0])(logits)
+            drive = pullback((d_logp, jnp.asarray(value_coef, value.dtype)))[0]
+            return action, value, drive, memory_next, logits
 
-        drives = jax.vmap(drive)(memory, x, d_logp)
-        vjp = jax.vjp(lambda p: batched(p, memory, x), params, has_aux=True)[1]
-        entropy_grad = vjp((d_entropy / x.shape[0], jnp.zeros_like(value)))[0]
-        entropy = jax.vmap(lambda l, a: objectives(l, a)[1])(logits, action)
-        return action, value, drives, entropy_grad, memory_next, entropy
+        action, value, drives, memory_next, logits = jax.vmap(one)(memory, x, keys)
+        entropy_grad = None
+        if entropy:
+            d_entropy = jax.vmap(jax.grad(lambda l, a: objectives(l, a)[1]))(logits, action)
+            batched = jax.vmap(self.forward, in_axes=(None, 0, 0))
+            vjp = jax.vjp(lambda p: batched(p, memory, x), params, has_aux=True)[1]
+            entropy_grad = vjp((d_entropy / x.shape[0], jnp.zeros_like(value)))[0]
+        entropies = jax.vmap(lambda l, a: objectives(l, a)[1])(logits, action)
+        return action, value, drives, entropy_grad, memory_next, entropies
 
     def stepped(self, params, memory, x: jax.Array, key: jax.Array, config, step: jax.Array) -> Stepped:
         """``step`` for the update (``config``: an ``RLConfig``, read for ``value_coef`` and ``entropy``): the traces
@@ -179,8 +183,8 @@ class ActorCritic(RecurrentAgent):
         bootstraps from ``v_t``; no action is exploratory (no cut but at episode ends)."""
         E = x.shape[0]
         action, value, drive, entropy_grad, memory, entropy = self.step(params, memory, x, jax.random.split(key, E),
-                                                                        config.value_coef)
-        bonus = jax.tree.map(lambda h: config.entropy * h, entropy_grad)
+                                                                        config.value_coef, config.entropy > 0)
+        bonus = None if entropy_grad is None else jax.tree.map(lambda h: config.entropy * h, entropy_grad)
         return Stepped(action, value, value, drive, bonus, jnp.zeros((E,), bool), memory, entropy)
 
     def value(self, params, memory, x: jax.Array) -> jax.Array:
