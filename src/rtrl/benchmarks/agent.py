@@ -10,7 +10,7 @@ traces, the update, the environments' step and the bookkeeping), against the for
 torso's ``cell.step`` (no traces), the heads, the sampled action and the environments' step, scanned the same way.
 Both are timed interleaved (``rtrl.benchmarks.timing``), so a slow spell of a shared machine slows both alike and
 the ratio holds; ``env steps/s`` is environments x steps a second of the full step, and ``vs 1 env`` that figure
-over the one- environment run's of the same torso and width."""
+over the one-environment run's of the same torso and width."""
 
 from __future__ import annotations
 
