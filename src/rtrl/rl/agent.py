@@ -1,6 +1,9 @@
-"""The recurrent actor-critic: a cell under an online learner (the torso), and linear policy and value heads.
+"""The recurrent actor-critic: a cell under an online learner (the torso), and policy and value heads on it.
 
-Parameters are ``{"torso": <the cell's>, "policy": {"W": (N, A), "b": (A,)}, "value": {"W": (N, 1), "b": (1,)}}``.
+Parameters are ``{"torso": <the cell's>, "policy": {"W": (N, A), "b": (A,)}, "value": {"W": (N, 1), "b": (1,)}}``,
+with ``head_hidden = M > 0`` also ``"head": {"W": (N, M), "b": (M,)}``, a tanh layer both heads read
+(``u = tanh(h @ W + b)``, the heads (M, A) and (M, 1)): a non-linear readout of the torso that needs no traces (it
+does not recur), its gradient immediate.
 One environment's step (``act``) runs the torso's online step on the observation, samples an action and returns,
 besides it, the gradients w.r.t. all parameters of three per-step objectives of this step::
 
@@ -59,7 +62,9 @@ def learner_of(cell: Cell, method: str | Method | RollingTBPTT, truncation: int)
 
 
 def heads(params, h: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``(logits, value)`` of one hidden state ``h`` (N,)."""
+    """``(logits, value)`` of one hidden state ``h`` (N,), through the shared tanh layer where ``params`` has one."""
+    if "head" in params:
+        h = jnp.tanh(h @ params["head"]["W"] + params["head"]["b"])
     return h @ params["policy"]["W"] + params["policy"]["b"], (h @ params["value"]["W"] + params["value"]["b"])[0]
 
 
@@ -70,18 +75,26 @@ def objectives(logits: jax.Array, action: jax.Array) -> jax.Array:
 
 
 class RecurrentAgent:
-    """What every algorithm's agent shares: ``(cell, num_actions, method="rtrl", truncation=8)``, the torso (the cell
-    under its online learner), its per-environment state and its reset. A subclass gives ``init`` (the parameters,
+    """What every algorithm's agent shares: ``(cell, num_actions, method="rtrl", truncation=8, head_hidden=0)``, the
+    torso (the cell under its online learner), its per-environment state and its reset; ``head_hidden`` is the
+    width of the shared tanh layer before the heads (0: none), for the agents that have one (``heads_hidden``). A subclass gives ``init`` (the parameters,
     the torso's under ``"torso"``), ``stepped`` (a ``Stepped`` of all environments), ``value`` (what a truncated
     episode's TD target bootstraps from) and, for the fidelity check, ``objective_grads`` and ``bptt_grads`` (the
     online and BPTT gradients of the same objectives, leading axis the objective) and ``checked`` (how many of them
     the check compares); ``correction`` if its update corrects the TD ascent."""
 
-    def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8):
+    heads_hidden = False  # whether the agent takes a tanh layer before its heads (``head_hidden``)
+
+    def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8,
+                 head_hidden: int = 0):
         if not isinstance(cell, Cell):
             raise ValueError(f"cell must be an rtrl cell (rtrl.cells.*), got {cell!r}")
         check_positive_int("num_actions", num_actions)
-        self.cell, self.num_actions = cell, num_actions
+        if head_hidden and not self.heads_hidden:
+            raise ValueError(f"head_hidden must be 0 for {type(self).__name__} (linear heads only), got {head_hidden}")
+        if head_hidden < 0:
+            raise ValueError(f"head_hidden must be a non-negative integer, got {head_hidden}")
+        self.cell, self.num_actions, self.head_hidden = cell, num_actions, head_hidden
         self.learner = learner_of(cell, method, truncation)
 
     def memory(self, params, envs: int):
@@ -112,18 +125,24 @@ class RecurrentAgent:
 
 
 class ActorCritic(RecurrentAgent):
-    """Stream AC(lambda)'s agent: linear policy and value heads on the torso, the traces of value and log-policy
-    gradients, an entropy bonus (rtrl.rl.agent)."""
+    """Stream AC(lambda)'s agent: policy and value heads on the torso (linear, or behind a shared tanh layer of
+    ``head_hidden`` units), the traces of value and log-policy gradients, an entropy bonus (rtrl.rl.agent)."""
 
+    heads_hidden = True
     checked = 2  # the fidelity check's gradients: the first two of ``objective_grads`` (v_t's, log pi(a_t)'s)
 
     def init(self, key: jax.Array, dtype=jnp.float32):
         k_torso, k_policy, k_value = jax.random.split(key, 3)
-        N, A = self.cell.hidden_size, self.num_actions
+        N, A, M = self.cell.hidden_size, self.num_actions, self.head_hidden
+        width = M or N
         # A small policy head starts near the uniform policy (as PPO's 0.01-scaled one does).
-        return {"torso": self.cell.init(k_torso, dtype),
-                "policy": {"W": 0.01 * glorot(k_policy, (N, A), dtype), "b": jnp.zeros((A,), dtype)},
-                "value": {"W": glorot(k_value, (N, 1), dtype), "b": jnp.zeros((1,), dtype)}}
+        params = {"torso": self.cell.init(k_torso, dtype),
+                  "policy": {"W": 0.01 * glorot(k_policy, (width, A), dtype), "b": jnp.zeros((A,), dtype)},
+                  "value": {"W": glorot(k_value, (width, 1), dtype), "b": jnp.zeros((1,), dtype)}}
+        if M:
+            # its own key, so the parameters without it are those of before it existed
+            params["head"] = {"W": glorot(jax.random.fold_in(key, 1), (N, M), dtype), "b": jnp.zeros((M,), dtype)}
+        return params
 
     def forward(self, params, memory, x: jax.Array):
         """One environment's ``((logits, value), memory')``: the torso's online step on ``x``, then the heads."""

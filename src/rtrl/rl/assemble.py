@@ -67,5 +67,5 @@ def assemble(config: RLConfig) -> RLAssembly:
     if cell.input_size != env.obs_size:
         raise ValueError(f"cell input_size must be the observation size {env.obs_size} of {env.name}, got "
                          f"{cell.input_size}")
-    agent = ALGORITHMS[config.algorithm](cell, env.num_actions, config.method, config.truncation)
+    agent = ALGORITHMS[config.algorithm](cell, env.num_actions, config.method, config.truncation, config.head_hidden)
     return RLAssembly(config, env, agent)
