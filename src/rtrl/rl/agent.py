@@ -77,11 +77,12 @@ def objectives(logits: jax.Array, action: jax.Array) -> jax.Array:
 class RecurrentAgent:
     """What every algorithm's agent shares: ``(cell, num_actions, method="rtrl", truncation=8, head_hidden=0)``, the
     torso (the cell under its online learner), its per-environment state and its reset; ``head_hidden`` is the
-    width of the shared tanh layer before the heads (0: none), for the agents that have one (``heads_hidden``). A subclass gives ``init`` (the parameters,
-    the torso's under ``"torso"``), ``stepped`` (a ``Stepped`` of all environments), ``value`` (what a truncated
-    episode's TD target bootstraps from) and, for the fidelity check, ``objective_grads`` and ``bptt_grads`` (the
-    online and BPTT gradients of the same objectives, leading axis the objective) and ``checked`` (how many of them
-    the check compares); ``correction`` if its update corrects the TD ascent."""
+    width of the shared tanh layer before the heads (0: none), for the agents that have one (``heads_hidden``). A
+    subclass gives ``init`` (the parameters, the torso's under ``"torso"``), ``stepped`` (a ``Stepped`` of all
+    environments), ``value`` (what a truncated episode's TD target bootstraps from) and, for the fidelity check,
+    ``objective_grads`` and ``bptt_grads`` (the online and BPTT gradients of the same objectives, leading axis the
+    objective) and ``checked`` (how many of them the check compares); ``correction`` if its update corrects the TD
+    ascent."""
 
     heads_hidden = False  # whether the agent takes a tanh layer before its heads (``head_hidden``)
 
