@@ -121,13 +121,13 @@ def test_a_diverging_run_exits_1_and_keeps_the_last_good_checkpoint(tmp_path, ca
 def test_options_are_the_fields_of_rlconfig_and_a_preset_gives_the_rest():
     assert config_from_args(parser().parse_args(["rl", "--out", "x"]), RLConfig, PRESETS) == RLConfig()
     argv = ("rl --env tmaze --env-arg length=3 --env-arg max_steps=9 --cell rtrl.cells:Elman --cell-arg "
-            "activation=relu --hidden 5 --method tbptt --truncation 3 --envs 4 --devices 2 "
+            "activation=relu --hidden 5 --head-hidden 6 --method tbptt --truncation 3 --envs 4 --devices 2 "
             "--steps 7 --gamma 0.9 --lam 0 --entropy 0.5 --value-coef 2 --optimizer sgd "
             "--lr 0.5 --kappa 3 --no-clip --extra-inputs --no-normalize-obs --no-scale-rewards --update-every 2 "
             "--record-every 4 --health-every 3 --algorithm q --epsilon 0.2 --explore-steps 5 --seed 11 --seeds 2 "
             "--dtype float64 --h-lr 0.01 --h-beta 0.5 --fidelity-every 6 --out x").split()
     expected = RLConfig(env="tmaze", env_args={"length": 3, "max_steps": 9}, cell="rtrl.cells:Elman",
-                        cell_args={"activation": "relu"}, hidden=5, method="tbptt",
+                        cell_args={"activation": "relu"}, hidden=5, head_hidden=6, method="tbptt",
                         truncation=3, envs=4, devices=2, steps=7, gamma=0.9, lam=0.0, entropy=0.5, value_coef=2.0,
                         optimizer="sgd", lr=0.5, kappa=3.0, clip=None, extra_inputs=True, normalize_obs=False,
                         scale_rewards=False, update_every=2, health_every=3, record_every=4, algorithm="q",

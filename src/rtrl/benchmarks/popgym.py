@@ -15,10 +15,11 @@ turn.
 
 ``--agent``: the same comparison with the learning agent in the loop, the whole of ``rtrl rl``'s step (the torso's
 online step under its exact traces, the update, the bookkeeping): ``rtrl.rl.train`` of one configuration (the
-``popgym-*`` presets' agent: ``AGENT``) with ``--env popgym:<task>`` (the jitted loop, a ``lax.scan`` a chunk) and
-with ``--env gymnasium:popgym-<task>-v0`` (the host loop: a jitted agent call a step, the environments stepped by
-popgym between them), each run compiled once before it is timed. Its last column is the seconds one seed of
-``--steps`` steps takes on the jitted loop, the suite's cost per seed and million frames (``E x T``).
+suite's agent, that of the ``popgym-repeat-*`` presets: ``AGENT``) with ``--env popgym:<task>`` (the jitted loop, a
+``lax.scan`` a chunk) and with ``--env gymnasium:popgym-<task>-v0`` (the host loop: a jitted agent call a step, the
+environments stepped by popgym between them), each run compiled once before it is timed. Its last column is the
+seconds one seed of ``--steps`` steps takes on the jitted loop, the suite's cost per seed and million frames (``E x
+T``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import time
 import jax
 import numpy as np
 
-from rtrl.rl import RLConfig, train
+from rtrl.rl import RLConfig, suite, train
 from rtrl.rl.envs.gymnasium_env import encoder
 from rtrl.rl.envs.registry import make
 
@@ -112,8 +113,8 @@ def measure(task: str, envs: int, steps: int, repeats: int = 3) -> dict[str, flo
     return {side: envs * steps / statistics.median(t) for side, t in times.items()}
 
 
-# The agent of the popgym-* presets (rtrl.rl.presets.POPGYM): a 16-unit Elman torso under exact RTRL.
-AGENT = {"hidden": 16, "lr": 3e-4, "fidelity_every": 0}
+# The suite's agent (rtrl.rl.suite.AGENT: the popgym-repeat-* presets' streaming agent), the fidelity check off.
+AGENT = {**suite.AGENT, "fidelity_every": 0}
 
 
 def agent_seconds(env: str, envs: int, steps: int, repeats: int) -> float:

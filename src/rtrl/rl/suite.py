@@ -25,7 +25,7 @@ from rtrl import provenance
 from rtrl.files import atomic_write_text
 from rtrl.rl.config import RLConfig
 from rtrl.rl.loop import train
-from rtrl.rl.presets import POPGYM, ROW_OPTIONS
+from rtrl.rl.presets import POPGYM_STREAMING, ROW_OPTIONS
 from rtrl.rl.results import read_runs
 
 TASKS = ("RepeatPrevious", "RepeatFirst", "CountRecall", "Autoencode", "HigherLower", "Concentration",
@@ -38,7 +38,8 @@ FARR = {"RepeatPrevious": (0.99, 0.81), "RepeatFirst": (0.48, 0.31), "CountRecal
         "Concentration": (0.42, 0.78), "MultiarmedBandit": (0.63, 0.81)}
 # The rows: exact RTRL with the suite's agent, the rolling TBPTT window, and no recurrence at all.
 ROWS = {"rtrl": {"method": "auto"}, "tbptt": {"method": "tbptt"}, "memoryless": ROW_OPTIONS["memoryless"]}
-AGENT = {k: v for k, v in POPGYM.items() if k not in ("steps", "record_every", "fidelity_every")}
+# The suite's agent: the popgym-repeat-* presets' (the streaming agent with its heads' tanh layer).
+AGENT = {k: v for k, v in POPGYM_STREAMING.items() if k not in ("steps", "record_every", "fidelity_every")}
 
 
 def options(task: str, row: str, steps: int, seed: int, seeds: int) -> dict:
@@ -116,8 +117,9 @@ def main(argv=None) -> None:
     parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS), help="default: all")
     parser.add_argument("--seeds", type=int, default=5, help="seeds per row, run under one vmap (default 5)")
     parser.add_argument("--seed", type=int, default=0, help="the first seed (default 0)")
-    parser.add_argument("--steps", type=int, default=POPGYM["steps"],
-                        help=f"steps per environment (default {POPGYM['steps']:,}: {POPGYM['envs']} environments)")
+    parser.add_argument("--steps", type=int, default=POPGYM_STREAMING["steps"],
+                        help=f"steps per environment (default {POPGYM_STREAMING['steps']:,}: "
+                             f"{POPGYM_STREAMING['envs']} environments)")
     args = parser.parse_args(argv)
     for name in ("seeds", "steps"):
         if getattr(args, name) < 1:
