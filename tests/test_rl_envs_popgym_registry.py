@@ -112,7 +112,7 @@ def test_the_agent_benchmark_runs_the_same_configuration_on_both_loops(monkeypat
         return real(config)
 
     monkeypatch.setattr(bench, "train", spy)
-    monkeypatch.setattr(bench, "AGENT", {"hidden": 2, "fidelity_every": 0})
+    monkeypatch.setattr(bench, "AGENT", {"hidden": 2, "envs": 5, "fidelity_every": 0})  # the run's envs win
     rate = bench.measure_agent("RepeatFirstEasy", 2, 3, repeats=1)
     assert envs == [("popgym:RepeatFirstEasy", 2, 3, 0), ("popgym:RepeatFirstEasy", 2, 3, 1),
                     ("gymnasium:popgym-RepeatFirstEasy-v0", 2, 3, 0), ("gymnasium:popgym-RepeatFirstEasy-v0", 2, 3, 1)]

@@ -121,7 +121,7 @@ def agent_seconds(env: str, envs: int, steps: int, repeats: int) -> float:
     """Median wall seconds of ``rtrl.rl.train`` for ``steps`` steps of ``envs`` environments of ``env`` with the
     ``AGENT``, compiled before timing: a first run of the same length (seed 0) compiles the chunks every later run
     shares (a jitted chunk is compiled for its length)."""
-    config = RLConfig(env=env, envs=envs, steps=steps, record_every=steps, **AGENT)
+    config = RLConfig(**{**AGENT, "env": env, "envs": envs, "steps": steps, "record_every": steps})
     train(config)
     times = []
     for r in range(repeats):
