@@ -256,13 +256,14 @@ def test_every_round_3_preset_assembles_and_one_runs_from_the_command_line(tmp_p
     for name in names:
         for row in (name, f"{name}-tbptt", f"{name}-memoryless"):
             parts = assemble(RLConfig(**PRESETS[row].options))
-            torso = "MinGRU" if name == "memory-chain-128" else "Elman"  # round 4 moved it to minGRU 192
+            # round 4 moved memory-chain-128 to minGRU 192, round 5 the popgym-repeat-* presets
+            torso = "Elman" if name in ("popgym-count-recall", "popgym-autoencode") else "MinGRU"
             assert type(parts.agent.cell).__name__ == ("FeedForward" if row.endswith("memoryless") else torso)
     out = tmp_path / "rf"
     assert main(["rl", "--preset", "popgym-repeat-first", "--seed", "1", "--steps", "4", "--record-every", "2",
                  "--hidden", "2", "--envs", "2", "--fidelity-every", "0", "--out", str(out), "--quiet"]) == 0
     config = read_config(out)
-    assert (config.env, config.seed, config.method) == ("popgym:RepeatFirstEasy", 1, "rtrl")  # the jitted port
+    assert (config.env, config.seed, config.method) == ("popgym:RepeatFirstEasy", 1, "auto")  # the jitted port
     assert [r["step"] for r in read_metrics(out)] == [2, 4]
     host = tmp_path / "rf-host"  # the host route stays: popgym itself through Gymnasium, its time split recorded
     assert main(["rl", "--preset", "popgym-repeat-first", "--env", "gymnasium:popgym-RepeatFirstEasy-v0",
