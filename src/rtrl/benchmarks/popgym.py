@@ -113,8 +113,9 @@ def measure(task: str, envs: int, steps: int, repeats: int = 3) -> dict[str, flo
     return {side: envs * steps / statistics.median(t) for side, t in times.items()}
 
 
-# The suite's agent (rtrl.rl.suite.AGENT: the popgym-repeat-* presets' streaming agent), the fidelity check off.
-AGENT = {**suite.AGENT, "fidelity_every": 0}
+# The suite's agent (rtrl.rl.suite.AGENT: the popgym-repeat-* presets' streaming agent), the fidelity check off and
+# without the extra inputs, which the host route does not take (its wrapper steps a jitted environment).
+AGENT = {**suite.AGENT, "extra_inputs": False, "fidelity_every": 0}
 
 
 def agent_seconds(env: str, envs: int, steps: int, repeats: int) -> float:

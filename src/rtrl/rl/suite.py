@@ -31,8 +31,6 @@ from rtrl.rl.results import read_runs
 TASKS = ("RepeatPrevious", "RepeatFirst", "CountRecall", "Autoencode", "HigherLower", "Concentration",
          "MultiarmedBandit", "Battleship", "MineSweeper", "PositionOnlyCartPole", "NoisyPositionOnlyCartPole")
 BOUNDS = {task: (0.0, 1.0) if task.endswith("CartPole") else (-1.0, 1.0) for task in TASKS}
-# popgym marks these as needing the previous action in the observation (obs_requires_prev_action)
-PREVIOUS_ACTION = ("Concentration", "MultiarmedBandit", "Battleship", "MineSweeper")
 # Farr et al. 2026 (arXiv 2605.24709), normalised IQM at 10M frames: (streaming agent with exact RTRL, PPO-RTU)
 FARR = {"RepeatPrevious": (0.99, 0.81), "RepeatFirst": (0.48, 0.31), "CountRecall": (0.23, 0.10),
         "Concentration": (0.42, 0.78), "MultiarmedBandit": (0.63, 0.81)}
@@ -45,7 +43,7 @@ AGENT = {k: v for k, v in POPGYM_STREAMING.items() if k not in ("steps", "record
 def options(task: str, row: str, steps: int, seed: int, seeds: int) -> dict:
     """The ``RLConfig`` options of one (task, row): the suite's agent on ``popgym:<task>Easy``, ten records."""
     return {**AGENT, **ROWS[row], "env": f"popgym:{task}Easy", "steps": steps, "record_every": max(1, steps // 10),
-            "fidelity_every": 0, "seed": seed, "seeds": seeds, "extra_inputs": task in PREVIOUS_ACTION}
+            "fidelity_every": 0, "seed": seed, "seeds": seeds}
 
 
 def final_returns(records: list[dict]) -> list[float | None]:
