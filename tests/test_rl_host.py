@@ -242,7 +242,7 @@ def test_a_missing_popgym_is_named(monkeypatch, tmp_path, capsys):
     assert not (tmp_path / "r").exists()
 
 
-def test_every_round_3_preset_assembles_and_one_runs_from_the_command_line(tmp_path):
+def test_every_round_3_preset_assembles_and_one_runs_from_the_command_line(tmp_path, capsys):
     """The presets of issue 24 (DESIGN.md's round-3 names) each with TBPTT and the memoryless row: every row builds
     (environment, spaces, cell); `rtrl rl --preset popgym-repeat-first --seed 1` runs a few steps into a run
     folder whose config is the preset's (the popgym ID, the seed)."""
@@ -265,10 +265,14 @@ def test_every_round_3_preset_assembles_and_one_runs_from_the_command_line(tmp_p
     config = read_config(out)
     assert (config.env, config.seed, config.method) == ("popgym:RepeatFirstEasy", 1, "auto")  # the jitted port
     assert [r["step"] for r in read_metrics(out)] == [2, 4]
+    host_args = ["--env", "gymnasium:popgym-RepeatFirstEasy-v0", "--seed", "1", "--steps", "4", "--record-every", "2",
+                 "--hidden", "2", "--envs", "2", "--fidelity-every", "0", "--quiet"]
+    # the popgym-repeat-* presets give the extra inputs, which a host environment cannot take: refused in one line
+    refused = tmp_path / "refused"
+    assert main(["rl", "--preset", "popgym-repeat-first", *host_args, "--out", str(refused)]) == 2
+    assert "extra_inputs needs a jitted environment" in capsys.readouterr().err and not refused.exists()
     host = tmp_path / "rf-host"  # the host route stays: popgym itself through Gymnasium, its time split recorded
-    assert main(["rl", "--preset", "popgym-repeat-first", "--env", "gymnasium:popgym-RepeatFirstEasy-v0",
-                 "--seed", "1", "--steps", "4", "--record-every", "2", "--hidden", "2", "--envs", "2",
-                 "--fidelity-every", "0", "--out", str(host), "--quiet"]) == 0
+    assert main(["rl", "--preset", "popgym-count-recall", *host_args, "--out", str(host)]) == 0
     assert read_config(host).env == "gymnasium:popgym-RepeatFirstEasy-v0"
     records = read_metrics(host)
     assert [r["step"] for r in records] == [2, 4]
