@@ -73,6 +73,23 @@ def test_a_negation_repeated_or_alone_is_still_accepted():
     assert parser().parse_args(["rl", "--normalize-obs", "--no-normalize-obs", "--out", "o"]).normalize_obs is False
 
 
+def test_a_presets_switch_is_turned_off_by_its_no_switch():
+    """``popgym-repeat-first`` turns ``extra_inputs`` on; ``--no-extra-inputs`` beside it turns it off (a switch
+    that is off by default had no ``--no-`` form, so a preset's could not be undone), and alone it keeps the
+    default. [``negated`` back to "a flag that is on": argparse refuses ``--no-extra-inputs``, exit 2]"""
+    from rtrl.rl.config import RLConfig
+    from rtrl.rl.presets import PRESETS
+    from rtrl.run.options import config_from_args
+
+    def config(*argv):
+        return config_from_args(parser().parse_args(["rl", *argv, "--out", "o"]), RLConfig, PRESETS)
+
+    assert config("--preset", "popgym-repeat-first").extra_inputs is True
+    assert config("--preset", "popgym-repeat-first", "--no-extra-inputs").extra_inputs is False
+    assert config("--no-extra-inputs").extra_inputs is False
+    assert config("--extra-inputs").extra_inputs is True
+
+
 def test_a_preset_given_twice_is_a_usage_error(tmp_path, capsys):
     """Which preset was meant? (The last one was kept without a word.) [``Once`` not the action: exit 0]"""
     from rtrl.cli import main

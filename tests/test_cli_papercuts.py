@@ -55,6 +55,7 @@ def test_every_cell_that_list_shows_is_taken_by_cell(capsys):
 
 @pytest.mark.parametrize("command, switch, says", [
     ("rl", "--no-normalize-obs", "turn --normalize-obs off (it is on by default)"),
+    ("rl", "--no-extra-inputs", "turn --extra-inputs off (where a preset turns it on)"),
     ("train", "--no-clip", "no --clip at all (instead of the default"),
 ])
 def test_the_help_of_a_no_switch_is_a_sentence(command, switch, says):

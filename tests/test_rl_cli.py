@@ -152,6 +152,17 @@ def test_cell_takes_a_name_or_an_import_path_as_rtrl_train_does():
     assert RLConfig.from_dict(json.loads(json.dumps(config.to_dict())), complete=True) == config
 
 
+def test_a_config_json_written_before_head_hidden_reads_with_its_default():
+    """Round 5 added ``head_hidden``: a folder's config.json without it is a run of linear heads, not "a file not
+    written by rtrl rl" (what it was told); a file lacking an older option is still refused."""
+    written = RLConfig(env="tmaze", cell="elman", hidden=3).to_dict()
+    del written["head_hidden"]
+    assert RLConfig.from_dict(written, complete=True).head_hidden == 0
+    del written["gamma"]
+    with pytest.raises(ValueError, match=re.escape("lacks options ['gamma']")):
+        RLConfig.from_dict(written, complete=True)
+
+
 def test_presets_exist_and_every_row_of_the_results_tables_is_one():
     assert {"cartpole-masked", "memory-chain"} <= set(PRESETS)
     for name, preset in PRESETS.items():

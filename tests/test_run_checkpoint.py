@@ -65,6 +65,11 @@ def test_load_rejects_a_checkpoint_of_another_model(tmp_path):
     expected = "missing ['only']; unexpected ['count'], ['key'], ['params']['W']"
     with pytest.raises(ValueError, match=re.escape(expected)):
         checkpoint.load(path, {"only": jnp.zeros(2)})
+    many = {f"leaf{i}": jnp.zeros(1) for i in range(8)}  # an older version's state: the names, then a count
+    expected = "(it was written for another model, or by a version of rtrl whose state differs): missing ['leaf0'], " \
+               "['leaf1'], ['leaf2'], ['leaf3'], ['leaf4'] and 3 more; unexpected ['count']"
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        checkpoint.load(path, many)
     wrong_dtype = {**tree(), "count": jnp.array(7, jnp.int64)}
     with pytest.raises(ValueError, match=re.escape("['count'] is int32[], the model expects int64[]")):
         checkpoint.load(path, wrong_dtype)

@@ -32,7 +32,7 @@ from rtrl.frozen import Frozen
 
 RESUME_KEYS = ("steps", "devices")  # may change between a run and its resumption: the budget, where it runs
 # options newer than some run folders: a config.json without them takes the default
-ADDED_KEYS = ("devices", "readout_decay", "rate_weight", "rate_target")
+ADDED_KEYS = ("devices", "readout_decay", "rate_weight", "rate_target", "head_hidden")
 MAX_SEED = 2**32 - 1  # jax.random.PRNGKey takes a 32-bit seed without x64
 MAX_STEPS = 2**30  # the step counter is 32-bit: the budget rounded up to whole updates (k <= 2**30) stays below 2**31
 

@@ -85,6 +85,12 @@ def read_meta(path: str | os.PathLike) -> dict:
     return read(path)[1]
 
 
+def listed(names: list[str], at_most: int = 5) -> str:
+    """The first ``at_most`` names and how many more (a state of another version can differ in hundreds)."""
+    more = f" and {len(names) - at_most} more" if len(names) > at_most else ""
+    return ", ".join(names[:at_most]) + more
+
+
 def load(path: str | os.PathLike, template):
     """``(tree, meta)``: the leaves saved at ``path`` in the structure of ``template``, each placed on the devices
     of the template's leaf."""
@@ -94,8 +100,9 @@ def load(path: str | os.PathLike, template):
     missing, extra = [n for n in names if n not in arrays], sorted(set(arrays) - set(names))
     if missing or extra:
         raise CheckpointError(
-            f"checkpoint {path} does not fit the model: "
-            + "; ".join(f"{what} {', '.join(names)}" for what, names in (("missing", missing), ("unexpected", extra))
+            f"checkpoint {path} does not fit the model (it was written for another model, or by a version of rtrl "
+            "whose state differs): "
+            + "; ".join(f"{what} {listed(names)}" for what, names in (("missing", missing), ("unexpected", extra))
                         if names)
         )
     restored = []

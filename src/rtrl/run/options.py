@@ -2,12 +2,12 @@
 ``rtrl.rl.RLConfig``: one spelling of each schema), and the assembly of the configuration they give.
 
 Each field ``name`` becomes ``--name`` (underscores as dashes) with the field's help and default; an options field
-``X_args`` becomes a repeatable ``--X-arg KEY=VALUE``; a flag field a switch (and ``--no-NAME`` where it is on by
-default); an optional field with a default (``clip``) also gets ``--no-NAME``. The argument types call the field's
-own check, so the CLI refuses exactly what the configuration refuses, with the same words. ``--preset NAME`` starts
-from a named configuration's options. ``options_table(cls)`` is the Markdown reference in docs/cli.md. Defaults are
-read from the fields (``rtrl.config.defaults``): no configuration is built to make a parser; ``assembled(assemble,
-config)`` turns the assembly's errors into usage errors naming the flag.
+``X_args`` becomes a repeatable ``--X-arg KEY=VALUE``; a flag field a switch and its ``--no-NAME`` (so a preset's
+switch can be turned off); an optional field with a default (``clip``) also gets ``--no-NAME``. The argument
+types call the field's own check, so the CLI refuses exactly what the configuration refuses, with the same words.
+``--preset NAME`` starts from a named configuration's options. ``options_table(cls)`` is the Markdown reference in
+docs/cli.md. Defaults are read from the fields (``rtrl.config.defaults``): no configuration is built to make a
+parser; ``assembled(assemble, config)`` turns the assembly's errors into usage errors naming the flag.
 """
 
 from __future__ import annotations
@@ -50,9 +50,10 @@ def is_options(field: dataclasses.Field) -> bool:
 
 
 def negated(field: dataclasses.Field, default) -> bool:
-    """Whether the field also gets ``--no-NAME``: an optional one with a default, or a flag that is on."""
+    """Whether the field also gets ``--no-NAME``: an optional one with a default, or any flag (a preset may turn
+    on one that is off by default: ``--preset popgym-repeat-first --no-extra-inputs``)."""
     if field.metadata["check"] is flag:
-        return default is True
+        return True
     return default is not None and field.type.endswith("| None")
 
 
@@ -112,7 +113,7 @@ def negated_help(field, value) -> str:
     """The help of ``--no-NAME``: a sentence saying what it turns off."""
     name = flag_of(field)
     if field.metadata["check"] is flag:
-        return f"turn {name} off (it is on by default)"
+        return f"turn {name} off (it is on by default)" if value else f"turn {name} off (where a preset turns it on)"
     return f"no {name} at all (instead of the default {value})"
 
 
