@@ -111,11 +111,6 @@ def scripted_run(config: RLConfig, env: Scripted, seed: int = 0, first=FIRST_EPI
 
 # -- the oracle ----------------------------------------------------------------------------------------------------
 
-def softmax(z):
-    e = np.exp(z - z.max())
-    return e / e.sum()
-
-
 class Oracle:
     """The loop for an Elman torso (tanh) and linear heads, written from the formulas in NumPy float64."""
 
@@ -162,10 +157,11 @@ class Oracle:
         p, S = self.p, self.S[e]
         logits = h @ p["policy"]["W"] + p["policy"]["b"]
         value = h @ p["value"]["W"][:, 0] + p["value"]["b"][0]
-        pi = softmax(logits)
-        entropy = -(pi * np.log(pi)).sum()
+        log_pi = logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())  # finite where pi underflows
+        pi = np.exp(log_pi)
+        entropy = -(pi * log_pi).sum()
         d_logp = np.eye(pi.size)[action] - pi
-        d_entropy = -pi * (np.log(pi) + entropy)
+        d_entropy = -pi * (log_pi + entropy)
 
         def through(d_h, d_logits, d_value):
             return {"torso": {k: np.tensordot(d_h, S[k], 1) for k in S},
