@@ -111,7 +111,8 @@ def test_figures_as_markdown_name_the_machine_and_the_date():
     assert "smoke test" in suite.markdown(fake_results(), quick=True) and "smoke test" not in text
     assert "not measured in this run" in suite.markdown({**fake_results(), "peers": None})
     agent = [{"cell": "mingru", "width": 192, "envs": 16, "method": "closed_form", "full_seconds": 3e-4,
-              "forward_seconds": 1e-4, "ratio_to_forward": 3.0, "env_steps_per_second": 53333.3, "vs_one_env": 8.0}]
+              "forward_seconds": 1e-4, "ratio_to_forward": 3.0, "env_steps_per_second": 53333.3,
+              "first_envs": 1, "vs_first": 8.0}]
     assert "| mingru | 192 | 16 | `closed_form` | 300 us | 100 us | 3x | 53,333 | 8x |" in suite.markdown(
         {**fake_results(), "agent": agent})
 
@@ -226,12 +227,16 @@ def test_diagonal_against_closed_form_prints_a_row_per_cell_with_equal_trace_byt
 def test_agent_benchmark_times_the_agent_step_against_its_forward_step(monkeypatch):
     from rtrl.benchmarks import agent
 
-    monkeypatch.setattr(agent, "interleaved_seconds", once(monkeypatch))
+    timed, timer = [], once(monkeypatch)
+    monkeypatch.setattr(agent, "interleaved_seconds", lambda calls, **kw: timed.append(list(calls)) or timer(calls))
     rows = agent.measure_all(["mingru"], [4], [1, 2], steps=3)
+    # the counts' runs in one interleaved call, so "vs 1 env" compares timings taken under the same load
+    assert timed == [[("full", 1), ("forward", 1), ("full", 2), ("forward", 2)]]
     assert [(r["cell"], r["width"], r["envs"], r["method"]) for r in rows] == [
         ("mingru", 4, 1, "closed_form"), ("mingru", 4, 2, "closed_form")]
     for r in rows:
         assert r["full_seconds"] > 0 and r["forward_seconds"] > 0
         assert r["ratio_to_forward"] == pytest.approx(r["full_seconds"] / r["forward_seconds"])
         assert r["env_steps_per_second"] == pytest.approx(r["envs"] / r["full_seconds"])
-    assert rows[1]["vs_one_env"] == pytest.approx(rows[1]["env_steps_per_second"] / rows[0]["env_steps_per_second"])
+    assert [r["first_envs"] for r in rows] == [1, 1]
+    assert rows[1]["vs_first"] == pytest.approx(rows[1]["env_steps_per_second"] / rows[0]["env_steps_per_second"])

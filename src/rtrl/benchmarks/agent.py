@@ -9,8 +9,8 @@ its exact traces under ``auto``, the objectives' gradients, the TD error, the pa
 traces, the update, the environments' step and the bookkeeping), against the forward-only agent step: the same
 torso's ``cell.step`` (no traces), the heads, the sampled action and the environments' step, scanned the same way.
 Both are timed interleaved (``rtrl.benchmarks.timing``), so a slow spell of a shared machine slows both alike and
-the ratio holds; ``env steps/s`` is environments x steps a second of the full step, and ``vs 1 env`` that figure
-over the one-environment run's of the same torso and width."""
+the ratio holds; ``env steps/s`` is environments x steps a second of the full step, and ``x E=1`` that figure over
+the first count's (one environment by default) of the same torso and width, timed in the same interleaved call."""
 
 from __future__ import annotations
 
@@ -52,39 +52,41 @@ def forward_only(run: OnlineActorCritic, steps: int):
     return scanned
 
 
-def measure(cell: str, width: int, envs: int, steps: int = 50) -> dict:
-    """Seconds per step of the full agent step and of the forward-only one, and the ratio."""
-    options = {**STREAMING, "cell": cell, "hidden": width, "envs": envs, "fidelity_every": 0}
-    run = OnlineActorCritic(RLConfig(**ENV, **options, steps=steps, record_every=steps))
-    state = run.init(0)
-    full = jax.jit(run._advance, static_argnums=1)
-    forward = forward_only(run, steps)
-    seconds = interleaved_seconds({"full": (full, (state, steps)),
-                                   "forward": (forward, (state.params, state.env_state, state.obs, state.key))},
-                                  repeats=9, min_seconds=0.2)
-    full_s, forward_s = seconds["full"] / steps, seconds["forward"] / steps
-    return {"cell": cell, "width": width, "envs": envs, "method": run.agent.learner.method.name,
-            "full_seconds": full_s, "forward_seconds": forward_s, "ratio_to_forward": full_s / forward_s,
-            "env_steps_per_second": envs / full_s}
+def measure(cell: str, width: int, envs, steps: int = 50) -> list[dict]:
+    """A row per number of environments in ``envs``: seconds per step of the full agent step and of the
+    forward-only one, their ratio, and environment steps a second against the first count's (``vs_first``). Every
+    count's two steps are timed interleaved in one call, so both ratios are taken under the same load."""
+    calls, runs = {}, {}
+    for e in envs:
+        options = {**STREAMING, "cell": cell, "hidden": width, "envs": e, "fidelity_every": 0}
+        run = runs[e] = OnlineActorCritic(RLConfig(**ENV, **options, steps=steps, record_every=steps))
+        state = run.init(0)
+        calls[("full", e)] = (jax.jit(run._advance, static_argnums=1), (state, steps))
+        calls[("forward", e)] = (forward_only(run, steps), (state.params, state.env_state, state.obs, state.key))
+    seconds = interleaved_seconds(calls, repeats=9, min_seconds=0.2)
+    rows = []
+    for e in envs:
+        full_s, forward_s = seconds[("full", e)] / steps, seconds[("forward", e)] / steps
+        rows.append({"cell": cell, "width": width, "envs": e, "method": runs[e].agent.learner.method.name,
+                     "full_seconds": full_s, "forward_seconds": forward_s, "ratio_to_forward": full_s / forward_s,
+                     "env_steps_per_second": e / full_s,
+                     "first_envs": envs[0], "vs_first": (e / full_s) / (envs[0] / (seconds[("full", envs[0])] / steps))})
+    return rows
 
 
 def measure_all(cells, widths, envs, steps: int = 50) -> list[dict]:
     rows = []
     for cell in cells:
         for width in widths:
-            one = None
-            for e in envs:
-                row = measure(cell, width, e, steps)
-                one = row["env_steps_per_second"] if e == 1 else one
-                row["vs_one_env"] = row["env_steps_per_second"] / one if one else None
-                rows.append(row)
-                print_rows([row])
+            measured = measure(cell, width, list(envs), steps)
+            rows += measured
+            print_rows(measured)
     return rows
 
 
 def print_rows(rows: list[dict]) -> None:
     for r in rows:
-        vs = f"{r['vs_one_env']:6.1f}x 1 env" if r.get("vs_one_env") else ""
+        vs = f"{r['vs_first']:6.1f}x E={r['first_envs']}" if r["envs"] != r["first_envs"] else ""
         print(f"  {r['cell']:>7} N={r['width']:<4} E={r['envs']:<3} {r['method']:>11} "
               f"{r['full_seconds'] * 1e3:9.3f} ms  forward {r['forward_seconds'] * 1e3:8.3f} ms  "
               f"{r['ratio_to_forward']:6.2f}x  {r['env_steps_per_second']:10.0f} env steps/s {vs}", flush=True)

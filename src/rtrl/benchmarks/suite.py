@@ -367,11 +367,11 @@ def agent_markdown(results: dict) -> list[str]:
         return ["**The streaming RL agent's step**: not measured in this run."]
     body = [[r["cell"], r["width"], r["envs"], f"`{r['method']}`", duration(r["full_seconds"]),
              duration(r["forward_seconds"]), f"{r['ratio_to_forward']:.3g}x", f"{r['env_steps_per_second']:,.0f}",
-             f"{r['vs_one_env']:.3g}x" if r.get("vs_one_env") else "-"] for r in rows]
+             f"{r['vs_first']:.3g}x" if r["envs"] != r["first_envs"] else "-"] for r in rows]
     return ["**The streaming RL agent's step** (`python -m rtrl.benchmarks.agent`; MemoryChain, float32): `rtrl rl`'s "
             "whole jitted step (the torso's exact traces, the gradients, the TD update, the environments) against the "
             "forward-only agent step (the cell's step, the heads, the action, the environments), per step; "
-            "environment steps a second, and that figure over one environment's:", "",
+            "environment steps a second, and that figure over one environment's (timed in the same interleaved call):", "",
             *table(["torso", "width", "envs", "method", "agent step", "forward-only", "ratio", "env steps/s",
                     "vs 1 env"], body)]
 
