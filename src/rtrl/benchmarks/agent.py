@@ -64,13 +64,13 @@ def measure(cell: str, width: int, envs, steps: int = 50) -> list[dict]:
         calls[("full", e)] = (jax.jit(run._advance, static_argnums=1), (state, steps))
         calls[("forward", e)] = (forward_only(run, steps), (state.params, state.env_state, state.obs, state.key))
     seconds = interleaved_seconds(calls, repeats=9, min_seconds=0.2)
-    rows = []
+    rows, first = [], envs[0] / (seconds[("full", envs[0])] / steps)
     for e in envs:
         full_s, forward_s = seconds[("full", e)] / steps, seconds[("forward", e)] / steps
         rows.append({"cell": cell, "width": width, "envs": e, "method": runs[e].agent.learner.method.name,
                      "full_seconds": full_s, "forward_seconds": forward_s, "ratio_to_forward": full_s / forward_s,
                      "env_steps_per_second": e / full_s,
-                     "first_envs": envs[0], "vs_first": (e / full_s) / (envs[0] / (seconds[("full", envs[0])] / steps))})
+                     "first_envs": envs[0], "vs_first": (e / full_s) / first})
     return rows
 
 

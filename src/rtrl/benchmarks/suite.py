@@ -371,7 +371,8 @@ def agent_markdown(results: dict) -> list[str]:
     return ["**The streaming RL agent's step** (`python -m rtrl.benchmarks.agent`; MemoryChain, float32): `rtrl rl`'s "
             "whole jitted step (the torso's exact traces, the gradients, the TD update, the environments) against the "
             "forward-only agent step (the cell's step, the heads, the action, the environments), per step; "
-            "environment steps a second, and that figure over one environment's (timed in the same interleaved call):", "",
+            "environment steps a second, and that figure over one environment's (timed in the same interleaved "
+            "call):", "",
             *table(["torso", "width", "envs", "method", "agent step", "forward-only", "ratio", "env steps/s",
                     "vs 1 env"], body)]
 
