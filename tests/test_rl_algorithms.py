@@ -16,15 +16,13 @@ actions the run drew and finds, from its own action values, which were greedy. I
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from rtrl.cli import main
 from rtrl.rl.algorithms import QAgent, epsilon
 from rtrl.rl.config import RLConfig
 from test_rl_rules import BASE, LENGTH, REWARDS, STEPS, E, Oracle, Scripted, assert_close, scripted_run
@@ -184,12 +182,10 @@ def test_rtrl_rl_algorithm_q_runs(tmp_path, env):
     """``rtrl rl --algorithm q`` end to end on memory-chain and tmaze (a few hundred steps, the intentional rule):
     it writes its records, each with a return or none, and finite health figures."""
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "rtrl.cli", "rl", "--env", env, "--algorithm", "q", "--optimizer", "intentional",
-           "--lr", "0.5", "--hidden", "4", "--envs", "2", "--steps", "200", "--record-every", "100",
-           "--explore-steps", "100", "--out", str(out), "--quiet"]
-    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"},
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
+    argv = ["rl", "--env", env, "--algorithm", "q", "--optimizer", "intentional", "--lr", "0.5", "--hidden", "4",
+            "--envs", "2", "--steps", "200", "--record-every", "100", "--explore-steps", "100", "--out", str(out),
+            "--quiet"]
+    assert main(argv) == 0  # in this process: the command's own code, without a second start of Python and JAX
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [100, 200]
     assert all(np.isfinite(r["td_rms"]) for r in records)

@@ -21,15 +21,13 @@ of the greedy action replaced by the taken action's (``grad Q(s_t, a_t)``).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from rtrl.cli import main
 from rtrl.rl.algorithms import QRCAgent
 from rtrl.rl.config import RLConfig
 from rtrl.rl.transforms import QRCState
@@ -246,20 +244,17 @@ def test_qrc_options_are_checked_and_per_environment_rules_refused():
         RLConfig(algorithm="qrc", h_beta=-1.0)
 
 
-def test_rtrl_rl_algorithm_qrc_runs(tmp_path):
+def test_rtrl_rl_algorithm_qrc_runs(tmp_path, capsys):
     """``rtrl rl --algorithm qrc`` end to end on memory-chain (a few hundred steps): it writes its records, with
     finite health figures, and ``rtrl list algorithms`` names it."""
     out = tmp_path / "run"
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    cmd = [sys.executable, "-m", "rtrl.cli", "rl", "--env", "memory-chain", "--algorithm", "qrc", "--hidden", "4",
-           "--envs", "2", "--steps", "200", "--record-every", "100", "--explore-steps", "100", "--out", str(out),
-           "--quiet"]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
+    argv = ["rl", "--env", "memory-chain", "--algorithm", "qrc", "--hidden", "4", "--envs", "2", "--steps", "200",
+            "--record-every", "100", "--explore-steps", "100", "--out", str(out), "--quiet"]
+    assert main(argv) == 0  # in this process: the command's own code, without a second start of Python and JAX
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [100, 200]
     assert all(np.isfinite(r["td_rms"]) and np.isfinite(r["param_norm"]) for r in records)
     assert json.loads((out / "config.json").read_text())["algorithm"] == "qrc"
-    listed = subprocess.run([sys.executable, "-m", "rtrl.cli", "list", "algorithms"], capture_output=True, text=True,
-                            env=env, timeout=120)
-    assert listed.returncode == 0 and "qrc" in listed.stdout, listed.stdout
+    capsys.readouterr()
+    assert main(["list", "algorithms"]) == 0
+    assert "qrc" in capsys.readouterr().out.split()

@@ -227,3 +227,24 @@ def test_update_rule_names_and_refusals():
         T.update_rule("rmsprop", lr=0.5, decay=0.5, envs=E)
     with pytest.raises(ValueError, match="update_every must be 1 under optimizer 'intentional'"):
         T.update_rule("intentional", lr=0.5, decay=0.5, envs=E, every_k=2)
+
+
+@pytest.mark.parametrize("name", sorted(T.STEP_RULES))
+def test_every_rule_keeps_float32_parameters_float32_where_jax_has_x64_on(name):
+    """A float32 run in a process with x64 on (the tests' own, or a user's): each rule's updates and state keep
+    their dtypes over a few steps, as ``lax.scan``'s carry requires. [guards: a Python float raised to an int32
+    count (a bias correction) is float64 under x64, and turned intentional's statistics float64: ``rtrl rl
+    --optimizer intentional`` failed in such a process]"""
+    assert jax.config.jax_enable_x64
+    params = {k: jnp.zeros(s, jnp.float32) for k, s in SHAPES.items()}
+    rule = T.update_rule(name, lr=0.1, decay=GAMMA_LAMBDA, envs=E)
+    state = rule.init(params)
+    dtypes = jax.tree.map(lambda a: a.dtype, state)
+    update = jax.jit(lambda g, state, params, **k: rule.update(g, state, params, grads=g, **k))  # traced, as in a run
+    for t in range(STEPS):
+        g = {k: jnp.asarray(v, jnp.float32) for k, v in GRADS[t].items()}
+        updates, state = update(g, state, params, delta=jnp.asarray(DELTAS[t], jnp.float32),
+                                cut=jnp.asarray(CUTS[t]), done=jnp.asarray(CUTS[t]))
+        assert jax.tree.map(lambda a: a.dtype, state) == dtypes, f"state at step {t}"
+        assert all(u.dtype == jnp.float32 for u in jax.tree.leaves(updates)), f"updates at step {t}"
+        params = optax.apply_updates(params, updates)

@@ -53,6 +53,12 @@ STEP_RULES = {  # rtrl rl --optimizer NAME
 PER_ENVIRONMENT = ("adaptive_obgd", "intentional")  # rules that read each environment's trace (no update_every)
 
 
+def bias_correction(rate: float, count: jax.Array, like: jax.Array) -> jax.Array:
+    """``1 - rate ** count`` (1 before the first step, ``count == 0``) in ``like``'s dtype: a Python float raised to
+    a traced int32 count is float64 where JAX has x64 on, and would turn a float32 run's statistics float64."""
+    return jnp.where(count > 0, 1 - jnp.asarray(rate, like.dtype) ** count, jnp.ones((), like.dtype))
+
+
 def per_env(a: jax.Array, like: jax.Array) -> jax.Array:
     """``a`` (E,) shaped to broadcast against ``like`` (E, ...)."""
     return a.reshape(a.shape + (1,) * (like.ndim - 1))
@@ -205,7 +211,7 @@ def adaptive_obgd(lr: float = 1.0, kappa: float = 2.0, beta2: float = 0.999, eps
         count = state.count + 1
         moment = jax.tree.map(lambda v, a: beta2 * v + (1 - beta2) * (jnp.square(per_env(delta, a) * a)).mean(0),
                               state.moment, z)
-        scale = jax.tree.map(lambda v: jnp.sqrt(v / (1 - beta2 ** count) + eps), moment)
+        scale = jax.tree.map(lambda v: jnp.sqrt(v / bias_correction(beta2, count, v) + eps), moment)
         scaled = jax.tree.map(lambda a, d: a / d, z, scale)
         overshoot = (jnp.maximum(jnp.abs(delta), 1.0) * l1_per_env(scaled)).mean()
         step = lr / jnp.maximum(lr * kappa * overshoot, 1.0)
@@ -247,7 +253,7 @@ def intentional(eta: float = 0.5, decay: float = 0.8, beta2: float = 0.999, beta
                                 jnp.zeros((), jnp.int32))
 
     def preconditioner(moment, count):
-        bias = jnp.where(count > 0, 1 - beta2 ** count, 1.0)
+        bias = bias_correction(beta2, count, jax.tree.leaves(moment)[0])
         return jax.tree.map(lambda v: jnp.sqrt(v / bias) + eps, moment)
 
     def norms(tree, M):
@@ -258,11 +264,11 @@ def intentional(eta: float = 0.5, decay: float = 0.8, beta2: float = 0.999, beta
 
     def update(z, state, params=None, *, delta, grads, bonus=None, **extra):
         M = preconditioner(state.moment, state.count)
-        sigma = state.sigma / jnp.where(state.count > 0, 1 - decay ** state.count, 1.0)
+        sigma = state.sigma / bias_correction(decay, state.count, state.sigma)
         step = eta / jnp.maximum(jnp.sqrt(sigma * norms(z, M)), eps)
         clips = state.clips + 1
         squared_delta = beta_clip * state.squared_delta + (1 - beta_clip) * jnp.mean(delta ** 2)
-        ceiling = clip_multiplier * jnp.sqrt(squared_delta / (1 - beta_clip ** clips))
+        ceiling = clip_multiplier * jnp.sqrt(squared_delta / bias_correction(beta_clip, clips, squared_delta))
         clipped = jnp.sign(delta) * jnp.minimum(jnp.abs(delta), ceiling)
         updates = plus(jax.tree.map(lambda a, m: a / m, weighted_mean(clipped * step, z), M), bonus)
         # the statistics take g_t
