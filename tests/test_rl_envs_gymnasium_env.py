@@ -7,6 +7,7 @@ The faulty environments are registered by a module in the test's folder, named o
 (``--env gymnasium:faulty_envs_test:Bad-v0``), as a user's own environment would be.
 """
 
+import json
 import math
 import sys
 
@@ -120,11 +121,13 @@ def test_a_presets_environment_option_is_checked_too(here, capsys):
 
 def test_an_option_of_its_defaults_kind_is_taken(here, capsys):
     """The same options with values of their default's kind run (the check refuses only what is wrong)."""
-    for i, (env, option) in enumerate((("CartPole-v1", "max_episode_steps=3"), ("FrozenLake-v1", "is_slippery=false"),
-                                       ("FrozenLake-v1", "map_name=8x8"))):
+    for i, (env, options) in enumerate((("CartPole-v1", ["max_episode_steps=3"]),
+                                        ("FrozenLake-v1", ["is_slippery=false", "map_name=8x8"]))):
         out = here / f"run{i}"
-        assert main(["rl", "--env", f"gymnasium:{env}", "--env-arg", option, *RL, "--out", str(out)]) == 0, \
-            capsys.readouterr().err
+        args = [a for option in options for a in ("--env-arg", option)]
+        assert main(["rl", "--env", f"gymnasium:{env}", *args, *RL, "--out", str(out)]) == 0, capsys.readouterr().err
+    assert json.loads((here / "run1" / "config.json").read_text())["env_args"] == {"is_slippery": False,
+                                                                                  "map_name": "8x8"}
     assert make("gymnasium:CartPole-v1", max_episode_steps=3).max_steps == 3
 
 
