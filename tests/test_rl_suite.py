@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rtrl.rl import make
-from rtrl.rl.suite import BOUNDS, bootstrap, final_returns, iqm, main, normalised
+from rtrl.rl import make, suite
+from rtrl.rl.envs.base import Env, EpisodeStats
+from rtrl.rl.suite import BOUNDS, bootstrap, final_returns, iqm, main, normalised, uniform_returns
 
 
 def test_iqm_is_the_mean_of_the_middle_half_with_fractional_ends():
@@ -72,3 +74,42 @@ def test_a_suite_resumes_and_reruns_only_what_changed(tmp_path, capsys):
     assert "MultiarmedBanditEasy memoryless" in capsys.readouterr().out
     runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == 1 and runs[0]["options"]["steps"] == 5
+
+
+class TwoSteps(Env):
+    """Episodes of two steps: the first rewards the action (0, 1 or 2), the second 10."""
+
+    obs_size = 1
+    num_actions = 3
+    max_steps = 2
+
+    def reset(self, key):
+        return jnp.zeros((1,)), jnp.zeros((), jnp.int32)
+
+    def transition(self, key, t, action):
+        reward = jnp.where(t == 0, action, 10).astype(jnp.float32)
+        return jnp.zeros((1,)), t + 1, reward, t == 1, jnp.array(False)
+
+
+def test_the_uniform_policys_return_is_the_mean_over_the_episodes_it_ended():
+    """Hand-checked: on TwoSteps the uniform policy's episodes return 10 + a, a uniform in {0, 1, 2}: 11 on
+    average; RepeatPrevious's scored steps pay +c or -c for one suit in four: -0.5 (0.25 normalised). [guards
+    (each mutation checked): every step's ``last_return`` summed, not only where an episode ended; one action
+    for every environment (10 or 12, not 11)]"""
+    values = uniform_returns(EpisodeStats(TwoSteps()), [0, 1, 2], steps=301, envs=64)  # 150 episodes and a half
+    assert len(values) == 3 and all(abs(v - 11.0) < 0.15 for v in values), values  # 9,600 episodes: se 0.01
+    assert len(set(values)) == 3  # each seed its own draws
+    assert all(abs(v + 0.5) < 0.02 for v in uniform_returns("popgym:RepeatPreviousEasy", [0, 1])), "RepeatPrevious"
+
+
+def test_the_uniform_row_is_written_and_resumed_like_the_agents_rows(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(suite, "UNIFORM_STEPS", 50)
+    args = ["--out", str(tmp_path), "--tasks", "HigherLower", "--rows", "uniform", "--seeds", "3"]
+    main(args)
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [(r["row"], r["options"]["policy"], r["options"]["steps"], len(r["finals"])) for r in runs] == [
+        ("uniform", "uniform", 50, 3)]
+    assert "uniform IQM" in (tmp_path / "suite.md").read_text()
+    capsys.readouterr()
+    main(args)  # resumed: nothing left to run
+    assert capsys.readouterr().out == ""

@@ -1,6 +1,7 @@
 """``python -m rtrl.rl.suite --out DIR [--tasks ...] [--rows ...] [--seeds 5] [--steps S]``: the POPGym Easy suite of
 Farr et al. (2026) on the jitted ports, each task's rows (exact RTRL, TBPTT(K), the memoryless agent) over seeds run
-in one call under ``jax.vmap`` (``rtrl rl --seeds``), scored as they score it.
+in one call under ``jax.vmap`` (``rtrl rl --seeds``), scored as they score it, beside the uniform random policy's
+score (the row ``uniform``: what no learning reaches, ``uniform_returns``).
 
 Scoring: a seed's final return is the mean of its last two records' returns; it is normalised so that 0 is the
 lowest episodic return the task allows and 1 the optimal one (``BOUNDS``: popgym scales every task's rewards so an
@@ -18,12 +19,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from rtrl import provenance
 from rtrl.files import atomic_write_text
 from rtrl.rl.config import RLConfig
+from rtrl.rl.envs import make
 from rtrl.rl.loop import train
 from rtrl.rl.presets import POPGYM_STREAMING, ROW_OPTIONS
 from rtrl.rl.results import read_runs
@@ -34,16 +39,48 @@ BOUNDS = {task: (0.0, 1.0) if task.endswith("CartPole") else (-1.0, 1.0) for tas
 # Farr et al. 2026 (arXiv 2605.24709), normalised IQM at 10M frames: (streaming agent with exact RTRL, PPO-RTU)
 FARR = {"RepeatPrevious": (0.99, 0.81), "RepeatFirst": (0.48, 0.31), "CountRecall": (0.23, 0.10),
         "Concentration": (0.42, 0.78), "MultiarmedBandit": (0.63, 0.81)}
-# The rows: exact RTRL with the suite's agent, the rolling TBPTT window, and no recurrence at all.
-ROWS = {"rtrl": {"method": "auto"}, "tbptt": {"method": "tbptt"}, "memoryless": ROW_OPTIONS["memoryless"]}
+# The rows: exact RTRL with the suite's agent, the rolling TBPTT window, no recurrence at all, and no learning (the
+# uniform random policy, played by ``uniform_returns``, not by an agent).
+ROWS = {"rtrl": {"method": "auto"}, "tbptt": {"method": "tbptt"}, "memoryless": ROW_OPTIONS["memoryless"],
+        "uniform": None}
+UNIFORM_STEPS, UNIFORM_ENVS = 2_000, 64  # per seed: 128,000 steps, at least 600 episodes of every task
 # The suite's agent: the popgym-repeat-* presets' (the streaming agent with its heads' tanh layer).
 AGENT = {k: v for k, v in POPGYM_STREAMING.items() if k not in ("steps", "record_every", "fidelity_every")}
 
 
 def options(task: str, row: str, steps: int, seed: int, seeds: int) -> dict:
-    """The ``RLConfig`` options of one (task, row): the suite's agent on ``popgym:<task>Easy``, ten records."""
+    """The ``RLConfig`` options of one (task, row): the suite's agent on ``popgym:<task>Easy``, ten records; of the
+    uniform row, what ``uniform_returns`` plays."""
+    if ROWS[row] is None:
+        return {"env": f"popgym:{task}Easy", "policy": "uniform", "steps": UNIFORM_STEPS, "envs": UNIFORM_ENVS,
+                "seed": seed, "seeds": seeds}
     return {**AGENT, **ROWS[row], "env": f"popgym:{task}Easy", "steps": steps, "record_every": max(1, steps // 10),
             "fidelity_every": 0, "seed": seed, "seeds": seeds}
+
+
+def uniform_returns(env, seeds: list[int], steps: int = UNIFORM_STEPS, envs: int = UNIFORM_ENVS) -> list[float]:
+    """Each seed's mean return of the episodes a uniform random policy ends in ``steps`` steps of ``envs``
+    environments of ``env`` (a jitted environment or its name; every seed under one ``vmap``): the level an agent
+    that learned nothing stays at, and that learning should leave behind."""
+    env = make(env) if isinstance(env, str) else env
+
+    def play(seed):
+        k_reset, key = jax.random.split(jax.random.PRNGKey(seed))
+        state = jax.vmap(env.reset)(jax.random.split(k_reset, envs))[1]
+
+        def one(carry, _):
+            state, key, total, episodes = carry
+            key, k_act, k_env = jax.random.split(key, 3)
+            action = jax.random.randint(k_act, (envs,), 0, env.num_actions)
+            step = jax.vmap(env.step)(jax.random.split(k_env, envs), state, action)
+            return (step.state, key, total + jnp.where(step.done, step.state.last_return, 0.0).sum(),
+                    episodes + step.done.sum(dtype=jnp.int32)), None
+
+        zero = jnp.zeros((), jnp.float32)
+        (_, _, total, episodes), _ = jax.lax.scan(one, (state, key, zero, jnp.zeros((), jnp.int32)), None, steps)
+        return total / episodes
+
+    return [float(v) for v in jax.jit(jax.vmap(play))(jnp.asarray(seeds, jnp.uint32))]
 
 
 def final_returns(records: list[dict]) -> list[float | None]:
@@ -101,7 +138,12 @@ def table(runs: list[dict], command: str = "python -m rtrl.rl.suite --out DIR", 
 
 def run_row(task: str, row: str, steps: int, seed: int, seeds: int) -> dict:
     """One (task, row) over ``seeds`` seeds in one call: its options, the seeds' final returns, the wall time."""
-    config = RLConfig(**options(task, row, steps, seed, seeds))
+    opts = options(task, row, steps, seed, seeds)
+    if ROWS[row] is None:
+        start = time.perf_counter()
+        finals = uniform_returns(opts["env"], list(range(seed, seed + seeds)), opts["steps"], opts["envs"])
+        return {"task": task, "row": row, "options": opts, "finals": finals, "wall_s": time.perf_counter() - start}
+    config = RLConfig(**opts)
     records = train(config)[1]
     return {"task": task, "row": row, "options": config.to_dict(), "finals": final_returns(records),
             "wall_s": records[-1]["wall_s"]}
@@ -130,7 +172,8 @@ def main(argv=None) -> None:
     at = provenance.commit()  # the code the rows are measured on: read once, before the first
     for task in args.tasks:
         for row in args.rows:
-            wanted = json.loads(json.dumps(RLConfig(**options(task, row, args.steps, args.seed, args.seeds)).to_dict()))
+            opts = options(task, row, args.steps, args.seed, args.seeds)
+            wanted = json.loads(json.dumps(opts if ROWS[row] is None else RLConfig(**opts).to_dict()))
             if any(r["task"] == task and r["row"] == row and r["options"] == wanted for r in runs):
                 continue
             run = run_row(task, row, args.steps, args.seed, args.seeds)
