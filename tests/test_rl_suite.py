@@ -113,3 +113,10 @@ def test_the_uniform_row_is_written_and_resumed_like_the_agents_rows(tmp_path, c
     capsys.readouterr()
     main(args)  # resumed: nothing left to run
     assert capsys.readouterr().out == ""
+
+
+def test_the_tables_columns_follow_the_rows_order_whatever_ran_first():
+    runs = [{"task": "RepeatFirst", "row": r, "finals": [0.0, 1.0]} for r in ("uniform", "memoryless", "rtrl")]
+    runs.append({"task": "CountRecall", "row": "tbptt", "finals": [0.5]})
+    head = suite.table(runs, at="abc1234").splitlines()[0]
+    assert head.startswith("| task | rtrl IQM [95% CI] | tbptt IQM [95% CI] | memoryless IQM [95% CI] | uniform IQM")

@@ -118,7 +118,7 @@ def bootstrap(values, reps: int = 2000, seed: int = 0) -> tuple[float, float]:
 def table(runs: list[dict], command: str = "python -m rtrl.rl.suite --out DIR", at: str | None = None) -> str:
     """The suite's table of ``runs``, then its provenance line (``command``; ``at``: the commit, read from the
     checkout when None)."""
-    rows = list(dict.fromkeys(r["row"] for r in runs))
+    rows = [row for row in ROWS if any(r["row"] == row for r in runs)]  # the columns in ROWS's order
     head = " | ".join(f"{row} IQM [95% CI]" for row in rows)
     lines = [f"| task | {head} | Farr streaming RTRL | Farr PPO-RTU |", "|---" * (len(rows) + 3) + "|"]
     for task in dict.fromkeys(r["task"] for r in runs):
