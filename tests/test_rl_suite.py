@@ -100,15 +100,17 @@ def test_the_uniform_policys_return_is_the_mean_over_the_episodes_it_ended():
     assert len(values) == 3 and all(abs(v - 11.0) < 0.15 for v in values), values  # 9,600 episodes: se 0.01
     assert len(set(values)) == 3  # each seed its own draws
     assert all(abs(v + 0.5) < 0.02 for v in uniform_returns("popgym:RepeatPreviousEasy", [0, 1])), "RepeatPrevious"
+    with pytest.raises(ValueError, match="steps must let every seed end an episode of TwoSteps"):
+        uniform_returns(EpisodeStats(TwoSteps()), [0], steps=1, envs=2)  # no episode ended: no mean to give
 
 
 def test_the_uniform_row_is_written_and_resumed_like_the_agents_rows(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(suite, "UNIFORM_STEPS", 50)
+    monkeypatch.setattr(suite, "UNIFORM_STEPS", 60)  # HigherLower: 51 steps an episode
     args = ["--out", str(tmp_path), "--tasks", "HigherLower", "--rows", "uniform", "--seeds", "3"]
     main(args)
     runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert [(r["row"], r["options"]["policy"], r["options"]["steps"], len(r["finals"])) for r in runs] == [
-        ("uniform", "uniform", 50, 3)]
+        ("uniform", "uniform", 60, 3)]
     assert "uniform IQM" in (tmp_path / "suite.md").read_text()
     capsys.readouterr()
     main(args)  # resumed: nothing left to run

@@ -78,9 +78,12 @@ def uniform_returns(env, seeds: list[int], steps: int = UNIFORM_STEPS, envs: int
 
         zero = jnp.zeros((), jnp.float32)
         (_, _, total, episodes), _ = jax.lax.scan(one, (state, key, zero, jnp.zeros((), jnp.int32)), None, steps)
-        return total / episodes
+        return total, episodes
 
-    return [float(v) for v in jax.jit(jax.vmap(play))(jnp.asarray(seeds, jnp.uint32))]
+    totals, episodes = jax.jit(jax.vmap(play))(jnp.asarray(seeds, jnp.uint32))
+    if int(episodes.min()) == 0:
+        raise ValueError(f"steps must let every seed end an episode of {env.name} ({envs} environments), got {steps}")
+    return [float(t) / int(n) for t, n in zip(totals, episodes, strict=True)]
 
 
 def final_returns(records: list[dict]) -> list[float | None]:
