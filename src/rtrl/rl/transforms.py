@@ -211,7 +211,8 @@ def adaptive_obgd(lr: float = 1.0, kappa: float = 2.0, beta2: float = 0.999, eps
         count = state.count + 1
         moment = jax.tree.map(lambda v, a: beta2 * v + (1 - beta2) * (jnp.square(per_env(delta, a) * a)).mean(0),
                               state.moment, z)
-        scale = jax.tree.map(lambda v: jnp.sqrt(v / bias_correction(beta2, count, v) + eps), moment)
+        bias = bias_correction(beta2, count, jax.tree.leaves(moment)[0])  # one scalar for every leaf
+        scale = jax.tree.map(lambda v: jnp.sqrt(v / bias + eps), moment)
         scaled = jax.tree.map(lambda a, d: a / d, z, scale)
         overshoot = (jnp.maximum(jnp.abs(delta), 1.0) * l1_per_env(scaled)).mean()
         step = lr / jnp.maximum(lr * kappa * overshoot, 1.0)
