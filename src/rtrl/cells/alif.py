@@ -42,13 +42,15 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import Params
-from rtrl.cells.spiking import SpikingCell, credit, set_number
+from rtrl.cells.spiking import SpikingCell, credit, set_numbers
 
 
 class ALIF(SpikingCell):
     """``ALIF(input_size, hidden_size, adaptation=0.1, adaptation_decay=0.95, lif_neurons=0, ...)`` with ``LIF``'s
     options; ``adaptation`` (beta) >= 0, ``adaptation_decay`` (rho) in (0, 1), ``lif_neurons`` in
-    ``0 .. hidden_size`` (how many neurons, the first ones, do not adapt). See the module docstring."""
+    ``0 .. hidden_size`` (how many neurons, the first ones, do not adapt); ``adaptation`` and ``adaptation_decay``
+    one number or one per neuron, as ``leak``, ``threshold`` and ``v_reset`` (``SpikingCell``). See the module
+    docstring."""
 
     adaptation: float = 0.1
     adaptation_decay: float = 0.95
@@ -56,8 +58,8 @@ class ALIF(SpikingCell):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        set_number(self, "adaptation", 0.0, open_low=False)
-        set_number(self, "adaptation_decay", 0.0, 1.0)
+        set_numbers(self, "adaptation", 0.0, open_low=False)
+        set_numbers(self, "adaptation_decay", 0.0, 1.0)
         n = self.lif_neurons
         if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= self.hidden_size:
             raise ValueError(f"lif_neurons must be an integer in 0..hidden_size ({self.hidden_size}), got {n!r}")
@@ -65,7 +67,7 @@ class ALIF(SpikingCell):
     def beta(self, like: jax.Array) -> jax.Array:
         """The per-neuron adaptation strength: 0 for the first ``lif_neurons`` neurons, ``adaptation`` after."""
         neuron = jnp.arange(self.hidden_size)
-        return jnp.where(neuron < self.lif_neurons, 0.0, self.adaptation).astype(like.dtype)
+        return jnp.where(neuron < self.lif_neurons, 0.0, self.values("adaptation", like)).astype(like.dtype)
 
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
         return self.input_shapes()
@@ -74,9 +76,10 @@ class ALIF(SpikingCell):
         return {"v": self.hidden_size, "a": self.hidden_size, "s": self.hidden_size, **self.refractory_carry()}
 
     def membrane_step(self, params: Params, carry: Params, x: jax.Array) -> dict[str, jax.Array]:
-        a = self.adaptation_decay * carry["a"] + carry["s"]
-        new = self.integrate(self.leak * carry["v"] + self.current(params, carry, x), carry,
-                             self.threshold + self.beta(a) * a)
+        v = carry["v"]
+        a = self.values("adaptation_decay", v) * carry["a"] + carry["s"]
+        new = self.integrate(self.values("leak", v) * v + self.current(params, carry, x), carry,
+                             self.values("threshold", v) + self.beta(a) * a)
         return {**new, "a": a}
 
     def spike_sensitivity(self, traces: Params, name: str) -> jax.Array:
@@ -85,8 +88,8 @@ class ALIF(SpikingCell):
 
     def adaptation_trace(self, traces: Params) -> Params:
         """``ea' = rho ea + ds`` (e-prop keeps it too)."""
-        return {name: self.adaptation_decay * ea + self.spike_sensitivity(traces, name)
-                for name, ea in traces["a"].items()}
+        rho = self.values("adaptation_decay", traces["psi"])
+        return {name: rho * ea + self.spike_sensitivity(traces, name) for name, ea in traces["a"].items()}
 
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
     def closed_form_init(self, params: Params, carry: Params) -> Params:

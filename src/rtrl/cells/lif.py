@@ -41,7 +41,8 @@ from rtrl.cells.spiking import SpikingCell
 
 class LIF(SpikingCell):
     """``LIF(input_size, hidden_size, leak=0.9, threshold=1.0, surrogate="fast_sigmoid", surrogate_scale=5.0,
-    surrogate_height=1.0, recurrent=False, reset="subtract", v_reset=0.0)``; see the module docstring."""
+    surrogate_height=1.0, recurrent=False, reset="subtract", v_reset=0.0)``; ``leak``, ``threshold`` and ``v_reset``
+    one number or one per neuron (``SpikingCell``). See the module docstring."""
 
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
         return self.input_shapes()
@@ -50,7 +51,9 @@ class LIF(SpikingCell):
         return {"v": self.hidden_size, "s": self.hidden_size, **self.refractory_carry()}
 
     def membrane_step(self, params: Params, carry: Params, x: jax.Array) -> dict[str, jax.Array]:
-        return self.integrate(self.leak * carry["v"] + self.current(params, carry, x), carry, self.threshold)
+        v = carry["v"]
+        return self.integrate(self.values("leak", v) * v + self.current(params, carry, x), carry,
+                              self.values("threshold", v))
 
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
     def closed_form_init(self, params: Params, carry: Params) -> Params:

@@ -36,6 +36,7 @@ from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rtrl.cells.base import Cell, Params
 
@@ -85,6 +86,41 @@ def set_number(obj, name: str, *interval, **kwargs) -> None:
     object.__setattr__(obj, name, check_number(name, getattr(obj, name), *interval, **kwargs))
 
 
+def check_numbers(name: str, value, size: int, *interval, **kwargs) -> float | tuple[float, ...]:
+    """A per-neuron option: one number for all ``size`` neurons (``check_number``: a Python float), or one per neuron
+    (a sequence or array of shape ``(size,)``, each entry checked the same way: a tuple of Python floats, so the cell
+    stays hashable, compared by value and written to JSON as a list). ``ValueError`` naming ``name`` (and the entry)
+    otherwise."""
+    if isinstance(value, numbers.Real) or isinstance(value, bool | str | bytes) or value is None:
+        return check_number(name, value, *interval, **kwargs)
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        array = np.asarray(None)
+    if array.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be a number or {size} numbers (one per neuron), got {value!r:.80}")
+    if array.shape == ():
+        return check_number(name, array.item(), *interval, **kwargs)
+    if array.shape != (size,):
+        raise ValueError(f"{name} must be one number or one per neuron, shape (hidden_size,) = ({size},), got shape "
+                         f"{array.shape}")
+    items = array.tolist()
+    if isinstance(value, list | tuple):  # a bool among the numbers is refused, not read as 0 or 1
+        items = [v if isinstance(v, bool) else item for v, item in zip(value, items, strict=True)]
+    return tuple(check_number(f"{name}[{i}]", v, *interval, **kwargs) for i, v in enumerate(items))
+
+
+def set_numbers(obj, name: str, *interval, **kwargs) -> None:
+    """``check_numbers`` on the per-neuron option ``name`` of the frozen cell ``obj``."""
+    object.__setattr__(obj, name, check_numbers(name, getattr(obj, name), obj.hidden_size, *interval, **kwargs))
+
+
+def option_values(value, like: jax.Array):
+    """A per-neuron option as the equations read it: a Python float as it is (weakly typed, so it keeps ``like``'s
+    dtype), per-neuron values as an ``(N,)`` array of ``like``'s dtype."""
+    return value if isinstance(value, float) else jnp.asarray(value, like.dtype)
+
+
 class SpikingCell(Cell):
     """Base class of ``LIF``, ``ALIF`` and ``SpikingIIR2``: the options below, the current, the reset, the spikes as
     output, and the membrane's part of the closed-form traces.
@@ -97,7 +133,12 @@ class SpikingCell(Cell):
     ``reset="value"`` only); ``refractory`` (an integer >= 0, default 0: none): a neuron that spikes cannot spike
     again for the next ``refractory - 1`` steps (the e-prop code's ``n_ref``: the spike's step counts), kept by a
     counter ``r`` in the carry, ``r' = clip(r + refractory s' - 1, 0, refractory)``, ``s' = H(u) [r == 0]``; the
-    counter passes no gradient, so the surrogate is zero while the neuron is refractory (as the e-prop code's)."""
+    counter passes no gradient, so the surrogate is zero while the neuron is refractory (as the e-prop code's).
+
+    Heterogeneous neurons: ``leak``, ``threshold`` and ``v_reset`` (and ALIF's ``adaptation`` and
+    ``adaptation_decay``) take one number for all neurons or one per neuron, a sequence of ``hidden_size`` numbers
+    (each in the option's range; kept as a tuple, ``--cell-arg leak=[0.9,0.8,...]`` on the command line). Every
+    equation and trace holds per neuron with them as vectors."""
 
     leak: float = 0.9
     threshold: float = 1.0
@@ -111,11 +152,11 @@ class SpikingCell(Cell):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        set_number(self, "leak", 0.0, 1.0, open_high=False)
-        set_number(self, "threshold", 0.0)
+        set_numbers(self, "leak", 0.0, 1.0, open_high=False)
+        set_numbers(self, "threshold", 0.0)
         set_number(self, "surrogate_scale", 0.0)
         set_number(self, "surrogate_height", 0.0)
-        set_number(self, "v_reset")
+        set_numbers(self, "v_reset")
         if self.surrogate not in SURROGATES:
             raise ValueError(f"surrogate must be one of {sorted(SURROGATES)}, got {self.surrogate!r}")
         if not isinstance(self.recurrent, bool):
@@ -130,6 +171,10 @@ class SpikingCell(Cell):
                 object.__setattr__(self, "trace_" + name, getattr(self, "closed_form_" + name))
 
     # -- shared pieces of the step ----------------------------------------------------------------------
+    def values(self, name: str, like: jax.Array):
+        """The per-neuron option ``name`` as the equations read it (``option_values``)."""
+        return option_values(getattr(self, name), like)
+
     def input_shapes(self) -> dict[str, tuple[int, ...]]:
         """``W``, ``b`` and, with ``recurrent``, ``R``."""
         D, N = self.input_size, self.hidden_size
@@ -158,10 +203,12 @@ class SpikingCell(Cell):
         ``u = d - threshold`` (``threshold`` may be adapted; with ``refractory``, ``s = H(u) free``, ``free =
         [r_prev == 0]``, and the counter ``r``), and ``v``, the membrane carried on (``d + s (v_reset - d)`` with
         ``reset="value"``, else ``d``)."""
-        d = leaky - self.threshold * carry["s"] if self.reset == "subtract" else leaky
+        base = self.values("threshold", leaky)
+        d = leaky - base * carry["s"] if self.reset == "subtract" else leaky
         u = d - threshold
         s = self.fire(u)
-        v_of = (lambda s: d + s * (self.v_reset - d)) if self.reset == "value" else (lambda s: d)
+        v_reset = self.values("v_reset", leaky)
+        v_of = (lambda s: d + s * (v_reset - d)) if self.reset == "value" else (lambda s: d)
         if not self.refractory:
             return {"v": v_of(s), "d": d, "u": u, "s": s}
         free = (carry["r"] <= 0).astype(s.dtype)
@@ -202,8 +249,8 @@ class SpikingCell(Cell):
     neuron_major: ClassVar[bool] = False  # SpikingIIR2 lays its traces out neuron-major
 
     def along(self, vector: jax.Array, trace: jax.Array) -> jax.Array:
-        """A per-neuron ``vector`` broadcast against a trace in its parameter's layout."""
-        return vector[:, None] if self.neuron_major and trace.ndim == 2 else vector
+        """A per-neuron ``vector`` (or one number for all) broadcast against a trace in its parameter's layout."""
+        return vector[:, None] if self.neuron_major and trace.ndim == 2 and jnp.ndim(vector) == 1 else vector
 
     def reset_factors(self, new: dict[str, jax.Array], exact: bool = True) -> Params:
         """``psi(u)``, ``gate`` and ``jump`` of a step (``integrate``'s output); ``exact=False`` drops ``jump``, the
@@ -211,7 +258,7 @@ class SpikingCell(Cell):
         psi = self.psi(new["u"]) * new["free"] if self.refractory else self.psi(new["u"])
         if self.reset != "value":
             return {"psi": psi, "gate": jnp.ones_like(psi), "jump": jnp.zeros_like(psi)}
-        return {"psi": psi, "gate": 1 - new["s"], "jump": (self.v_reset - new["d"]) * exact}
+        return {"psi": psi, "gate": 1 - new["s"], "jump": (self.values("v_reset", psi) - new["d"]) * exact}
 
     def zero_factors(self, carry: Params) -> Params:
         zeros = jnp.zeros((self.hidden_size,), carry["v"].dtype)
@@ -235,9 +282,10 @@ class SpikingCell(Cell):
     def membrane_trace(self, traces: Params, drive: Params, exact: bool = True) -> Params:
         """``ed'`` for every parameter: ``leak dv + drive - threshold ds`` (the last term with ``reset="subtract"``
         and ``exact`` only; e-prop drops it)."""
-        subtract = self.threshold * (self.reset == "subtract" and exact)
-        return {name: self.leak * self.membrane_sensitivity(traces, name) + drive[name]
-                - subtract * self.spike_sensitivity(traces, name) for name in traces["v"]}
+        leak = self.values("leak", traces["psi"])
+        subtract = self.values("threshold", traces["psi"]) * (self.reset == "subtract" and exact)
+        return {name: self.along(leak, ed) * self.membrane_sensitivity(traces, name) + drive[name]
+                - self.along(subtract, ed) * self.spike_sensitivity(traces, name) for name, ed in traces["v"].items()}
 
     def membrane_contract(self, traces: Params, g_carry: Params) -> Params:
         """``g_v dv + g_s ds`` for every parameter, of the step the traces stand at."""

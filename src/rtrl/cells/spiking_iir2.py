@@ -79,7 +79,9 @@ class SpikingIIR2(SpikingCell):
     def membrane_step(self, params: Params, carry: Params, x: jax.Array) -> dict[str, jax.Array]:
         coefficients = self.coefficients(params)
         synapse = filter_step({name: carry[name] for name in CARRY}, self.current(params, carry, x), coefficients)
-        return {**synapse, **self.integrate(self.leak * carry["v"] + synapse["y1"], carry, self.threshold)}
+        v = carry["v"]
+        return {**synapse, **self.integrate(self.values("leak", v) * v + synapse["y1"], carry,
+                                            self.values("threshold", v))}
 
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
     def closed_form_init(self, params: Params, carry: Params) -> Params:
