@@ -114,7 +114,8 @@ class QOracle(Oracle):
         self.explored_seen.append(explored)
 
 
-Q_BASE = {**BASE, "algorithm": "q", "epsilon": 0.5, "explore_steps": 1, "lam": 0.8}
+Q_BASE = {**{k: v for k, v in BASE.items() if k not in ("entropy", "value_coef")}, "algorithm": "q", "epsilon": 0.5,
+          "explore_steps": 1, "lam": 0.8}  # the actor-critic's options refused
 
 
 @pytest.mark.parametrize("optimizer", ["sgd", "obgd"])
@@ -149,7 +150,7 @@ def test_every_step_is_the_written_out_q_lambda_update(optimizer, env):
 
 
 def test_epsilon_falls_linearly_from_one_to_its_floor():
-    config = RLConfig(epsilon=0.1, explore_steps=10)
+    config = RLConfig(algorithm="q", epsilon=0.1, explore_steps=10)
     got = [float(epsilon(config, jnp.asarray(s))) for s in (0, 5, 10, 20)]
     np.testing.assert_allclose(got, [1.0, 0.55, 0.1, 0.1], rtol=1e-6)
 

@@ -120,23 +120,26 @@ def test_a_diverging_run_exits_1_and_keeps_the_last_good_checkpoint(tmp_path, ca
 
 def test_options_are_the_fields_of_rlconfig_and_a_preset_gives_the_rest():
     assert config_from_args(parser().parse_args(["rl", "--out", "x"]), RLConfig, PRESETS) == RLConfig()
+    # every option given, in two runs (an option one algorithm or step rule reads is refused under another)
     argv = ("rl --env tmaze --env-arg length=3 --env-arg max_steps=9 --cell rtrl.cells:Elman --cell-arg "
             "activation=relu --hidden 5 --head-hidden 6 --method tbptt --truncation 3 --envs 4 --devices 2 "
-            "--steps 7 --gamma 0.9 --lam 0 --entropy 0.5 --value-coef 2 --optimizer sgd "
-            "--lr 0.5 --kappa 3 --no-clip --extra-inputs --no-normalize-obs --no-scale-rewards --update-every 2 "
-            "--record-every 4 --health-every 3 --algorithm q --epsilon 0.2 --explore-steps 5 --seed 11 --seeds 2 "
-            "--dtype float64 --h-lr 0.01 --h-beta 0.5 --fidelity-every 6 --out x").split()
-    expected = RLConfig(env="tmaze", env_args={"length": 3, "max_steps": 9}, cell="rtrl.cells:Elman",
-                        cell_args={"activation": "relu"}, hidden=5, head_hidden=6, method="tbptt",
-                        truncation=3, envs=4, devices=2, steps=7, gamma=0.9, lam=0.0, entropy=0.5, value_coef=2.0,
-                        optimizer="sgd", lr=0.5, kappa=3.0, clip=None, extra_inputs=True, normalize_obs=False,
-                        scale_rewards=False, update_every=2, health_every=3, record_every=4, algorithm="q",
-                        epsilon=0.2, explore_steps=5, seed=11, seeds=2, dtype="float64", h_lr=0.01, h_beta=0.5,
-                        fidelity_every=6)
-    assert config_from_args(parser().parse_args(argv), RLConfig, PRESETS) == expected
+            "--steps 7 --gamma 0.9 --lam 0 --entropy 0.5 --value-coef 2 --optimizer obgd "
+            "--lr 0.5 --kappa 3 --extra-inputs --no-normalize-obs --no-scale-rewards --update-every 2 "
+            "--record-every 4 --health-every 3 --seed 11 --seeds 2 --dtype float64 --fidelity-every 6 --out x").split()
+    ac = RLConfig(env="tmaze", env_args={"length": 3, "max_steps": 9}, cell="rtrl.cells:Elman",
+                  cell_args={"activation": "relu"}, hidden=5, head_hidden=6, method="tbptt",
+                  truncation=3, envs=4, devices=2, steps=7, gamma=0.9, lam=0.0, entropy=0.5, value_coef=2.0,
+                  optimizer="obgd", lr=0.5, kappa=3.0, extra_inputs=True, normalize_obs=False,
+                  scale_rewards=False, update_every=2, health_every=3, record_every=4, seed=11, seeds=2,
+                  dtype="float64", fidelity_every=6)
+    assert config_from_args(parser().parse_args(argv), RLConfig, PRESETS) == ac
+    argv = ("rl --algorithm qrc --epsilon 0.2 --explore-steps 5 --h-lr 0.01 --h-beta 0.5 --optimizer sgd --no-clip "
+            "--out x").split()
+    qrc = RLConfig(algorithm="qrc", epsilon=0.2, explore_steps=5, h_lr=0.01, h_beta=0.5, optimizer="sgd", clip=None)
+    assert config_from_args(parser().parse_args(argv), RLConfig, PRESETS) == qrc
     # every option above is not a default
-    assert {f.name: getattr(expected, f.name) != getattr(RLConfig(), f.name) for f in dataclasses.fields(RLConfig)
-            } == {f.name: f.name != "env" for f in dataclasses.fields(RLConfig)}
+    assert {f.name: any(getattr(c, f.name) != getattr(RLConfig(), f.name) for c in (ac, qrc))
+            for f in dataclasses.fields(RLConfig)} == {f.name: f.name != "env" for f in dataclasses.fields(RLConfig)}
     argv = "rl --fidelity-every 5 --out x".split()
     assert config_from_args(parser().parse_args(argv), RLConfig, PRESETS) == RLConfig(fidelity_every=5)
     argv = "rl --preset memory-chain --hidden 8 --env-arg max_steps_in_episode=30 --method uoro --out x".split()

@@ -81,5 +81,5 @@ def test_agents_without_the_layer_and_bad_widths_are_refused():
         QAgent(MinGRU(3, 4), 2, head_hidden=3)
     with pytest.raises(ValueError, match="head_hidden"):
         RLConfig(head_hidden=-1)
-    with pytest.raises(ValueError, match="head_hidden must be 0"):
+    with pytest.raises(ValueError, match="head_hidden does nothing here: algorithm 'q'"):
         runner(RLConfig(env="tmaze", algorithm="q", head_hidden=4))

@@ -85,6 +85,9 @@ class RecurrentAgent:
     ascent."""
 
     heads_hidden = False  # whether the agent takes a tanh layer before its heads (``head_hidden``)
+    # the ``RLConfig`` options only this kind of agent reads (``RLConfig`` refuses them, given, under another), and
+    # ``clip`` where the algorithm reads it whatever the step-size rule
+    options: tuple[str, ...] = ()
 
     def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8,
                  head_hidden: int = 0):
@@ -130,6 +133,7 @@ class ActorCritic(RecurrentAgent):
     ``head_hidden`` units), the traces of value and log-policy gradients, an entropy bonus (rtrl.rl.agent)."""
 
     heads_hidden = True
+    options = ("entropy", "value_coef", "head_hidden")
     checked = 2  # the fidelity check's gradients: the first two of ``objective_grads`` (v_t's, log pi(a_t)'s)
 
     def init(self, key: jax.Array, dtype=jnp.float32):

@@ -49,6 +49,7 @@ def epsilon(config, step: jax.Array) -> jax.Array:
 class QAgent(RecurrentAgent):
     """Stream Q(lambda)'s agent: a linear head of A action values on the torso, epsilon-greedy, Watkins' cuts."""
 
+    options = ("epsilon", "explore_steps")
     checked = 1  # the fidelity check's gradient: Q(s_t, a_t)'s (recorded as ``cos_value``)
 
     def init(self, key: jax.Array, dtype=jnp.float32):
@@ -118,6 +119,8 @@ class QRCAgent(QAgent):
     """QRC(lambda)'s agent: Q(lambda)'s (a linear head of A action values on the torso, epsilon-greedy, Watkins'
     cuts), its TD ascent corrected with the secondary weights h, a linear head on the same torso held by the update
     rule."""
+
+    options = ("epsilon", "explore_steps", "h_lr", "h_beta", "clip")
 
     def stepped(self, params, memory, x: jax.Array, key: jax.Array, config, step: jax.Array) -> Stepped:
         """``QAgent.stepped`` with a second pullback per environment (``grad max_a Q(s_t, a)``) and the torso's

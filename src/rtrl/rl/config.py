@@ -10,6 +10,8 @@ from rtrl.cells.lookup import cell_import, cell_name
 from rtrl.checks import check_shares
 from rtrl.config import (
     Config,
+    OptionError,
+    defaults,
     flag,
     non_negative_float,
     non_negative_int,
@@ -36,6 +38,39 @@ def cell_or_name(value):
 def method_or_name(value):
     """A method object, or a name from ``rtrl.METHODS`` (``tbptt``: the rolling window of ``truncation`` steps)."""
     return value if isinstance(value, Method) else one_of(REGISTRY)(value)
+
+
+STEP_OPTIONS = {"kappa": ("obgd", "adaptive_obgd"), "clip": ("adam", "sgd")}  # option -> the step rules that read it
+ALGORITHM_OPTIONS = tuple(dict.fromkeys(name for cls in ALGORITHMS.values() for name in cls.options
+                                        if name not in STEP_OPTIONS))
+
+
+def unread(values: dict) -> list[tuple[str, str]]:
+    """The options that ``values`` (an ``RLConfig``'s fields) gives, each differing from its default, and that the
+    run they configure never reads, each with why: another algorithm's (the agents' ``options``), a step rule's
+    (``STEP_OPTIONS``; an algorithm may read ``clip`` too, as QRC's secondary weights do; ``clip`` None is not
+    refused), or ``truncation``
+    without ``method`` tbptt (by name: a ``TBPTT`` object carries its own)."""
+    default = defaults(RLConfig)
+    # ``clip`` None (``--no-clip``) says what a rule without a clip does anyway
+    given = {name for name in (*ALGORITHM_OPTIONS, *STEP_OPTIONS, "truncation")
+             if values[name] != default[name] and not (name == "clip" and values[name] is None)}
+    algorithm, optimizer = values["algorithm"], values["optimizer"]
+    reads = ALGORITHMS[algorithm].options
+    found = []
+    for name in ALGORITHM_OPTIONS:
+        if name in given and name not in reads:
+            users = [a for a, cls in ALGORITHMS.items() if name in cls.options]
+            found.append((name, f"algorithm {algorithm!r} does not read it (only {', '.join(users)})"))
+    for name, rules in STEP_OPTIONS.items():
+        if name in given and optimizer not in rules and name not in reads:
+            users = " or ".join(rules) + "".join(f", or algorithm {a}" for a, cls in ALGORITHMS.items()
+                                                 if name in cls.options)
+            found.append((name, f"optimizer {optimizer!r} does not read it (only {users})"))
+    if "truncation" in given and values["method"] != "tbptt":
+        method = getattr(values["method"], "name", values["method"])
+        found.append(("truncation", f"only method tbptt (by name) reads it, not {method!r}"))
+    return found
 
 
 class RLConfig(Config):
@@ -104,12 +139,30 @@ class RLConfig(Config):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_shares(self.envs, self.devices, "envs", "environments")
+        for name, why in unread(self.to_dict()):
+            raise OptionError(f"{name} does nothing here: {why}; drop it", name)
+        if self.optimizer == "intentional" and self.lr > 1:
+            raise OptionError(f"lr must be at most 1 under optimizer 'intentional' (the fraction eta of the TD error "
+                              f"a step intends), got {self.lr}", "lr")
         if self.algorithm == "qrc" and self.optimizer in PER_ENVIRONMENT:
             raise ValueError(f"optimizer must be adam, sgd or obgd under algorithm 'qrc' (its correction is added to "
                              f"the TD ascent), got {self.optimizer!r}")
         if self.optimizer in PER_ENVIRONMENT and self.update_every != 1:
             raise ValueError(f"update_every must be 1 under optimizer {self.optimizer!r} (its step reads each "
                              f"step's traces), got {self.update_every}")
+
+    @classmethod
+    def from_dict(cls, data, where: str = "the configuration", complete: bool = False, trusted: bool = True
+                  ) -> RLConfig:
+        """``Config.from_dict``; a file we wrote (``complete``) may hold options its run never read (written before
+        they were refused): they are set back to their defaults, the run they configure the same."""
+        if complete and isinstance(data, dict) and set(data) >= {"algorithm", "optimizer", "method"}:
+            default = defaults(cls)
+            try:
+                data = {**data, **{name: default[name] for name, _ in unread(data)}}
+            except (KeyError, TypeError, ValueError):  # a bad value: Config.from_dict names it
+                pass
+        return super().from_dict(data, where, complete, trusted)
 
     def label(self) -> str:
         method = getattr(self.method, "name", self.method)

@@ -40,8 +40,9 @@ POPGYM = {"hidden": 16, "envs": 16, "steps": 400_000, "truncation": 16, "record_
 # Farr et al.'s 0.999, because only the answer is rewarded: with 0.999 (and 0.99 with Adam at 1e-3) the value ran
 # away (to thousands) and the entropy collapsed; ObGD (lr 1, kappa 2) stayed bounded but barely moved the
 # parameters (the torso's small state against its traces' l1 norm).
-STREAMING = {"cell": "mingru", "hidden": 192, "envs": 16, "gamma": 0.9, "lam": 0.8, "truncation": 32,
-             "optimizer": "adam", "lr": 1e-3, "entropy": 0.0, "fidelity_every": 1000}
+STREAMING = {"cell": "mingru", "hidden": 192, "envs": 16, "gamma": 0.9, "lam": 0.8, "optimizer": "adam", "lr": 1e-3,
+             "entropy": 0.0, "fidelity_every": 1000}
+WINDOW = 32  # the TBPTT row's window in the streaming agent's tables (a table's ``truncation``)
 # The streaming agent on POPGym (issue 36): the same torso and update with a tanh layer of 64 units shared by the
 # heads (``head_hidden``) and the entropy bonus at 0.01. Measured on RepeatPrevious (docs/rl.md, three seeds, 100k
 # steps): linear heads held every seed at 0.03 (a bank of input-gated filters read linearly picks the card four
@@ -54,8 +55,8 @@ POPGYM_STREAMING = {**STREAMING, "head_hidden": 64, "entropy": 0.01, "extra_inpu
 
 
 class Table(NamedTuple):
-    """A setting of the results tables: what it tests, its ``RLConfig`` options, the target return and the methods
-    (its rows)."""
+    """A setting of the results tables: what it tests, its ``RLConfig`` options (``truncation``: the window of its
+    TBPTT row, given to that row only), the target return and the methods (its rows)."""
 
     what: str
     options: dict
@@ -68,7 +69,8 @@ def chain(length: int, steps: int, lr: float) -> Table:
     """MemoryChain with the cue ``length`` steps before the answer, the streaming agent's setting (``STREAMING``),
     ``steps`` per environment, ten records."""
     return Table(f"MemoryChain-bsuite, the cue {length} steps before the answer",
-                 {"env": "memory-chain", "env_args": {"memory_length": length}, **STREAMING, "lr": lr,
+                 {"env": "memory-chain", "env_args": {"memory_length": length}, **STREAMING, "truncation": WINDOW,
+                  "lr": lr,
                   "cell_args": {"max_timescale": 2 * length}, "steps": steps, "record_every": steps // 10},
                  0.9, BASELINES, "auto")
 
@@ -97,10 +99,10 @@ TABLES = {
     **{f"memory-chain-{length}": chain(length, steps, lr) for length, steps, lr in CHAINS},
     "popgym-repeat-first": Table(
         "POPGym RepeatFirstEasy: repeat the first card of the episode at every step",
-        {"env": "popgym:RepeatFirstEasy", **POPGYM_STREAMING}, 0.9, BASELINES, "auto"),
+        {"env": "popgym:RepeatFirstEasy", **POPGYM_STREAMING, "truncation": WINDOW}, 0.9, BASELINES, "auto"),
     "popgym-repeat-previous": Table(
         "POPGym RepeatPreviousEasy: repeat the card seen 4 steps ago",
-        {"env": "popgym:RepeatPreviousEasy", **POPGYM_STREAMING}, 0.9, BASELINES, "auto"),
+        {"env": "popgym:RepeatPreviousEasy", **POPGYM_STREAMING, "truncation": WINDOW}, 0.9, BASELINES, "auto"),
     "popgym-count-recall": Table(
         "POPGym CountRecallEasy: how often the card shown now was shown before",
         {"env": "popgym:CountRecallEasy", **POPGYM}, 0.0, BASELINES),
@@ -127,10 +129,17 @@ def describe(method: str, options: dict) -> str:
             "uoro": "UORO's rank-one traces"}.get(method, method)
 
 
+def row_options(table: Table, method: str) -> dict:
+    """The ``RLConfig`` options of ``table``'s row ``method``: the table's, the row's own over them, the table's
+    ``truncation`` only where the row reads it (``tbptt``; ``RLConfig`` refuses it elsewhere)."""
+    options = {**table.options, **ROW_OPTIONS.get(method, {"method": table.exact if method == "rtrl" else method})}
+    return options if options.get("method") == "tbptt" else {k: v for k, v in options.items() if k != "truncation"}
+
+
 # name -> Preset(summary, RLConfig options); the rows of TABLES, table by table.
 ROWS: dict[str, tuple[str, str]] = {preset_name(t, m): (t, m) for t, table in TABLES.items() for m in table.methods}
 PRESETS: dict[str, Preset] = {
     name: Preset(f"{TABLES[t].what}: {describe(m, TABLES[t].options)}, hidden {TABLES[t].options['hidden']}",
-                 {**TABLES[t].options, **ROW_OPTIONS.get(m, {"method": TABLES[t].exact if m == "rtrl" else m})})
+                 row_options(TABLES[t], m))
     for name, (t, m) in ROWS.items()
 }

@@ -53,7 +53,7 @@ def table(runs: list[dict], out: str = "DIR", at: str | None = None) -> str:
     lines = []
     for name in dict.fromkeys(ROWS[r["preset"]][0] for r in runs):
         setting = TABLES[name]
-        config = RLConfig(**setting.options)
+        config = RLConfig(**{**setting.options, "method": "tbptt"})  # the setting, its TBPTT row's window read
         lines += [f"### `{name}`: {setting.what}", "",
                   f"{config.env} {dict(config.env_args)}, {config.steps} steps x {config.envs} environments, "
                   f"`{config.cell}` {config.hidden}, tbptt window {config.truncation}"

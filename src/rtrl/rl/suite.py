@@ -30,7 +30,7 @@ from rtrl.files import atomic_write_text
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import make
 from rtrl.rl.loop import train
-from rtrl.rl.presets import POPGYM_STREAMING, ROW_OPTIONS
+from rtrl.rl.presets import POPGYM_STREAMING, ROW_OPTIONS, WINDOW
 from rtrl.rl.results import read_runs
 
 TASKS = ("RepeatPrevious", "RepeatFirst", "CountRecall", "Autoencode", "HigherLower", "Concentration",
@@ -41,7 +41,8 @@ FARR = {"RepeatPrevious": (0.99, 0.81), "RepeatFirst": (0.48, 0.31), "CountRecal
         "Concentration": (0.42, 0.78), "MultiarmedBandit": (0.63, 0.81)}
 # The rows: exact RTRL with the suite's agent, the rolling TBPTT window, no recurrence at all, and no learning (the
 # uniform random policy, played by ``uniform_returns``, not by an agent).
-ROWS = {"rtrl": {"method": "auto"}, "tbptt": {"method": "tbptt"}, "memoryless": ROW_OPTIONS["memoryless"],
+ROWS = {"rtrl": {"method": "auto"}, "tbptt": {"method": "tbptt", "truncation": WINDOW},
+        "memoryless": ROW_OPTIONS["memoryless"],
         "uniform": None}
 UNIFORM_STEPS, UNIFORM_ENVS = 2_000, 64  # per seed: 128,000 steps, at least 600 episodes of every task
 # The suite's agent: the popgym-repeat-* presets' (the streaming agent with its heads' tanh layer).
@@ -152,6 +153,17 @@ def run_row(task: str, row: str, steps: int, seed: int, seeds: int) -> dict:
             "wall_s": records[-1]["wall_s"]}
 
 
+def same_options(stored: dict, wanted: dict, uniform: bool) -> bool:
+    """Whether a row's ``stored`` options (``runs.jsonl``) are ``wanted``; an agent's read as ``config.json`` is
+    (``RLConfig.from_dict``: options its run never read, written before they were refused, at their defaults)."""
+    if not uniform:
+        try:
+            stored = json.loads(json.dumps(RLConfig.from_dict(stored, complete=True).to_dict()))
+        except ValueError:  # options this version refuses: run the row anew
+            return False
+    return stored == wanted
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m rtrl.rl.suite", description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="the folder of runs.jsonl and suite.md (resumed if there)")
@@ -177,7 +189,8 @@ def main(argv=None) -> None:
         for row in args.rows:
             opts = options(task, row, args.steps, args.seed, args.seeds)
             wanted = json.loads(json.dumps(opts if ROWS[row] is None else RLConfig(**opts).to_dict()))
-            if any(r["task"] == task and r["row"] == row and r["options"] == wanted for r in runs):
+            if any(r["task"] == task and r["row"] == row and same_options(r["options"], wanted, ROWS[row] is None)
+                   for r in runs):
                 continue
             run = run_row(task, row, args.steps, args.seed, args.seeds)
             runs = [r for r in runs if (r["task"], r["row"]) != (task, row)] + [run]

@@ -1,0 +1,99 @@
+"""RLConfig is strict: an option given (differing from its default) that the run never reads is refused, in one line
+naming it; the same option under a run that reads it is accepted. A run folder's config.json written before the
+refusal (every option there, inert ones at non-default values) still reads back, those options at their defaults."""
+
+from __future__ import annotations
+
+import pytest
+
+from rtrl.cli import main
+from rtrl.rl.config import RLConfig
+from rtrl.rl.presets import PRESETS
+
+# (options, the option refused, a fragment of why); each row's option is accepted in ACCEPTED's matching row
+REFUSED = [
+    ({"epsilon": 0.1}, "epsilon", "algorithm 'ac' does not read it (only q, qrc"),
+    ({"explore_steps": 5}, "explore_steps", "algorithm 'ac'"),
+    ({"h_lr": 0.1}, "h_lr", "algorithm 'ac' does not read it (only qrc)"),
+    ({"h_beta": 0.5}, "h_beta", "algorithm 'ac'"),
+    ({"algorithm": "q", "h_lr": 0.1}, "h_lr", "algorithm 'q' does not read it (only qrc)"),
+    ({"algorithm": "q", "entropy": 0.0}, "entropy", "algorithm 'q' does not read it (only ac)"),
+    ({"algorithm": "qrc", "value_coef": 2.0}, "value_coef", "algorithm 'qrc'"),
+    ({"algorithm": "q", "head_hidden": 8}, "head_hidden", "algorithm 'q'"),
+    ({"kappa": 3.0}, "kappa", "optimizer 'adam' does not read it (only obgd or adaptive_obgd)"),
+    ({"optimizer": "intentional", "kappa": 3.0}, "kappa", "optimizer 'intentional'"),
+    ({"optimizer": "obgd", "clip": 0.5}, "clip", "optimizer 'obgd' does not read it (only adam or sgd, or algorithm "
+                                                 "qrc)"),
+    ({"optimizer": "intentional", "clip": 0.5}, "clip", "optimizer 'intentional'"),
+    ({"truncation": 4}, "truncation", "only method tbptt (by name) reads it, not 'auto'"),
+    ({"method": "rtrl", "truncation": 4}, "truncation", "not 'rtrl'"),
+]
+ACCEPTED = [
+    {"algorithm": "q", "epsilon": 0.1},
+    {"algorithm": "qrc", "explore_steps": 5},
+    {"algorithm": "qrc", "h_lr": 0.1},
+    {"algorithm": "qrc", "h_beta": 0.5},
+    {"algorithm": "qrc", "h_lr": 0.1},
+    {"entropy": 0.0},
+    {"value_coef": 2.0},
+    {"head_hidden": 8},
+    {"optimizer": "obgd", "kappa": 3.0},
+    {"optimizer": "adaptive_obgd", "kappa": 3.0},
+    {"optimizer": "sgd", "clip": 0.5},
+    {"algorithm": "qrc", "optimizer": "obgd", "clip": 0.5},  # QRC clips its secondary weights' step
+    {"method": "tbptt", "truncation": 4},
+    {"method": "tbptt", "truncation": 4},
+]
+
+
+@pytest.mark.parametrize("options, name, why", REFUSED, ids=[f"{r[1]}-{i}" for i, r in enumerate(REFUSED)])
+def test_an_option_the_run_does_not_read_is_refused_by_name(options, name, why):
+    with pytest.raises(ValueError) as e:
+        RLConfig(**options)
+    message = str(e.value)
+    assert message.startswith(f"{name} does nothing here: ") and why in message and "\n" not in message, message
+    assert e.value.option == name  # the command line names its flag
+
+
+@pytest.mark.parametrize("options", ACCEPTED)
+def test_the_same_option_under_a_run_that_reads_it_is_accepted(options):
+    config = RLConfig(**options)
+    assert all(getattr(config, k) == v for k, v in options.items())
+
+
+def test_defaults_and_no_clip_are_never_refused():
+    """Given means differing from the default (a config.json holds every option); ``--no-clip`` says what a rule
+    without a clip does anyway."""
+    RLConfig(algorithm="q", entropy=0.01, value_coef=1.0, kappa=2.0, truncation=8)
+    RLConfig(optimizer="obgd", clip=None)
+    RLConfig(optimizer="intentional", clip=None)
+
+
+@pytest.mark.parametrize("lr, ok", [(1.0, True), (0.3, True), (1.5, False)])
+def test_intentional_lr_is_a_fraction_of_the_td_error(lr, ok):
+    if ok:
+        assert RLConfig(optimizer="intentional", lr=lr).lr == lr
+    else:
+        with pytest.raises(ValueError, match=r"lr must be at most 1 under optimizer 'intentional' \(the fraction eta"):
+            RLConfig(optimizer="intentional", lr=lr)
+    assert RLConfig(optimizer="sgd", lr=lr).lr == lr  # other rules take any positive step
+
+
+def test_a_config_json_written_before_the_refusal_reads_back_with_those_options_at_their_defaults():
+    written = {**RLConfig(method="auto").to_dict(), "truncation": 32, "epsilon": 0.2, "kappa": 3.0}
+    config = RLConfig.from_dict(written, complete=True)
+    assert config == RLConfig(method="auto")
+    with pytest.raises(ValueError, match="epsilon does nothing here"):  # given by a caller, it is refused
+        RLConfig.from_dict(written)
+
+
+def test_every_preset_is_a_valid_config():
+    for preset in PRESETS.values():
+        RLConfig(**preset.options)  # raises for an option its row does not read
+
+
+def test_the_command_line_names_the_flag(capsys, tmp_path):
+    assert main(["rl", "--epsilon", "0.2", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "argument --epsilon: epsilon does nothing here: algorithm 'ac'" in err, err
+    assert not (tmp_path / "x").exists()
