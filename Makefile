@@ -26,7 +26,7 @@ bench: $(STAMP)
 	$(PY) -m rtrl.cli bench --out runs/bench --markdown docs/performance.md
 
 results: $(STAMP)
-	$(PY) -m rtrl.reports.results
+	$(PY) -m rtrl.cli results training
 
 # The documentation site with the API reference, into build/site; any warning (a broken link, a docstring
 # reference that does not resolve) fails it.

@@ -33,3 +33,13 @@ def release_compiled_code():
     65530 here: one process running every test reached about 30000 by half-way), past which compiling fails."""
     yield
     jax.clear_caches()
+
+# A persistent compilation cache: the suite compiles thousands of small programs, the same ones at every run, so a
+# second run (a developer's, or CI on the same machine) loads them from disk instead of compiling them again. Its
+# folder is outside the checkout (a fresh clone finds the cache of earlier ones); RTRL_TEST_CACHE names another,
+# or "off" runs without one. The cache's key covers the program, the XLA flags above and the jaxlib version.
+_cache = os.environ.get("RTRL_TEST_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "rtrl", "jax-tests"))
+if _cache != "off":
+    jax.config.update("jax_compilation_cache_dir", _cache)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)

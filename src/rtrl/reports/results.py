@@ -126,14 +126,15 @@ def run_experiment(experiment: Experiment, root: Path) -> str:
     return table(experiment, results)
 
 
-def main(argv=None) -> int:
+def main(argv=None, prog: str = "python -m rtrl.reports.results") -> int:
     names = [e.name for e in EXPERIMENTS]
-    parser = argparse.ArgumentParser(prog="python -m rtrl.reports.results", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", choices=names, metavar="EXPERIMENT",
                         help=f"experiments to run, of {names} (default: all but the long ones)")
     parser.add_argument("--out", default="docs/results.md", help="the Markdown page (default %(default)s)")
     parser.add_argument("--runs", default="runs/results", help="where the run folders go (default %(default)s)")
     args = parser.parse_args(argv)
+    args.prog = prog
     try:
         with interrupts.deferred():
             write_tables(args)
@@ -154,7 +155,7 @@ def write_tables(args: argparse.Namespace) -> None:
             continue
         start = time.perf_counter()
         section = run_experiment(experiment, Path(args.runs))
-        section += (f"\n{provenance.line(f'python -m rtrl.reports.results --only {experiment.name}', at)} "
+        section += (f"\n{provenance.line(f'{args.prog} --only {experiment.name}', at)} "
                     f"Wall time of this table: {time.perf_counter() - start:.0f} s.\n")
         interrupts.poll()  # not written if a Ctrl-C came while it was made
         print(section, flush=True)
