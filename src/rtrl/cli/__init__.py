@@ -1,10 +1,10 @@
-"""The ``rtrl`` command: ``train``, ``rl``, ``resume``, ``plot``, ``list``, ``inspect``, ``export``, ``demo``,
-``fidelity`` and ``bench``.
+"""The ``rtrl`` command: ``train``, ``rl``, ``resume``, ``eval``, ``plot``, ``list``, ``inspect``, ``export``,
+``demo``, ``fidelity``, ``results`` and ``bench``.
 
 Each subcommand is an entry of ``COMMANDS``: a help line, a function adding its arguments to a parser and a
 function running it (returning the exit status), so a new subcommand is one more entry; each lives in a module
-of its own (``train``: train and resume; ``rl``; ``demo``; ``browse``: plot and list; ``export``). ``main`` is
-where every problem the user can fix becomes one line on stderr and exit status 2 (bad options, unusable run
+of its own (``train``: train and resume; ``rl``; ``eval``; ``demo``; ``browse``: plot and list; ``export``).
+``main`` is where every problem the user can fix becomes one line on stderr and exit status 2 (bad options, unusable run
 folders or checkpoints, filesystem errors); a diverging run exits with status 1 after saying at which step and
 what became non-finite; an interrupted one with 130 (Ctrl-C: ``rtrl.interrupts``; a bad ``JAX_*`` variable:
 ``rtrl.startup``). Anything else is a bug, and shows its traceback.
@@ -28,9 +28,11 @@ from rtrl.cli.browse import (
     cmd_plot,
 )
 from rtrl.cli.demo import add_demo_arguments, cmd_demo
+from rtrl.cli.eval import add_eval_arguments, cmd_eval
 from rtrl.cli.export import add_export_arguments, cmd_export
 from rtrl.cli.rl import add_rl_arguments, cmd_rl
 from rtrl.cli.train import add_resume_arguments, add_train_arguments, cmd_resume, cmd_train, one_line, out_of_memory
+from rtrl.reports import command as results_command
 from rtrl.reports import fidelity
 from rtrl.run.checkpoint import CheckpointError
 from rtrl.run.folder import RunError
@@ -57,6 +59,8 @@ COMMANDS: dict[str, Command] = {
     "rl": Command("train a recurrent actor-critic online in an environment, writing a run folder", add_rl_arguments,
                   cmd_rl),
     "resume": Command("continue a stopped run from its checkpoint", add_resume_arguments, cmd_resume),
+    "eval": Command("score a trained run on fresh episodes: its task's metric, or its policy's mean return",
+                    add_eval_arguments, cmd_eval),
     "plot": Command("overlay the learning curves of runs", add_plot_arguments, cmd_plot),
     "list": Command("list tasks, environments, cells, methods, presets and RL algorithms (or some: rtrl list "
                     "cells --grep lif)", add_list_arguments, cmd_list),
@@ -67,6 +71,8 @@ COMMANDS: dict[str, Command] = {
     "demo": Command("the online-learning demonstration (make run)", add_demo_arguments, cmd_demo),
     "fidelity": Command("cosine and relative error of every method's gradient against BPTT (table and plot)",
                         fidelity.add_arguments, fidelity.run),
+    "results": Command("regenerate a results table (training, rl or popgym), resuming what is already done",
+                       results_command.add_arguments, results_command.run),
     "bench": Command("time and memory of the methods against a forward step and BPTT (JSON and plot)",
                      lambda p: bench_suite().add_arguments(p), lambda args: bench_suite().run_command(args)),
 }

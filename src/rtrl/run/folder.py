@@ -139,6 +139,29 @@ def check_own_files(path: str | os.PathLike) -> None:
                            "changed")
 
 
+def check_output_folder(folder: str | os.PathLike, option: str) -> Path:
+    """``folder`` as a ``Path`` if a command may write its own files into it (``option`` names it in errors): not an
+    existing file; neither naming nor lying under one of a run folder's own files (``RUN/checkpoint.npz/...``); and,
+    inside a run folder, not leading out of it through a symbolic link. ``ValueError`` otherwise; nothing is
+    made."""
+    if not isinstance(folder, str | os.PathLike) or not str(folder):
+        raise ValueError(f"{option} must be a path to a folder, got {folder!r}")
+    folder = Path(folder)
+    lexical, resolved = Path(os.path.abspath(folder)), folder.resolve()
+    for where in (lexical, resolved):
+        for p in (where, *where.parents):
+            if p.name in (*FILES, LOCK) and (p.parent / CONFIG).is_file():
+                raise ValueError(f"{option} {folder} names {p}, a file of the run folder {p.parent}; choose a folder "
+                                 "of its own")
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{option} {folder} is a file, not a folder")
+    for run in (p for p in lexical.parents if (p / CONFIG).is_file()):
+        if not resolved.is_relative_to(run.resolve()):
+            raise ValueError(f"{option} {folder} lies in the run folder {run} but leads out of it (to {resolved}) "
+                             "through a symbolic link; choose a folder of its own")
+    return folder
+
+
 def read_config(path: str | os.PathLike, imports: bool = True) -> Config:
     """The configuration of the run in ``path`` (either kind); ``RunError`` naming the file if it is missing or
     damaged, or if it names code the user did not allow (``rtrl.config.check_allowed``). ``imports=False``: the
@@ -222,6 +245,18 @@ def read_curve(path: str | os.PathLike, label: str | None = None) -> Curve:
         return kind_of(config).curve_of(config, records, label)
     except ValueError as e:  # what the file names cannot be read (a task option it does not have, ...)
         raise RunError(f"{Path(path) / CONFIG}: {e}") from None
+
+
+def evaluation_options(episodes, seed, default_episodes: int, default_seed: int) -> tuple[int, int]:
+    """``(episodes, seed)`` of an evaluation (``Run.evaluate``), ``None`` taking the default; ``ValueError`` naming
+    ``episodes`` (a positive integer) or ``seed`` (an integer from 0 to 2**32 - 1)."""
+    episodes = default_episodes if episodes is None else episodes
+    seed = default_seed if seed is None else seed
+    if not isinstance(episodes, int) or isinstance(episodes, bool) or episodes < 1:
+        raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be an integer from 0 to 2**32 - 1, got {seed!r}")
+    return episodes, seed
 
 
 def check_devices(kind: type[Run], config: Config) -> None:
@@ -363,6 +398,20 @@ class Run:
 
     def trained(self, params) -> tuple:
         """``(cell, cell_params)``: the cell of the run and its share of the model's ``params`` (``rtrl.load``)."""
+        raise NotImplementedError
+
+    def one_seed(self, state, seed: int | None):
+        """``(state, seed)``: of a run of several seeds, ``state``'s share of the one asked for (``rtrl.load``'s
+        ``seed``); a run of one seed has only its own (``seed`` must be ``None``: ``ValueError`` otherwise)."""
+        if seed is not None:
+            raise ValueError(f"seed applies to a run of several seeds (rtrl rl --seeds); {self.path} is one run, of "
+                             f"seed {self.config.seed}, got seed={seed!r}")
+        return state, self.config.seed
+
+    def evaluate(self, state, episodes: int | None, seed: int | None, **options) -> dict:
+        """``state`` scored on fresh episodes (``rtrl eval``, ``Trained.evaluate``): ``metric`` (its name),
+        ``value``, ``episodes``, ``seed``, and what the kind adds; ``options``: the kind's own (an RL run's
+        ``greedy`` and ``video``)."""
         raise NotImplementedError
 
     @staticmethod

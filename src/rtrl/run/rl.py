@@ -4,12 +4,17 @@ every ``record_every`` steps (none at step 0: no episode has ended there)."""
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 
+from rtrl.devices import check_memory, floats_of
 from rtrl.rl.assemble import assemble
 from rtrl.rl.config import RLConfig
-from rtrl.rl.loop import TIMINGS, runner, train
-from rtrl.run.folder import Run, chosen, fmt, read_metrics, register
+from rtrl.rl.loop import TIMINGS, Seeds, runner, train
+from rtrl.run.folder import Run, check_output_folder, chosen, evaluation_options, fmt, read_metrics, register
 from rtrl.run.plot import Curve
+from rtrl.run.rollout import Policy, check_video, host_returns, jitted_returns, summary
+
+EVAL_EPISODES = 10  # episodes of an evaluation (``rtrl eval``) unless asked for another number
 
 
 @register
@@ -34,6 +39,51 @@ class RLRun(Run):
 
     def trained(self, params):
         return self.assembly.agent.cell, params["torso"]
+
+    def one_seed(self, state, seed: int | None):
+        """Of a run of several seeds (``Seeds``), the ``RLState`` of ``seed`` (default: the first, the run's
+        ``seed``); ``ValueError`` naming the seeds it has."""
+        config = self.config
+        if config.seeds == 1:
+            return super().one_seed(state, seed)
+        first, last = config.seed, config.seed + config.seeds - 1
+        chosen_seed = first if seed is None else seed
+        if not isinstance(chosen_seed, int) or isinstance(chosen_seed, bool) or not first <= chosen_seed <= last:
+            raise ValueError(f"seed must be one of the run's seeds {first}..{last} (rtrl rl --seed {first} --seeds "
+                             f"{config.seeds}), got {seed!r}")
+        if state is None:
+            return None, chosen_seed
+        if not isinstance(state, Seeds):
+            raise ValueError(f"{self.path}: its checkpoint holds one run, where its config.json says {config.seeds} "
+                             "seeds")
+        return jax.tree.map(lambda a: a[chosen_seed - first], state.runs), chosen_seed
+
+    def policy(self, state) -> Policy:
+        """What acting with ``state``'s policy needs (``rtrl.run.rollout``): the agent, the parameters, the
+        observation statistics as they stand (the first of the vector wrappers where ``normalize_obs``)."""
+        config = self.config
+        stats = state.wrappers[0] if config.normalize_obs else None
+        return Policy(self.assembly.agent, state.params, stats, jnp.dtype(config.dtype), config.epsilon)
+
+    def evaluate(self, state, episodes: int | None, seed: int | None, greedy: bool = False, video=None) -> dict:
+        """The mean undiscounted return of ``episodes`` episodes (default 10) of ``state``'s policy, drawn from
+        ``seed`` (default the run's), ``greedy`` or sampled (``rtrl.run.rollout``); ``video``: a folder to record
+        each episode into (a Gymnasium environment that renders: ``ValueError`` naming it otherwise)."""
+        if not isinstance(greedy, bool):
+            raise ValueError(f"greedy must be True or False, got {greedy!r}")
+        episodes, seed = evaluation_options(episodes, seed, EVAL_EPISODES, self.config.seed)
+        env, policy = self.assembly.env, self.policy(state)
+        if video is not None:
+            video = check_output_folder(video, "video")
+            check_video(env, video)
+        if getattr(env, "host", False):
+            returns, cut = host_returns(env, policy, episodes, seed, greedy, video)
+        else:
+            per_episode = floats_of(policy.memory) + 4 * env.obs_size
+            check_memory(per_episode * episodes * jnp.dtype(self.config.dtype).itemsize, 1, "--episodes")
+            returns, cut = jitted_returns(env, policy, episodes, jax.random.fold_in(jax.random.PRNGKey(seed), 3),
+                                          greedy)
+        return {"metric": "return", **summary(returns, cut), "episodes": episodes, "seed": seed, "greedy": greedy}
 
     @staticmethod
     def curve_of(config: RLConfig, records: list[dict], label: str | None = None) -> Curve:

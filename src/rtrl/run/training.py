@@ -3,11 +3,12 @@ evaluated every ``eval_every`` steps and at step 0."""
 
 from __future__ import annotations
 
-from rtrl.run.folder import Run, chosen, fmt, read_metrics, register
+from rtrl.devices import check_memory
+from rtrl.run.folder import Run, chosen, evaluation_options, fmt, read_metrics, register
 from rtrl.run.plot import Curve
 from rtrl.training.assemble import assemble, task_of
 from rtrl.training.config import RunConfig
-from rtrl.training.trainer import fit
+from rtrl.training.trainer import evaluation, fit
 
 
 @register
@@ -31,6 +32,25 @@ class TrainRun(Run):
 
     def trained(self, params):
         return self.assembly.cell, params["cell"]
+
+    def evaluate(self, state, episodes: int | None, seed: int | None, greedy: bool = False, video=None) -> dict:
+        """The task's held-out metrics of ``state``'s parameters on ``episodes`` episodes drawn from ``seed``
+        (default: the run's ``eval_size`` and ``seed``, its own held-out episodes), made by the trainer's own
+        evaluation (``rtrl.training.trainer.evaluation``: the run's readout, from a zero carry): ``value`` is the
+        headline metric, ``metrics`` every figure under the name its records give it. ``greedy`` and ``video``
+        belong to RL runs: refused."""
+        if greedy or video is not None:
+            raise ValueError(f"{'greedy' if greedy else 'video'} applies to RL runs (rtrl rl); {self.path} is a "
+                             "training run")
+        config = self.config
+        episodes, seed = evaluation_options(episodes, seed, config.eval_size, config.seed)
+        same = (episodes, seed) == (config.eval_size, config.seed)
+        assembly = self.assembly._replace(config=config.replace(eval_size=episodes, seed=seed, devices=1))
+        check_memory(assembly.memory_needed(), 1, "--episodes")
+        trainer = self.trainer if same and config.devices == 1 else assembly.trainer()
+        metrics = evaluation(trainer, state)
+        return {"metric": self.assembly.task.metric_name, "value": metrics["metric"], "episodes": episodes,
+                "seed": seed, "metrics": metrics}
 
     @staticmethod
     def curve_of(config: RunConfig, records: list[dict], label: str | None = None) -> Curve:

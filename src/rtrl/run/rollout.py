@@ -1,0 +1,202 @@
+"""Rolling out a trained RL run's policy on fresh episodes (``rtrl eval``, ``Trained.evaluate`` and ``Trained.act``),
+learning nothing.
+
+The agent acts as it did in training, on observations normalised by the run's statistics as they stood at its
+checkpoint (held fixed: an evaluation counts nothing into them), with its torso's state zeroed at the start of each
+episode. ``greedy``: the most probable action (the actor-critic's), the action of highest value (Q(lambda)'s);
+else sampled (the actor-critic's policy; Q's epsilon-greedy with the run's final ``epsilon``).
+
+* A jitted environment (``tmaze``, ``popgym:NAME``, the gymnax ones): ``episodes`` environments side by side under
+  ``jax.vmap``, one ``lax.while_loop`` until each has ended its first episode (at most ``max_steps`` steps).
+* A Gymnasium environment (``gymnasium:ID``): one copy stepped on the host, one episode after another, its seeds drawn
+  from ``seed``; ``video``: each episode recorded by Gymnasium's ``RecordVideo`` into that folder (the environment
+  must render ``rgb_array``; ``moviepy`` writes the files: the ``video`` extra).
+
+An episode is scored by its undiscounted return (the environment's own rewards, not the scaled ones the run learned
+from).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from rtrl.rl.agent import ActorCritic
+from rtrl.rl.algorithms import QAgent
+from rtrl.rl.envs.normalize import standardized
+
+HOST_STEPS = 100_000  # a host episode is cut here where the environment states no limit of its own
+
+
+class Policy(NamedTuple):
+    """What acting needs of a trained RL run: its agent, the parameters, the observation statistics (``None``: the
+    run did not normalise), the dtype it ran in, and the run's final exploration rate (Q's sampled actions)."""
+
+    agent: Any
+    params: Any
+    stats: Any
+    dtype: Any
+    epsilon: float
+
+    def observe(self, obs) -> jax.Array:
+        """An observation (or a batch of them) as the agent saw them in training."""
+        x = jnp.asarray(obs).astype(self.dtype)
+        return x if self.stats is None else standardized(self.stats, x)
+
+    def memory(self):
+        """One environment's torso state at the start of an episode."""
+        return self.agent.learner.init(self.params["torso"])
+
+    def act(self, memory, x: jax.Array, key: jax.Array, greedy: bool):
+        """One environment's ``(action, memory')`` on the normalised observation ``x`` (no gradient, nothing
+        learned)."""
+        return act(self.agent, self.params, memory, x, key, greedy, self.epsilon)
+
+
+def act(agent, params, memory, x: jax.Array, key: jax.Array, greedy: bool, epsilon: float):
+    """One environment's ``(action, memory')``: the agent's own ``act(params, memory, x, key, greedy=...)`` where it
+    has one of that form; else, for the actor-critic and the Q agents, from their ``forward``."""
+    own = getattr(agent, "act", None)
+    if own is not None and "greedy" in inspect.signature(own).parameters:
+        return own(params, memory, x, key, greedy=greedy)
+    if isinstance(agent, QAgent):
+        q, (memory, _) = agent.forward(params, memory, x)
+        best = jnp.argmax(q)
+        if greedy:
+            return best, memory
+        k_explore, k_random = jax.random.split(key)
+        random = jax.random.randint(k_random, (), 0, q.shape[-1])
+        return jnp.where(jax.random.uniform(k_explore) < epsilon, random, best), memory
+    if isinstance(agent, ActorCritic):
+        (logits, _), memory = agent.forward(params, memory, x)
+        return (jnp.argmax(logits) if greedy else jax.random.categorical(key, logits)), memory
+    raise TypeError(f"cannot act with a {type(agent).__name__}: it has no act(params, memory, x, key, greedy)")
+
+
+def jitted_returns(env, policy: Policy, episodes: int, key: jax.Array, greedy: bool) -> tuple[np.ndarray, int]:
+    """The returns of ``episodes`` first episodes of the jitted ``env`` side by side, and how many were cut short
+    at its ``max_steps`` (none where the environment keeps its bound)."""
+    limit = (env.max_steps or HOST_STEPS) + 1
+
+    @jax.jit
+    def run(key):
+        k_reset, key = jax.random.split(key)
+        obs, state = jax.vmap(env.reset)(jax.random.split(k_reset, episodes))
+        memory = jax.tree.map(lambda a: jnp.broadcast_to(a, (episodes, *a.shape)), policy.memory())
+        zeros = jnp.zeros((episodes,), jnp.float32)
+        one = jax.vmap(lambda m, x, k: policy.act(m, x, k, greedy))
+
+        def more(carry):
+            t, *_, ended, _ = carry
+            return (t < limit) & ~ended.all()
+
+        def step(carry):
+            t, obs, state, memory, returns, ended, key = carry
+            key, k_act, k_env = jax.random.split(key, 3)
+            action, memory = one(memory, policy.observe(obs), jax.random.split(k_act, episodes))
+            out = jax.vmap(env.step)(jax.random.split(k_env, episodes), state, action)
+            returns = returns + jnp.where(ended, 0.0, out.reward.astype(jnp.float32))
+            return t + 1, out.obs, out.state, memory, returns, ended | out.done, key
+
+        carry = (jnp.zeros((), jnp.int32), obs, state, memory, zeros, jnp.zeros((episodes,), bool), key)
+        _, _, _, _, returns, ended, _ = lax.while_loop(more, step, carry)
+        return returns, ended
+
+    returns, ended = jax.device_get(run(key))
+    return np.asarray(returns, np.float64), int((~ended).sum())
+
+
+def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
+                 video: Path | None = None) -> tuple[np.ndarray, int]:
+    """The returns of ``episodes`` episodes of the Gymnasium environment ``env`` (an ``rtrl.rl.envs.GymnasiumEnv``),
+    one after another, and how many were cut at ``HOST_STEPS`` (an environment without a limit of its own);
+    ``video``: each recorded into that folder (``check_video`` first)."""
+    import gymnasium
+    from gymnasium import spaces
+
+    from rtrl.rl.envs.gymnasium_env import made_options
+
+    options = made_options(env.options)
+    made = gymnasium.make(env.env_id, **options, **({"render_mode": "rgb_array"} if video is not None else {}))
+    try:
+        if video is not None:
+            made = gymnasium.wrappers.RecordVideo(made, str(video), episode_trigger=lambda _: True,
+                                                 name_prefix="episode", disable_logger=True)
+        space, actions = made.observation_space, made.action_space
+        start = int(actions.start) if isinstance(actions, spaces.Discrete) else 0
+        limit = env.max_steps or HOST_STEPS
+        step = jax.jit(lambda memory, obs, key: policy.act(memory, policy.observe(obs), key, greedy))
+        seeds = np.random.SeedSequence(seed).generate_state(episodes)
+        key = jax.random.PRNGKey(seed)
+        returns, cut = [], 0
+        for i in range(episodes):
+            obs, _ = made.reset(seed=int(seeds[i]))
+            memory, total, done, t = policy.memory(), 0.0, False, 0
+            while not done and t < limit:
+                key, k = jax.random.split(key)
+                action, memory = step(memory, spaces.flatten(space, obs).astype(np.float32), k)
+                action = np.asarray(action)
+                action = int(action) + start if isinstance(actions, spaces.Discrete) else action
+                obs, reward, terminated, truncated, _ = made.step(action)
+                total, done, t = total + float(reward), bool(terminated or truncated), t + 1
+            cut += not done
+            returns.append(total)
+        return np.asarray(returns), cut
+    finally:
+        made.close()
+
+
+def check_video(env, folder: Path) -> None:
+    """``ValueError`` naming the environment when ``env`` cannot be filmed: not a Gymnasium environment (a jitted
+    one has no renderer), one that does not render ``rgb_array``, or ``moviepy`` missing."""
+    if not getattr(env, "host", False):
+        raise ValueError(f"--video needs a Gymnasium environment that renders (gymnasium:ID); {env.name} is a jitted "
+                         "environment with no renderer")
+    import warnings
+
+    import gymnasium
+
+    from rtrl.rl.envs.gymnasium_env import made_options
+
+    try:
+        with warnings.catch_warnings():  # a mode it does not list: Gymnasium warns; said below in one line
+            warnings.simplefilter("ignore")
+            made = gymnasium.make(env.env_id, **made_options(env.options), render_mode="rgb_array")
+    except Exception as e:  # noqa: BLE001 - an environment's constructor is code from outside
+        raise ValueError(f"--video: {env.name} cannot be made with render_mode='rgb_array' ({type(e).__name__}: "
+                         f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})") from None
+    try:
+        modes = made.metadata.get("render_modes") or []
+        if "rgb_array" not in modes or made.render_mode != "rgb_array":
+            raise ValueError(f"--video: {env.name} does not render rgb_array frames (its render modes: "
+                             f"{list(modes) or 'none'})")
+        made.reset(seed=0)
+        try:
+            frame = made.render()
+        except Exception as e:  # noqa: BLE001 - its renderer is code from outside (pygame missing, no display)
+            raise ValueError(f"--video: {env.name} fails to render ({type(e).__name__}: {e})") from None
+        if not isinstance(frame, np.ndarray) or frame.ndim != 3:
+            raise ValueError(f"--video: {env.name} renders no rgb_array frame (got {type(frame).__name__})")
+    finally:
+        made.close()
+    try:
+        import moviepy  # noqa: F401 - what RecordVideo writes the files with
+    except ImportError:
+        raise ValueError("--video needs the moviepy package: .venv/bin/pip install -e '.[video]'") from None
+
+
+def summary(returns: np.ndarray, cut: int) -> dict:
+    """The figures of a rollout's returns: their mean, standard deviation, least and greatest, and how many episodes
+    were cut short."""
+    return {"value": float(np.mean(returns)), "std": float(np.std(returns)), "min": float(np.min(returns)),
+            "max": float(np.max(returns)), "cut": cut} if len(returns) else {"value": math.nan, "cut": cut}
+
+
+__all__ = ["HOST_STEPS", "Policy", "act", "check_video", "host_returns", "jitted_returns", "summary"]

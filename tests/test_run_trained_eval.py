@@ -1,0 +1,150 @@
+"""``Trained.evaluate`` / ``rtrl eval RUN`` (a trained run scored on fresh episodes), ``Trained.act`` (an RL run's
+policy in one environment), the short repr, and ``rtrl.load`` of a run of several seeds."""
+
+import dataclasses
+import json
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rtrl
+from rtrl.cli import main
+from rtrl.run.folder import check_output_folder, read_metrics
+
+TRAIN = ("train --task copy --task-arg max_length=2 --cell elman --hidden 3 --method rtrl --batch 2 --lr 0.05 "
+         "--eval-every 4 --eval-size 8 --quiet --steps 8 --readout-decay 0.5 --out {out}")
+# a T-maze of corridor 2 (junction at position 2; max_steps 12), observations as they come (no normalisation)
+RL = ("rl --env tmaze --env-arg length=2 --cell elman --hidden 2 --envs 2 --record-every 20 --steps 40 --seed 3 "
+      "--no-normalize-obs --quiet --out {out}")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    for command in (TRAIN.format(out=root / "train"), RL.format(out=root / "rl"),
+                    RL.format(out=root / "seeds") + " --seeds 3"):
+        assert main(command.split()) == 0
+    return root
+
+
+def test_a_training_runs_evaluation_is_its_last_record_on_the_same_episodes(runs, capsys):
+    """Default episodes and seed are the run's own held-out set: the numbers of its last record, exactly (the readout
+    low-pass filtered, as the trainer evaluates it)."""
+    last = read_metrics(runs / "train")[-1]
+    result = rtrl.load(runs / "train").evaluate()
+    held_out = {k: v for k, v in last.items() if k not in ("step", "loss", "wall_s")}
+    assert result == {"metric": "token_accuracy", "value": last["metric"], "episodes": 8, "seed": 0,
+                      "metrics": held_out, "step": 8}
+    assert rtrl.load(runs / "train").evaluate(episodes=8, seed=0) == result
+    capsys.readouterr()
+    assert main(["eval", str(runs / "train"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == result
+    # other episodes: the CLI and Python agree for the same N and S, and the figure is a fraction of 2-bit tokens
+    other = rtrl.load(runs / "train").evaluate(episodes=20, seed=4)
+    assert main(["eval", str(runs / "train"), "--json", "--episodes", "20", "--seed", "4"]) == 0
+    assert json.loads(capsys.readouterr().out) == other and other["episodes"] == 20 and other["seed"] == 4
+    assert 0 <= other["value"] <= 1 and other["metrics"] != held_out
+
+
+def hand_policy(trained, sign: float):
+    """The T-maze solved by hand (``sign=1``; ``-1`` turns the wrong way, ``0`` never turns): an Elman torso of two
+    units, ``h0 = tanh(10 x2)`` (at the junction) and ``h1 = tanh(10 (x0 - x1) + 3 h1)`` (the cue, remembered), and
+    logits ``(10 h0 + 5 s h1, 10 h0 - 5 s h1, 8)``: forward along the corridor, at the junction the cue's turn."""
+    W = jnp.array([[0.0, 10.0], [0.0, -10.0], [10.0, 0.0]])
+    torso = {"W": W, "B": jnp.zeros(2), "R": jnp.array([[0.0, 0.0], [0.0, 3.0]])}
+    policy = {"W": jnp.array([[10.0, 10.0, 0.0], [5.0 * sign, -5.0 * sign, 0.0]]),
+              "b": jnp.array([0.0, 0.0, 8.0]) - (100.0 if sign == 0 else 0.0) * jnp.array([1.0, 1.0, 0.0])}
+    params = {**trained.state.params, "torso": torso, "policy": policy}
+    return dataclasses.replace(trained, state=trained.state._replace(params=params))
+
+
+@pytest.mark.parametrize("sign, value", [(1.0, 1.0), (-1.0, -1.0), (0.0, 0.0)])
+def test_an_rl_runs_rollout_scores_its_policy(runs, sign, value):
+    """Every episode of the hand-made policy turns with the cue (+1), against it (-1), or never (0, each episode
+    ended by the maze's own limit of 12 steps, none cut short by the rollout)."""
+    trained = hand_policy(rtrl.load(runs / "rl"), sign)
+    result = trained.evaluate(episodes=7, seed=1, greedy=True)
+    assert result == {"metric": "return", "value": value, "std": 0.0, "min": value, "max": value, "cut": 0,
+                      "episodes": 7, "seed": 1, "greedy": True, "step": 40}
+    sampled = trained.evaluate(episodes=7, seed=1)  # logits 2 apart at least: sampling mostly agrees
+    assert not sampled["greedy"] and sampled["episodes"] == 7 and -1 <= sampled["value"] <= 1
+
+
+def test_act_follows_the_policy_one_step_at_a_time(runs):
+    trained = hand_policy(rtrl.load(runs / "rl"), 1.0)
+    for cue, turn in (([1.0, 0.0, 0.0], 0), ([0.0, 1.0, 0.0], 1)):
+        action, memory = trained.act(jnp.array(cue), greedy=True)  # the start: the cue shown
+        assert int(action) == 2
+        action, memory = trained.act(jnp.zeros(3), memory, greedy=True)  # the corridor
+        assert int(action) == 2
+        action, memory = trained.act(jnp.array([0.0, 0.0, 1.0]), memory, greedy=True)  # the junction
+        assert int(action) == turn
+    with pytest.raises(ValueError, match=r"obs must be one observation of shape \(3,\)"):
+        trained.act(jnp.zeros((2, 3)))
+    with pytest.raises(TypeError, match="act is for RL runs"):
+        rtrl.load(runs / "train").act(jnp.zeros(3))
+
+
+def test_the_repr_is_one_line_without_weights(runs):
+    text = repr(rtrl.load(runs / "train"))  # 25: the Elman cell's 9 + 3 + 9, the readout's 3 + 1
+    assert text == (f"Trained(train run {str(runs / 'train')!r} at step 8: Elman cell 3 -> 3, 25 parameters in all; "
+                    "seed 0)")
+    assert str(rtrl.load(runs / "rl")).startswith(f"Trained(rl run {str(runs / 'rl')!r} at step 40: Elman torso 3 -> 2")
+
+
+def test_a_run_of_several_seeds_loads_one_seed(runs, capsys):
+    """``rtrl rl --seeds 3 --seed 3``: seeds 3, 4 and 5, the first by default; each seed's parameters are its own
+    slice of the checkpoint, and equal those of a one-seed run with that seed."""
+    first, third = rtrl.load(runs / "seeds"), rtrl.load(runs / "seeds", seed=5)
+    assert first.seed == 3 and third.seed == 5 and repr(first).endswith("; seed 3 of 3..5)")
+    single = rtrl.load(runs / "rl")  # the same configuration with --seed 3 alone
+    for name, value in single.params.items():
+        np.testing.assert_allclose(np.asarray(first.params[name]), np.asarray(value), rtol=1e-5, atol=1e-6)
+    assert not np.allclose(np.asarray(first.params["W"]), np.asarray(third.params["W"]))
+    with pytest.raises(ValueError, match=r"seed must be one of the run's seeds 3\.\.5"):
+        rtrl.load(runs / "seeds", seed=6)
+    with pytest.raises(ValueError, match="seed applies to a run of several seeds"):
+        rtrl.load(runs / "rl", seed=3)
+    capsys.readouterr()
+    assert main(["eval", str(runs / "seeds"), "--episodes", "3"]) == 0
+    assert "(seed 3, the first of 3; another with --run-seed)" in capsys.readouterr().out
+    assert main(["eval", str(runs / "seeds"), "--run-seed", "9"]) == 2
+    assert "--run-seed: seed must be one of the run's seeds 3..5" in capsys.readouterr().err
+
+
+def test_bad_evaluation_options_are_one_clear_error(runs, capsys):
+    trained = rtrl.load(runs / "train")
+    with pytest.raises(ValueError, match="episodes must be a positive integer, got 0"):
+        trained.evaluate(episodes=0)
+    with pytest.raises(ValueError, match=r"seed must be an integer from 0 to 2\*\*32 - 1, got -1"):
+        trained.evaluate(seed=-1)
+    with pytest.raises(ValueError, match="video applies to RL runs"):
+        trained.evaluate(video="films")
+    for argv, said in ((["--greedy"], "--greedy applies to RL runs"), (["--video", "films"], "--video applies to RL"),
+                       (["--episodes", "0"], "--episodes: must be a positive integer")):
+        assert main(["eval", str(runs / "train"), *argv]) == 2
+        assert said in capsys.readouterr().err
+    # a jitted environment has no renderer: refused by name, nothing made
+    assert main(["eval", str(runs / "rl"), "--video", str(runs / "films")]) == 2
+    assert "--video needs a Gymnasium environment that renders (gymnasium:ID); TMaze(length=2)" in \
+        capsys.readouterr().err
+    assert not (runs / "films").exists()
+
+
+def test_an_output_folder_never_names_a_run_folders_file(runs, tmp_path):
+    run = runs / "rl"
+    for bad in (run / "checkpoint.npz", run / "config.json" / "inner", run / ".lock"):
+        with pytest.raises(ValueError, match="a file of the run folder"):
+            check_output_folder(bad, "--video")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match="is a file, not a folder"):
+        check_output_folder(tmp_path / "file", "--video")
+    escape = run / "films"
+    escape.symlink_to(tmp_path, target_is_directory=True)
+    try:
+        with pytest.raises(ValueError, match="leads out of it"):
+            check_output_folder(escape, "--video")
+    finally:
+        escape.unlink()
+    assert check_output_folder(run / "videos", "--video") == run / "videos"  # a folder of its own in the run: fine
