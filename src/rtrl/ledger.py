@@ -1,0 +1,127 @@
+"""A results folder's ledger: ``runs.jsonl``, one JSON object a line for each finished row of a results table.
+
+Every runner that makes a table (``rtrl results rl``, ``rtrl results popgym``) reads its ledger with ``read``, which
+checks every line before anything runs: a torn or garbage line, a line that is not an object, a missing field, a
+value of the wrong kind, a key given twice, a folder where the file belongs: one ``LedgerError`` naming the file,
+the line and the field. Writers hold ``locked(folder)`` for the whole command, so a second command on the same
+folder is refused at once instead of both finishing and the ledger keeping only the last writer's rows; they
+rewrite the ledger whole and atomically (``rtrl.files``), so a stopped command leaves the rows it finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import filelock
+
+from rtrl.files import atomic_write_text
+
+NAME = "runs.jsonl"
+LOCK = ".runs.lock"
+
+
+class LedgerError(ValueError):
+    """A ledger that cannot be read as it is, or a folder another command is writing: one line for a person."""
+
+
+def number(value) -> bool:
+    """A finite int or float (not a bool, not NaN)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def numbers_or_none(value) -> bool:
+    """A list of finite numbers or ``None`` (a seed that ended no episode)."""
+    return isinstance(value, list) and all(v is None or number(v) for v in value)
+
+
+def text(value) -> bool:
+    return isinstance(value, str)
+
+
+def whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def a_dict(value) -> bool:
+    return isinstance(value, dict)
+
+
+def a_list(value) -> bool:
+    return isinstance(value, list)
+
+
+KINDS = {number: "a finite number", numbers_or_none: "a list of finite numbers (or null)", text: "a string",
+         whole: "an integer", a_dict: "an object", a_list: "a list"}
+
+
+def read(path: str | os.PathLike, fields: dict[str, Callable[[Any], bool]],
+         key: Callable[[dict], Any] | None = None, known: Callable[[dict], str | None] | None = None) -> list[dict]:
+    """The rows of the ledger at ``path`` (none where it does not exist), each checked: ``fields`` maps each field a
+    row must have to its check (one of ``KINDS``' functions); ``key(row)`` is what no two rows may share;
+    ``known(row)`` returns what is wrong with a row whose fields are all well formed (an unknown task, say), or
+    ``None``. ``LedgerError`` naming the file, the line and the field otherwise."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    if not path.is_file():
+        raise LedgerError(f"{path}: expected a file of results (one JSON object a line), found a folder or another "
+                          "kind of file")
+    rows, seen = [], {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}, line {lineno}"
+            try:
+                row = json.loads(line, parse_constant=lambda name, where=where: _refuse_constant(where, name))
+            except json.JSONDecodeError as e:
+                raise LedgerError(f"{where}: not a JSON object ({e.msg}); the line is damaged (a torn write or an "
+                                  "edit): remove it to run that row again") from None
+            if not isinstance(row, dict):
+                raise LedgerError(f"{where}: expected a JSON object, got {type(row).__name__}")
+            for field, check in fields.items():
+                if field not in row:
+                    raise LedgerError(f"{where}: the field {field!r} is missing")
+                if not check(row[field]):
+                    raise LedgerError(f"{where}: the field {field!r} must be {KINDS.get(check, check.__name__)}, got "
+                                      f"{row[field]!r:.80}")
+            if known is not None and (problem := known(row)):
+                raise LedgerError(f"{where}: {problem}")
+            if key is not None:
+                k = key(row)
+                if k in seen:
+                    raise LedgerError(f"{where}: repeats the row of line {seen[k]} ({k}); remove one of them")
+                seen[k] = lineno
+            rows.append(row)
+    return rows
+
+
+def _refuse_constant(where: str, name: str):
+    raise LedgerError(f"{where}: {name} is not a result (a value that is not a finite number)")
+
+
+def write(path: str | os.PathLike, rows: list[dict]) -> None:
+    """The ledger at ``path`` rewritten whole, atomically, with ``rows``; a row holding a non-finite number is a bug
+    of the writer, refused (``ValueError``), never written for a later reader to print as a result."""
+    atomic_write_text(path, "".join(json.dumps(row, allow_nan=False) + "\n" for row in rows))
+
+
+@contextlib.contextmanager
+def locked(folder: str | os.PathLike) -> Iterator[None]:
+    """Hold ``folder``'s ledger lock for the block; ``LedgerError`` at once where another command holds it."""
+    lock = filelock.FileLock(str(Path(folder) / LOCK), timeout=0)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise LedgerError(f"{folder}: another command is writing these results (its lock {LOCK} is held); wait "
+                          "for it to finish, or give another --out") from None
+    try:
+        yield
+    finally:
+        lock.release()

@@ -1,0 +1,78 @@
+"""``rtrl.ledger``: a results folder's runs.jsonl read line by line with every damage named (file, line, field),
+written atomically without NaN, and locked against a second writer."""
+
+import json
+import math
+
+import pytest
+
+from rtrl import ledger
+from rtrl.ledger import LedgerError
+
+FIELDS = {"task": ledger.text, "row": ledger.text, "finals": ledger.numbers_or_none, "wall_s": ledger.number}
+GOOD = {"task": "RepeatPrevious", "row": "rtrl", "finals": [0.5, None, -1], "wall_s": 3.5}
+
+
+def key(row):
+    return row["task"], row["row"]
+
+
+def write_lines(path, *lines):
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def test_a_missing_ledger_has_no_rows_and_good_rows_read_back_in_order(tmp_path):
+    assert ledger.read(tmp_path / "runs.jsonl", FIELDS) == []
+    other = {**GOOD, "row": "memoryless"}
+    path = write_lines(tmp_path / "runs.jsonl", json.dumps(GOOD), "", json.dumps(other))  # blank lines pass
+    assert ledger.read(path, FIELDS, key) == [GOOD, other]
+
+
+@pytest.mark.parametrize("line, expected", [
+    ('{"task": "RepeatPrevious", "row": "rt', "line 2: not a JSON object"),  # torn write
+    ("garbage", "line 2: not a JSON object"),
+    ("[1, 2]", "line 2: expected a JSON object, got list"),
+    (json.dumps({k: v for k, v in GOOD.items() if k != "finals"}), "line 2: the field 'finals' is missing"),
+    (json.dumps({**GOOD, "wall_s": "3.5"}), "line 2: the field 'wall_s' must be a finite number, got '3.5'"),
+    (json.dumps({**GOOD, "wall_s": True}), "line 2: the field 'wall_s' must be a finite number"),
+    (json.dumps({**GOOD, "finals": [0.5, "x"]}), "line 2: the field 'finals' must be a list of finite numbers"),
+    ('{"task": "A", "row": "rtrl", "finals": [NaN], "wall_s": 1}', "line 2: NaN is not a result"),
+    ('{"task": "A", "row": "rtrl", "finals": [1], "wall_s": Infinity}', "line 2: Infinity is not a result"),
+    (json.dumps(GOOD), "line 2: repeats the row of line 1 (('RepeatPrevious', 'rtrl'))"),
+])
+def test_every_damaged_line_is_one_error_naming_the_file_the_line_and_the_field(tmp_path, line, expected):
+    path = write_lines(tmp_path / "runs.jsonl", json.dumps(GOOD), line)
+    with pytest.raises(LedgerError) as e:
+        ledger.read(path, FIELDS, key)
+    assert str(e.value).startswith(f"{path}, {expected}")
+
+
+def test_a_row_the_reader_does_not_know_is_refused_with_the_readers_reason(tmp_path):
+    path = write_lines(tmp_path / "runs.jsonl", json.dumps({**GOOD, "task": "Chess"}))
+    with pytest.raises(LedgerError, match=r"line 1: unknown task 'Chess'"):
+        ledger.read(path, FIELDS, known=lambda r: f"unknown task {r['task']!r}" if r["task"] == "Chess" else None)
+
+
+def test_a_folder_where_the_ledger_belongs_is_refused_by_name(tmp_path):
+    (tmp_path / "runs.jsonl").mkdir()
+    with pytest.raises(LedgerError, match="runs.jsonl: expected a file"):
+        ledger.read(tmp_path / "runs.jsonl", FIELDS)
+
+
+def test_write_is_whole_lines_and_refuses_a_non_finite_number(tmp_path):
+    path = tmp_path / "runs.jsonl"
+    ledger.write(path, [GOOD])
+    assert path.read_text() == json.dumps(GOOD) + "\n"
+    with pytest.raises(ValueError):
+        ledger.write(path, [{**GOOD, "wall_s": math.nan}])
+    assert path.read_text() == json.dumps(GOOD) + "\n"  # the old ledger is untouched
+
+
+def test_a_second_writer_is_refused_while_the_first_holds_the_lock_and_admitted_after(tmp_path):
+    with ledger.locked(tmp_path):
+        with pytest.raises(LedgerError, match="another command is writing these results"):
+            with ledger.locked(tmp_path):
+                pass
+    with ledger.locked(tmp_path):  # released: the next command goes ahead
+        pass
