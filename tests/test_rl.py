@@ -45,7 +45,7 @@ def online_grads(agent, params, xs, done):
 
     def body(memory, inputs):
         x, d, key = inputs
-        action, _, grads, memory, _ = jax.vmap(agent.act, in_axes=(None, 0, 0, 0))(params, memory, x,
+        action, _, grads, memory, _ = jax.vmap(agent.act_grads, in_axes=(None, 0, 0, 0))(params, memory, x,
                                                                                 jax.random.split(key, E))
         return agent.reset(memory, d), (action, grads)
 

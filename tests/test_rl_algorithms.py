@@ -175,7 +175,7 @@ def test_per_environment_rules_with_update_every_are_refused():
     with pytest.raises(ValueError, match="update_every must be 1 under optimizer 'intentional'"):
         RLConfig(optimizer="intentional", update_every=2)
     with pytest.raises(ValueError, match="algorithm"):
-        RLConfig(algorithm="sarsa")
+        RLConfig(algorithm="ppo")
 
 
 @pytest.mark.parametrize("env", ["memory-chain", "tmaze"])

@@ -4,7 +4,7 @@ Parameters are ``{"torso": <the cell's>, "policy": {"W": (N, A), "b": (A,)}, "va
 with ``head_hidden = M > 0`` also ``"head": {"W": (N, M), "b": (M,)}``, a tanh layer both heads read
 (``u = tanh(h @ W + b)``, the heads (M, A) and (M, 1)): a non-linear readout of the torso that needs no traces (it
 does not recur), its gradient immediate.
-One environment's step (``act``) runs the torso's online step on the observation, samples an action and returns,
+One environment's step (``act_grads``) runs the torso's online step on the observation, samples an action and returns,
 besides it, the gradients w.r.t. all parameters of three per-step objectives of this step::
 
     v_t = V(h_t),    log pi(a_t | h_t),    H(pi(. | h_t))   (the policy's entropy)
@@ -127,6 +127,35 @@ class RecurrentAgent:
         its state, for ``envs`` environments; ``None``: the TD ascent as it is."""
         return None
 
+    def configure(self, config) -> RecurrentAgent:
+        """Read what ``act`` needs of ``config`` (an ``RLConfig``) outside the training steps, which are given it
+        (Q(lambda): the final exploration rate); returns the agent. ``rtrl.rl.assemble`` calls it."""
+        return self
+
+    def act(self, params, memory, x: jax.Array, key: jax.Array, greedy: bool = False):
+        """One environment's ``(action, memory')`` on the observation ``x``, no gradient taken: what an evaluation or
+        a rollout calls. ``greedy`` (a Python bool): the policy's best action, else a draw from the behaviour
+        policy. The torso's online state advances as in training (its traces too), so learning may go on from it."""
+        raise NotImplementedError
+
+    def td_error(self, pending, target: jax.Array, gamma: float) -> jax.Array:
+        """(E,): the previous step's TD error, once this step's ``target`` (``Stepped.target``: what the previous
+        step's TD target bootstraps from) is known; ``pending`` the loop's ``Pending`` (the previous step's
+        ``value``, ``reward``, ``done``, ``owed`` (what ``bootstrap`` gave where the episode was truncated, 0 where it
+        terminated) and ``valid``)::
+
+            delta_{t-1} = r_{t-1} + gamma * (owed_{t-1} if done_{t-1} else target_t) - value_{t-1}
+
+        and 0 where nothing is pending (the run's first step)."""
+        p = pending
+        return jnp.where(p.valid, p.reward + gamma * jnp.where(p.done, p.owed, target) - p.value, 0.0)
+
+    def bootstrap(self, params, memory, x: jax.Array, config, step: jax.Array) -> jax.Array:
+        """One environment's value that a truncated episode's TD target owes, of its last observation ``x`` (the
+        torso's step on it from the episode's carry ``memory``, nothing kept), at the loop's ``step`` (the one that
+        acted) under ``config``: ``value`` by default."""
+        return self.value(params, memory, x)
+
 
 class ActorCritic(RecurrentAgent):
     """Stream AC(lambda)'s agent: policy and value heads on the torso (linear, or behind a shared tanh layer of
@@ -164,7 +193,13 @@ class ActorCritic(RecurrentAgent):
         cotangents = (jnp.stack([jnp.zeros_like(logits), *d_logits]), jnp.array([1.0, 0.0, 0.0], value.dtype))
         return value, jax.vmap(vjp)(cotangents)[0], memory, entropy
 
-    def act(self, params, memory, x: jax.Array, key: jax.Array):
+    def act(self, params, memory, x: jax.Array, key: jax.Array, greedy: bool = False):
+        """One environment's ``(action, memory')`` (``RecurrentAgent.act``): a draw from the policy, or with
+        ``greedy`` its most likely action."""
+        (logits, _), memory = self.forward(params, memory, x)
+        return (jnp.argmax(logits) if greedy else jax.random.categorical(key, logits)), memory
+
+    def act_grads(self, params, memory, x: jax.Array, key: jax.Array):
         """One environment: ``(action, value, grads, memory', entropy)``; ``grads`` as in ``objective_grads``."""
         logits = self.forward(params, memory, x)[0][0]
         action = jax.random.categorical(key, logits)
@@ -179,10 +214,10 @@ class ActorCritic(RecurrentAgent):
 
         One forward pass per environment, its pullback kept for the drive (the action is drawn from its logits);
         the entropy's gradient, where asked for, is one pullback of the batch with the parameters shared, whose
-        readout gradient is one matrix product. Why not ``act`` mapped over E: its three per-environment gradients,
-        a pullback mapped over cotangents inside the map over environments, cost 62 ms a step with a width-192 LRU
-        torso and 16 environments (its 192x192 readout's gradients laid out (E, 3, N, N), then transposed and copied
-        by XLA's CPU backend), against 4.4 ms this way (``rtrl.benchmarks.agent``)."""
+        readout gradient is one matrix product. Why not ``act_grads`` mapped over E: its three per-environment
+        gradients, a pullback mapped over cotangents inside the map over environments, cost 62 ms a step with a
+        width-192 LRU torso and 16 environments (its 192x192 readout's gradients laid out (E, 3, N, N), then
+        transposed and copied by XLA's CPU backend), against 4.4 ms this way (``rtrl.benchmarks.agent``)."""
 
         def one(m, xe, key):
             (logits, value), pullback, memory_next = jax.vjp(lambda p: self.forward(p, m, xe), params, has_aux=True)

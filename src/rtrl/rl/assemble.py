@@ -68,4 +68,5 @@ def assemble(config: RLConfig) -> RLAssembly:
         raise ValueError(f"cell input_size must be the observation size {env.obs_size} of {env.name}, got "
                          f"{cell.input_size}")
     agent = ALGORITHMS[config.algorithm](cell, env.num_actions, config.method, config.truncation, config.head_hidden)
+    agent = agent.configure(config)  # what its act reads of the configuration (Q's final epsilon)
     return RLAssembly(config, env, agent)

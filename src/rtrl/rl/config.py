@@ -84,8 +84,9 @@ class RLConfig(Config):
                       "environment, stepped on the host)", env_name, "NAME", imports=env_import)
     env_args: tuple = option((), "an environment option, e.g. memory_length=20, or a keyword of gymnasium.make "
                              "(repeatable)", pairs, "KEY=VALUE")
-    algorithm: str = option("ac", "ac (stream AC(lambda)), q (stream Q(lambda), epsilon-greedy, Watkins' cuts) or "
-                            "qrc (QRC(lambda): q with gradient corrections); `rtrl list algorithms`",
+    algorithm: str = option("ac", "ac (stream AC(lambda)), q (stream Q(lambda), epsilon-greedy, Watkins' cuts), "
+                            "qrc (QRC(lambda): q with gradient corrections) or sarsa (SARSA(lambda)); `rtrl list "
+                            "algorithms`",
                             one_of(ALGORITHMS), "NAME")
     cell: Any = option("elman", "a cell from `rtrl list`, or the import path of any other, e.g. flax.linen:GRUCell "
                        "(sized by the observation and --hidden)", cell_or_name, "NAME", imports=cell_import)
@@ -93,7 +94,7 @@ class RLConfig(Config):
     hidden: int = option(32, "hidden size of the recurrent torso", positive_int, "N")
     method: Any = option("auto", "a trace method from `rtrl list` (auto: the cheapest exact one for the torso), "
                          "or tbptt (a rolling window of --truncation steps)", method_or_name, "NAME")
-    truncation: int = option(8, "tbptt's window", positive_int, "K")
+    truncation: int = option(8, "--method tbptt: its window", positive_int, "K")
     head_hidden: int = option(0, "ac: width of a tanh layer between the torso and the policy and value heads (0: "
                               "linear heads on the torso)", non_negative_int, "M")
     envs: int = option(16, "environments stepped in parallel", positive_int, "E")
@@ -101,22 +102,25 @@ class RLConfig(Config):
     gamma: float = option(0.99, "discount", unit_interval, "G")
     lam: float = option(0.8, "lambda of the parameter-space eligibility traces (0: one-step actor-critic)",
                         unit_interval, "L")
-    epsilon: float = option(0.01, "q: the exploration rate epsilon reached after --explore-steps", unit_interval, "E")
-    explore_steps: int = option(10_000, "q: steps over which epsilon falls linearly from 1 to --epsilon",
+    epsilon: float = option(0.01, "q, qrc, sarsa: the exploration rate epsilon reached after --explore-steps",
+                            unit_interval, "E")
+    explore_steps: int = option(10_000, "q, qrc, sarsa: steps over which epsilon falls linearly from 1 to --epsilon",
                                 positive_int, "S")
     h_lr: float = option(1e-5, "qrc: the step size of the secondary weights h (plain steps, clipped to --clip)",
                          positive_float, "LR")
     h_beta: float = option(1.0, "qrc: the regulariser beta of the secondary weights h", non_negative_float, "B")
-    entropy: float = option(0.01, "weight of the policy's entropy", non_negative_float, "C")
-    value_coef: float = option(1.0, "weight of the value's gradient in the traces", non_negative_float, "C")
+    entropy: float = option(0.01, "ac: weight of the policy's entropy", non_negative_float, "C")
+    value_coef: float = option(1.0, "ac: weight of the value's gradient in the traces", non_negative_float, "C")
     # measured (docs/rl.md): obgd at lr 1, kappa 2 was slower on masked CartPole and did not learn MemoryChain(20)
     optimizer: str = option("adam", "the step-size rule: adam, sgd, obgd (Elsayed et al.'s overshooting-bounded "
                             "step), adaptive_obgd (stream-x's) or intentional (Farr et al.'s; docs/rl.md)",
                             one_of(STEP_RULES), "NAME")
-    lr: float = option(1e-3, "learning rate (intentional: the fraction eta of the TD error a step intends)",
+    lr: float = option(1e-3, "learning rate, any positive step (intentional: the fraction eta in (0, 1] of the TD "
+                       "error a step intends)",
                        positive_float, "LR")
-    kappa: float = option(2.0, "obgd's bound", positive_float, "K")
-    clip: float | None = option(1.0, "adam / sgd: clip the update's global norm to this (`--no-clip`: do not)",
+    kappa: float = option(2.0, "obgd / adaptive_obgd: the overshooting bound", positive_float, "K")
+    clip: float | None = option(1.0, "adam / sgd: clip the update's global norm to this, qrc: h's step too "
+                                "(`--no-clip`: do not)",
                                 optional(positive_float), "C")
     extra_inputs: bool = option(False, "add the previous action (one-hot), the previous reward and the time in the "
                                 "episode to the observation (a jitted environment)", flag)
@@ -126,8 +130,8 @@ class RLConfig(Config):
     health_every: int = option(16, "steps between samples of the learner's health figures (1: every step)",
                                positive_int, "K")
     record_every: int = option(1000, "steps between metrics records (and checkpoints)", positive_int, "R")
-    fidelity_every: int = option(0, "every M steps, the cosine of the online gradients with BPTT's (0: off; q and "
-                                 "qrc: of Q(s_t, a_t)'s, as cos_value)",
+    fidelity_every: int = option(0, "every M steps, the cosine of the online gradients with BPTT's (0: off; q, qrc "
+                                 "and sarsa: of Q(s_t, a_t)'s, as cos_value)",
                                  non_negative_int, "M")
     seed: int = option(0, "seed of the parameters, the environments and the actions", random_seed, "SEED")
     seeds: int = option(1, "seeds run in one call under jax.vmap: SEED, SEED+1, ... (a jitted environment); a "

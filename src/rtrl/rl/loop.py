@@ -9,7 +9,8 @@ error of the previous step is known once ``v_t`` is::
                                                                    V(s_T)       where it was truncated
 
 where ``V(s_T)`` is the value of the truncated episode's last observation (the torso's step on it from the
-episode's carry, with the parameters ``v_t`` uses; computed only at steps where some environment truncates).
+episode's carry, with the parameters ``v_t`` uses; computed only at steps where some environment truncates). The
+algorithm owns both (``rtrl.rl.algorithms``): its ``td_error``, and its ``bootstrap`` for ``V(s_T)``.
 
 and the update (ascent) is AC(lambda) with eligibility traces in parameter space, one per environment (with
 ``update_every = k``, the ascents of k steps are summed and applied at the k-th)::
@@ -273,7 +274,7 @@ class OnlineActorCritic:
 
         # The previous step's TD error, and the update the rule makes of it with the traces up to that step.
         p = state.pending
-        delta = jnp.where(p.valid, p.reward + c.gamma * jnp.where(p.done, p.owed, stepped.target) - p.value, 0.0)
+        delta = agent.td_error(p, stepped.target, c.gamma)
 
         def health(_):  # passes over the traces, the torso's state and the parameters: sampled (health_every)
             ascent = plus(weighted_mean(delta, state.traces), stepped.bonus)
@@ -303,8 +304,9 @@ class OnlineActorCritic:
         cast = {name: jnp.asarray(getattr(outcome, name)).astype(self.dtype) for name in ("obs", "reward", "final_obs")}
         wrapped, wrappers = self.wrappers.step(state.wrappers, outcome._replace(done=done, **cast))
 
-        def values(_):  # V(s_T): the torso's step on the last observation, from the episode's own carry
-            return jax.vmap(self.agent.value, in_axes=(None, 0, 0))(state.params, state.memory, wrapped.final_obs)
+        def values(_):  # the algorithm's bootstrap (V(s_T)): the torso's step on s_T from the episode's own carry
+            return jax.vmap(self.agent.bootstrap, in_axes=(None, 0, 0, None, None))(
+                state.params, state.memory, wrapped.final_obs, self.config, state.step)
 
         owed = lax.cond(truncated.any(), values, lambda _: jnp.zeros(done.shape, self.dtype), None)
         owed = jnp.where(truncated, owed, 0.0)

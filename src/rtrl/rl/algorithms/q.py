@@ -1,32 +1,12 @@
-"""The online-RL algorithms ``rtrl rl --algorithm NAME`` selects (``ALGORITHMS``): each an agent whose ``stepped``
-gives the update rule (``rtrl.rl.transforms``) what it needs, the loop (``rtrl.rl.loop``) the same for all.
+"""Stream Q(lambda) with Watkins' cuts (``rtrl rl --algorithm q``): ``QAgent``, a head of A action values on the
+torso; the action is epsilon-greedy, epsilon falling linearly from 1 to ``epsilon`` over the first ``explore_steps``
+steps; the trace takes ``g_t = grad Q(s_t, a_t)``, the TD target is ``r + gamma * max_a Q(s', a)``, and the trace is
+cut after an action that was not greedy (as after an episode's end)::
 
-* ``ac``: stream AC(lambda), ``rtrl.rl.agent.ActorCritic``.
-* ``q``: stream Q(lambda) with Watkins' cuts, ``QAgent``: a head of A action values on the torso; the action is
-  epsilon-greedy, epsilon falling linearly from 1 to ``epsilon`` over the first ``explore_steps`` steps; the trace
-  takes ``g_t = grad Q(s_t, a_t)``, the TD target is ``r + gamma * max_a Q(s', a)``, and the trace is cut after an
-  action that was not greedy (as after an episode's end)::
+    delta_{t-1} = r_{t-1} + gamma * max_a Q(s_t, a) - Q(s_{t-1}, a_{t-1}),
+    z_t = gamma * lambda * (1 - done_{t-1}) * (1 - explored_{t-1}) * z_{t-1} + g_t
 
-      delta_{t-1} = r_{t-1} + gamma * max_a Q(s_t, a) - Q(s_{t-1}, a_{t-1}),
-      z_t = gamma * lambda * (1 - done_{t-1}) * (1 - explored_{t-1}) * z_{t-1} + g_t
-
-* ``qrc``: QRC(lambda), ``QRCAgent``: Q(lambda)'s agent and traces, its TD ascent corrected as in Patterson et al.
-  2022's QRC ("A robust gradient-TD algorithm"), with eligibility traces as Elelimy et al. 2025 and Farr et al. 2026
-  (RQRC; code: ``streamlet.algorithms.RecurrentQRCLambda``) write it (``rtrl.rl.transforms.qrc``). The secondary
-  weights ``h`` estimate the expected TD error, ``h(s, a) = phi . W_h[:, a] + b_h[a]`` on the torso's output
-  ``phi``, zero at the start, their gradient not taken into the torso (Patterson et al.'s deep QRC; Farr et al. give
-  ``h`` a torso of its own). With ``h_t = h(s_t, a_t)`` and ``d_t = done_t`` (an episode ended)::
-
-      z^h_t = gamma * lambda * (1 - cut) * z^h_{t-1} + grad h_t,      e_t = gamma * lambda * (1 - cut) * e_{t-1} + h_t
-      ascent of Q:  delta_t z_t - e_t grad delta_t - h_t g_t
-                    = delta_t z_t + (e_t - h_t) g_t - gamma (1 - d_t) e_t grad max_a Q(s_{t+1}, a)
-      h += h_lr * clip(delta_t z^h_t - h_t grad h_t - beta h)                          (``h_lr``, ``h_beta``)
-
-  where ``grad delta_t = gamma (1 - d_t) grad max_a Q(s_{t+1}, a) - g_t`` and ``clip`` is to the global norm
-  ``clip`` (plain steps). The ascent of Q goes to the step-size rule as Q(lambda)'s does (``adam``, ``sgd``,
-  ``obgd``; ObGD's bound measures its TD part). Each term is taken at step ``t + 1``, when ``delta_t`` is known;
-  after a truncation the TD error bootstraps from ``max_a Q(s_T, a)`` but the correction's gradient of it is
-  dropped (``d_t = 1``).
+A truncated episode's target bootstraps from ``max_a Q(s_T, a)`` of its last observation.
 """
 
 from __future__ import annotations
@@ -35,8 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import glorot
-from rtrl.rl.agent import ActorCritic, RecurrentAgent, Stepped
-from rtrl.rl.transforms import qrc
+from rtrl.rl.agent import RecurrentAgent, Stepped
 
 
 def epsilon(config, step: jax.Array) -> jax.Array:
@@ -51,6 +30,7 @@ class QAgent(RecurrentAgent):
 
     options = ("epsilon", "explore_steps")
     checked = 1  # the fidelity check's gradient: Q(s_t, a_t)'s (recorded as ``cos_value``)
+    epsilon: float | None = None  # the final exploration rate, what ``act`` explores with (``configure``)
 
     def init(self, key: jax.Array, dtype=jnp.float32):
         k_torso, k_q = jax.random.split(key)
@@ -63,6 +43,24 @@ class QAgent(RecurrentAgent):
         then the head."""
         phi, memory = self.learner.step(params["torso"], memory, x)
         return phi @ params["q"]["W"] + params["q"]["b"], (memory, phi)
+
+    def configure(self, config) -> QAgent:
+        """The final exploration rate ``config.epsilon``, what ``act`` explores with."""
+        self.epsilon = config.epsilon
+        return self
+
+    def act(self, params, memory, x: jax.Array, key: jax.Array, greedy: bool = False):
+        """One environment's ``(action, memory')`` (``RecurrentAgent.act``): the action of highest value, or without
+        ``greedy`` epsilon-greedy with the final rate (``configure``)."""
+        q, (memory, _) = self.forward(params, memory, x)
+        best = jnp.argmax(q)
+        if greedy:
+            return best, memory
+        if self.epsilon is None:
+            raise ValueError("epsilon is not set: configure(config) first, or act with greedy=True")
+        k_explore, k_random = jax.random.split(key)
+        explore = jax.random.uniform(k_explore) < self.epsilon
+        return jnp.where(explore, jax.random.randint(k_random, (), 0, self.num_actions), best), memory
 
     def stepped(self, params, memory, x: jax.Array, key: jax.Array, config, step: jax.Array) -> Stepped:
         """All E environments: one forward pass and one pullback each (the gradient of ``Q(s_t, a_t)``, what the
@@ -115,25 +113,6 @@ class QAgent(RecurrentAgent):
         return self.forward(params, memory, x)[0].max()
 
 
-class QRCAgent(QAgent):
-    """QRC(lambda)'s agent: Q(lambda)'s (a linear head of A action values on the torso, epsilon-greedy, Watkins'
-    cuts), its TD ascent corrected with the secondary weights h, a linear head on the same torso held by the update
-    rule."""
-
-    options = ("epsilon", "explore_steps", "h_lr", "h_beta", "clip")
-
-    def stepped(self, params, memory, x: jax.Array, key: jax.Array, config, step: jax.Array) -> Stepped:
-        """``QAgent.stepped`` with a second pullback per environment (``grad max_a Q(s_t, a)``) and the torso's
-        outputs, for the correction (``QAgent.epsilon_greedy`` with ``targets``)."""
-        return self.epsilon_greedy(params, memory, x, key, config, step, targets=True)
-
-    def correction(self, config, envs: int):
-        """``rtrl.rl.transforms.qrc``: the gradient correction and the secondary weights (``config``'s ``gamma``,
-        ``lam``, ``h_lr``, ``h_beta`` and ``clip``)."""
-        return qrc(config.gamma, config.gamma * config.lam, envs, self.cell.hidden_size, self.num_actions,
-                   h_lr=config.h_lr, beta=config.h_beta, clip=config.clip)
-
-
 def greedy_entropy(rate: jax.Array, actions: int, like: jax.Array) -> jax.Array:
     """(E,) like ``like``: the entropy of the epsilon-greedy policy (``rate`` spread evenly, the rest on one)."""
     low = rate / actions
@@ -141,5 +120,3 @@ def greedy_entropy(rate: jax.Array, actions: int, like: jax.Array) -> jax.Array:
     h = -(actions - 1) * low * jnp.log(jnp.maximum(low, 1e-30)) - high * jnp.log(high)
     return jnp.broadcast_to(h, like.shape).astype(like.dtype)
 
-
-ALGORITHMS = {"ac": ActorCritic, "q": QAgent, "qrc": QRCAgent}
