@@ -148,3 +148,69 @@ def test_an_output_folder_never_names_a_run_folders_file(runs, tmp_path):
     finally:
         escape.unlink()
     assert check_output_folder(run / "videos", "--video") == run / "videos"  # a folder of its own in the run: fine
+
+
+
+def film_env(blind: bool = False):
+    gymnasium = pytest.importorskip("gymnasium")
+    from gymnasium import spaces
+
+    class FilmEnv(gymnasium.Env):
+        metadata = {"render_modes": [] if blind else ["rgb_array"], "render_fps": 4}
+
+        def __init__(self, render_mode=None):
+            self.observation_space = spaces.Box(0.0, 1.0, (2,), np.float32)
+            self.action_space = spaces.Discrete(2)
+            self.render_mode, self.t = render_mode, 0
+
+        def observe(self):
+            return np.array([self.t / 3, 1.0], np.float32)
+
+        def reset(self, seed=None, options=None):
+            super().reset(seed=seed)
+            self.t = 0
+            return self.observe(), {}
+
+        def step(self, action):
+            self.t += 1
+            return self.observe(), float(action), self.t >= 3, False, {}
+
+        def render(self):
+            return np.full((16, 16, 3), 60 * self.t, np.uint8)
+
+    name = "RtrlFilmBlind-v0" if blind else "RtrlFilm-v0"
+    if name not in gymnasium.registry:
+        gymnasium.register(id=name, entry_point=FilmEnv)
+    return name
+
+
+def test_an_rl_run_on_a_gymnasium_environment_is_rolled_out_and_filmed(tmp_path, capsys):
+    """Every episode of a policy that always takes action 1 returns 3; each is one video file."""
+    pytest.importorskip("moviepy")
+    name = film_env()
+    run = tmp_path / "film"
+    assert main(f"rl --env gymnasium:{name} --hidden 2 --envs 1 --record-every 6 --steps 6 --quiet --out {run}"
+                .split()) == 0
+    trained = rtrl.load(run)
+    always_one = {**trained.state.params["policy"], "b": jnp.array([0.0, 50.0])}
+    trained = dataclasses.replace(trained, state=trained.state._replace(params={**trained.state.params,
+                                                                                "policy": always_one}))
+    result = trained.evaluate(episodes=2, seed=5, video=tmp_path / "films")
+    assert result == {"metric": "return", "value": 3.0, "std": 0.0, "min": 3.0, "max": 3.0, "cut": 0, "episodes": 2,
+                      "seed": 5, "greedy": False, "step": 6}
+    films = sorted(p.name for p in (tmp_path / "films").iterdir())
+    assert films == ["episode-episode-0.mp4", "episode-episode-1.mp4"]
+    assert all((tmp_path / "films" / f).stat().st_size > 0 for f in films)
+    capsys.readouterr()
+    assert main(["eval", str(run), "--episodes", "1", "--json"]) == 0  # the CLI: the run's own policy
+    assert json.loads(capsys.readouterr().out)["episodes"] == 1
+
+
+def test_a_gymnasium_environment_that_does_not_render_is_refused_by_name(tmp_path, capsys):
+    name = film_env(blind=True)
+    run = tmp_path / "blind"
+    assert main(f"rl --env gymnasium:{name} --hidden 2 --envs 1 --record-every 3 --steps 3 --quiet --out {run}"
+                .split()) == 0
+    assert main(["eval", str(run), "--video", str(tmp_path / "films")]) == 2
+    assert f"--video: gymnasium:{name} does not render rgb_array frames" in capsys.readouterr().err
+    assert not (tmp_path / "films").exists()

@@ -5,7 +5,8 @@
 ``COMMAND`` reruns the figures, ``HASH`` is the source tree's git commit (``-dirty`` when it had uncommitted
 changes; ``unknown`` outside a git checkout) and the date is UTC. ``PATTERN`` reads the line back; docs/reliability.md
 ("Every figure says where it came from") says which text of a page counts as a figure and where its line must stand,
-and ``tests/test_docs_figures.py`` holds every page of README.md and docs/ to it.
+and ``tests/test_docs_figures.py`` holds every page of README.md and docs/ to it. ``platform()`` names the JAX
+backend and device a run computed on (in a run folder's header, summary and ``config.json``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,15 @@ def commit(where: str | Path | None = None) -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + ("-dirty" if changed else "")
+
+
+def platform() -> dict[str, str]:
+    """Where JAX computes: ``{"backend": ..., "device": ...}``, its default backend (``cpu``, ``gpu``, ``tpu``) and
+    the kind of its first device (``cpu``, ``NVIDIA H100 80GB HBM3``), what a run folder's header, summary and
+    ``config.json`` name. Imports JAX (and starts its backend) on first use."""
+    import jax
+
+    return {"backend": jax.default_backend(), "device": jax.devices()[0].device_kind}
 
 
 def today() -> str:

@@ -8,7 +8,8 @@ actor-critic). Each kind registers itself in ``KINDS`` (its configuration class,
 
 * ``config.json``: the run's configuration, complete and resolved: a ``RunConfig`` (task, cell, method and their
   options, sizes, optimiser, budget, seed; ``rtrl.training.assemble`` turns it back into its parts) or an
-  ``rtrl.rl.RLConfig``;
+  ``rtrl.rl.RLConfig``; beside the options, ``backend`` and ``device``: where the run last computed
+  (``rtrl.provenance.platform``; a folder without them, written before they were, reads and resumes as ever);
 * ``metrics.jsonl``: one strict-JSON object per evaluation (never ``NaN``): ``step``, ``loss`` (training loss since
   the previous evaluation, ``null`` at step 0), ``metric`` (the task's held-out headline metric), ``eval_loss``,
   any other metric of the task, and ``wall_s`` (seconds of training so far, across resumptions). An RL run's
@@ -49,11 +50,13 @@ from rtrl.checks import first_non_finite
 from rtrl.config import Config, allowed_imports
 from rtrl.driver import Diverged
 from rtrl.files import atomic_write_text, naming
+from rtrl.provenance import platform
 from rtrl.run import checkpoint, loggers
 from rtrl.run.plot import Curve, plot_curves
 
 CONFIG, METRICS, CHECKPOINT, CURVE, LOCK = "config.json", "metrics.jsonl", "checkpoint.npz", "curve.png", ".lock"
 FILES = (CONFIG, METRICS, CHECKPOINT, CURVE)
+PLATFORM = ("backend", "device")  # config.json's keys besides the options: where the run last computed (platform())
 
 
 class RunError(ValueError):
@@ -121,6 +124,13 @@ def chosen(name, method) -> str:
     return f" ({resolved})" if resolved and resolved != getattr(name, "name", name) else ""
 
 
+def computed_on() -> str:
+    """``"backend cpu, device cpu"``: where this process computes (``rtrl.provenance.platform``), as a run's header
+    and summary end."""
+    where = platform()
+    return f"backend {where['backend']}, device {where['device']}"
+
+
 def fmt(value) -> str:
     return "-" if value is None else f"{value:.4g}"
 
@@ -175,6 +185,8 @@ def read_config(path: str | os.PathLike, imports: bool = True) -> Config:
         data = parse_json(file.read_text())
     except (ValueError, UnicodeDecodeError) as e:
         raise RunError(f"{file} is not valid JSON ({e})") from None
+    if isinstance(data, dict):  # where the run computed is no option of it (a folder of before it: none said)
+        data = {k: v for k, v in data.items() if k not in PLATFORM}
     try:
         return kind_of_data(data).config_class.from_dict(data, where=str(file), complete=True, trusted=not imports)
     except ValueError as e:
@@ -267,9 +279,20 @@ def check_devices(kind: type[Run], config: Config) -> None:
         raise RunError(f"{e} (or run it on fewer: --devices)") from None
 
 
-def write_config(path: Path, config: Config) -> None:
+def read_platform(path: str | os.PathLike) -> dict:
+    """What ``config.json`` in ``path`` says of where the run last computed (``PLATFORM``: ``backend``, ``device``;
+    ``None`` for what it does not say, as in a folder written before it was recorded)."""
     try:
-        text = json.dumps(config.to_dict(), indent=2, allow_nan=False)
+        data = json.loads((Path(path) / CONFIG).read_text())
+    except (OSError, ValueError):
+        data = {}
+    return {k: data.get(k) for k in PLATFORM} if isinstance(data, dict) else dict.fromkeys(PLATFORM)
+
+
+def write_config(path: Path, config: Config) -> None:
+    """``config.json``: the configuration's options, and the backend and device of this process (``PLATFORM``)."""
+    try:
+        text = json.dumps({**config.to_dict(), **platform()}, indent=2, allow_nan=False)
     except TypeError as e:  # a cell or method given as an object (from Python), not by name
         raise RunError(f"a run folder's config.json needs every option as a name or a number: {e}") from None
     atomic_write_text(path / CONFIG, text + "\n")
@@ -589,8 +612,8 @@ class Run:
             state, wall_s = self.load()
             self.check_budget(self.config.steps)  # checked on open too; here against the checkpoint as loaded
             with allowed_imports(self.config.imports()):  # this run's own code, already built (trusted or allowed)
-                changed = read_config(self.path) != self.config
-            if changed:  # a new budget, written once the run is known to continue
+                changed = read_config(self.path) != self.config or read_platform(self.path) != platform()
+            if changed:  # a new budget or device, written once the run is known to continue
                 write_config(self.path, self.config)
 
             def record(state, rec):

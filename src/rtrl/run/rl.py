@@ -10,7 +10,16 @@ from rtrl.devices import check_memory, floats_of
 from rtrl.rl.assemble import assemble
 from rtrl.rl.config import RLConfig
 from rtrl.rl.loop import TIMINGS, Seeds, runner, train
-from rtrl.run.folder import Run, check_output_folder, chosen, evaluation_options, fmt, read_metrics, register
+from rtrl.run.folder import (
+    Run,
+    check_output_folder,
+    chosen,
+    computed_on,
+    evaluation_options,
+    fmt,
+    read_metrics,
+    register,
+)
 from rtrl.run.plot import Curve
 from rtrl.run.rollout import Policy, check_video, host_returns, jitted_returns, summary
 
@@ -97,7 +106,7 @@ class RLRun(Run):
         config = self.config
         method = chosen(config.method, self.assembly.agent.learner.method)
         return (f"{self.assembly.env.name} | {config.label()}{method} hidden {config.hidden}, update every "
-                f"{config.update_every} | {config.envs} environments, {config.steps} steps each")
+                f"{config.update_every} | {config.envs} environments, {config.steps} steps each | {computed_on()}")
 
     def resume_note(self) -> str:
         """A host environment's states are not in the checkpoint (``rtrl.rl.loop``): say that a resumed run
@@ -122,7 +131,8 @@ class RLRun(Run):
         seeds = (f"; per seed {' '.join(fmt(v) for v in last['return_per_seed'])}" if "return_per_seed" in last
                  else "")
         return (f"mean return {fmt(first['return'])} at step {first['step']} -> {fmt(last['return'])} at step "
-                f"{last['step']} ({extra}){seeds} in {last['wall_s']:.1f} s{time_split(records, self.config.envs)}")
+                f"{last['step']} ({extra}){seeds} in {last['wall_s']:.1f} s on {computed_on()}"
+                f"{time_split(records, self.config.envs)}")
 
 
 def time_split(records: list[dict], envs: int) -> str:

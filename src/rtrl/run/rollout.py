@@ -29,7 +29,6 @@ import numpy as np
 from jax import lax
 
 from rtrl.rl.agent import ActorCritic
-from rtrl.rl.algorithms import QAgent
 from rtrl.rl.envs.normalize import standardized
 
 HOST_STEPS = 100_000  # a host episode is cut here where the environment states no limit of its own
@@ -66,7 +65,9 @@ def act(agent, params, memory, x: jax.Array, key: jax.Array, greedy: bool, epsil
     own = getattr(agent, "act", None)
     if own is not None and "greedy" in inspect.signature(own).parameters:
         return own(params, memory, x, key, greedy=greedy)
-    if isinstance(agent, QAgent):
+    from rtrl.rl import algorithms  # the agents of before their own ``act``
+
+    if isinstance(agent, getattr(algorithms, "QAgent", ())):
         q, (memory, _) = agent.forward(params, memory, x)
         best = jnp.argmax(q)
         if greedy:

@@ -4,7 +4,7 @@ evaluated every ``eval_every`` steps and at step 0."""
 from __future__ import annotations
 
 from rtrl.devices import check_memory
-from rtrl.run.folder import Run, chosen, evaluation_options, fmt, read_metrics, register
+from rtrl.run.folder import Run, chosen, computed_on, evaluation_options, fmt, read_metrics, register
 from rtrl.run.plot import Curve
 from rtrl.training.assemble import assemble, task_of
 from rtrl.training.config import RunConfig
@@ -65,7 +65,7 @@ class TrainRun(Run):
         config, task = self.config, self.assembly.task
         return (f"{task.name} ({task.metric_name}, chance {task.chance:.3g}) | {config.cell} hidden {config.hidden} "
                 f"| {config.method}{chosen(config.method, self.assembly.method)}, update every "
-                f"{config.update_every} | batch {config.batch}, {config.steps} steps")
+                f"{config.update_every} | batch {config.batch}, {config.steps} steps | {computed_on()}")
 
     def status(self, record: dict) -> str:
         return f"loss {fmt(record['loss'])} {self.assembly.task.metric_name} {fmt(record['metric'])}"
@@ -75,4 +75,4 @@ class TrainRun(Run):
         first, last = records[0], records[-1]
         extra = ", ".join(f"{k} {fmt(v)}" for k, v in last.items() if k not in ("step", "loss", "metric", "wall_s"))
         return (f"{task.metric_name}: {fmt(first['metric'])} at step {first['step']} -> {fmt(last['metric'])} at "
-                f"step {last['step']} (chance {task.chance:.3g}; {extra}) in {last['wall_s']:.1f} s")
+                f"step {last['step']} (chance {task.chance:.3g}; {extra}) in {last['wall_s']:.1f} s on {computed_on()}")
