@@ -50,9 +50,19 @@ class QOracle(Oracle):
     def q_values(self, h):
         return h @ self.p["q"]["W"] + self.p["q"]["b"]
 
+    watkins = True  # the trace is cut after an action that was not greedy
+
+    def target(self, q, action):
+        """What the previous step's TD target bootstraps from, of this step's action values and action."""
+        return q.max()
+
+    def bootstrap(self, q):
+        """What a truncated episode's TD target owes, of its last observation's action values."""
+        return q.max()
+
     def value_after(self, e, x):
         t = self.p["torso"]
-        return self.q_values(np.tanh(x @ t["W"] + t["B"] + self.h[e] @ t["R"])).max()
+        return self.bootstrap(self.q_values(np.tanh(x @ t["W"] + t["B"] + self.h[e] @ t["R"])))
 
     def advance(self, actions):
         self.act(np.stack([self.obs(e) for e in range(E)]), actions)
@@ -79,7 +89,7 @@ class QOracle(Oracle):
         else:
             v_prev, r_prev, done_before, owed = self.pending
             delta = r_prev + self.c.gamma * np.where(done_before, owed, targets) - v_prev
-            cut = done_before | self.explored
+            cut = done_before | (self.explored & self.watkins)
         self.deltas.append(delta)
         return delta, cut, done_before
 
@@ -93,7 +103,7 @@ class QOracle(Oracle):
             h = self.torso(e, x[e])
             q = self.q_values(h)
             a = actions[e]
-            values[e], targets[e], explored[e] = q[a], q.max(), a != np.argmax(q)
+            values[e], targets[e], explored[e] = q[a], self.target(q, a), a != np.argmax(q)
             onehot = np.eye(q.size)[a]
             g.append({"torso": {k: np.tensordot(self.p["q"]["W"][:, a], self.S[e][k], 1) for k in self.S[e]},
                       "q": {"W": np.outer(h, onehot), "b": onehot}})
