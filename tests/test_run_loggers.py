@@ -151,3 +151,37 @@ def test_overwrite_removes_what_the_loggers_wrote_and_nothing_else(tmp_path, mon
     (out / "wandb" / "notes.txt").unlink()
     assert main(["train", *TINY, "--steps", "4", "--out", str(out), "--overwrite"]) == 0
     assert not (out / "wandb").exists()  # empty once the loggers' files went: removed
+
+
+@pytest.mark.parametrize("mode, expected", [
+    ("bogus", "WANDB_MODE must be one of offline, online, disabled, dryrun for --log wandb, got 'bogus'"),
+    ("online", "WANDB_MODE=online needs a W&B API key"),
+])
+def test_an_unusable_wandb_mode_is_refused_before_the_run_folder_is_made(tmp_path, monkeypatch, capsys, mode,
+                                                                         expected):
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", mode)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    out = tmp_path / "run"
+    assert main(["train", *TINY, "--steps", "4", "--out", str(out), "--log", "wandb"]) == 2
+    assert expected in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_wandb_folder_linking_out_of_the_run_folder_is_refused_and_nothing_is_written_there(tmp_path, capsys):
+    """``RUN/wandb`` a link to a folder elsewhere: ``--overwrite --log wandb`` and ``rtrl resume --log wandb`` refuse
+    it by name, the folder it points to stays empty and the run's own files stay as they were."""
+    pytest.importorskip("wandb")
+    out, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+    assert main(["train", *TINY, "--steps", "4", "--out", str(out)]) == 0
+    elsewhere.mkdir()
+    (out / "wandb").symlink_to(elsewhere)
+    before = (out / "metrics.jsonl").read_text()
+    capsys.readouterr()
+    for argv in (["train", *TINY, "--steps", "4", "--out", str(out), "--overwrite", "--log", "wandb"],
+                 ["resume", str(out), "--steps", "8", "--log", "wandb", "--quiet"]):
+        assert main(argv) == 2
+        assert "a link leading out of the run folder" in capsys.readouterr().err
+    assert list(elsewhere.iterdir()) == []
+    assert (out / "metrics.jsonl").read_text() == before

@@ -139,7 +139,7 @@ def start(args, assembly) -> int:
     folder and train; a run that runs out of memory before its first checkpoint past step 0 is removed again,
     folders and all (nothing half-made)."""
     fits(assembly)
-    loggers.check(args.log)  # before anything is written
+    loggers.check(args.log, args.out)  # before anything is written
     out = Path(args.out)
     fresh = not (out / CONFIG).exists()
     # may read back the cell this command line names
@@ -183,7 +183,7 @@ def cmd_resume(args) -> int:
     with allowed_imports(args.allow_import):
         run = Run.open(args.run, steps=args.steps, devices=args.devices)
         fits(run.assembly)
-        loggers.check(args.log)
+        loggers.check(args.log, run.path)
         try:
             return train_run(run, args.quiet, args.log)
         except OutOfMemory as e:

@@ -71,8 +71,9 @@ class WandB:
 
     def __init__(self, run, start: int | None):
         wandb = package("wandb")
+        check_wandb_folder(run.path)  # again, as the first record is written: nothing outside the run folder
         self.run = wandb.init(project=os.environ.get("WANDB_PROJECT", "rtrl"), name=run.path.name,
-                              dir=str(run.path), mode=os.environ.get("WANDB_MODE", "offline"),
+                              dir=str(run.path), mode=check_wandb_mode(),
                               config=run.config.to_dict(), settings=wandb.Settings(console="off", silent=True))
 
     def log(self, record: dict) -> None:
@@ -110,10 +111,46 @@ def remove_logged(path: str | os.PathLike) -> None:
         (Path(path) / WANDB).rmdir()
 
 
-def check(names) -> None:
-    """A ``UsageError`` before anything is written when a logger named is unknown or its package is missing."""
+WANDB_MODES = ("offline", "online", "disabled", "dryrun")  # what wandb.init's mode takes (dryrun: offline's old name)
+
+
+def check_wandb_mode(environ=os.environ) -> str:
+    """The mode ``--log wandb`` runs in (``WANDB_MODE``, default offline); a ``UsageError`` for one wandb does not
+    know, or for ``online`` without an API key (``WANDB_API_KEY``, or a login in ``~/.netrc``), which wandb would
+    otherwise ask for at the first record, with the run already writing."""
+    mode = environ.get("WANDB_MODE", "offline")
+    if mode not in WANDB_MODES:
+        raise UsageError(f"WANDB_MODE must be one of {', '.join(WANDB_MODES)} for --log wandb, got {mode!r}")
+    if mode == "online" and not environ.get("WANDB_API_KEY"):
+        netrc = Path(environ.get("NETRC", Path.home() / ".netrc"))
+        if not (netrc.is_file() and "api.wandb.ai" in netrc.read_text(errors="replace")):
+            raise UsageError("WANDB_MODE=online needs a W&B API key (WANDB_API_KEY, or `wandb login`); unset "
+                             "WANDB_MODE to log offline into the run folder")
+    return mode
+
+
+def check_wandb_folder(run_path: str | os.PathLike) -> Path:
+    """``RUN/wandb``, where W&B writes; a ``UsageError`` when it is a link or anything leading out of the run
+    folder (W&B would write, and ``--overwrite`` replace, files elsewhere)."""
+    run_path = Path(run_path)
+    folder = run_path / WANDB
+    if folder.is_symlink() or (folder.exists() and not folder.resolve().is_relative_to(run_path.resolve())):
+        raise UsageError(f"--log wandb writes into {folder}, which is a link leading out of the run folder (to "
+                         f"{folder.resolve()}); remove the link, or log without wandb")
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--log wandb writes into {folder}, which is a file, not a folder")
+    return folder
+
+
+def check(names, run_path: str | os.PathLike | None = None) -> None:
+    """A ``UsageError`` before anything is written when a logger named is unknown or its package is missing, or,
+    for ``wandb``, its mode is not usable or (with the run folder's ``run_path``) its folder leads out of it."""
     for name in names:
         package(name)
+    if "wandb" in names:
+        check_wandb_mode()
+        if run_path is not None:
+            check_wandb_folder(run_path)
 
 
 @contextlib.contextmanager
@@ -121,7 +158,7 @@ def opened(run, names):
     """Within the block (around ``run.train``), a function sending a record to each logger of ``names`` (none: it
     does nothing). The loggers are made at the first record, when the run holds its folder's lock (nothing is
     written into a run another process holds), and closed (their files flushed) when the block ends, however."""
-    check(names)
+    check(names, run.path)
     start = run.last_checkpoint_step() if names else None  # where the run resumes from: what is past it is purged
     with contextlib.ExitStack() as stack:
         loggers = []
