@@ -32,6 +32,10 @@ CASES = {
     "lif_recurrent": (LIF(3, 4, recurrent=True), None),
     "cuba": (SpikingIIR2(2, 4, leak=0.85, surrogate_scale=2.0), first_order),
     "cuba_recurrent": (SpikingIIR2(3, 3, recurrent=True), first_order),
+    "lif_per_neuron": (LIF(3, 5, leak=(0.9, 0.8, 0.7, 0.95, 0.5), threshold=(1.0, 0.8, 1.2, 0.9, 1.1), reset="value",
+                           v_reset=(0.0, -0.1, 0.2, 0.1, -0.3)), None),
+    "cuba_per_neuron_recurrent": (SpikingIIR2(3, 4, leak=(0.9, 0.8, 0.7, 0.6), threshold=(1.0, 0.8, 1.2, 0.9),
+                                              recurrent=True), first_order),
 }
 
 
@@ -93,6 +97,35 @@ def test_a_graph_with_nodes_we_cannot_map_is_refused_by_node():
         from_nir(graph)
 
 
+def test_a_delay_is_refused_by_name():
+    """NIR's Delay node has no rtrl counterpart (a cell's input arrives in its own step)."""
+    g = chain(nir.Delay(delay=np.ones(D)), nir.Affine(weight=dense(N, D), bias=np.zeros(N)),
+              snntorch_lif(0.5 * ONES, ONES))
+    with pytest.raises(ValueError, match=r"NIR node '0' \(Delay\) has no rtrl counterpart"):
+        from_nir(g, dt=1e-4)
+
+
+def test_a_node_dt_that_contradicts_the_graphs_is_refused_by_node():
+    g = base()
+    g.metadata = {"dt": 0.5}
+    g.nodes["1"].metadata = {"dt": 0.25}
+    with pytest.raises(ValueError, match=r"NIR node '1': metadata dt = 0.25 contradicts the graph's metadata dt = 0.5"):
+        from_nir(g)
+    g.nodes["0"].metadata = {"dt": 0.5}
+    g.metadata = {}
+    with pytest.raises(ValueError, match=r"NIR node '1': metadata dt = 0.25 contradicts NIR node '0': metadata dt"):
+        from_nir(g)
+    g.nodes["1"].metadata = {"dt": 0.5}
+    assert from_nir(g)[0].leak == pytest.approx(1 - 0.5 / 4)
+
+
+def test_a_missing_v_reset_is_nirs_default_zero():
+    lif = snntorch_lif(0.5 * ONES, np.linspace(0.5, 1.5, N))
+    lif.v_reset = None
+    cell, _ = from_nir(chain(nir.Affine(weight=dense(N, D), bias=np.zeros(N)), lif), dt=1e-4)
+    assert (cell.reset, cell.v_reset, cell.threshold) == ("value", 0.0, tuple(np.linspace(0.5, 1.5, N)))
+
+
 # -- NIR's equations in NumPy ---------------------------------------------------------------------------------------
 def nir_simulate(graph, xs, dt):
     """Every step: each node, in breadth-first order from the Input, reads the sum of its sources' outputs (this
@@ -144,6 +177,13 @@ def node_step(node, st, u, dt):
     v = st.get("v", 0.0)
     if isinstance(node, nir.LI):
         st["v"] = v + dt / node.tau * (node.v_leak - v + node.r * u)
+        return st["v"], st["v"]
+    if isinstance(node, nir.I):
+        st["v"] = v + dt * node.r * u
+        return st["v"], st["v"]
+    if isinstance(node, nir.CubaLI):
+        st["i"] = st.get("i", 0.0) + dt / node.tau_syn * (node.w_in * u - st.get("i", 0.0))
+        st["v"] = v + dt / node.tau_mem * (node.v_leak - v + node.r * st["i"])
         return st["v"], st["v"]
     if isinstance(node, nir.LIF):
         v = v + dt / node.tau * (node.v_leak - v + node.r * u)
@@ -237,7 +277,25 @@ GRAPHS = {
                                              v_threshold=ONES, v_reset=0.1 * ONES, w_in=ONES), 60.0), 1e-3),
     "norse_if": (lambda: norse(nir.IF(r=ONES, v_threshold=ONES, v_reset=0 * ONES), 300.0), 1e-3),
     "norse_li": (lambda: norse(nir.LI(tau=ONES / 100, r=ONES, v_leak=0.5 * ONES)), 1e-3),
+    # Norse with heterogeneous neurons: per-neuron tau, v_leak, v_reset, thresholds and r
+    "norse_lif_per_neuron": (lambda: norse(nir.LIF(
+        tau=np.linspace(2e-3, 2e-2, N), r=np.linspace(0.5, 1.5, N), v_leak=np.linspace(-0.2, 0.4, N),
+        v_threshold=np.linspace(0.6, 1.4, N), v_reset=np.linspace(-0.3, 0.2, N))), 1e-3),
+    "norse_cuba_per_neuron": (lambda: norse(nir.CubaLIF(tau_syn=np.linspace(2e-3, 8e-3, N), tau_mem=np.linspace(
+        5e-3, 2e-2, N), r=np.linspace(0.8, 1.2, N), v_leak=0 * ONES, v_threshold=np.linspace(0.8, 1.2, N),
+        v_reset=np.linspace(-0.1, 0.3, N), w_in=np.linspace(0.9, 1.1, N)), 60.0), 1e-3),
+    "norse_if_per_neuron": (lambda: norse(nir.IF(r=np.linspace(0.8, 1.2, N), v_threshold=np.linspace(0.3, 1.0, N),
+                                                 v_reset=np.linspace(-0.2, 0.0, N)), 300.0), 1e-3),
+    "norse_li_per_neuron": (lambda: norse(nir.LI(tau=np.linspace(2e-3, 3e-2, N), r=np.linspace(0.5, 2, N),
+                                                 v_leak=np.linspace(-1, 1, N))), 1e-3),
+    "nir_cuba_li": (lambda: norse(nir.CubaLI(tau_syn=np.linspace(2e-3, 8e-3, N), tau_mem=np.linspace(5e-3, 2e-2, N),
+                                             r=np.linspace(0.5, 2, N), v_leak=0 * ONES, w_in=np.linspace(1, 2, N))),
+                    1e-3),
+    "nir_i": (lambda: norse(nir.I(r=np.linspace(0.5, 2, N))), 1e-3),
+    "snntorch_leaky_per_neuron_beta": (lambda: chain(nir.Affine(weight=dense(N, D, 1.5), bias=0.1 * ONES),
+                                                     snntorch_lif(np.linspace(0.5, 0.95, N), 1.0 * ONES)), 1e-4),
 }
+NO_SPIKES = ("norse_li", "norse_li_per_neuron", "nir_cuba_li", "nir_i")  # integrators: their output is v
 
 
 @pytest.mark.parametrize(("name", "through_file"), [(name, False) for name in sorted(GRAPHS)] + [
@@ -260,8 +318,8 @@ def test_graphs_from_other_tools_spike_as_nirs_equations_say(name, through_file,
     assert all(v.dtype == jnp.float64 for v in params.values())
     _, (h, v) = jax.lax.scan(lambda c, x: (lambda c, h: (c, (h, c["v"] if "v" in c else c["y1"])))(
         *cell.step(params, c, x)), cell.initial_carry(), jnp.asarray(xs))
-    if name == "norse_li":
-        np.testing.assert_allclose(h, expected, rtol=1e-10, atol=1e-10)
+    if name in NO_SPIKES:
+        np.testing.assert_allclose(h, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
         return
     assert 0.02 < expected.mean() < 0.9, expected.mean()
     np.testing.assert_array_equal(h, expected)
@@ -340,8 +398,10 @@ BAD_GRAPHS = {
     "short bias": (dict(**{"0.bias": np.zeros(N - 1)}), "'0' field bias must have shape"),
     "wrong input width": (dict(**{"0.weight": np.ones((N, D + 1))}), "'0' field weight must have shape"),
     "short threshold": (dict(**{"1.v_threshold": np.ones(N - 2)}), "'1' field v_threshold must have shape"),
-    "several thresholds": (dict(**{"1.v_threshold": np.arange(1.0, N + 1)}), "'1' field v_threshold has several"),
     "negative threshold": (dict(**{"1.v_threshold": -ONES}), "'1' field v_threshold must be positive"),
+    "one negative threshold": (dict(**{"1.v_threshold": np.linspace(-1, 1, N)}),
+                               "'1' field v_threshold must be positive .*got -1.0"),
+    "one tau below dt": (dict(**{"1.tau_mem": np.linspace(0.5, 4, N)}), "'1' field tau_mem must be above dt = 1.0"),
     "cuba v_leak": (dict(**{"1.v_leak": ONES}), "'1' field v_leak must be 0"),
     "unknown reset mark": (dict(**{"1.metadata": {"reset": "zero"}}), r"'1' field metadata\['reset'\]"),
     "edge to a ghost": (dict(edges=[("input", "0"), ("0", "1"), ("1", "ghost")]), "edge .*'ghost'"),
@@ -406,3 +466,49 @@ def test_numpy_scalars_are_numbers():
     cell = LIF(2, 3, leak=np.float32(0.5))
     g = to_nir(cell, cell.init(jax.random.PRNGKey(0)), dt=np.float32(1.0))
     assert g.metadata["dt"] == 1.0 and from_nir(g, dt=np.float64(1.0))[0].leak == 0.5
+
+
+TARGET_CELLS = {
+    "lif_per_neuron": LIF(D, N, leak=tuple(np.linspace(0.6, 0.95, N)), reset="value"),
+    "lif_recurrent": LIF(D, N, leak=0.8, threshold=0.9, reset="value", recurrent=True),
+    "cuba_recurrent": SpikingIIR2(D, N, leak=tuple(np.linspace(0.6, 0.9, N)), reset="value", recurrent=True),
+}
+
+
+@pytest.mark.parametrize("target", ["nir", "snntorch", "norse"])
+@pytest.mark.parametrize("name", sorted(TARGET_CELLS))
+def test_each_targets_graph_spikes_as_the_cell_under_nirs_equations(name, target, tmp_path):
+    """Whatever the target (its r, w_in, dt and recurrent loop), the graph means the same network under NIR's
+    equations, through a file too, and reads back to the same cell."""
+    cell = TARGET_CELLS[name]
+    params = cell.init(jax.random.PRNGKey(4))
+    params = {**params, "W": 2 * params["W"], "b": 0.2 * jnp.ones(N)}
+    params = first_order(cell, params) if isinstance(cell, SpikingIIR2) else params
+    g = to_nir(cell, params, target=target)
+    dt = {"nir": 1.0, "snntorch": 1e-4, "norse": 1e-3}[target]
+    assert (g.metadata["dt"], g.metadata["time_unit"], g.metadata["target"]) == (dt, "s", target)
+    nir.write(tmp_path / "graph.nir", g)
+    g = nir.read(tmp_path / "graph.nir")
+    xs = RNG.normal(size=(100, D))
+    expected, _ = nir_simulate(g, xs, dt)
+    s, _ = spikes_and_membrane(cell, params, jnp.asarray(xs)[:, None])
+    assert 0.02 < expected.mean() < 0.9
+    np.testing.assert_array_equal(s[:, 0], expected)
+    back, _ = from_nir(g)
+    assert back.leak == pytest.approx(cell.leak, rel=1e-12) and back.recurrent == cell.recurrent
+
+
+@pytest.mark.parametrize(("target", "cell", "dt", "message"), [
+    ("snntorch", LIF(2, 3), None, "snnTorch's NIR importer resets a neuron to 0 .* reset='subtract'"),
+    ("snntorch", LIF(2, 3, reset="value", v_reset=0.1), None, "v_reset=0.1"),
+    ("snntorch", LIF(2, 3, reset="value"), 1e-3, r"runs at dt = 1e-4 s whatever the file says; dt=0.001"),
+    ("snntorch", LIF(2, 3, reset="value", threshold=(1.0, 0.5, 1.0)), None, "one threshold for all neurons"),
+    ("snntorch", LIF(2, 3, reset="value", leak=1.0), None, "runs NIR's IF as a leaky neuron"),
+    ("norse", LIF(2, 3, reset="none"), None, "Norse's NIR importer resets a neuron to 0 .* reset='none'"),
+    ("norse", LIF(2, 3, reset="value", v_reset=(0.0, 0.0, -0.1)), None, r"v_reset=\(0.0, 0.0, -0.1\)"),
+    ("nir", LIF(2, 3, leak=(1.0, 0.9, 0.9)), None, "leak = 1 has no NIR counterpart"),
+    ("onnx", LIF(2, 3), None, r"target must be one of \['nir', 'snntorch', 'norse'\]"),
+])
+def test_what_a_target_cannot_run_is_refused_by_name(target, cell, dt, message):
+    with pytest.raises(ValueError, match=message):
+        to_nir(cell, cell.init(jax.random.PRNGKey(0)), dt=dt, target=target)

@@ -1,7 +1,7 @@
 """Spiking cells to and from NIR, the Neuromorphic Intermediate Representation (``pip install nir``, the ``nir``
 extra; ``import rtrl`` does not need it).
 
-``to_nir(cell, params, dt=1.0) -> nir.NIRGraph`` and ``from_nir(graph, dt=None) -> (cell, params)``.
+``to_nir(cell, params, dt=None, target="nir") -> nir.NIRGraph`` and ``from_nir(graph, dt=None) -> (cell, params)``.
 
 **NIR's semantics** (the ``nir`` package's neuron equations, integrated by forward Euler at step ``dt``): the
 input ``I`` of a neuron node is the sum of what its incoming edges carry (a recurrent edge carries the previous
@@ -11,32 +11,51 @@ step's spikes), and per step::
     IF       v <- v + dt r I
     CubaLIF  I_syn <- I_syn + dt/tau_syn (w_in I - I_syn),   v <- v + dt/tau_mem (v_leak - v + r I_syn)
     LI       v <- v + dt/tau (v_leak - v + r I)                 (no spikes; its output is v)
-    then (LIF, IF, CubaLIF)  z = [v > v_threshold],  v <- v_reset where z    (in the same step)
+    I        v <- v + dt r I                                    (no spikes; its output is v)
+    CubaLI   as CubaLIF without spikes                          (its output is v)
+    then (LIF, IF, CubaLIF)  z = [v > v_threshold],  v <- v_reset where z    (in the same step; v_reset 0 if absent)
 
 so ``leak = 1 - dt/tau`` and an input gain ``g = dt r / tau`` (``dt r`` for IF; times ``dt w_in / tau_syn`` for
 CubaLIF) which ``from_nir`` folds into ``W``, ``b`` and ``R``; ``v_leak`` enters the bias as ``dt/tau v_leak``.
 The cells: ``LIF`` and ``IF`` -> ``LIF`` (``leak = 1`` for IF), ``CubaLIF`` -> ``SpikingIIR2`` with a first-order
 filter (``a0 = -(1 - dt/tau_syn)``, ``a1 = b0 = b1 = 0``; its membrane reads the updated current), ``LI`` ->
-``IIR2`` with the identity activation (``a0 = -(1 - dt/tau)``). The neurons reset to ``v_reset``
+``IIR2`` with the identity activation (``a0 = -(1 - dt/tau)``), ``I`` -> the same with ``a0 = -1``, ``CubaLI`` ->
+the same with both poles, ``a0 = -(s + m)``, ``a1 = s m`` (``s = 1 - dt/tau_syn``, ``m = 1 - dt/tau_mem``: the
+synapse into the membrane is the second-order filter ``(1 - s q)(1 - m q) v = g I``). ``Delay`` and every other node
+are refused by name. The neurons reset to ``v_reset``
 (``reset="value"``), unless the node's metadata says ``reset="subtract"`` or ``"none"`` (what ``to_nir`` writes for
 cells with those resets; NIR has no reset by subtraction).
 
 ``from_nir`` reads one population: ``Input -> (Affine | Linear | Scale)* -> neuron -> Output``, with any number of
 such chains summed into the neuron, and recurrent chains ``neuron -> (Affine | Linear | Scale)* -> neuron`` (as
 snnTorch's ``RLeaky``/``RSynaptic`` write them, also nested as a sub-graph node, as its export does). ``graph`` may
-be a path, read with ``nir.read``. ``dt`` comes from the graph's metadata (``graph.metadata["dt"]``, else the
-neuron node's, which ``to_nir`` writes), else the argument (snnTorch exports at ``dt = 1e-4``, Norse at its
-``dt``, 1e-3 by default, and neither writes it); a graph without one and no argument, or an argument that
-disagrees with the graph's, is refused. Every parameter must be finite numbers of the node's shape (integers are
-read as floats); the neurons' ``tau`` must exceed ``dt`` (``tau_syn`` and an ``LI``'s ``tau`` at least ``dt``: a
-shorter one makes forward Euler's decay negative, an oscillating, unstable filter); ``v_threshold``, the leak and
-the reset are one value for all neurons (the cells keep them as options). Each refusal is one ``ValueError``
-naming the node and the field.
+be a path, read with ``nir.read``. ``dt`` comes from the graph's metadata (``graph.metadata["dt"]``, else a node's,
+as ``to_nir`` writes on the neuron), else the argument (snnTorch exports at ``dt = 1e-4``, Norse at its ``dt``,
+1e-3 by default, and neither writes it); a graph without one and no argument, an argument that disagrees with the
+graph's, or a node's ``dt`` that contradicts the graph's or another node's, is refused. Every parameter must be
+finite numbers of the node's shape (integers are read as floats); the neurons' ``tau`` must exceed ``dt``
+(``tau_syn`` and an integrator's ``tau`` at least ``dt``: a shorter one makes forward Euler's decay negative, an
+oscillating, unstable filter). Every field may differ from neuron to neuron (``tau``, ``r``, ``v_leak``,
+``v_threshold``, ``v_reset``, ``w_in``): the cells take per-neuron ``leak``, ``threshold`` and ``v_reset``, and the
+gains and ``v_leak`` fold into ``W``, ``b`` and ``R`` per neuron. Each refusal is one ``ValueError`` naming the
+node and the field.
 
 ``to_nir``: ``LIF`` -> NIR ``LIF`` (``IF`` with ``leak = 1``), a first-order ``SpikingIIR2`` (``a1 = b0 = b1 = 0``,
-``-1 < a0 <= 0``) -> ``CubaLIF``, input projection -> ``Affine(W^T, b)``, ``R`` -> a recurrent ``Linear(R^T)``;
-``r = tau / dt`` and ``w_in = tau_syn / dt`` (input gain 1), ``v_leak = 0``; ``dt`` in the graph's and the neuron's
-metadata. The surrogate derivative is not part of NIR; it travels in the neuron node's metadata.
+``-1 < a0 <= 0``) -> ``CubaLIF``, input projection -> ``Affine(W^T, b)``, ``R`` -> a recurrent ``Linear(R^T)``
+(its edges listed before the Output's); per-neuron options as per-neuron fields; ``v_leak = 0``; ``dt`` in seconds
+in the graph's and the neuron's metadata, with ``time_unit``, ``target`` and what the target's importer assumes
+(``importer``). The surrogate derivative is not part of NIR; it travels in the neuron node's metadata. ``target``
+says whose importer is to run the graph with rtrl's spikes (checked against snnTorch 1.0.0 and Norse 1.1.0):
+
+* ``"nir"`` (default, ``dt = 1``): ``r = tau / dt`` and ``w_in = tau_syn / dt`` (input gain 1);
+* ``"snntorch"`` (``dt = 1e-4``, the only one its importer runs at): as ``"nir"``, and a recurrent loop of three
+  nodes (``Linear(R^T)`` then an identity ``Linear``), because snnTorch rewrites a neuron <-> Linear pair into a
+  sub-graph that it runs with the input passed through ``R``; refused: a reset other than to 0 in the spike's
+  step (``reset="value"``, ``v_reset = 0``), per-neuron thresholds, ``leak = 1`` (it runs IF as a leaky neuron);
+* ``"norse"`` (``dt = 1e-3``, Norse's default; ``norse.torch.from_nir(graph, dt=...)`` must be given the same):
+  ``r = w_in = 1`` (Norse ignores both) with the gains folded into ``W``, ``b``, ``R`` per neuron; refused: a reset
+  other than to 0 (Norse's LIF ignores ``v_reset``; its reset by subtraction acts in the spike's step, rtrl's one
+  step later). An IF keeps ``r = 1/dt``: Norse's IAF adds its input as it is, which is what that ``r`` says.
 """
 
 from __future__ import annotations
@@ -56,7 +75,8 @@ from rtrl.cells.spiking_iir2 import SpikingIIR2
 from rtrl.checks import default_dtype
 
 SURROGATE_OPTIONS = ("surrogate", "surrogate_scale", "surrogate_height")
-NEURONS = ("LIF", "IF", "CubaLIF", "LI")
+NEURONS = ("LIF", "IF", "CubaLIF", "LI", "CubaLI", "I")
+INTEGRATORS = ("LI", "CubaLI", "I")  # no spikes: their output is the membrane, read as an IIR2 with identity
 MAPS = ("Affine", "Linear", "Scale")
 KNOWN_NODES = ("Input", "Output", *MAPS, *NEURONS)
 MARKED_RESETS = ("subtract", "none")  # NIR has neither; to_nir marks them in the neuron's metadata
@@ -77,10 +97,28 @@ def check_dt(dt, where: str = "dt") -> float:
 
 
 # -- to NIR -------------------------------------------------------------------------------------------------------
-def to_nir(cell, params: Params, dt: float = 1.0):
-    """The NIR graph of a spiking ``cell`` with ``params`` (see the module docstring)."""
+# What each target reads (the importers of snnTorch 1.0 and Norse 1.1, read from their code): the time step it runs
+# at, whatever the file says, and what it makes of a neuron node.
+TARGETS = ("nir", "snntorch", "norse")
+DEFAULT_DT = {"nir": 1.0, "snntorch": 1e-4, "norse": 1e-3}
+IMPORTERS = {
+    "nir": "NIR's equations at the graph's dt",
+    "snntorch": "snntorch.import_nir.import_from_nir(graph) runs every LIF and CubaLIF at dt = 1e-4 s whatever the "
+                "file says, with r = tau/dt and w_in = tau_syn/dt, resetting to zero in the spike's step",
+    "norse": "norse.torch.from_nir(graph, dt=DT) runs at the dt it is given (1e-3 s by default, not the file's), reads "
+             "r and w_in as 1 and resets to 0",
+}
+
+
+def to_nir(cell, params: Params, dt: float | None = None, target: str = "nir"):
+    """The NIR graph of a spiking ``cell`` with ``params`` (see the module docstring), written for ``target``: ``"nir"``
+    (NIR's equations, input gain 1 through ``r = tau/dt``), ``"snntorch"`` or ``"norse"`` (what their importers
+    run with rtrl's spikes; a cell they cannot run is refused naming the option). ``dt`` in seconds, by default the
+    target's own (1 for ``"nir"``, 1e-4 for snnTorch, 1e-3 for Norse)."""
     nir = nir_module()
-    dt = check_dt(dt)
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {list(TARGETS)}, got {target!r}")
+    dt = DEFAULT_DT[target] if dt is None else check_dt(dt)
     if isinstance(cell, type):
         raise TypeError(f"cell must be a cell, e.g. {cell.__name__}(input_size, hidden_size), got the class itself")
     if type(cell) not in (LIF, SpikingIIR2):
@@ -97,35 +135,76 @@ def to_nir(cell, params: Params, dt: float = 1.0):
             raise ValueError(f"params[{name!r}] has non-finite values (nan or inf); NIR would carry them as they are")
     N = cell.hidden_size
     ones = np.ones(N)
+    leak, threshold, v_reset = (np.asarray(getattr(cell, name), np.float64) * ones
+                                for name in ("leak", "threshold", "v_reset"))
+    check_target(cell, target, dt, threshold, v_reset)
     metadata = {"dt": dt, **{name: getattr(cell, name) for name in SURROGATE_OPTIONS}}
     if cell.reset in MARKED_RESETS:
         metadata["reset"] = cell.reset
-    common = {"v_threshold": cell.threshold * ones, "v_reset": (cell.v_reset if cell.reset == "value" else 0) * ones}
-    if type(cell) is LIF and cell.leak == 1:
-        neuron = nir.IF(r=ones / dt, **common, metadata=metadata)
+    common = {"v_threshold": threshold, "v_reset": v_reset if cell.reset == "value" else 0 * ones}
+    gain = ones  # the input gain that NIR's equations apply and W, b, R are divided by
+    if type(cell) is LIF and np.all(leak == 1):
+        neuron = nir.IF(r=ones / dt, **common, metadata=metadata)  # Norse's IAF adds its input as it is: r = 1/dt too
+    elif np.any(leak == 1):
+        raise ValueError(f"{cell.name} with leak = 1 has no NIR counterpart here: NIR's IF has no leak for any neuron "
+                         "and no synapse, its LIF and CubaLIF leak in every neuron")
     elif type(cell) is LIF:
-        tau = dt / (1 - cell.leak) * ones
-        neuron = nir.LIF(tau=tau, r=tau / dt, v_leak=0 * ones, **common, metadata=metadata)
+        tau = dt / (1 - leak)
+        r = ones if target == "norse" else tau / dt
+        gain = r * dt / tau
+        neuron = nir.LIF(tau=tau, r=r, v_leak=0 * ones, **common, metadata=metadata)
     else:
         a0, a1, b0, b1 = (np.asarray(c, np.float64) for c in cell.coefficients(params))
         if np.any(a1 != 0) or np.any(b0 != 0) or np.any(b1 != 0) or not np.all((-1 < a0) & (a0 <= 0)):
             raise ValueError("SpikingIIR2 maps to NIR's CubaLIF only with a first-order filter (a1 = b0 = b1 = 0, "
                              "-1 < a0 <= 0); this one is second order, and NIR has no second-order synapse")
-        if cell.leak == 1:
-            raise ValueError("SpikingIIR2 with leak = 1 has no NIR counterpart (CubaLIF's membrane leaks)")
-        tau_syn, tau_mem = dt / (1 + a0), dt / (1 - cell.leak) * ones
-        neuron = nir.CubaLIF(tau_syn=tau_syn, tau_mem=tau_mem, r=tau_mem / dt, v_leak=0 * ones, w_in=tau_syn / dt,
-                             **common, metadata=metadata)
+        tau_syn, tau_mem = dt / (1 + a0), dt / (1 - leak)
+        r, w_in = (ones, ones) if target == "norse" else (tau_mem / dt, tau_syn / dt)
+        gain = (dt / tau_syn) * w_in * (dt / tau_mem) * r
+        neuron = nir.CubaLIF(tau_syn=tau_syn, tau_mem=tau_mem, r=r, v_leak=0 * ones, w_in=w_in, **common,
+                             metadata=metadata)
+    weights = {name: np.asarray(params[name], np.float64) / gain for name in ("W", "b", *(("R",) if cell.recurrent
+                                                                                            else ()))}
     nodes = {"input": nir.Input(input_type={"input": np.array([cell.input_size])}),
-             "affine": nir.Affine(weight=np.asarray(params["W"], np.float64).T,
-                                  bias=np.asarray(params["b"], np.float64)),
+             "affine": nir.Affine(weight=weights["W"].T, bias=weights["b"]),
              "neuron": neuron,
              "output": nir.Output(output_type={"output": np.array([N])})}
-    edges = [("input", "affine"), ("affine", "neuron"), ("neuron", "output")]
+    edges = [("input", "affine"), ("affine", "neuron")]
     if cell.recurrent:
-        nodes["recurrent"] = nir.Linear(weight=np.asarray(params["R"], np.float64).T)
-        edges += [("neuron", "recurrent"), ("recurrent", "neuron")]
-    return nir.NIRGraph(nodes=nodes, edges=edges, metadata={"dt": dt})
+        # nirtorch's executors return the last node they run, so the recurrent edges come before the Output's; and
+        # snnTorch's importer rewrites a neuron <-> Linear pair into a sub-graph it then runs wrongly (the input
+        # through R), so for it the loop has a third node, an identity.
+        nodes["recurrent"] = nir.Linear(weight=weights["R"].T)
+        if target == "snntorch":
+            nodes["identity"] = nir.Linear(weight=np.eye(N))
+            edges += [("neuron", "recurrent"), ("recurrent", "identity"), ("identity", "neuron")]
+        else:
+            edges += [("neuron", "recurrent"), ("recurrent", "neuron")]
+    edges.append(("neuron", "output"))
+    graph_metadata = {"dt": dt, "time_unit": "s", "target": target, "importer": IMPORTERS[target]}
+    return nir.NIRGraph(nodes=nodes, edges=edges, metadata=graph_metadata)
+
+
+def check_target(cell, target: str, dt: float, threshold: np.ndarray, v_reset: np.ndarray) -> None:
+    """Refuse, naming the option, what ``target``'s importer cannot run as rtrl does."""
+    if target == "nir":
+        return
+    who = {"snntorch": "snnTorch's NIR importer", "norse": "Norse's NIR importer"}[target]
+    if cell.reset != "value" or np.any(v_reset != 0):
+        raise ValueError(f"{who} resets a neuron to 0 in the step it spikes, so only reset='value' with v_reset=0 "
+                         f"runs there as in rtrl; this {cell.name} has reset={cell.reset!r}"
+                         + (f", v_reset={cell.v_reset!r}" if cell.reset == "value" else "")
+                         + " (train with --cell-arg reset=value)")
+    if target == "snntorch":
+        if dt != DEFAULT_DT["snntorch"]:
+            raise ValueError(f"snnTorch's NIR importer runs at dt = 1e-4 s whatever the file says; dt={dt!r} would "
+                             "give it other decays (export with dt=1e-4)")
+        if np.any(threshold != threshold[0]):
+            raise ValueError(f"snnTorch's NIR importer takes one threshold for all neurons; this {cell.name} has "
+                             f"threshold={cell.threshold!r}")
+        if type(cell) is LIF and np.all(np.asarray(cell.leak) == 1):
+            raise ValueError(f"snnTorch's NIR importer runs NIR's IF as a leaky neuron (beta 0.9); this {cell.name} "
+                             "has leak = 1")
 
 
 # -- from NIR -----------------------------------------------------------------------------------------------------
@@ -134,7 +213,7 @@ def from_nir(graph, dt: float | None = None) -> tuple:
     graph = as_graph(graph)
     nodes, edges = flatten(graph)
     neuron = the_neuron(nodes)
-    dt = resolve_dt(graph, neuron, nodes[neuron], dt)
+    dt = resolve_dt(graph, nodes, dt)
     inputs = [name for name in nodes if kind(nodes, name) == "Input"]
     if len(inputs) != 1:
         raise ValueError(f"from_nir reads a graph with one Input node, found {inputs}")
@@ -222,14 +301,23 @@ def the_neuron(nodes: dict) -> str:
     return neurons[0]
 
 
-def resolve_dt(graph, name: str, neuron, dt) -> float:
-    """The graph's ``dt`` (its metadata, else the neuron node's), else the argument; refused when they differ."""
+def resolve_dt(graph, nodes: dict, dt) -> float:
+    """The graph's ``dt`` (its metadata, else a node's), else the argument; refused when two of them differ."""
     stored = graph.metadata.get("dt") if isinstance(graph.metadata, dict) else None
     where = "the graph's metadata dt"
-    if stored is None and isinstance(neuron.metadata, dict) and neuron.metadata.get("dt") is not None:
-        stored, where = neuron.metadata["dt"], f"neuron node {name!r}: metadata dt"
     if stored is not None:
         stored = check_dt(stored, where)
+    for name, node in nodes.items():
+        mine = node.metadata.get("dt") if isinstance(getattr(node, "metadata", None), dict) else None
+        if mine is None:
+            continue
+        mine = check_dt(mine, f"NIR node {name!r}: metadata dt")
+        if stored is None:
+            stored, where = mine, f"NIR node {name!r}: metadata dt"
+        elif mine != stored:
+            raise ValueError(f"NIR node {name!r}: metadata dt = {mine!r} contradicts {where} = {stored!r}; a graph "
+                             "runs at one time step")
+    if stored is not None:
         if dt is not None and check_dt(dt) != stored:
             raise ValueError(f"dt={dt!r} differs from {where} = {stored!r}; pass dt=None to use the graph's")
         return stored
@@ -347,13 +435,9 @@ def per_neuron(nodes: dict, name: str, attribute: str, N: int) -> np.ndarray:
     return np.broadcast_to(value, (N,)).astype(np.float64)
 
 
-def one_value(nodes: dict, name: str, attribute: str, N: int) -> float:
-    """The one value of a per-neuron field that the cells keep as an option."""
-    values = per_neuron(nodes, name, attribute, N)
-    if not np.allclose(values, values[0], rtol=1e-12, atol=0):
-        raise ValueError(f"NIR node {name!r} field {attribute} has several values; rtrl's cells take one for all "
-                         "neurons")
-    return float(values[0])
+def option(values: np.ndarray) -> float | tuple[float, ...]:
+    """Per-neuron values as a cell option: one float where all neurons share it, else one per neuron."""
+    return float(values[0]) if np.all(values == values[0]) else tuple(float(v) for v in values)
 
 
 def decay(nodes: dict, name: str, attribute: str, dt: float, N: int, *, strict: bool) -> np.ndarray:
@@ -371,38 +455,31 @@ def decay(nodes: dict, name: str, attribute: str, dt: float, N: int, *, strict: 
 
 def neuron_cell(nodes: dict, name: str, dt: float, D: int, N: int, recurrent: bool):
     """``(cell, gain, bias, filter_params)``: the cell of the neuron node, the per-neuron gain of its input, the
-    constant it adds (``dt/tau v_leak``) and the filter's parameters (CubaLIF, LI)."""
+    constant it adds (``dt/tau v_leak``) and the filter's parameters (CubaLIF, and the integrators LI, CubaLI, I)."""
     node_kind = kind(nodes, name)
     metadata = nodes[name].metadata if isinstance(nodes[name].metadata, dict) else {}
     zeros = np.zeros(N)
-    if node_kind == "LI":
-        if recurrent:
-            raise ValueError(f"neuron node {name!r} (LI) has a recurrent edge; rtrl's leaky integrator (IIR2) has no "
-                             "recurrent weights")
-        a = decay(nodes, name, "tau", dt, N, strict=False)
-        rate = 1 - a
-        return (IIR2(D, N, activation="identity"), rate * per_neuron(nodes, name, "r", N),
-                rate * per_neuron(nodes, name, "v_leak", N), {"a0": -a, "a1": zeros, "b0": zeros, "b1": zeros})
-    threshold = one_value(nodes, name, "v_threshold", N)
-    if threshold <= 0:
+    if node_kind in INTEGRATORS:
+        return integrator_cell(nodes, name, dt, D, N, recurrent)
+    threshold = per_neuron(nodes, name, "v_threshold", N)
+    if np.any(threshold <= 0):
         raise ValueError(f"NIR node {name!r} field v_threshold must be positive (rtrl's neurons fire above a positive "
-                         f"threshold), got {threshold!r}")
-    options = {"threshold": threshold, "recurrent": recurrent,
+                         f"threshold), got {float(threshold[threshold <= 0][0])!r}")
+    options = {"threshold": option(threshold), "recurrent": recurrent,
                **{k: metadata[k] for k in SURROGATE_OPTIONS if metadata.get(k) is not None}}
     reset = metadata.get("reset", "value")
     if reset not in (*MARKED_RESETS, "value"):
         raise ValueError(f"NIR node {name!r} field metadata['reset'] must be one of {list(MARKED_RESETS)} (else the "
                          f"reset is NIR's, to v_reset), got {reset!r}")
     options["reset"] = reset
-    if reset == "value":
-        options["v_reset"] = one_value(nodes, name, "v_reset", N)
+    if reset == "value":  # NIR's v_reset is optional, 0 when absent
+        has_reset = getattr(nodes[name], "v_reset", None) is not None
+        options["v_reset"] = option(per_neuron(nodes, name, "v_reset", N) if has_reset else zeros)
     if node_kind == "IF":
         options["leak"], gain, bias = 1.0, dt * per_neuron(nodes, name, "r", N), zeros
     else:
-        tau = "tau" if node_kind == "LIF" else "tau_mem"
-        leak = decay(nodes, name, tau, dt, N, strict=True)
-        one_value(nodes, name, tau, N)  # one time constant for all neurons
-        options["leak"] = float(leak[0])
+        leak = decay(nodes, name, "tau" if node_kind == "LIF" else "tau_mem", dt, N, strict=True)
+        options["leak"] = option(leak)
         rate = 1 - leak
         gain, bias = rate * per_neuron(nodes, name, "r", N), rate * per_neuron(nodes, name, "v_leak", N)
     filter_params = {}
@@ -419,3 +496,29 @@ def neuron_cell(nodes: dict, name: str, dt: float, D: int, N: int, recurrent: bo
     except ValueError as error:
         raise ValueError(f"NIR node {name!r}: {error}") from None
     return cell, gain, bias, filter_params
+
+
+def integrator_cell(nodes: dict, name: str, dt: float, D: int, N: int, recurrent: bool):
+    """``neuron_cell`` of a node without spikes, an ``IIR2`` with the identity activation whose output ``y`` is the
+    node's ``v``: ``LI`` (``a0 = -(1 - dt/tau)``), ``I`` (``a0 = -1``: ``v <- v + dt r I``) and ``CubaLI``, a
+    synaptic filter into a leaky membrane, which is the second-order filter with both poles:
+    ``(1 - s q)(1 - m q) v = g I`` for ``s = 1 - dt/tau_syn``, ``m = 1 - dt/tau_mem``, so ``a0 = -(s + m)``,
+    ``a1 = s m`` and ``g = (dt/tau_syn) w_in (dt/tau_mem) r``."""
+    node_kind, zeros = kind(nodes, name), np.zeros(N)
+    if recurrent:
+        raise ValueError(f"neuron node {name!r} ({node_kind}) has a recurrent edge; rtrl's leaky integrator (IIR2) "
+                         "has no recurrent weights")
+    cell = IIR2(D, N, activation="identity")
+    if node_kind == "I":
+        return cell, dt * per_neuron(nodes, name, "r", N), zeros, {"a0": -np.ones(N), "a1": zeros, "b0": zeros,
+                                                                   "b1": zeros}
+    m = decay(nodes, name, "tau" if node_kind == "LI" else "tau_mem", dt, N, strict=False)
+    gain, bias = (1 - m) * per_neuron(nodes, name, "r", N), (1 - m) * per_neuron(nodes, name, "v_leak", N)
+    if node_kind == "LI":
+        return cell, gain, bias, {"a0": -m, "a1": zeros, "b0": zeros, "b1": zeros}
+    if np.any(bias != 0):
+        raise ValueError(f"NIR node {name!r} field v_leak must be 0 for a CubaLI: a constant on the membrane alone is "
+                         "no input of rtrl's second-order filter")
+    s = decay(nodes, name, "tau_syn", dt, N, strict=False)
+    gain = gain * (1 - s) * per_neuron(nodes, name, "w_in", N)
+    return cell, gain, bias, {"a0": -(s + m), "a1": s * m, "b0": zeros, "b1": zeros}
