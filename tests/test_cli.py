@@ -183,3 +183,21 @@ def test_python_dash_m_runs_the_command(module):
                           timeout=120)
     assert done.returncode == 2 and "unrecognized arguments: --frobnicate" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_redirected_output_is_one_line_per_record_and_no_bar(tmp_path, capsys, monkeypatch):
+    """Standard error not a terminal (pytest's capture, like a log file): no tqdm redraws (carriage returns), one
+    ``step N: ...`` line per record on standard output; on a terminal, the bar and no such lines; --quiet neither."""
+    quiet_free = TINY.replace(" --quiet", "")
+    assert main(rtrl("train", quiet_free, "--steps 8 --out", tmp_path / "a")) == 0
+    captured = capsys.readouterr()
+    assert "\r" not in captured.err
+    assert [line.split(":")[0] for line in captured.out.splitlines() if line.startswith("step ")] == \
+        ["step 0", "step 4", "step 8"]
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    assert main(rtrl("train", quiet_free, "--steps 8 --out", tmp_path / "b")) == 0
+    captured = capsys.readouterr()
+    assert "\r" in captured.err and not any(line.startswith("step ") for line in captured.out.splitlines())
+    assert main(rtrl("train", TINY, "--steps 8 --out", tmp_path / "c")) == 0
+    captured = capsys.readouterr()
+    assert "\r" not in captured.err and not any(line.startswith("step ") for line in captured.out.splitlines())

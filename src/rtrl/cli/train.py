@@ -49,7 +49,9 @@ def train_run(run: Run, quiet: bool = False, log=(), fresh: bool = False) -> int
     """Train with a progress bar, each record also sent to the loggers named in ``log`` (``rtrl.run.loggers``);
     the exit status (1 when the run diverged or its environment failed, 130 when interrupted). ``fresh``: this
     command made the run, so a run that stops before its first record is removed again (no folder holding only
-    its config.json is left behind)."""
+    its config.json is left behind). Where standard error is not a terminal (output redirected to a file), there
+    is no bar, whose redraws would fill the file with copies of one line: each record is one line on standard
+    output instead."""
     import time
 
     from tqdm import tqdm
@@ -58,15 +60,18 @@ def train_run(run: Run, quiet: bool = False, log=(), fresh: bool = False) -> int
     if note := run.resume_note():
         print(note, flush=True)
     bars = []  # made at the first record, so that a run that cannot start shows only its error
+    lines = not quiet and not sys.stderr.isatty()
 
     def bar():
         if not bars:
             bars.append(tqdm(total=run.config.steps, initial=run.last_checkpoint_step() or 0, unit="step",
-                             disable=quiet, dynamic_ncols=True, mininterval=0.5))
+                             disable=quiet or lines, dynamic_ncols=True, mininterval=0.5))
         return bars[0]
 
     def on_record(state, record):
         logged(record)
+        if lines:
+            print(f"step {record['step']}: {run.status(record)}", flush=True)
         bar().n = record["step"]
         bar().set_postfix_str(run.status(record))
         bar().refresh()
