@@ -214,3 +214,40 @@ def test_a_gymnasium_environment_that_does_not_render_is_refused_by_name(tmp_pat
     assert main(["eval", str(run), "--video", str(tmp_path / "films")]) == 2
     assert f"--video: gymnasium:{name} does not render rgb_array frames" in capsys.readouterr().err
     assert not (tmp_path / "films").exists()
+
+
+def test_export_of_a_run_of_several_seeds_writes_the_seed_asked_for(tmp_path, capsys):
+    pytest.importorskip("nir")
+    import nir
+
+    from rtrl.export import from_nir
+
+    run = tmp_path / "lifs"
+    assert main(f"rl --env tmaze --env-arg length=2 --cell lif --hidden 3 --envs 2 --record-every 10 --steps 10 "
+                f"--seed 7 --seeds 2 --quiet --out {run}".split()) == 0
+    capsys.readouterr()
+    assert main(["export", str(run), "--nir", str(tmp_path / "first.nir")]) == 0
+    assert "at step 10, seed 7 (the first of 2; another with --run-seed)" in capsys.readouterr().out
+    assert main(["export", str(run), "--nir", str(tmp_path / "second.nir"), "--run-seed", "8"]) == 0
+    for file, seed in (("first.nir", 7), ("second.nir", 8)):
+        params = from_nir(nir.read(tmp_path / file))[1]
+        expected = rtrl.load(run, seed=seed).params
+        for name, value in expected.items():
+            np.testing.assert_allclose(np.asarray(params[name]), np.asarray(value), rtol=1e-6, err_msg=name)
+    assert main(["export", str(run), "--nir", str(tmp_path / "third.nir"), "--run-seed", "9"]) == 2
+    assert "--run-seed: seed must be one of the run's seeds 7..8" in capsys.readouterr().err
+    assert not (tmp_path / "third.nir").exists()
+
+
+def test_a_damaged_checkpoint_of_a_run_of_several_seeds_is_one_line_naming_it(runs, tmp_path, capsys):
+    import shutil
+
+    run = tmp_path / "seeds"
+    shutil.copytree(runs / "seeds", run)
+    data = (run / "checkpoint.npz").read_bytes()
+    (run / "checkpoint.npz").write_bytes(data[: len(data) // 2])
+    capsys.readouterr()
+    for argv in (["eval", str(run)], ["export", str(run), "--nir", str(tmp_path / "x.nir")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{run / 'checkpoint.npz'} is damaged" in err, err
