@@ -15,6 +15,7 @@ from rtrl.rl.algorithms import ALGORITHMS
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import Env, EpisodeStats, make
 from rtrl.rl.envs.extra_inputs import ExtraInputs
+from rtrl.rl.gaussian import agent_class
 from rtrl.validate import what
 
 
@@ -45,6 +46,8 @@ def assemble(config: RLConfig) -> RLAssembly:
     env = make(config.env, **dict(config.env_args))
     if config.seeds > 1 and config.devices > 1:
         raise ValueError(f"seeds > 1 runs on one device; got seeds {config.seeds} with devices {config.devices}")
+    if config.extra_inputs and env.action_bounds is not None:  # its previous action is a one-hot
+        raise ValueError(f"extra_inputs needs a Discrete action space, and {env.name}'s actions are a Box")
     if config.extra_inputs:
         if getattr(env, "host", False):
             raise ValueError(f"extra_inputs needs a jitted environment, and {env.name} is stepped on the host")
@@ -67,6 +70,7 @@ def assemble(config: RLConfig) -> RLAssembly:
     if cell.input_size != env.obs_size:
         raise ValueError(f"cell input_size must be the observation size {env.obs_size} of {env.name}, got "
                          f"{cell.input_size}")
-    agent = ALGORITHMS[config.algorithm](cell, env.num_actions, config.method, config.truncation, config.head_hidden)
+    kind = ALGORITHMS[config.algorithm] if env.action_bounds is None else agent_class(config.algorithm, env.name)
+    agent = kind(cell, env.num_actions, config.method, config.truncation, config.head_hidden)
     agent = agent.configure(config)  # what its act reads of the configuration (Q's final epsilon)
     return RLAssembly(config, env, agent)

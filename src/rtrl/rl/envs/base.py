@@ -9,10 +9,10 @@ An environment is a frozen dataclass of its options (``rtrl.frozen.Frozen``) wit
 where ``done`` (the episode is over: obs and state begin the next one), ``truncated`` (it was cut by a time limit,
 not terminated: the value of ``final_obs``, its last observation, is still owed) and ``final_obs`` (where
 ``done``; else ``obs``). ``step`` resets automatically, so E environments run side by side under ``jax.vmap`` with
-no branch. ``obs`` is a float vector of ``obs_size``, ``action`` an integer in ``range(num_actions)``; no episode
-is longer than ``max_steps``. A subclass writes ``reset`` and ``transition`` (one step, no reset: ``(obs, state,
-reward, done, truncated)``, ``truncated`` implying ``done``); wrappers hold the environment they wrap in the field
-``env``.
+no branch. ``obs`` is a float vector of ``obs_size``, ``action`` an integer in ``range(num_actions)`` (or, where
+``action_bounds`` is not ``None``, a float vector of ``num_actions``: a Box); no episode is longer than
+``max_steps``. A subclass writes ``reset`` and ``transition`` (one step, no reset: ``(obs, state, reward, done,
+truncated)``, ``truncated`` implying ``done``); wrappers hold the environment they wrap in the field ``env``.
 """
 
 from __future__ import annotations
@@ -63,6 +63,12 @@ class Env(Frozen):
         """No episode is longer (the fidelity check keeps this many steps of history)."""
         raise NotImplementedError
 
+    @property
+    def action_bounds(self) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+        """``None``: the actions are integers in ``range(num_actions)`` (a Discrete space); else ``(low, high)``, the
+        bounds of a Box of ``num_actions`` float dimensions (``-inf`` / ``inf`` where a dimension has none)."""
+        return None
+
     def reset(self, key: jax.Array) -> tuple[jax.Array, Any]:
         raise NotImplementedError
 
@@ -104,6 +110,7 @@ class Masked(Env):
     obs_size = property(lambda self: len(self.keep))
     num_actions = property(lambda self: self.env.num_actions)
     max_steps = property(lambda self: self.env.max_steps)
+    action_bounds = property(lambda self: self.env.action_bounds)
 
     def mask(self, obs: jax.Array) -> jax.Array:
         return obs[jnp.asarray(self.keep)]
@@ -139,6 +146,7 @@ class EpisodeStats(Env):
     obs_size = property(lambda self: self.env.obs_size)
     num_actions = property(lambda self: self.env.num_actions)
     max_steps = property(lambda self: self.env.max_steps)
+    action_bounds = property(lambda self: self.env.action_bounds)
 
     def reset(self, key):
         obs, state = self.env.reset(key)

@@ -12,8 +12,12 @@ such an environment is built, never by ``import rtrl`` or ``import rtrl.rl``.
   arguments (``max_episode_steps``, the environment's own).
 * Observations are encoded as one float vector: a ``Discrete`` one-hot, a ``MultiDiscrete`` its one-hots
   concatenated, a ``Box`` or ``MultiBinary`` flattened, a ``Tuple`` or ``Dict`` of these concatenated (the
-  ``Dict`` in its keys' order), as ``gymnasium.spaces.flatten`` does. Actions: ``Discrete`` only (a ``Box`` action
-  space would need a Gaussian policy head, which the agent does not have; it is refused).
+  ``Dict`` in its keys' order), as ``gymnasium.spaces.flatten`` does. Actions: ``Discrete`` (the agent's integers,
+  shifted by the space's ``start``) or ``Box`` (the agent acts in ``R^A``, ``A`` the flattened size, and the vector
+  maps that onto the bounds: ``rtrl.rl.envs.continuous.squash``); any other space is refused by name.
+* Two options are rtrl's own, not ``gymnasium.make``'s: ``mask=P`` (velocities hidden) or ``mask=V`` (positions
+  hidden) for the families of ``rtrl.rl.envs.masked.MASKS`` (Hopper, Walker2d, HalfCheetah, Ant, Pendulum,
+  CartPole), and ``keep=0,2`` (the encoded observation's entries to keep, comma-separated) for any other.
 * ``terminated`` and ``truncated`` are told apart: ``truncated`` (and not ``terminated``) is the cut the loop
   bootstraps from ``final_obs``.
 * A Python environment's state is not a pytree, so a checkpoint cannot hold it: a resumed run re-seeds the
@@ -39,6 +43,8 @@ import numpy as np
 from rtrl.config import is_int
 from rtrl.driver import Stopped
 from rtrl.frozen import Frozen
+from rtrl.rl.envs.continuous import squash, unbounded
+from rtrl.rl.envs.masked import check_keep, keep_of
 
 PREFIX = "gymnasium:"
 # ID prefix -> the packages whose import registers those IDs (popgym registers its Labyrinth IDs only where mazelib
@@ -46,6 +52,7 @@ PREFIX = "gymnasium:"
 PACKAGES = {"popgym-": (("popgym", "pip install 'rtrl[popgym]'"),),
             "popgym-Labyrinth": (("popgym", "pip install 'rtrl[popgym]'"), ("mazelib", "pip install mazelib"))}
 MAKE_OPTIONS = ("max_episode_steps", "disable_env_checker", "render_mode")  # gymnasium.make's own keywords
+OWN_OPTIONS = ("mask", "keep")  # rtrl's observation masks (rtrl.rl.envs.masked), not given to gymnasium.make
 
 
 def is_gymnasium(name: str) -> bool:
@@ -101,6 +108,8 @@ def check_options(name: str, spec, options: tuple) -> None:
     defaults = {k: p.default for k, p in (params or {}).items() if p.default is not p.empty} | dict(spec.kwargs)
     any_keyword = params is None or any(p.kind is p.VAR_KEYWORD for p in params.values())
     for key, value in options:
+        if key in OWN_OPTIONS:  # checked once the observation's size is known (``kept``)
+            continue
         if key == "max_episode_steps":
             if not (is_int(value) and value > 0):  # null too: it would keep the ID's own limit, not lift it
                 raise ValueError(f"environment {name!r}: option max_episode_steps must be a positive integer, got "
@@ -118,7 +127,7 @@ def check_options(name: str, spec, options: tuple) -> None:
                 raise ValueError(f"environment {name!r}: option {key} must be {kind[0]} (like its default "
                                  f"{defaults[key]!r}), got {value!r}")
         elif not any_keyword and key not in params:
-            known = sorted({*(params or {}), *MAKE_OPTIONS} - {"self"})
+            known = sorted({*(params or {}), *MAKE_OPTIONS, *OWN_OPTIONS} - {"self"})
             raise ValueError(f"environment {name!r} has no option {key!r}; its options are {known}")
 
 
@@ -163,9 +172,33 @@ class Outcome(NamedTuple):
 
 
 def made_options(options: tuple) -> dict:
-    """``gymnasium.make``'s keywords: ``options``, with Gymnasium's own checker off unless they say otherwise (its
-    warnings would be lines on stderr; ``Checked`` checks what rtrl needs, and stops the run on it)."""
-    return {"disable_env_checker": True, **dict(options)}
+    """``gymnasium.make``'s keywords: ``options`` but rtrl's own (``OWN_OPTIONS``), with Gymnasium's own checker off
+    unless they say otherwise (its warnings would be lines on stderr; ``Checked`` checks what rtrl needs, and stops
+    the run on it)."""
+    return {"disable_env_checker": True, **{k: v for k, v in options if k not in OWN_OPTIONS}}
+
+
+def kept(name: str, env_id: str, options: tuple, size: int) -> tuple[int, ...] | None:
+    """The encoded observation's entries that the options ``mask`` or ``keep`` keep (``None``: all of its ``size``);
+    ``ValueError`` naming the option."""
+    given = dict(options)
+    if "mask" in given and "keep" in given:
+        raise ValueError(f"environment {name!r}: give option mask or option keep, not both")
+    if "mask" in given:
+        keep = keep_of(env_id, given["mask"], given, f"environment {name!r}")
+        if max(keep) >= size:
+            raise ValueError(f"environment {name!r}: option mask={given['mask']} keeps entries up to {max(keep)}, "
+                             f"and the observation has {size}")
+        return keep
+    if "keep" in given:
+        keep = given["keep"]
+        if isinstance(keep, str):  # the command line's form, 0,2 (a JSON list would not be hashable in a config)
+            try:
+                keep = tuple(int(i) for i in keep.split(","))
+            except ValueError:
+                pass
+        return check_keep((keep,) if is_int(keep) else keep, size, f"environment {name!r}")
+    return None
 
 
 class Fault(Exception):
@@ -237,8 +270,11 @@ class Vector:
                                        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
                                        wrappers=[checked_env], **made_options(env.options))
         self.space = self.envs.single_observation_space
-        self.encode = encoder(self.space, env.name)[1]
-        self.start = int(self.envs.single_action_space.start)
+        size, encode = encoder(self.space, env.name)
+        keep = kept(env.name, env.env_id, env.options, size)
+        self.encode = encode if keep is None else lambda o: encode(o)[:, list(keep)]
+        self.actions = self.envs.single_action_space
+        self.bounds = _probe(env.env_id, env.options).bounds
         self.returns = np.zeros(envs)
         self.batched = lambda last: concatenate(self.space, last, create_empty_array(self.space, len(last)))
 
@@ -256,7 +292,7 @@ class Vector:
             raise failed(self.name, "step", e, step) from None
 
     def _step(self, actions: np.ndarray) -> Outcome:
-        obs, reward, terminated, truncated, info = self.envs.step(actions + self.start)
+        obs, reward, terminated, truncated, info = self.envs.step(to_space(self.actions, self.bounds, actions))
         obs, done = self.encode(obs), terminated | truncated
         final = obs.copy()
         ended = np.flatnonzero(done)
@@ -297,14 +333,29 @@ class GymnasiumEnv(Frozen):
     num_actions = property(lambda self: _probe(self.env_id, self.options).num_actions)
     max_steps = property(lambda self: _probe(self.env_id, self.options).max_steps)
 
+    @property
+    def action_bounds(self) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+        """``None`` for a Discrete action space; for a Box, ``R^A`` (the vector maps the agent's actions onto the
+        space's bounds, ``rtrl.rl.envs.continuous``)."""
+        return None if _probe(self.env_id, self.options).bounds is None else unbounded(self.num_actions)
+
     def vector(self, envs: int) -> Vector:
         return Vector(self, envs)
 
 
 class Probe(NamedTuple):
-    obs_size: int
-    num_actions: int
+    obs_size: int  # of the encoded observation, masked
+    num_actions: int  # a Discrete space's actions; a Box's flattened size
     max_steps: int | None  # None: no limit the environment states
+    bounds: tuple | None  # a Box's (low, high), flattened; None for a Discrete space
+
+
+def to_space(space, bounds: tuple | None, actions: np.ndarray) -> np.ndarray:
+    """The agent's actions ``(E,)`` or ``(E, A)`` as ``space`` takes them: a Discrete space's shifted by its
+    ``start``, a Box's squashed onto ``bounds`` and shaped as the space."""
+    if bounds is None:
+        return actions + int(space.start)
+    return squash(actions, *bounds, xp=np).reshape(len(actions), *space.shape).astype(space.dtype)
 
 
 def _probe(env_id: str, options: tuple) -> Probe:
@@ -345,12 +396,21 @@ def _made(env_id: str, options: tuple) -> Probe:
         raise ValueError(f"environment {name!r}{shown} cannot be made: {reason(e)}") from None
     try:
         size = encoder(env.observation_space, name)[0]
+        keep = kept(name, env_id, options, size)
         actions = env.action_space
-        if not isinstance(actions, spaces.Discrete):
-            raise ValueError(f"{name} has the action space {actions}; rtrl rl's policy is categorical and needs a "
-                             "Discrete one")
+        if isinstance(actions, spaces.Discrete):
+            bounds, count = None, int(actions.n)
+        elif isinstance(actions, spaces.Box):
+            bounds = tuple(tuple(float(v) for v in np.asarray(b, np.float64).ravel()) for b in (actions.low,
+                                                                                                actions.high))
+            count = len(bounds[0])
+        else:
+            raise ValueError(f"{name} has the action space {actions}; rtrl rl takes a Discrete one (a categorical "
+                             "policy) or a Box (a Gaussian policy, --algorithm ac)")
+        first = to_space(actions, bounds, np.zeros((1,) if bounds is None else (1, count), np.int64 if bounds is None
+                                                   else np.float32))[0]  # the first action, or the Box's middle
         tried = checked_env(env)
-        for what, call in (("reset", lambda: tried.reset(seed=0)), ("step", lambda: tried.step(actions.start))):
+        for what, call in (("reset", lambda: tried.reset(seed=0)), ("step", lambda: tried.step(first))):
             try:
                 call()
             except Exception as e:  # noqa: BLE001 - likewise
@@ -358,7 +418,7 @@ def _made(env_id: str, options: tuple) -> Probe:
                 raise ValueError(f"environment {name!r}{shown} fails its first {what}: {told}") from None
         limit = env.spec.max_episode_steps if env.spec is not None else None
         limit = limit or getattr(env.unwrapped, "max_episode_length", None)  # popgym states it so
-        return Probe(size, int(actions.n), int(limit) if limit else None)
+        return Probe(size if keep is None else len(keep), count, int(limit) if limit else None, bounds)
     finally:
         env.close()
 

@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
 
 from rtrl.rl.envs.base import Env
 
@@ -74,7 +75,18 @@ class Gymnax(Env):
 
     @property
     def num_actions(self) -> int:
-        return int(self._env.num_actions)
+        bounds = self.action_bounds
+        return len(bounds[0]) if bounds is not None else int(self._env.num_actions)
+
+    @property
+    def action_bounds(self) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+        """``None`` for a Discrete action space; a Box's ``(low, high)``, flattened (Pendulum-v1: ``((-2.0,),
+        (2.0,))``, its ``max_torque``)."""
+        space = self._env.action_space(self.params)
+        if not hasattr(space, "low"):
+            return None
+        return tuple(tuple(float(v) for v in np.broadcast_to(np.asarray(bound, np.float64), space.shape).ravel())
+                     for bound in (space.low, space.high))
 
     @property
     def max_steps(self) -> int:

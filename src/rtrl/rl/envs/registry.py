@@ -9,8 +9,10 @@ import dataclasses
 
 from rtrl.config import Invalid
 from rtrl.rl.envs.base import Env, EpisodeStats, Masked
+from rtrl.rl.envs.continuous import Squashed
 from rtrl.rl.envs.gymnasium_env import PREFIX, GymnasiumEnv, is_gymnasium
 from rtrl.rl.envs.gymnax_env import Gymnax
+from rtrl.rl.envs.masked import MASKS
 from rtrl.rl.envs.popgym import EXPECTED as POPGYM_NAMES
 from rtrl.rl.envs.popgym import is_popgym, known, popgym_env
 from rtrl.rl.envs.tmaze import TMaze
@@ -50,6 +52,9 @@ ENVS = {
     "cartpole": _gymnax("CartPole-v1", ""),
     "cartpole-masked": _gymnax("CartPole-v1", " with cart position and pole angle only, no velocities (a POMDP)",
                                keep=(0, 2)),
+    "pendulum": _gymnax("Pendulum-v1", ": swing up and hold a pendulum, one torque in [-2, 2] (continuous)"),
+    "pendulum-p": _gymnax("Pendulum-v1", " with cos and sin of the angle only, no angular velocity (a POMDP, "
+                          "continuous)", keep=MASKS["Pendulum"]["P"]),
 }
 
 
@@ -63,8 +68,9 @@ def env_name(value) -> str:
 
 def make(name: str, **options) -> Env | GymnasiumEnv:
     """The environment ``name`` from ``ENVS`` with its options, or the POPGym task ``popgym:<Task><Level>``, wrapped
-    in ``EpisodeStats``; or, for ``gymnasium:ID``, the Gymnasium environment ``ID`` made with ``options`` (stepped
-    on the host)."""
+    in ``EpisodeStats`` (and, with a Box action space, in ``Squashed``: it takes actions in ``R^A``,
+    ``rtrl.rl.envs.continuous``); or, for ``gymnasium:ID``, the Gymnasium environment ``ID`` made with ``options``
+    (stepped on the host)."""
     if is_gymnasium(name):
         return GymnasiumEnv(name[len(PREFIX):], tuple(sorted(options.items())))
     if is_popgym(name):
@@ -72,4 +78,5 @@ def make(name: str, **options) -> Env | GymnasiumEnv:
     if name not in ENVS:
         raise ValueError(f"unknown environment {name!r}; expected one of {sorted(ENVS)}, {POPGYM_NAMES}, or "
                          "gymnasium:ID")
-    return EpisodeStats(ENVS[name](**options))
+    env = ENVS[name](**options)
+    return EpisodeStats(env if env.action_bounds is None else Squashed(env))

@@ -1,0 +1,130 @@
+"""The Gaussian actor-critic: stream AC(lambda) (``rtrl.rl.agent.ActorCritic``) for a Box action space of A
+dimensions, what ``--algorithm ac`` runs where the environment's actions are floats.
+
+The policy is a diagonal Gaussian over ``R^A``::
+
+    u ~ N(mean(h_t), diag(std^2)),     mean = the policy head on the torso's output (through the shared tanh layer
+                                       where ``head_hidden``),   std = exp(log_std)
+
+with ``log_std`` (A,) a learnt parameter of its own, not a function of the state. Why state-independent: its
+gradient never passes through the torso, so the standard deviation cannot shrink in the states one noisy streaming
+update happens to visit (an exploration collapse that the value's and the mean's errors would drive), and the
+policy's entropy and its gradient are exact in closed form, with no pass through the network; it is the choice of
+the on-policy continuous agents this one is measured beside (PPO's, stream AC's). ``log_std`` starts at 0 (std 1)
+and is not clipped (a clip would freeze its gradient at the edge).
+
+The environment maps ``u`` onto the space's bounds (``rtrl.rl.envs.continuous``: tanh-squashed where both bounds
+are finite, clipped to one finite bound, as it is where none is): the map is part of the environment, so the
+log-probability the update differentiates is the Gaussian's, exactly. The density of the squashed action
+(``squashed_log_prob``) has the change-of-variables term ``- sum log((high - low) / 2 (1 - tanh(u)^2))`` besides,
+a function of ``u`` alone: its gradient w.r.t. the parameters is the Gaussian's. The entropy term is the Gaussian's
+(of ``u``, before the map)::
+
+    log pi(u) = - sum_i [ (u_i - mean_i)^2 / (2 std_i^2) + log std_i ] - A/2 log(2 pi)
+    H         =   sum_i log std_i + A/2 log(2 pi e)
+
+(the squashed policy's entropy has no closed form; it is the Gaussian's plus the expected change-of-variables
+term, which only penalises a mean far outside the squash's linear range). Its gradient is 1 for each ``log_std``,
+0 elsewhere.
+
+Everything else is the actor-critic's: the traces take ``value_coef * grad v_t + grad log pi(u_t)`` per environment,
+the TD error and the update rule (``adam``, ``sgd``, ``obgd``, ``adaptive_obgd``, ``intentional``) are the same, and
+the fidelity check compares ``grad v_t`` and ``grad log pi(u_t)`` with BPTT's. Parameters: the actor-critic's
+(``"policy"`` the mean's head, (M or N, A)) and ``"log_std"`` (A,).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from rtrl.rl.agent import ActorCritic, heads
+
+
+def gaussian_objectives(mean: jax.Array, log_std: jax.Array, u: jax.Array) -> jax.Array:
+    """``[log pi(u), entropy]`` of the diagonal Gaussian ``N(mean, diag(exp(log_std)^2))`` (all (A,))."""
+    A = mean.shape[-1]
+    z = (u - mean) * jnp.exp(-log_std)
+    logp = -0.5 * jnp.sum(z ** 2) - jnp.sum(log_std) - 0.5 * A * math.log(2 * math.pi)
+    return jnp.stack([logp, jnp.sum(log_std) + 0.5 * A * math.log(2 * math.pi * math.e)])
+
+
+def squashed_log_prob(mean: jax.Array, log_std: jax.Array, action: jax.Array, low, high) -> jax.Array:
+    """The log-density of the action ``low + (high - low) (tanh(u) + 1) / 2`` at ``action`` (inside the open Box
+    ``(low, high)``, every bound finite), ``u`` drawn from the Gaussian: the Gaussian's at ``u = atanh(y)``,
+    ``y = 2 (action - low) / (high - low) - 1``, less ``sum log((high - low) / 2 (1 - y^2))``."""
+    low, high = jnp.asarray(low, mean.dtype), jnp.asarray(high, mean.dtype)
+    y = 2 * (action - low) / (high - low) - 1
+    return gaussian_objectives(mean, log_std, jnp.arctanh(y))[0] - jnp.sum(jnp.log((high - low) / 2)
+                                                                          + jnp.log1p(-y ** 2))
+
+
+class GaussianActorCritic(ActorCritic):
+    """Stream AC(lambda)'s agent with a Gaussian policy over ``R^A`` (the module's docstring): ``(cell, num_actions,
+    method="rtrl", truncation=8, head_hidden=0)``, ``num_actions`` the Box's dimensions."""
+
+    def init(self, key: jax.Array, dtype=jnp.float32):
+        params = super().init(key, dtype)
+        params["log_std"] = jnp.zeros((self.num_actions,), dtype)
+        return params
+
+    def forward(self, params, memory, x: jax.Array):
+        """One environment's ``(((mean, log_std), value), memory')``: the torso's online step on ``x``, the heads."""
+        h, memory = self.learner.step(params["torso"], memory, x)
+        mean, value = heads(params, h)
+        return ((mean, params["log_std"]), value), memory
+
+    def objective_grads(self, params, memory, x: jax.Array, action: jax.Array):
+        """One environment's ``(value, grads, memory', entropy)`` for a given ``action`` ``u`` (A,): ``grads`` stacks
+        (leading axis 3) the gradients of ``v_t``, ``log pi(u)`` and the entropy."""
+        (dist, value), vjp, memory = jax.vjp(lambda p: self.forward(p, memory, x), params, has_aux=True)
+        (_, entropy), pullback = jax.vjp(lambda d: gaussian_objectives(*d, action), dist)
+        d_dist = jax.vmap(pullback)(jnp.eye(2, dtype=value.dtype))[0]  # (mean, log_std), each stacked (2, A)
+        d_dist = jax.tree.map(lambda d: jnp.concatenate([jnp.zeros_like(d[:1]), d]), d_dist)
+        return value, jax.vmap(vjp)((d_dist, jnp.array([1.0, 0.0, 0.0], value.dtype)))[0], memory, entropy
+
+    def act(self, params, memory, x: jax.Array, key: jax.Array):
+        """One environment: ``(action, value, grads, memory', entropy)``; ``grads`` as in ``objective_grads``."""
+        (mean, log_std), _ = self.forward(params, memory, x)[0]
+        action = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
+        return action, *self.objective_grads(params, memory, x, action)
+
+    def step(self, params, memory, x: jax.Array, keys: jax.Array, value_coef: float, entropy: bool = True):
+        """All E environments at once (``ActorCritic.step``'s contract): ``(action, value, drive, entropy_grad,
+        memory', entropy)``, ``action`` (E, A) the draws ``u``; one forward pass and one pullback per environment.
+        The entropy's gradient needs no pass: 1 for each ``log_std``, 0 elsewhere."""
+
+        def one(m, xe, key):
+            (dist, value), pullback, memory_next = jax.vjp(lambda p: self.forward(p, m, xe), params, has_aux=True)
+            mean, log_std = dist
+            action = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
+            d_dist = jax.grad(lambda d: gaussian_objectives(*d, action)[0])(dist)
+            drive = pullback((d_dist, jnp.asarray(value_coef, value.dtype)))[0]
+            return action, value, drive, memory_next, gaussian_objectives(mean, log_std, action)[1]
+
+        action, value, drives, memory_next, entropies = jax.vmap(one)(memory, x, keys)
+        entropy_grad = None
+        if entropy:
+            entropy_grad = jax.tree.map(jnp.zeros_like, params)
+            entropy_grad["log_std"] = jnp.ones_like(params["log_std"])
+        return action, value, drives, entropy_grad, memory_next, entropies
+
+    def bptt_grads(self, params, xs: jax.Array, start: jax.Array, action: jax.Array):
+        """One environment's three gradients by BPTT (``ActorCritic.bptt_grads``'s contract), ``action`` the draw
+        ``u`` (A,)."""
+
+        def values(p):
+            mean, value = heads(p, self.unrolled(p["torso"], xs, start))
+            return jnp.concatenate([value[None], gaussian_objectives(mean, p["log_std"], action)])
+
+        return jax.jacrev(values)(params)
+
+
+def agent_class(algorithm: str, where: str):
+    """The agent of ``algorithm`` for a Box action space; ``ValueError`` naming the option for one that has none."""
+    if algorithm != "ac":
+        raise ValueError(f"algorithm must be ac (a Gaussian policy) for {where}, whose actions are a Box; "
+                         f"{algorithm!r} needs a Discrete action space")
+    return GaussianActorCritic

@@ -1,0 +1,183 @@
+"""The Gaussian actor-critic (``rtrl.rl.gaussian``) for Box action spaces: the policy's log-probability, entropy and
+their gradients against NumPy formulas written out here, the squashed action's density against a Monte-Carlo
+histogram, the squash itself on hand-checked values, the agent's drive against the gradient of the same objective
+written out from the cell's step, exact RTRL equal to BPTT (directly and through the loop's fidelity check), and the
+configurations a Box refuses."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rtrl.cells import MinGRU
+from rtrl.rl.config import RLConfig
+from rtrl.rl.envs.continuous import squash
+from rtrl.rl.gaussian import GaussianActorCritic, gaussian_objectives, squashed_log_prob
+from rtrl.rl.loop import record, runner
+
+pytest.importorskip("gymnax")
+
+
+def numpy_gaussian(mean, log_std, u):
+    """The oracle: ``(log pi(u), entropy, d logp / d mean, d logp / d log_std)`` of N(mean, diag(exp(2 log_std)))
+    from the density's formula, in NumPy."""
+    mean, log_std, u = (np.asarray(a, np.float64) for a in (mean, log_std, u))
+    std = np.exp(log_std)
+    density = np.prod(np.exp(-((u - mean) ** 2) / (2 * std ** 2)) / (std * np.sqrt(2 * np.pi)))
+    entropy = np.sum(0.5 * np.log(2 * np.pi * np.e * std ** 2))
+    return np.log(density), entropy, (u - mean) / std ** 2, ((u - mean) / std) ** 2 - 1
+
+
+def test_log_probability_and_entropy_on_a_hand_checked_case():
+    """mean (0.5, -1), std (1, 2), u (1, 1): log pi = -(0.5^2 / 2 + (2/2)^2 / 2) - log 2 - log(2 pi) = -3.1560;
+    H = log 2 + log(2 pi e) = 3.5310."""
+    got = gaussian_objectives(jnp.array([0.5, -1.0]), jnp.array([0.0, math.log(2.0)]), jnp.array([1.0, 1.0]))
+    np.testing.assert_allclose(got, [-3.156024, 3.531024], atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_log_probability_entropy_and_gradients_against_numpy(seed):
+    rng = np.random.default_rng(seed)
+    mean, log_std, u = rng.normal(size=3), rng.normal(size=3) * 0.5, rng.normal(size=3)
+    logp, entropy, d_mean, d_log_std = numpy_gaussian(mean, log_std, u)
+    args = tuple(jnp.asarray(a, jnp.float64) for a in (mean, log_std, u))
+    np.testing.assert_allclose(gaussian_objectives(*args), [logp, entropy], rtol=1e-12)
+    jac = jax.jacrev(gaussian_objectives, argnums=(0, 1))(*args)  # rows: logp, entropy
+    np.testing.assert_allclose(jac[0][0], d_mean, rtol=1e-12)
+    np.testing.assert_allclose(jac[1][0], d_log_std, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(jac[0][1], 0.0)
+    np.testing.assert_allclose(jac[1][1], 1.0)
+
+
+def test_squash_on_hand_checked_values():
+    """[-2, 2]: u = 0 -> 0, u = atanh(0.5) -> 1; [0, 1]: u = 0 -> 0.5; (-inf, inf): u itself; [-1, inf): u clipped
+    at -1; in NumPy and in JAX alike."""
+    low, high = (-2.0, 0.0, -math.inf, -1.0), (2.0, 1.0, math.inf, math.inf)
+    u = np.array([[0.0, 0.0, 5.0, -3.0], [math.atanh(0.5), 40.0, -7.0, 2.5]])
+    want = [[0.0, 0.5, 5.0, -1.0], [1.0, 1.0, -7.0, 2.5]]
+    np.testing.assert_allclose(squash(u, low, high, xp=np), want, atol=1e-12)
+    np.testing.assert_allclose(squash(jnp.asarray(u), low, high), want, atol=1e-12)
+
+
+def test_squashed_log_probability_against_monte_carlo():
+    """The density of low + (high - low) (tanh(u) + 1) / 2 against a histogram of 2 million draws, on [-2, 2] and
+    on [0, 3]; and its gradient w.r.t. the Gaussian's parameters equals the Gaussian's at u (the change of
+    variables depends on u alone)."""
+    rng = np.random.default_rng(0)
+    mean, log_std = 0.3, -0.2
+    u = mean + np.exp(log_std) * rng.normal(size=2_000_000)
+    for low, high in ((-2.0, 2.0), (0.0, 3.0)):
+        a = low + (high - low) * (np.tanh(u) + 1) / 2
+        counts, edges = np.histogram(a, bins=40, range=(low, high))
+        centres, width = (edges[1:] + edges[:-1]) / 2, edges[1] - edges[0]
+        density = counts / (len(a) * width)
+        inner = slice(2, -2)  # the density bends sharply near the bounds, where a bin's mean is not its centre's
+        model = np.exp([float(squashed_log_prob(jnp.array([mean]), jnp.array([log_std]), jnp.array([c]), [low],
+                                                [high])) for c in centres[inner]])
+        np.testing.assert_allclose(density[inner], model, rtol=0.03, atol=2e-3)
+    action = jnp.array([1.2])
+    g_squashed = jax.grad(lambda m, s: squashed_log_prob(m, s, action, [0.0], [3.0]), argnums=(0, 1))(
+        jnp.array([mean]), jnp.array([log_std]))
+    u0 = jnp.arctanh(2 * action / 3 - 1)
+    g_gauss = jax.grad(lambda m, s: gaussian_objectives(m, s, u0)[0], argnums=(0, 1))(jnp.array([mean]),
+                                                                                      jnp.array([log_std]))
+    np.testing.assert_allclose(np.concatenate(g_squashed), np.concatenate(g_gauss), rtol=1e-10)
+
+
+def test_the_drive_is_the_gradient_of_value_and_log_policy_written_out():
+    """One step from a zero carry, two environments, a Box of 2: the drive is the gradient of ``c v + log pi(u)``,
+    written out here from the cell's step and the density's formula; the entropy's gradient is 1 on ``log_std``
+    and 0 elsewhere; the draws have the policy's mean and spread."""
+    cell = MinGRU(3, 4)
+    agent = GaussianActorCritic(cell, 2, method="rtrl", head_hidden=3)
+    params = agent.init(jax.random.PRNGKey(1), jnp.float64)
+    params["log_std"] = jnp.array([0.2, -0.5])
+    assert params["policy"]["W"].shape == (3, 2) and params["log_std"].shape == (2,)
+    memory = agent.memory(params, 2)
+    x = jnp.array([[0.3, -1.0, 0.5], [1.0, 0.2, -0.4]], jnp.float64)
+    keys = jax.random.split(jax.random.PRNGKey(2), 2)
+    action, value, drive, bonus, _, entropy = agent.step(params, memory, x, keys, 0.7)
+
+    def mean_and_value(p, xe):
+        _, h = cell.step(p["torso"], cell.initial_carry((), jnp.float64), xe)
+        hidden = jnp.tanh(h @ p["head"]["W"] + p["head"]["b"])
+        return hidden @ p["policy"]["W"] + p["policy"]["b"], (hidden @ p["value"]["W"] + p["value"]["b"])[0]
+
+    def objective(p, xe, u):
+        mean, v = mean_and_value(p, xe)
+        std = jnp.exp(p["log_std"])
+        logp = jnp.sum(-((u - mean) ** 2) / (2 * std ** 2) - p["log_std"] - 0.5 * jnp.log(2 * jnp.pi))
+        return 0.7 * v + logp
+
+    for e in range(2):
+        expected = jax.grad(objective)(params, x[e], action[e])
+        got = jax.tree.map(lambda a, e=e: a[e], drive)
+        for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(expected), strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(value[e], mean_and_value(params, x[e])[1], rtol=1e-12)
+    np.testing.assert_allclose(entropy, numpy_gaussian([0, 0], [0.2, -0.5], [0, 0])[1], rtol=1e-12)
+    assert float(bonus["log_std"].sum()) == 2.0 and sum(float(jnp.abs(a).sum()) for a in jax.tree.leaves(bonus)) == 2
+    # the draws: mean and spread of the policy of environment 0, over many keys
+    many = jax.vmap(lambda k: agent.step(params, jax.tree.map(lambda a: a[:1], memory), x[:1], k[None], 1.0,
+                                         entropy=False)[0][0])(jax.random.split(jax.random.PRNGKey(3), 20_000))
+    mean0 = mean_and_value(params, x[0])[0]
+    np.testing.assert_allclose(many.mean(0), mean0, atol=0.03)
+    np.testing.assert_allclose(many.std(0), np.exp([0.2, -0.5]), rtol=0.03)
+
+
+@pytest.mark.parametrize("cell", ["mingru", "elman"])
+def test_exact_rtrl_equals_bptt_on_the_continuous_agent(cell):
+    """The online gradients of v_t, log pi(u_t) and the entropy after 12 steps of an episode (the torso's exact
+    traces carried step by step) equal BPTT's over the same inputs, every parameter, to 1e-9 relative."""
+    from rtrl.cells.lookup import make_cell
+
+    agent = GaussianActorCritic(make_cell(cell, {}, 3, 5), 2, method="rtrl")
+    params = agent.init(jax.random.PRNGKey(4), jnp.float64)
+    xs = jax.random.normal(jax.random.PRNGKey(5), (12, 3), jnp.float64)
+    memory = agent.learner.init(params["torso"])
+    for t in range(12):
+        action = jnp.array([0.4 - 0.1 * t, 0.05 * t])
+        online = agent.objective_grads(params, memory, xs[t], action)
+        memory = online[2]
+    bptt = agent.bptt_grads(params, xs, jnp.asarray(0), action)
+    for a, b in zip(jax.tree.leaves(online[1]), jax.tree.leaves(bptt), strict=True):
+        scale = max(float(jnp.abs(b).max()), 1e-300)
+        assert float(jnp.abs(a - b).max()) / scale <= 1e-9
+
+
+def test_a_pendulum_run_is_exact_against_bptt_through_the_fidelity_check():
+    """The loop's fidelity check at every step of a float64 run on pendulum-p (an episode boundary included: 200
+    steps an episode, 230 steps), with a vanishing step so the parameters hold still: both cosines 1 to 1e-9."""
+    config = RLConfig(env="pendulum-p", cell="mingru", hidden=6, envs=2, steps=230, record_every=230,
+                      fidelity_every=1, lr=1e-12, dtype="float64", method="auto")
+    run = runner(config)
+    state = run.advance(run.init(0), 230)
+    rec = record(state)
+    assert rec["cos_value"] > 1 - 1e-9 and rec["cos_policy"] > 1 - 1e-9
+    assert rec["episodes"] == 2 and -2000 < rec["return"] < 0
+    assert state.params["log_std"].shape == (1,)
+
+
+def test_the_intentional_update_runs_on_the_continuous_agent():
+    """Its per-environment step reads the drive (log_std's share included): the parameters move, all finite."""
+    config = RLConfig(env="pendulum-p", cell="mingru", hidden=6, envs=2, steps=210, record_every=210,
+                      optimizer="intentional", lr=0.01, entropy=0.0, dtype="float64")
+    run = runner(config)
+    start = run.init(0)
+    state = run.advance(start, 210)
+    rec = record(state)
+    assert rec["episodes"] == 2 and math.isfinite(rec["return"])
+    for name in ("log_std", "policy", "value"):
+        moved = jax.tree.map(lambda a, b: float(jnp.abs(a - b).max()), state.params[name], start.params[name])
+        assert all(0 < m < 10 and math.isfinite(m) for m in jax.tree.leaves(moved)), name
+
+
+def test_a_box_refuses_what_needs_discrete_actions():
+    with pytest.raises(ValueError, match="algorithm must be ac .* 'q' needs a Discrete action space"):
+        runner(RLConfig(env="pendulum-p", algorithm="q"))
+    with pytest.raises(ValueError, match="extra_inputs needs a Discrete action space"):
+        runner(RLConfig(env="pendulum-p", extra_inputs=True))
