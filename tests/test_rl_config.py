@@ -97,3 +97,20 @@ def test_the_command_line_names_the_flag(capsys, tmp_path):
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "argument --epsilon: epsilon does nothing here: algorithm 'ac'" in err, err
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("algorithm", ["q", "qrc"])
+def test_the_q_learning_memory_chain_presets(algorithm):
+    """``memory-chain-L-q`` (intentional Q(lambda)) and ``memory-chain-L-qrc``: the streaming agent's torso (a
+    width-192 minGRU under its exact traces) on MemoryChain at every length, epsilon falling over a tenth of the run."""
+    for length in (16, 32, 64, 128, 192, 256):
+        options = PRESETS[f"memory-chain-{length}-{algorithm}"].options
+        config = RLConfig(**options)
+        assert (config.env, dict(config.env_args), config.algorithm) == ("memory-chain", {"memory_length": length},
+                                                                         algorithm)
+        assert (config.cell, config.hidden, config.method) == ("mingru", 192, "auto")
+        assert config.explore_steps == config.steps // 10 and config.epsilon == 0.01
+        if algorithm == "q":
+            assert (config.optimizer, config.lr, config.gamma, config.lam) == ("intentional", 0.5, 0.99, 0.8)
+        for row in ("tbptt", "memoryless"):
+            assert RLConfig(**PRESETS[f"memory-chain-{length}-{algorithm}-{row}"].options).algorithm == algorithm

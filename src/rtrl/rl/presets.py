@@ -75,6 +75,26 @@ def chain(length: int, steps: int, lr: float) -> Table:
                  0.9, BASELINES, "auto")
 
 
+def chain_of(algorithm: str, length: int, steps: int, lr: float) -> Table:
+    """``chain(length, steps, lr)``'s setting (the streaming agent's torso, budget and records) learned by another
+    algorithm (``Q_ALGORITHMS``): its options over the actor-critic's, those only the actor-critic reads dropped."""
+    table = chain(length, steps, lr)
+    options = {k: v for k, v in table.options.items() if k != "entropy"}
+    options.update(Q_ALGORITHMS[algorithm], explore_steps=max(1, steps // 10))
+    return table._replace(what=f"{table.what}, {Q_NAMES[algorithm]}", options=options)
+
+
+# Q-learning on MemoryChain (issue 48), the epsilon schedule of Farr et al. 2026 (noahfarr/recurrent-streaming-rl,
+# config/algorithm/intentional_q.yaml and qrc_lambda.yaml: epsilon from 1 to 0.01 over the first tenth of the run,
+# ``explore_steps``). ``q``: intentional Q(lambda) as they run it, eta 0.5, gamma 0.99, lambda 0.8 (exact RTRL:
+# ``auto`` on the minGRU). ``qrc``: QRC(lambda) with the streaming agent's Adam step and gamma, h's step and
+# regulariser theirs (the defaults); their SGD at 1e-4 is a step per environment where ours averages 16. Neither
+# tuned yet (docs/rl.md).
+Q_ALGORITHMS = {"q": {"algorithm": "q", "optimizer": "intentional", "lr": 0.5, "gamma": 0.99, "lam": 0.8,
+                      "epsilon": 0.01},
+                "qrc": {"algorithm": "qrc", "epsilon": 0.01}}
+Q_NAMES = {"q": "intentional Q(lambda)", "qrc": "QRC(lambda)"}
+
 # The streaming agent's MemoryChain lengths (issue 40): (length, steps per environment, Adam's step). Adam at 3e-4
 # from 192 on: at 1e-3 with the entropy bonus, seeds at 256 reached 0.95 and fell back (to 0.52 in one) by 240k.
 CHAINS = ((16, 20_000, 1e-3), (32, 20_000, 1e-3), (64, 40_000, 1e-3), (128, 60_000, 1e-3), (192, 100_000, 3e-4),
@@ -97,6 +117,8 @@ TABLES = {
         {"env": "memory-chain", "env_args": {"memory_length": 40}, "hidden": 16, "envs": 16, "steps": 360_000,
          "truncation": 20, "record_every": 12_000}, 0.8, ("rtrl", "raw-obs", "small-lr")),
     **{f"memory-chain-{length}": chain(length, steps, lr) for length, steps, lr in CHAINS},
+    **{f"memory-chain-{length}-{algorithm}": chain_of(algorithm, length, steps, lr)
+       for algorithm in Q_ALGORITHMS for length, steps, lr in CHAINS},
     "popgym-repeat-first": Table(
         "POPGym RepeatFirstEasy: repeat the first card of the episode at every step",
         {"env": "popgym:RepeatFirstEasy", **POPGYM_STREAMING, "truncation": WINDOW}, 0.9, BASELINES, "auto"),
