@@ -12,7 +12,9 @@ import pytest
 
 from rtrl.rl import make, suite
 from rtrl.rl.envs.base import Env, EpisodeStats
-from rtrl.rl.suite import BOUNDS, bootstrap, final_returns, iqm, main, normalised, uniform_returns
+from rtrl.rl.envs.popgym import NORMALISATION
+from rtrl.rl.envs.popgym import TASKS as POPGYM_TASKS
+from rtrl.rl.suite import TASKS, bootstrap, final_returns, iqm, main, normalised, uniform_returns
 
 
 def test_iqm_is_the_mean_of_the_middle_half_with_fractional_ends():
@@ -53,11 +55,37 @@ def play(task: str, right: bool) -> float:
 
 
 def test_the_bounds_are_the_returns_of_the_best_and_the_worst_episode():
-    low, high = BOUNDS["RepeatFirst"]
+    low, high = NORMALISATION["RepeatFirst"]
     assert play("RepeatFirstEasy", right=True) == pytest.approx(high, abs=1e-5)
     assert play("RepeatFirstEasy", right=False) == pytest.approx(low, abs=1e-5)
     assert normalised("RepeatFirst", low) == 0.0 and normalised("RepeatFirst", high) == 1.0
     assert normalised("PositionOnlyCartPole", 0.25) == 0.25  # CartPole's returns lie in [0, 1]
+
+
+# (task, return, its score on Farr et al.'s scale), by hand from their scripts/plot_popgym.py's ends
+FARR_SCALE = [
+    ("RepeatPrevious", 0.0, 0.5),
+    ("HigherLower", 0.507, 1.0),  # the optimal return, below 1
+    ("HigherLower", 0.0, 1 / 1.507),
+    ("Concentration", 0.0, 1 / 1.816),
+    ("MultiarmedBandit", 0.824, 1.0),
+    ("Battleship", -64 / 52, 0.0),  # the lowest return, below -1
+    ("Battleship", 0.0, (64 / 52) / (1 + 64 / 52)),
+    ("MineSweeper", -13 / 24 - 4 / 7, 0.0),
+    ("MineSweeper", 1.0, 1.0),
+    ("NoisyPositionOnlyCartPole", 0.5, 0.5),
+]
+
+
+@pytest.mark.parametrize("task, value, score", FARR_SCALE)
+def test_scores_are_on_farr_et_al_s_scale(task, value, score):
+    assert normalised(task, value) == pytest.approx(score, rel=1e-12, abs=1e-12)
+
+
+def test_the_scale_covers_every_task_by_the_suite_s_names_and_refuses_others():
+    assert set(NORMALISATION) == set(POPGYM_TASKS) == set(TASKS) and len(TASKS) == 11
+    with pytest.raises(ValueError, match="task must be one of .* got 'RepeatFirstEasy'"):
+        normalised("RepeatFirstEasy", 0.0)
 
 
 def test_a_suite_resumes_and_reruns_only_what_changed(tmp_path, capsys):

@@ -4,8 +4,9 @@ in one call under ``jax.vmap`` (``rtrl rl --seeds``), scored as they score it, b
 score (the row ``uniform``: what no learning reaches, ``uniform_returns``).
 
 Scoring: a seed's final return is the mean of its last two records' returns; it is normalised so that 0 is the
-lowest episodic return the task allows and 1 the optimal one (``BOUNDS``: popgym scales every task's rewards so an
-episode's return lies in [-1, 1], the position-only CartPoles' in [0, 1]); a row's figure is the interquartile mean
+lowest episodic return the task allows and 1 the optimal one, on Farr et al.'s own scale
+(``rtrl.rl.envs.popgym.NORMALISATION``: the optimal returns of HigherLower, Concentration and MultiarmedBandit below
+1, the lowest of Battleship and MineSweeper below -1, the CartPoles' 0); a row's figure is the interquartile mean
 (IQM) over its seeds with a 95% bootstrap interval (``iqm``, ``bootstrap``), beside Farr et al.'s streaming agent
 with exact RTRL and PPO with the same RTU torso where they report the task (``FARR``).
 
@@ -29,13 +30,12 @@ from rtrl import provenance
 from rtrl.files import atomic_write_text
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import make
+from rtrl.rl.envs.popgym import NORMALISATION, normalise
 from rtrl.rl.loop import train
 from rtrl.rl.presets import POPGYM_STREAMING, ROW_OPTIONS, WINDOW
 from rtrl.rl.results import read_runs
 
-TASKS = ("RepeatPrevious", "RepeatFirst", "CountRecall", "Autoencode", "HigherLower", "Concentration",
-         "MultiarmedBandit", "Battleship", "MineSweeper", "PositionOnlyCartPole", "NoisyPositionOnlyCartPole")
-BOUNDS = {task: (0.0, 1.0) if task.endswith("CartPole") else (-1.0, 1.0) for task in TASKS}
+TASKS = tuple(NORMALISATION)  # the eleven tasks of Farr et al.'s POPGym Easy suite
 # Farr et al. 2026 (arXiv 2605.24709), normalised IQM at 10M frames: (streaming agent with exact RTRL, PPO-RTU)
 FARR = {"RepeatPrevious": (0.99, 0.81), "RepeatFirst": (0.48, 0.31), "CountRecall": (0.23, 0.10),
         "Concentration": (0.42, 0.78), "MultiarmedBandit": (0.63, 0.81)}
@@ -94,8 +94,8 @@ def final_returns(records: list[dict]) -> list[float | None]:
 
 
 def normalised(task: str, value: float) -> float:
-    low, high = BOUNDS[task]
-    return (value - low) / (high - low)
+    """``value`` on Farr et al.'s scale of ``task`` (``rtrl.rl.envs.popgym.normalise``)."""
+    return normalise(task, value)
 
 
 def iqm(values) -> float:

@@ -42,6 +42,37 @@ TASKS: dict[str, tuple[type[Env], tuple[dict, dict, dict]]] = {
     "PositionOnlyCartPole": (PositionOnlyCartPole, ({"length": 200}, {"length": 400}, {"length": 600})),
     "NoisyPositionOnlyCartPole": (PositionOnlyCartPole, ({"noise": 0.1}, {"noise": 0.2}, {"noise": 0.3})),
 }
+# task -> (lowest, optimal) episodic return: the ends of the scale on which Farr et al. 2026 (arXiv 2605.24709)
+# normalise POPGym scores, ``(return - lowest) / (optimal - lowest)``: their scripts/plot_popgym.py
+# (noahfarr/recurrent-streaming-rl, commit 1498db1), MINIMUM (default -1) and MAXIMUM, under our task names (theirs
+# StatelessCartPole, NoisyStatelessCartPole, Minesweeper, MultiArmedBandit). The optimal returns of HigherLower,
+# Concentration and MultiarmedBandit are below 1 (what the best policy expects, the cards or arms being random); the
+# lowest of Battleship and MineSweeper below -1 (popgym's penalties for cells hit again); popgym scales the others'
+# rewards into [-1, 1], the position-only CartPoles' into [0, 1]. Their figures are of the Easy level.
+NORMALISATION: dict[str, tuple[float, float]] = {
+    "RepeatPrevious": (-1.0, 1.0),
+    "RepeatFirst": (-1.0, 1.0),
+    "CountRecall": (-1.0, 1.0),
+    "Autoencode": (-1.0, 1.0),
+    "HigherLower": (-1.0, 0.507),
+    "Concentration": (-1.0, 0.816),
+    "MultiarmedBandit": (-1.0, 0.824),
+    "Battleship": (-64 / 52, 1.0),
+    "MineSweeper": (-13 / 24 - 0.5714285714285714, 1.0),
+    "PositionOnlyCartPole": (0.0, 1.0),
+    "NoisyPositionOnlyCartPole": (0.0, 1.0),
+}
+
+
+def normalise(task: str, value: float) -> float:
+    """``value``, an episodic return of ``task`` (a key of ``TASKS``), on Farr et al.'s scale (``NORMALISATION``):
+    0 the lowest return, 1 the optimal one; ``ValueError`` naming the task for one that is not a key."""
+    if task not in NORMALISATION:
+        raise ValueError(f"task must be one of {', '.join(NORMALISATION)} (a POPGym task, no level), got {task!r}")
+    low, high = NORMALISATION[task]
+    return (value - low) / (high - low)
+
+
 NAMES = {task + level: (cls, options)
          for task, (cls, levels) in TASKS.items() for level, options in zip(LEVELS, levels, strict=True)}
 EXPECTED = f"popgym:<Task><{'|'.join(LEVELS)}> with Task one of {', '.join(TASKS)}"
@@ -68,6 +99,6 @@ def popgym_env(name: str, **options) -> Env:
     return cls(**settings)
 
 
-__all__ = ["EXPECTED", "LEVELS", "NAMES", "PREFIX", "TASKS", "Autoencode", "Battleship", "Concentration",
-           "CountRecall", "HigherLower", "MineSweeper", "MultiarmedBandit", "PositionOnlyCartPole", "RepeatFirst",
-           "RepeatPrevious", "is_popgym", "known", "popgym_env"]
+__all__ = ["EXPECTED", "LEVELS", "NAMES", "NORMALISATION", "PREFIX", "TASKS", "Autoencode", "Battleship",
+           "Concentration", "CountRecall", "HigherLower", "MineSweeper", "MultiarmedBandit", "PositionOnlyCartPole",
+           "RepeatFirst", "RepeatPrevious", "is_popgym", "known", "normalise", "popgym_env"]
