@@ -280,6 +280,15 @@ BAD_INPUT = [
     ("plot {run} --out {tmp}", copy_run, 2, "directory"),
     ("plot {run} --out {tmp}/x.png", no_metrics_yet, 2, "no metrics"),
     ("plot {run} --out {tmp}/x.png", middle_line_damaged, 2, "line 2"),
+    # rtrl eval
+    ("eval {tmp}/missing", nothing, 2, "holds no run"),
+    ("eval {run} --episodes 0", copy_run, 2, "--episodes"),
+    ("eval {run} --seed -1", copy_run, 2, "--seed"),
+    ("eval {run} --greedy", copy_run, 2, "--greedy applies to RL runs"),
+    ("eval {run} --video {tmp}/films", copy_run, 2, "--video applies to RL runs"),
+    ("eval {run} --run-seed 5", copy_run, 2, "--run-seed: seed applies to a run of several seeds"),
+    ("eval {run}", truncate("checkpoint.npz", lambda n: n // 2), 2, "checkpoint.npz"),
+    ("eval {run}", edit("config.json", "[1]"), 2, "JSON object"),
     ("plot {run} --out {tmp}/x.png", edit("config.json", "[1]"), 2, "JSON object"),
     # rtrl demo
     ("demo --out {run} --steps 8 --quiet", copy_run, 2, "different run"),
