@@ -50,6 +50,8 @@ def first_paragraph(obj) -> str:
 
 WIDTH = 22  # of the name column of `rtrl list`
 SECTIONS = ("tasks", "environments", "cells", "presets", "methods", "algorithms")
+ALIASES = {"envs": "environments", "env": "environments", "task": "tasks", "cell": "cells", "preset": "presets",
+           "method": "methods", "algorithm": "algorithms"}  # what a SECTION may also be called
 
 
 def entry(name: str, text: str) -> str:
@@ -75,6 +77,8 @@ def listing() -> dict[str, list[tuple[str, str]]]:
     from rtrl.methods import REGISTRY
     from rtrl.rl.algorithms import ALGORITHMS
     from rtrl.rl.envs import ENVS
+    from rtrl.rl.envs.popgym import LEVELS
+    from rtrl.rl.envs.popgym import TASKS as POPGYM_TASKS
     from rtrl.rl.presets import PRESETS as RL_PRESETS
     from rtrl.rl.transforms import STEP_RULES
     from rtrl.training.presets import PRESETS
@@ -85,7 +89,13 @@ def listing() -> dict[str, list[tuple[str, str]]]:
 
     return {
         "tasks": [("tasks:", [(name, cls().describe()) for name, cls in TASKS.items()])],
-        "environments": [("environments (rtrl rl):", [(name, first_paragraph(make)) for name, make in ENVS.items()])],
+        "environments": [("environments (rtrl rl):", [(name, first_paragraph(make)) for name, make in ENVS.items()]
+                           + [(f"popgym:<Task><{'|'.join(LEVELS)}>",
+                               f"POPGym's tasks in JAX (e.g. popgym:RepeatFirstEasy), Task one of "
+                               f"{', '.join(POPGYM_TASKS)}; popgym's observations, rewards and episode lengths"),
+                              ("gymnasium:ID", "any registered Gymnasium environment (e.g. gymnasium:CartPole-v1, "
+                               "gymnasium:popgym-RepeatFirstEasy-v0), stepped on the host; --env-arg K=V: "
+                               "gymnasium.make's keywords and the environment's own (the gymnasium extra)")])],
         "cells": [("cells:", [(name, first_paragraph(cls)) for name, cls in CELLS.items()]
                    + [(path, first_paragraph(factory)) for path, factory in path_cells(PRESETS).items()])],
         "presets": [(f"presets ({command} --preset NAME):", [(name, p.summary) for name, p in presets.items()])
@@ -100,15 +110,62 @@ def listing() -> dict[str, list[tuple[str, str]]]:
 
 def add_list_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("sections", nargs="*", metavar="SECTION",
-                   help=f"only these sections: {', '.join(SECTIONS)} (default: all)")
+                   help=f"only these sections: {', '.join(SECTIONS)} (default: all; envs for environments); "
+                        "`rtrl list presets NAME ...`: every option those presets set")
     p.add_argument("--grep", metavar="TEXT", help="only the rows whose name or description holds TEXT (any case)")
 
 
+def presets_by_name() -> dict[str, tuple[str, type, object]]:
+    """Every preset by name: the command that takes it, its configuration class and the preset
+    (``rtrl.config.Preset``)."""
+    from rtrl.rl.config import RLConfig
+    from rtrl.rl.presets import PRESETS as RL_PRESETS
+    from rtrl.training.config import RunConfig
+    from rtrl.training.presets import PRESETS
+
+    return {name: (command, cls, preset)
+            for command, cls, presets in (("rtrl train", RunConfig, PRESETS), ("rtrl rl", RLConfig, RL_PRESETS))
+            for name, preset in presets.items()}
+
+
+def show_presets(names: list[str]) -> None:
+    """Each preset named: its command, its summary and every option it sets, one a line as the command line takes
+    it (``--task-arg max_length=5``, ``--no-clip``)."""
+    import dataclasses
+
+    from rtrl.config import defaults
+    from rtrl.run.options import flag_of
+
+    presets = presets_by_name()
+    for name in names:
+        command, cls, preset = presets[name]
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        print(f"{name} ({command} --preset {name}): {preset.summary}")
+        for key, value in preset.options.items():
+            flag = flag_of(fields[key]) if key in fields else "--" + key.replace("_", "-")
+            if isinstance(value, dict | tuple) and key in fields and flag != "--" + key.replace("_", "-"):
+                lines = [f"{flag} {k}={v}" for k, v in dict(value).items()]  # options: one flag each
+            elif isinstance(value, bool):
+                lines = [flag if value else "--no-" + flag[2:]]
+            elif value is None:  # --no-NAME where the default is a value; else the default itself (unset)
+                lines = [f"--no-{flag[2:]}" if defaults(cls).get(key) is not None else f"{flag} (its default)"]
+            else:
+                lines = [f"{flag} {getattr(value, 'name', value)}"]
+            for line in lines:
+                print(f"  {line}")
+        print(f"  (every other option: its default, `{command} --help`)")
+
+
 def cmd_list(args) -> int:
-    sections = getattr(args, "sections", None) or SECTIONS
+    sections = [ALIASES.get(s, s) for s in getattr(args, "sections", None) or SECTIONS]
+    named = [s for s in sections if s not in SECTIONS]
+    if named and "presets" in sections and set(named) <= set(presets_by_name()):
+        show_presets(named)
+        return 0
     unknown = [s for s in sections if s not in SECTIONS]
     if unknown:
-        raise UsageError(f"SECTION must be among {', '.join(SECTIONS)}, got {', '.join(map(repr, unknown))}")
+        raise UsageError(f"SECTION must be among {', '.join(SECTIONS)} (or `presets NAME ...` with names from `rtrl "
+                         f"list presets`), got {', '.join(map(repr, unknown))}")
     grep = (getattr(args, "grep", None) or "").lower()
     found = False
     for section, groups in listing().items():

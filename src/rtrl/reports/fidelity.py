@@ -250,14 +250,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from rtrl.run.argtypes import path, positive_int
 
     parser.add_argument("--out", required=True, type=path, help="folder for fidelity.csv, fidelity.json, fidelity.png")
-    parser.add_argument("--lengths", type=positive_int, nargs="+", default=list(LENGTHS), help="sequence lengths T")
-    parser.add_argument("--seeds", type=positive_int, default=SEEDS, help="random problems averaged per entry")
-    parser.add_argument("--hidden", type=positive_int, default=16, help="hidden size of every cell")
-    parser.add_argument("--input", type=positive_int, default=4, help="input size of every cell")
+    parser.add_argument("--lengths", type=positive_int, nargs="+", default=list(LENGTHS),
+                        help="sequence lengths T (default: %(default)s)")
+    parser.add_argument("--seeds", type=positive_int, default=SEEDS,
+                        help="random problems averaged per entry (default: %(default)s)")
+    parser.add_argument("--hidden", type=positive_int, default=16,
+                        help="hidden size of every cell (default: %(default)s)")
+    parser.add_argument("--input", type=positive_int, default=4, help="input size of every cell (default: %(default)s)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(REGISTRY), metavar="NAME",
                         help="method names from `rtrl list` (default: %(default)s)")
     parser.add_argument("--markdown", type=page_path, metavar="PAGE",
-                        help="also write the documentation page here (docs/fidelity.md)")
+                        help="also write the documentation page here (docs/fidelity.md; default: none)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -462,9 +462,13 @@ class Run:
         raise NotImplementedError
 
     def resume_note(self) -> str:
-        """What a resumed run does differently from the uninterrupted one, in one line (printed under the header
-        when the folder holds a checkpoint short of the budget); ``""`` when it replays it exactly."""
-        return ""
+        """One line printed under the header when the folder holds a checkpoint short of the budget: ``"resuming at
+        step N (its checkpoint), to step S"``, and anything a resumed run does differently from the uninterrupted
+        one (a kind says so); ``""`` for a run starting afresh or already finished."""
+        step = self.last_checkpoint_step()
+        if not step or step >= self.config.steps:
+            return ""
+        return f"resuming at step {step} (its checkpoint), to step {self.config.steps}"
 
     @contextlib.contextmanager
     def locked(self):

@@ -113,7 +113,7 @@ class RLRun(Run):
         re-seeds its environments, so its steps from the checkpoint on differ from the uninterrupted run's."""
         step = self.last_checkpoint_step()
         if not step or step >= self.config.steps or not getattr(self.assembly.env, "host", False):
-            return ""
+            return super().resume_note()
         return (f"resuming at step {step} (its checkpoint) on a host environment ({self.config.env}), whose states a "
                 f"checkpoint cannot hold: the {self.config.envs} environments are re-seeded from the run's seed and "
                 f"the step and each begins a new episode there (no TD error across the cut, the torso's state "
