@@ -93,3 +93,13 @@ def test_rtrl_train_refuses_a_missing_file_before_it_starts(tmp_path):
     assert "Spiking Heidelberg" in TASKS["shd"]().describe()
     with pytest.raises(ValueError, match="pool"):
         SHD(pool=3)
+
+
+def test_a_spike_time_far_past_the_window_is_dropped_not_overflowed(tmp_path):
+    """1e30 s is past any window: dropped like 30.1 ms above (cast to int64 first, it overflowed into an index)."""
+    times = [[0.001, 1e30], [0.0], [0.012]]
+    path = write_shd(tmp_path / "train.h5", times, [[0, 5], [5], [3]], LABELS)
+    task = SHD(path=path, test_path=write_shd(tmp_path / "test.h5", times[2:], UNITS[2:], LABELS[2:]), step_ms=5,
+               duration_ms=20, pool=350)
+    task.load()
+    np.testing.assert_array_equal(task.data[0][0], [[1, 0], [0, 0], [0, 0], [0, 0]])

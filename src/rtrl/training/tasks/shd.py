@@ -74,9 +74,9 @@ def binned(times, units, steps: int, step_ms: float, pool: int) -> np.ndarray:
     """``(examples, steps, 700 / pool)`` spike counts (uint8, saturating at 255)."""
     out = np.zeros((len(times), steps, UNITS // pool), np.int32)
     for i, (t, u) in enumerate(zip(times, units, strict=True)):
-        step = np.floor(np.asarray(t, float) * 1000.0 / step_ms).astype(np.int64)
-        keep = step < steps
-        np.add.at(out[i], (step[keep], np.asarray(u, np.int64)[keep] // pool), 1)
+        step = np.floor(np.asarray(t, float) * 1000.0 / step_ms)
+        keep = step < steps  # spikes past the window dropped before the cast (1e30 s would overflow int64)
+        np.add.at(out[i], (step[keep].astype(np.int64), np.asarray(u, np.int64)[keep] // pool), 1)
     return np.minimum(out, 255).astype(np.uint8)
 
 

@@ -85,6 +85,12 @@ class StoreRecallPoisson(Classification):
         set_number(self, "delay", 0.0)
         if self.symbols < 3:
             raise ValueError(f"symbols must be at least 3 (a store, its value, a recall), got {self.symbols}")
+        # Sentences are drawn until one is valid (a store recalled within the sentence): with the store and recall
+        # commands this rare, a valid one takes ~delay^2 / symbols^2 draws (delay 10^12: the draw never ends).
+        if self.delay > 10 * self.symbols:
+            raise ValueError(f"delay must be at most 10 x symbols = {10 * self.symbols} (the expected wait between "
+                             f"commands, in symbols: a longer one makes a sentence with a store and its recall too "
+                             f"rare to draw), got {self.delay}")
 
     @property
     def input_size(self) -> int:
