@@ -346,9 +346,12 @@ def field(nodes: dict, name: str, attribute: str) -> np.ndarray:
 
 
 def io_size(nodes: dict, name: str, attribute: str, key: str) -> int:
-    """The one size of an Input's or Output's type."""
+    """The one size of an Input's or Output's type; leading sizes of 1 (the batch of one that Norse's and
+    nirtorch's tracers write, ``[1, D]``) are dropped."""
     types = getattr(nodes[name], attribute, None)
     shape = np.asarray(types.get(key) if isinstance(types, dict) else types).reshape(-1)
+    if shape.size > 1 and np.issubdtype(shape.dtype, np.integer) and np.all(shape[:-1] == 1):
+        shape = shape[-1:]
     if shape.size != 1 or not np.issubdtype(shape.dtype, np.integer) or shape[0] < 1:
         raise ValueError(f"NIR node {name!r} field {attribute} must be one positive size (a vector input), "
                          f"got {types!r}")
