@@ -23,7 +23,8 @@ RL = ("rl --env tmaze --env-arg length=2 --cell elman --hidden 2 --envs 2 --reco
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     for command in (TRAIN.format(out=root / "train"), RL.format(out=root / "rl"),
-                    RL.format(out=root / "seeds") + " --seeds 3"):
+                    RL.format(out=root / "seeds") + " --seeds 3",
+                    RL.format(out=root / "normalised").replace(" --no-normalize-obs", "")):
         assert main(command.split()) == 0
     return root
 
@@ -69,6 +70,22 @@ def test_an_rl_runs_rollout_scores_its_policy(runs, sign, value):
                       "episodes": 7, "seed": 1, "greedy": True, "step": 40}
     sampled = trained.evaluate(episodes=7, seed=1)  # logits 2 apart at least: sampling mostly agrees
     assert not sampled["greedy"] and sampled["episodes"] == 7 and -1 <= sampled["value"] <= 1
+
+
+def test_the_policy_sees_observations_normalised_by_the_runs_statistics(runs):
+    """A run that normalised its observations acts on them normalised by its statistics as they stand: with mean 0
+    and variance 1 the hand-made policy wins every episode; with the junction bit's mean at 1 it never sees the
+    junction (its bit normalised to 0) and never turns (return 0)."""
+    from rtrl.run.rl import RLRun
+
+    trained = hand_policy(rtrl.load(runs / "normalised"), 1.0)
+    stats = trained.state.wrappers[0]
+    assert RLRun.policy(trained.run, trained.state).stats is stats  # the checkpoint's, as they stand
+    for mean, value in (([0.0, 0.0, 0.0], 1.0), ([0.0, 0.0, 1.0], 0.0)):
+        fixed = stats._replace(count=jnp.ones_like(stats.count), mean=jnp.array(mean), m2=jnp.ones(3))
+        wrappers = (fixed, *trained.state.wrappers[1:])
+        scored = dataclasses.replace(trained, state=trained.state._replace(wrappers=wrappers))
+        assert scored.evaluate(episodes=5, seed=2, greedy=True)["value"] == value
 
 
 def test_act_follows_the_policy_one_step_at_a_time(runs):
@@ -199,7 +216,7 @@ def test_an_rl_run_on_a_gymnasium_environment_is_rolled_out_and_filmed(tmp_path,
     assert result == {"metric": "return", "value": 3.0, "std": 0.0, "min": 3.0, "max": 3.0, "cut": 0, "episodes": 2,
                       "seed": 5, "greedy": False, "step": 6}
     films = sorted(p.name for p in (tmp_path / "films").iterdir())
-    assert films == ["episode-episode-0.mp4", "episode-episode-1.mp4"]
+    assert films == ["seed5-episode-0.mp4", "seed5-episode-1.mp4"]
     assert all((tmp_path / "films" / f).stat().st_size > 0 for f in films)
     capsys.readouterr()
     assert main(["eval", str(run), "--episodes", "1", "--json"]) == 0  # the CLI: the run's own policy

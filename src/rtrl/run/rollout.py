@@ -9,8 +9,9 @@ else sampled (the actor-critic's policy; Q's epsilon-greedy with the run's final
 * A jitted environment (``tmaze``, ``popgym:NAME``, the gymnax ones): ``episodes`` environments side by side under
   ``jax.vmap``, one ``lax.while_loop`` until each has ended its first episode (at most ``max_steps`` steps).
 * A Gymnasium environment (``gymnasium:ID``): one copy stepped on the host, one episode after another, its seeds drawn
-  from ``seed``; ``video``: each episode recorded by Gymnasium's ``RecordVideo`` into that folder (the environment
-  must render ``rgb_array``; ``moviepy`` writes the files: the ``video`` extra).
+  from ``seed``; ``video``: each episode recorded by Gymnasium's ``RecordVideo`` into that folder as
+  ``seedS-episode-I.mp4`` (the environment must render ``rgb_array``; ``moviepy`` writes the files: the ``video``
+  extra).
 
 An episode is scored by its undiscounted return (the environment's own rewards, not the scaled ones the run learned
 from).
@@ -129,7 +130,7 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
     try:
         if video is not None:
             made = gymnasium.wrappers.RecordVideo(made, str(video), episode_trigger=lambda _: True,
-                                                 name_prefix="episode", disable_logger=True)
+                                                 name_prefix=f"seed{seed}", disable_logger=True)
         space, actions = made.observation_space, made.action_space
         start = int(actions.start) if isinstance(actions, spaces.Discrete) else 0
         limit = env.max_steps or HOST_STEPS
