@@ -88,6 +88,16 @@ def test_the_policy_sees_observations_normalised_by_the_runs_statistics(runs):
         assert scored.evaluate(episodes=5, seed=2, greedy=True)["value"] == value
 
 
+def test_rtrl_eval_and_evaluate_give_the_same_numbers_for_the_same_episodes_and_seed(runs, capsys):
+    for argv, options in (([], {}), (["--episodes", "9", "--seed", "4", "--greedy"],
+                                     {"episodes": 9, "seed": 4, "greedy": True})):
+        capsys.readouterr()
+        assert main(["eval", str(runs / "normalised"), "--json", *argv]) == 0
+        printed = json.loads(capsys.readouterr().out)
+        assert printed == rtrl.load(runs / "normalised").evaluate(**options)
+        assert printed["episodes"] == options.get("episodes", 10) and printed["seed"] == options.get("seed", 3)
+
+
 def test_act_follows_the_policy_one_step_at_a_time(runs):
     trained = hand_policy(rtrl.load(runs / "rl"), 1.0)
     for cue, turn in (([1.0, 0.0, 0.0], 0), ([0.0, 1.0, 0.0], 1)):
