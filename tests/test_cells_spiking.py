@@ -289,7 +289,7 @@ def test_the_docs_examples_run():
 
     doc = pathlib.Path(__file__).resolve().parents[1] / "docs" / "spiking.md"
     blocks = re.findall(r"```python\n(.*?)```", doc.read_text(), re.S)
-    assert len(blocks) == 4 and all(any(name in b for b in blocks) for name in ("LIF(", "ALIF(", "SpikingIIR2("))
+    assert len(blocks) == 5 and all(any(name in b for b in blocks) for name in ("LIF(", "ALIF(", "SpikingIIR2("))
     for i, block in enumerate(blocks):
         exec(compile(block, f"spiking.md block {i}", "exec"), {})
 
