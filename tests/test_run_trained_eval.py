@@ -24,7 +24,8 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     for command in (TRAIN.format(out=root / "train"), RL.format(out=root / "rl"),
                     RL.format(out=root / "seeds") + " --seeds 3",
-                    RL.format(out=root / "normalised").replace(" --no-normalize-obs", "")):
+                    RL.format(out=root / "normalised").replace(" --no-normalize-obs", ""),
+                    RL.format(out=root / "q") + " --algorithm q"):
         assert main(command.split()) == 0
     return root
 
@@ -70,6 +71,16 @@ def test_an_rl_runs_rollout_scores_its_policy(runs, sign, value):
                       "episodes": 7, "seed": 1, "greedy": True, "step": 40}
     sampled = trained.evaluate(episodes=7, seed=1)  # logits 2 apart at least: sampling mostly agrees
     assert not sampled["greedy"] and sampled["episodes"] == 7 and -1 <= sampled["value"] <= 1
+
+
+def test_a_q_runs_greedy_policy_takes_the_action_of_highest_value(runs):
+    """The hand-made policy's logits as action values: greedy, every episode is won."""
+    trained = rtrl.load(runs / "q")
+    policy = hand_policy(trained, 1.0).state.params["policy"]
+    params = {**trained.state.params, "torso": hand_policy(trained, 1.0).state.params["torso"], "q": policy}
+    trained = dataclasses.replace(trained, state=trained.state._replace(params=params))
+    result = trained.evaluate(episodes=6, seed=0, greedy=True)
+    assert (result["value"], result["min"], result["episodes"]) == (1.0, 1.0, 6)
 
 
 def test_the_policy_sees_observations_normalised_by_the_runs_statistics(runs):

@@ -72,7 +72,7 @@ class RLRun(Run):
         observation statistics as they stand (the first of the vector wrappers where ``normalize_obs``)."""
         config = self.config
         stats = state.wrappers[0] if config.normalize_obs else None
-        return Policy(self.assembly.agent, state.params, stats, jnp.dtype(config.dtype), config.epsilon)
+        return Policy(self.assembly.agent, state.params, stats, jnp.dtype(config.dtype))
 
     def evaluate(self, state, episodes: int | None, seed: int | None, greedy: bool = False, video=None) -> dict:
         """The mean undiscounted return of ``episodes`` episodes (default 10) of ``state``'s policy, drawn from

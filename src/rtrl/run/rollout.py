@@ -19,7 +19,6 @@ from).
 
 from __future__ import annotations
 
-import inspect
 import math
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -29,21 +28,20 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from rtrl.rl.agent import ActorCritic
 from rtrl.rl.envs.normalize import standardized
 
 HOST_STEPS = 100_000  # a host episode is cut here where the environment states no limit of its own
 
 
 class Policy(NamedTuple):
-    """What acting needs of a trained RL run: its agent, the parameters, the observation statistics (``None``: the
-    run did not normalise), the dtype it ran in, and the run's final exploration rate (Q's sampled actions)."""
+    """What acting needs of a trained RL run: its agent (configured by ``rtrl.rl.assemble``: a Q agent explores at
+    the run's final ``epsilon``), the parameters, the observation statistics (``None``: the run did not normalise)
+    and the dtype it ran in."""
 
     agent: Any
     params: Any
     stats: Any
     dtype: Any
-    epsilon: float
 
     def observe(self, obs) -> jax.Array:
         """An observation (or a batch of them) as the agent saw them in training."""
@@ -55,31 +53,9 @@ class Policy(NamedTuple):
         return self.agent.learner.init(self.params["torso"])
 
     def act(self, memory, x: jax.Array, key: jax.Array, greedy: bool):
-        """One environment's ``(action, memory')`` on the normalised observation ``x`` (no gradient, nothing
-        learned)."""
-        return act(self.agent, self.params, memory, x, key, greedy, self.epsilon)
-
-
-def act(agent, params, memory, x: jax.Array, key: jax.Array, greedy: bool, epsilon: float):
-    """One environment's ``(action, memory')``: the agent's own ``act(params, memory, x, key, greedy=...)`` where it
-    has one of that form; else, for the actor-critic and the Q agents, from their ``forward``."""
-    own = getattr(agent, "act", None)
-    if own is not None and "greedy" in inspect.signature(own).parameters:
-        return own(params, memory, x, key, greedy=greedy)
-    from rtrl.rl import algorithms  # the agents of before their own ``act``
-
-    if isinstance(agent, getattr(algorithms, "QAgent", ())):
-        q, (memory, _) = agent.forward(params, memory, x)
-        best = jnp.argmax(q)
-        if greedy:
-            return best, memory
-        k_explore, k_random = jax.random.split(key)
-        random = jax.random.randint(k_random, (), 0, q.shape[-1])
-        return jnp.where(jax.random.uniform(k_explore) < epsilon, random, best), memory
-    if isinstance(agent, ActorCritic):
-        (logits, _), memory = agent.forward(params, memory, x)
-        return (jnp.argmax(logits) if greedy else jax.random.categorical(key, logits)), memory
-    raise TypeError(f"cannot act with a {type(agent).__name__}: it has no act(params, memory, x, key, greedy)")
+        """One environment's ``(action, memory')`` on the normalised observation ``x``: the agent's own ``act`` (no
+        gradient, nothing learned)."""
+        return self.agent.act(self.params, memory, x, key, greedy=greedy)
 
 
 def jitted_returns(env, policy: Policy, episodes: int, key: jax.Array, greedy: bool) -> tuple[np.ndarray, int]:
@@ -201,4 +177,4 @@ def summary(returns: np.ndarray, cut: int) -> dict:
             "max": float(np.max(returns)), "cut": cut} if len(returns) else {"value": math.nan, "cut": cut}
 
 
-__all__ = ["HOST_STEPS", "Policy", "act", "check_video", "host_returns", "jitted_returns", "summary"]
+__all__ = ["HOST_STEPS", "Policy", "check_video", "host_returns", "jitted_returns", "summary"]
