@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rtrl.frozen import Frozen
 
@@ -82,7 +83,24 @@ class Env(Frozen):
         step, where a whole shuffle at every step would cost more than the game)."""
         return self.reset(key)
 
+    def check_action(self, action) -> None:
+        """A ``ValueError`` naming the environment, the action and what it takes, for a concrete action (called
+        outside ``jit``) that is not one: an integer in ``range(num_actions)`` (not a bool, a float or a vector),
+        or a float vector of ``num_actions`` for a Box. Inside ``jit`` nothing is checked, as in gymnax: the step
+        computes with whatever it is given (an index out of range is clamped, as JAX's indexing does), so an agent
+        that makes its own actions must make valid ones."""
+        if isinstance(action, jax.core.Tracer):
+            return
+        a = np.asarray(action)
+        if self.action_bounds is None:
+            if a.shape != () or a.dtype.kind not in "iu" or not 0 <= int(a) < self.num_actions:
+                raise ValueError(f"action must be an integer in 0..{self.num_actions - 1} for {self.name}, got "
+                                 f"{action!r}")
+        elif a.shape != (self.num_actions,) or a.dtype.kind != "f":
+            raise ValueError(f"action must be a float vector of {self.num_actions} for {self.name}, got {action!r}")
+
     def step(self, key: jax.Array, state, action) -> Step:
+        self.check_action(action)
         k_step, k_reset = jax.random.split(key)
         final_obs, state, reward, done, truncated = self.transition(k_step, state, action)
         obs, state = select(done, self.restart(k_reset, state), (final_obs, state))
