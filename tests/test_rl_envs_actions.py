@@ -24,7 +24,8 @@ def test_a_valid_action_steps_and_every_invalid_one_is_refused_by_name(name):
     for bad in (-1, A, 0.0, 1.5, True, jnp.array([0, 0]), jnp.float32(0)):
         with pytest.raises(ValueError) as e:
             env.step(key, state, bad)
-        assert str(e.value).startswith(f"action must be an integer in 0..{A - 1} for ") and repr(bad)[:10] in str(e.value)
+        message = str(e.value)
+        assert message.startswith(f"action must be an integer in 0..{A - 1} for ") and repr(bad)[:10] in message
 
 
 def test_inside_jit_an_action_is_not_checked():
