@@ -27,15 +27,16 @@ class RLAssembly(NamedTuple):
     agent: RecurrentAgent
 
     def memory_needed(self) -> int:
-        """A lower bound of the bytes the run holds at once (``rtrl.devices.check_memory``): the parameters three
-        times, and per environment the torso's online state (traces, or tbptt's window), the eligibility traces,
-        one per parameter, and the inputs that the fidelity check keeps."""
+        """A lower bound of the bytes the run holds at once (``rtrl.devices.check_memory``), per seed (``seeds``
+        runs are held side by side): the parameters (the heads' too) three times, and per environment the torso's
+        online state (traces, or tbptt's window), the eligibility traces, one per parameter, and the inputs that
+        the fidelity check keeps."""
         c, env, agent = self.config, self.env, self.agent
         itemsize = jnp.dtype(c.dtype).itemsize
         params = floats_of(lambda: agent.init(jax.random.PRNGKey(0)))
         memory = floats_of(lambda: agent.learner.init(agent.cell.init(jax.random.PRNGKey(0))))
         history = env.max_steps * env.obs_size if c.fidelity_every else 0
-        return itemsize * (3 * params + c.envs * (params + memory + history))
+        return itemsize * c.seeds * (3 * params + c.envs * (params + memory + history))
 
 
 def assemble(config: RLConfig) -> RLAssembly:

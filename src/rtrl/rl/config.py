@@ -9,6 +9,7 @@ from rtrl.cells import Cell
 from rtrl.cells.lookup import cell_import, cell_name
 from rtrl.checks import check_shares
 from rtrl.config import (
+    MAX_SEED,
     Config,
     OptionError,
     defaults,
@@ -79,7 +80,7 @@ class RLConfig(Config):
     agent)."""
 
     command = "rtrl rl"
-    size_options = "--hidden, --envs or --truncation"
+    size_options = "--hidden, --envs, --seeds, --head-hidden or --truncation"
     env: str = option("tmaze", "an environment from `rtrl list`, or gymnasium:ID (any registered Gymnasium "
                       "environment, stepped on the host)", env_name, "NAME", imports=env_import)
     env_args: tuple = option((), "an environment option, e.g. memory_length=20, or a keyword of gymnasium.make "
@@ -143,6 +144,10 @@ class RLConfig(Config):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_shares(self.envs, self.devices, "envs", "environments")
+        if self.seed + self.seeds - 1 > MAX_SEED:  # the last seed of the call must be a seed too
+            raise OptionError(f"seed + seeds - 1 must be at most 2**32 - 1 = {MAX_SEED} (the seeds run are seed, "
+                              f"seed + 1, ..., seed + seeds - 1), got seed {self.seed} with seeds {self.seeds}",
+                              "seed")
         for name, why in unread(self.to_dict()):
             raise OptionError(f"{name} does nothing here: {why}; drop it", name)
         if self.optimizer == "intentional" and self.lr > 1:

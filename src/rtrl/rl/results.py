@@ -124,8 +124,8 @@ def read_runs(path: str) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rtrl.rl.results", description=__doc__)
+def main(argv=None, prog: str = "python -m rtrl.rl.results") -> None:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("--out", required=True)
     parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES),
                         help="the tables whose rows to run (default: all)")

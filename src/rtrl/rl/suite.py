@@ -164,8 +164,8 @@ def same_options(stored: dict, wanted: dict, uniform: bool) -> bool:
     return stored == wanted
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rtrl.rl.suite", description=__doc__.splitlines()[0])
+def main(argv=None, prog: str = "python -m rtrl.rl.suite") -> None:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="the folder of runs.jsonl and suite.md (resumed if there)")
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS, metavar="TASK",
                         help=f"POPGym tasks, each at its Easy level (default: all: {', '.join(TASKS)})")
@@ -182,7 +182,7 @@ def main(argv=None) -> None:
     os.makedirs(args.out, exist_ok=True)
     runs_path = os.path.join(args.out, "runs.jsonl")
     runs = read_runs(runs_path)
-    command = (f"python -m rtrl.rl.suite --out {args.out} --tasks {' '.join(args.tasks)} --rows {' '.join(args.rows)} "
+    command = (f"{prog} --out {args.out} --tasks {' '.join(args.tasks)} --rows {' '.join(args.rows)} "
                f"--seeds {args.seeds} --seed {args.seed} --steps {args.steps}")
     at = provenance.commit()  # the code the rows are measured on: read once, before the first
     for task in args.tasks:
