@@ -189,6 +189,14 @@ BAD_INPUT = [
     ("train {tiny} --out {run}", edit("config.json", "{}"), 2, "lacks options"),
     ("train --task store_recall_poisson --task-arg delay=1e12 --out {tmp}/new", nothing, 2,
      "delay must be at most 10 x symbols = 120"),
+    # rtrl results (tests/test_reports_command.py has damaged ledgers and a second writer)
+    ("results bogus", nothing, 2, "invalid choice: 'bogus'"),
+    ("results popgym --out {tmp}/new --seeds 0", nothing, 2, "--seeds must be a positive integer"),
+    ("results popgym --out {tmp}/new --seed -1", nothing, 2, "--seed must be from 0 to"),
+    ("results popgym --out {tmp}/new --seeds 3 --seed 4294967294", nothing, 2, "--seed must be from 0 to"),
+    ("results popgym --out {tmp}/new --seeds 100000000", nothing, 2, "choose a smaller --seeds"),
+    ("results rl --out {tmp}/new --seeds 0", nothing, 2, "--seeds and --jobs must be positive"),
+    ("results training --only nope", nothing, 2, "invalid choice: 'nope'"),
     # rtrl rl: options (tests/test_rl_cli.py has the RL run folder's damaged files)
     ("rl --env nope --out {tmp}/new", nothing, 2, "--env"),
     ("rl --env-arg corridor=3 --out {tmp}/new", nothing, 2, "no option 'corridor'"),

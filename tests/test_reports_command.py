@@ -3,8 +3,6 @@ options after KIND, names itself in the tables' provenance, and resumes what is 
 
 import json
 
-import pytest
-
 from rtrl.cli import main
 
 
@@ -27,7 +25,30 @@ def test_results_popgym_runs_the_suite_writes_its_table_and_resumes(tmp_path, ca
 def test_results_refuses_an_unknown_kind_and_passes_a_kinds_bad_option_to_its_parser(capsys):
     assert main(["results", "bogus"]) == 2
     assert "invalid choice: 'bogus'" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as stop:  # the kind's own parser: its usage line, under the front end's name
-        main(["results", "popgym", "--seeds", "2"])  # --out is required
-    assert stop.value.code == 2
-    assert "rtrl results popgym" in capsys.readouterr().err
+    assert main(["results", "popgym", "--seeds", "2"]) == 2  # --out is required: one line, the kind's name
+    assert capsys.readouterr().err.strip() == ("rtrl results popgym: error: the following arguments are required: "
+                                               "--out")
+
+
+def test_a_damaged_ledger_is_one_line_naming_file_and_line_and_nothing_runs(tmp_path, capsys):
+    out = tmp_path / "suite"
+    out.mkdir()
+    good = {"task": "RepeatPrevious", "row": "uniform", "options": {}, "finals": [0.1], "wall_s": 1.0}
+    (out / "runs.jsonl").write_text(json.dumps(good) + "\n" + '{"task": "RepeatFirst", "row": "unif\n')
+    argv = ["results", "popgym", "--out", str(out), "--tasks", "RepeatFirst", "--rows", "uniform", "--seeds", "1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"rtrl results popgym: error: {out / 'runs.jsonl'}, line 2: not a")
+    assert not (out / "suite.md").exists()
+
+
+def test_a_second_command_on_the_same_results_folder_is_refused(tmp_path, capsys):
+    from rtrl import ledger
+
+    out = tmp_path / "suite"
+    out.mkdir()
+    with ledger.locked(out):  # another command holds the folder
+        argv = ["results", "popgym", "--out", str(out), "--tasks", "RepeatFirst", "--rows", "uniform"]
+        assert main(argv) == 2
+    assert "another command is writing these results" in capsys.readouterr().err
+    assert not (out / "runs.jsonl").exists()

@@ -16,6 +16,9 @@ from __future__ import annotations
 import argparse
 import importlib
 
+from rtrl.ledger import LedgerError
+from rtrl.run.usage import Parser, UsageError
+
 # kind -> (the module whose ``main(argv)`` makes the tables, what it makes)
 KINDS = {
     "training": ("rtrl.reports.results", "docs/results.md: tasks x cells x methods on the same budget"),
@@ -34,5 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the kind's ``main`` with the options that follow it; its exit status (0 where it returns None)."""
     module = importlib.import_module(KINDS[args.kind][0])
-    status = module.main(args.options, prog=f"rtrl results {args.kind}")
+    prog = f"rtrl results {args.kind}"
+    try:  # the rtrl command's parser: a bad option is one line (a UsageError), as everywhere in the command
+        status = module.main(args.options, prog=prog, parser_class=Parser)
+    except LedgerError as e:  # a damaged runs.jsonl, or another command writing the same folder
+        raise UsageError(str(e), prog) from None
     return 0 if status is None else status

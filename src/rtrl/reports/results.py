@@ -126,9 +126,9 @@ def run_experiment(experiment: Experiment, root: Path) -> str:
     return table(experiment, results)
 
 
-def main(argv=None, prog: str = "python -m rtrl.reports.results") -> int:
+def main(argv=None, prog: str = "python -m rtrl.reports.results", parser_class=argparse.ArgumentParser) -> int:
     names = [e.name for e in EXPERIMENTS]
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser = parser_class(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", choices=names, metavar="EXPERIMENT",
                         help=f"experiments to run, of {names} (default: all but the long ones)")
     parser.add_argument("--out", default="docs/results.md", help="the Markdown page (default %(default)s)")

@@ -21,7 +21,7 @@ import multiprocessing
 import os
 import statistics
 
-from rtrl import provenance
+from rtrl import interrupts, ledger, provenance
 from rtrl.files import atomic_write_text
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs.registry import is_gymnasium
@@ -117,15 +117,19 @@ def in_table_order(runs: list[dict]) -> list[dict]:
     return sorted(runs, key=lambda r: (order[r["preset"]], r["seed"]))
 
 
+FIELDS = {"preset": ledger.text, "seed": ledger.whole, "records": ledger.a_list}  # a line of runs.jsonl
+
+
 def read_runs(path: str) -> list[dict]:
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """The runs already in ``path`` (a runs.jsonl), every line checked (``rtrl.ledger.read``): one run a preset
+    and seed, of a preset that exists."""
+    return ledger.read(path, FIELDS, key=lambda r: (r["preset"], r["seed"]),
+                       known=lambda r: None if r["preset"] in PRESETS else f"unknown preset {r['preset']!r}")
 
 
-def main(argv=None, prog: str = "python -m rtrl.rl.results") -> None:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+def main(argv=None, prog: str = "python -m rtrl.rl.results", parser_class=argparse.ArgumentParser) -> None:
+    """The tables' command (``rtrl results rl``); ``parser_class`` makes its parser."""
+    parser = parser_class(prog=prog, description=__doc__)
     parser.add_argument("--out", required=True)
     parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES),
                         help="the tables whose rows to run (default: all)")
@@ -137,8 +141,15 @@ def main(argv=None, prog: str = "python -m rtrl.rl.results") -> None:
     if args.seeds < 1 or args.jobs < 1:
         parser.error(f"--seeds and --jobs must be positive integers, got {args.seeds} and {args.jobs}")
     os.makedirs(args.out, exist_ok=True)
+    with ledger.locked(args.out):  # a second command on the same folder is refused, not raced
+        write_tables(args, parser)
+
+
+def write_tables(args, parser) -> None:
+    """Run the rows ``args`` asks for that ``args.out``'s runs.jsonl lacks, writing it and results.md as each
+    finishes."""
     at = provenance.commit()  # the code the runs are measured on: read once, before the first
-    runs_path = os.path.join(args.out, "runs.jsonl")
+    runs_path = os.path.join(args.out, ledger.NAME)
     runs = read_runs(runs_path)
     done = {(r["preset"], r["seed"]) for r in runs}
     methods = {m for t in args.tables for m in TABLES[t].methods}
@@ -157,10 +168,11 @@ def main(argv=None, prog: str = "python -m rtrl.rl.results") -> None:
             finals = " ".join(f"{mean_return(records, last=2):.3f}" for records in per_seed)
             print(json.dumps({"preset": preset, "seeds": list(seeds)}),
                   f"final {finals} wall {per_seed[0][-1]['wall_s']:.0f}s", flush=True)
-            atomic_write_text(runs_path, "".join(json.dumps(r) + "\n" for r in runs))
+            ledger.write(runs_path, runs)
             atomic_write_text(os.path.join(args.out, "results.md"), table(runs, args.out, at))
     atomic_write_text(os.path.join(args.out, "results.md"), table(in_table_order(runs), args.out, at))
 
 
 if __name__ == "__main__":
+    interrupts.install()  # Ctrl-C: the process ends at once; every finished run is in runs.jsonl already
     main()

@@ -26,14 +26,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rtrl import provenance
+from rtrl import interrupts, ledger, provenance
+from rtrl.config import MAX_SEED
+from rtrl.devices import check_memory
 from rtrl.files import atomic_write_text
+from rtrl.rl.assemble import assemble
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import make
 from rtrl.rl.envs.popgym import NORMALISATION, normalise
 from rtrl.rl.loop import train
 from rtrl.rl.presets import POPGYM_STREAMING, ROW_OPTIONS, WINDOW
-from rtrl.rl.results import read_runs
 
 TASKS = tuple(NORMALISATION)  # the eleven tasks of Farr et al.'s POPGym Easy suite
 # Farr et al. 2026 (arXiv 2605.24709), normalised IQM at 10M frames: (streaming agent with exact RTRL, PPO-RTU)
@@ -164,8 +166,35 @@ def same_options(stored: dict, wanted: dict, uniform: bool) -> bool:
     return stored == wanted
 
 
-def main(argv=None, prog: str = "python -m rtrl.rl.suite") -> None:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+FIELDS = {"task": ledger.text, "row": ledger.text, "options": ledger.a_dict, "finals": ledger.numbers_or_none,
+          "wall_s": ledger.number}  # a line of runs.jsonl (``rtrl.ledger``)
+
+
+def unknown(run: dict) -> str | None:
+    """What is wrong with a well-formed line of runs.jsonl that this suite does not know, or ``None``."""
+    if run["task"] not in TASKS:
+        return f"unknown task {run['task']!r}; the suite's tasks are {', '.join(TASKS)}"
+    if run["row"] not in ROWS:
+        return f"unknown row {run['row']!r}; the suite's rows are {', '.join(ROWS)}"
+    return None
+
+
+def read_suite(out: str) -> list[dict]:
+    """The rows already in ``out``'s runs.jsonl, every line checked (``rtrl.ledger.read``)."""
+    return ledger.read(os.path.join(out, ledger.NAME), FIELDS, key=lambda r: (r["task"], r["row"]), known=unknown)
+
+
+def check_size(args) -> None:
+    """A ``ValueError`` before anything runs when a row of the agent cannot fit in memory with ``args.seeds``
+    seeds side by side (``RLAssembly.memory_needed``; the uniform row holds far less: only environments)."""
+    opts = options(args.tasks[0], "rtrl", args.steps, args.seed, args.seeds)
+    check_memory(assemble(RLConfig(**opts)).memory_needed(), smaller="--seeds")
+
+
+def main(argv=None, prog: str = "python -m rtrl.rl.suite", parser_class=argparse.ArgumentParser) -> None:
+    """The suite's command (``rtrl results popgym``): ``parser_class`` makes its parser (the ``rtrl`` command's own
+    reports a problem in one line)."""
+    parser = parser_class(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="the folder of runs.jsonl and suite.md (resumed if there)")
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS, metavar="TASK",
                         help=f"POPGym tasks, each at its Easy level (default: all: {', '.join(TASKS)})")
@@ -179,27 +208,36 @@ def main(argv=None, prog: str = "python -m rtrl.rl.suite") -> None:
     for name in ("seeds", "steps"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be a positive integer, got {getattr(args, name)}")
+    if not 0 <= args.seed <= MAX_SEED - args.seeds + 1:
+        parser.error(f"--seed must be from 0 to 2**32 - seeds = {MAX_SEED - args.seeds + 1} (the seeds run are "
+                     f"seed .. seed + seeds - 1), got {args.seed}")
+    try:
+        check_size(args)
+    except ValueError as e:
+        parser.error(str(e))
     os.makedirs(args.out, exist_ok=True)
-    runs_path = os.path.join(args.out, "runs.jsonl")
-    runs = read_runs(runs_path)
+    runs_path = os.path.join(args.out, ledger.NAME)
     command = (f"{prog} --out {args.out} --tasks {' '.join(args.tasks)} --rows {' '.join(args.rows)} "
                f"--seeds {args.seeds} --seed {args.seed} --steps {args.steps}")
     at = provenance.commit()  # the code the rows are measured on: read once, before the first
-    for task in args.tasks:
-        for row in args.rows:
-            opts = options(task, row, args.steps, args.seed, args.seeds)
-            wanted = json.loads(json.dumps(opts if ROWS[row] is None else RLConfig(**opts).to_dict()))
-            if any(r["task"] == task and r["row"] == row and same_options(r["options"], wanted, ROWS[row] is None)
-                   for r in runs):
-                continue
-            run = run_row(task, row, args.steps, args.seed, args.seeds)
-            runs = [r for r in runs if (r["task"], r["row"]) != (task, row)] + [run]
-            scores = [f"{normalised(task, v):.2f}" if v is not None else "-" for v in run["finals"]]
-            print(f"{task}Easy {row}: normalised {' '.join(scores)}, {run['wall_s']:.0f} s", flush=True)
-            atomic_write_text(runs_path, "".join(json.dumps(r) + "\n" for r in runs))
-            atomic_write_text(os.path.join(args.out, "suite.md"), table(runs, command, at))
-    atomic_write_text(os.path.join(args.out, "suite.md"), table(runs, command, at))
+    with ledger.locked(args.out):  # a second suite on the same folder is refused, not raced
+        runs = read_suite(args.out)
+        for task in args.tasks:
+            for row in args.rows:
+                opts = options(task, row, args.steps, args.seed, args.seeds)
+                wanted = json.loads(json.dumps(opts if ROWS[row] is None else RLConfig(**opts).to_dict()))
+                if any(r["task"] == task and r["row"] == row and same_options(r["options"], wanted,
+                                                                              ROWS[row] is None) for r in runs):
+                    continue
+                run = run_row(task, row, args.steps, args.seed, args.seeds)
+                runs = [r for r in runs if (r["task"], r["row"]) != (task, row)] + [run]
+                scores = [f"{normalised(task, v):.2f}" if v is not None else "-" for v in run["finals"]]
+                print(f"{task}Easy {row}: normalised {' '.join(scores)}, {run['wall_s']:.0f} s", flush=True)
+                ledger.write(runs_path, runs)
+                atomic_write_text(os.path.join(args.out, "suite.md"), table(runs, command, at))
+        atomic_write_text(os.path.join(args.out, "suite.md"), table(runs, command, at))
 
 
 if __name__ == "__main__":
+    interrupts.install()  # Ctrl-C: the process ends at once; every finished row is in runs.jsonl already
     main()
