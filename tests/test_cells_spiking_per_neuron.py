@@ -29,6 +29,7 @@ from test_cells_spiking import T, spiking_problem
 LEAK5 = (0.95, 0.9, 0.85, 0.6, 1.0)  # not 0.8: see the module docstring
 THRESHOLD5 = (1.0, 0.7, 1.3, 0.9, 1.1)
 V_RESET5 = (0.0, -0.2, 0.1, 0.3, -0.1)
+LEARNT5 = (0.95, 0.9, 0.85, 0.6, 0.75)
 
 CASES = {
     "lif_subtract": LIF(3, 5, leak=LEAK5, threshold=THRESHOLD5),
@@ -41,6 +42,12 @@ CASES = {
     "iir2_value": SpikingIIR2(2, 4, leak=(0.9, 0.5, 0.8, 1.0), threshold=(1.0, 0.8, 1.2, 0.9), reset="value",
                               v_reset=(0.1, 0.0, -0.1, 0.2)),
     "iir2_subtract_square": SpikingIIR2(4, 4, leak=(0.9, 0.5, 0.8, 1.0), threshold=(1.0, 0.8, 1.2, 0.9)),
+    # learnt time constants: log_tau a parameter, leak = exp(-exp(-log_tau))
+    "lif_learn_tau": LIF(3, 5, leak=LEARNT5, threshold=THRESHOLD5, learn_tau=True),
+    "lif_value_learn_tau": LIF(3, 5, leak=LEARNT5, reset="value", v_reset=V_RESET5, learn_tau=True),
+    "lif_learn_tau_recurrent": LIF(3, 5, leak=LEARNT5, reset="value", learn_tau=True, recurrent=True),
+    "alif_learn_tau": ALIF(3, 5, leak=0.9, reset="value", adaptation=(0.0, 0.1, 0.5, 0.3, 0.2), learn_tau=True),
+    "iir2_learn_tau": SpikingIIR2(2, 4, leak=(0.9, 0.5, 0.85, 0.7), reset="value", learn_tau=True),
 }
 
 
@@ -150,3 +157,64 @@ def test_float32_keeps_its_dtype_with_per_neuron_options():
     params = cell.init(jax.random.PRNGKey(0), jnp.float32)
     carry, h = cell.step(params, cell.initial_carry((2,), jnp.float32), jnp.ones((2, 3), jnp.float32))
     assert h.dtype == jnp.float32 and all(leaf.dtype == jnp.float32 for leaf in carry.values())
+
+
+def test_a_learnt_time_constant_starts_at_the_leak_and_stays_a_decay():
+    """``log_tau`` starts at ``log(-1/log(leak))``; any value gives a leak in (0, 1); the cell with it equals the cell
+    with that leak as an option; its gradient is not zero on neurons that fire."""
+    cell = CASES["lif_value_learn_tau"]
+    params = cell.init(jax.random.PRNGKey(0))
+    np.testing.assert_allclose(np.exp(-np.exp(-params["log_tau"])), LEARNT5, rtol=1e-12)
+    fixed = LIF(3, 5, leak=LEARNT5, reset="value", v_reset=V_RESET5)
+    fixed_params = {k: v for k, v in params.items() if k != "log_tau"}
+    xs = spiking_problem(fixed, (2,), 25)[1][:50]
+    np.testing.assert_array_equal(run_spikes(cell, params, xs)[0], run_spikes(fixed, fixed_params, xs)[0])
+    for log_tau in (-50.0, 0.0, 50.0):
+        leak = cell.leak_of({"log_tau": jnp.full(5, log_tau)}, xs)
+        assert np.all((np.asarray(leak) >= 0) & (np.asarray(leak) <= 1))
+
+    def loss(p):
+        _, h = jax.lax.scan(lambda c, x: cell.step(p, c, x), cell.initial_carry((2,)), xs)
+        return jnp.sum(h)
+
+    assert np.all(np.abs(np.asarray(jax.grad(loss)(params)["log_tau"])) > 0)
+
+
+def test_learn_tau_is_refused_with_a_perfect_integrator():
+    with pytest.raises(ValueError, match=r"learn_tau needs leak < 1 for every neuron"):
+        LIF(2, 3, leak=(0.9, 1.0, 0.8), learn_tau=True)
+    with pytest.raises(ValueError, match="learn_tau must be True or False"):
+        LIF(2, 3, learn_tau="yes")
+
+
+def test_eprop_with_learnt_time_constants_is_exact_but_for_the_reset():
+    """Without ``R``, e-prop on a LIF with per-neuron options and ``learn_tau`` is the exact gradient of the same
+    neurons with the spike in the reset detached (BPTT of a LIF written out here), ``log_tau`` included."""
+    import rtrl
+    from oracle import fast_sigmoid_heaviside
+
+    cell = LIF(3, 5, leak=LEARNT5, threshold=THRESHOLD5, reset="value", v_reset=V_RESET5, learn_tau=True)
+    params, xs, _ = spiking_problem(cell, (), 26)
+    readout = jax.random.normal(jax.random.PRNGKey(7), (5, 2), jnp.float64)
+    ys = jax.random.normal(jax.random.PRNGKey(8), xs.shape[:1] + (2,), jnp.float64)
+
+    def loss(h, y):
+        return 0.5 * jnp.sum((h @ readout - y) ** 2)
+
+    learner = rtrl.online(cell, "eprop")
+    eprop = rtrl.stream_grad(learner, params, learner.init(params), xs, ys, loss)[1]
+    heaviside = fast_sigmoid_heaviside(cell.surrogate_scale, cell.surrogate_height)
+    thr, vr = jnp.array(THRESHOLD5), jnp.array(V_RESET5)
+
+    def total(p):
+        def body(v, xy):
+            d = jnp.exp(-jnp.exp(-p["log_tau"])) * v + xy[0] @ p["W"] + p["b"]
+            s = heaviside(d - thr)
+            return d + jax.lax.stop_gradient(s) * (vr - d), loss(s, xy[1])
+
+        return jax.lax.scan(body, jnp.zeros(5), (xs, ys))[1].sum()
+
+    detached = jax.grad(total)(params)
+    for name in detached:
+        np.testing.assert_allclose(eprop[name], detached[name], rtol=1e-10, atol=1e-10 * np.abs(detached[name]).max())
+    assert np.abs(np.asarray(detached["log_tau"])).max() > 0

@@ -512,3 +512,20 @@ def test_each_targets_graph_spikes_as_the_cell_under_nirs_equations(name, target
 def test_what_a_target_cannot_run_is_refused_by_name(target, cell, dt, message):
     with pytest.raises(ValueError, match=message):
         to_nir(cell, cell.init(jax.random.PRNGKey(0)), dt=dt, target=target)
+
+
+def test_learnt_time_constants_are_exported_as_learnt():
+    """A LIF with ``learn_tau``: the graph's tau are the learnt ones (``leak = exp(-exp(-log_tau))``), not the
+    starting ``leak`` option; read back, the same spikes."""
+    cell = LIF(D, N, leak=0.9, reset="value", learn_tau=True)
+    params = cell.init(jax.random.PRNGKey(5))
+    params = {**params, "W": 2 * params["W"], "b": 0.2 * jnp.ones(N), "log_tau": jnp.linspace(0.5, 3.0, N)}
+    g = to_nir(cell, params, dt=0.5)
+    leak = np.exp(-np.exp(-np.linspace(0.5, 3.0, N)))
+    np.testing.assert_allclose(g.nodes["neuron"].tau, 0.5 / (1 - leak), rtol=1e-12)
+    back, back_params = from_nir(g)
+    assert not back.learn_tau and back.leak == pytest.approx(tuple(leak), rel=1e-12)
+    xs = jnp.asarray(RNG.normal(size=(80, 2, D)))
+    s, _ = spikes_and_membrane(cell, params, xs)
+    assert 0.02 < float(s.mean()) < 0.9
+    np.testing.assert_array_equal(spikes_and_membrane(back, back_params, xs)[0], s)

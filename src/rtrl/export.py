@@ -137,6 +137,8 @@ def to_nir(cell, params: Params, dt: float | None = None, target: str = "nir"):
     ones = np.ones(N)
     leak, threshold, v_reset = (np.asarray(getattr(cell, name), np.float64) * ones
                                 for name in ("leak", "threshold", "v_reset"))
+    if cell.learn_tau:  # the learnt time constants, as the cell computes them
+        leak = np.asarray(cell.leak_of(params, jnp.zeros(N)), np.float64)
     check_target(cell, target, dt, threshold, v_reset)
     metadata = {"dt": dt, **{name: getattr(cell, name) for name in SURROGATE_OPTIONS}}
     if cell.reset in MARKED_RESETS:

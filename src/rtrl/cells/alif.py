@@ -78,7 +78,7 @@ class ALIF(SpikingCell):
     def membrane_step(self, params: Params, carry: Params, x: jax.Array) -> dict[str, jax.Array]:
         v = carry["v"]
         a = self.values("adaptation_decay", v) * carry["a"] + carry["s"]
-        new = self.integrate(self.values("leak", v) * v + self.current(params, carry, x), carry,
+        new = self.integrate(self.leak_of(params, v) * v + self.current(params, carry, x), carry,
                              self.values("threshold", v) + self.beta(a) * a)
         return {**new, "a": a}
 
@@ -94,12 +94,12 @@ class ALIF(SpikingCell):
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
     def closed_form_init(self, params: Params, carry: Params) -> Params:
         dtype = carry["v"].dtype
-        zeros = {name: jnp.zeros(jnp.shape(params[name]), dtype) for name in ("W", "b")}
+        zeros = {name: jnp.zeros(jnp.shape(params[name]), dtype) for name in ("W", "b", *self.tau_shapes())}
         return {"v": zeros, "a": zeros, **self.zero_factors(carry)}
 
     def closed_form_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
-        drive = {"W": x[:, None], "b": 1.0}
-        return {"v": self.membrane_trace(traces, drive), "a": self.adaptation_trace(traces),
+        drive = {"W": x[:, None], "b": 1.0, **self.leak_drive(params, carry)}
+        return {"v": self.membrane_trace(params, traces, drive), "a": self.adaptation_trace(traces),
                 **self.reset_factors(self.membrane_step(params, carry, x))}
 
     def closed_form_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
@@ -113,7 +113,8 @@ class ALIF(SpikingCell):
         return {"v": zeros, "a": zeros, **self.zero_factors(carry)}
 
     def eprop_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
-        return {"v": self.membrane_trace(traces, self.presynaptic(carry, x), exact=False),
+        drive = {**self.presynaptic(carry, x), **self.leak_drive(params, carry)}
+        return {"v": self.membrane_trace(params, traces, drive, exact=False),
                 "a": self.adaptation_trace(traces),
                 **self.reset_factors(self.membrane_step(params, carry, x), exact=False)}
 

@@ -52,18 +52,19 @@ class LIF(SpikingCell):
 
     def membrane_step(self, params: Params, carry: Params, x: jax.Array) -> dict[str, jax.Array]:
         v = carry["v"]
-        return self.integrate(self.values("leak", v) * v + self.current(params, carry, x), carry,
+        return self.integrate(self.leak_of(params, v) * v + self.current(params, carry, x), carry,
                               self.values("threshold", v))
 
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
     def closed_form_init(self, params: Params, carry: Params) -> Params:
         dtype = carry["v"].dtype
-        return {"v": {name: jnp.zeros(jnp.shape(params[name]), dtype) for name in ("W", "b")},
+        return {"v": {name: jnp.zeros(jnp.shape(params[name]), dtype) for name in ("W", "b", *self.tau_shapes())},
                 **self.zero_factors(carry)}
 
     def closed_form_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
-        drive = {"W": x[:, None], "b": 1.0}
-        return {"v": self.membrane_trace(traces, drive), **self.reset_factors(self.membrane_step(params, carry, x))}
+        drive = {"W": x[:, None], "b": 1.0, **self.leak_drive(params, carry)}
+        return {"v": self.membrane_trace(params, traces, drive),
+                **self.reset_factors(self.membrane_step(params, carry, x))}
 
     def closed_form_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
         return self.membrane_contract(traces, g_carry)
@@ -75,7 +76,8 @@ class LIF(SpikingCell):
                 **self.zero_factors(carry)}
 
     def eprop_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
-        return {"v": self.membrane_trace(traces, self.presynaptic(carry, x), exact=False),
+        drive = {**self.presynaptic(carry, x), **self.leak_drive(params, carry)}
+        return {"v": self.membrane_trace(params, traces, drive, exact=False),
                 **self.reset_factors(self.membrane_step(params, carry, x), exact=False)}
 
     def eprop_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:

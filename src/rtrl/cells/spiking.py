@@ -138,7 +138,10 @@ class SpikingCell(Cell):
     Heterogeneous neurons: ``leak``, ``threshold`` and ``v_reset`` (and ALIF's ``adaptation`` and
     ``adaptation_decay``) take one number for all neurons or one per neuron, a sequence of ``hidden_size`` numbers
     (each in the option's range; kept as a tuple, ``--cell-arg leak=[0.9,0.8,...]`` on the command line). Every
-    equation and trace holds per neuron with them as vectors."""
+    equation and trace holds per neuron with them as vectors. ``learn_tau=True`` makes the membrane's time constants
+    a parameter ``log_tau`` (N,), ``leak = exp(-exp(-log_tau))`` (``tau = exp(log_tau)`` steps; a decay in (0, 1)
+    for any value), starting at the ``leak`` option (which must then be below 1); its traces are the membrane's with
+    the drive ``v dleak/dlog_tau``."""
 
     leak: float = 0.9
     threshold: float = 1.0
@@ -149,6 +152,7 @@ class SpikingCell(Cell):
     reset: str = "subtract"
     v_reset: float = 0.0
     refractory: int = 0
+    learn_tau: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -166,6 +170,11 @@ class SpikingCell(Cell):
         n = self.refractory
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"refractory must be a non-negative integer, got {n!r}")
+        if not isinstance(self.learn_tau, bool):
+            raise ValueError(f"learn_tau must be True or False, got {self.learn_tau!r}")
+        if self.learn_tau and 1.0 in (self.leak if isinstance(self.leak, tuple) else (self.leak,)):
+            raise ValueError(f"learn_tau needs leak < 1 for every neuron (the initial time constant -1/log(leak) in "
+                             f"steps must be finite), got leak={self.leak!r}")
         if not self.recurrent:  # element-wise: the cell has closed-form traces (rtrl.capabilities.HandDerivedTraces)
             for name in ("init", "update", "contract"):
                 object.__setattr__(self, "trace_" + name, getattr(self, "closed_form_" + name))
@@ -176,9 +185,32 @@ class SpikingCell(Cell):
         return option_values(getattr(self, name), like)
 
     def input_shapes(self) -> dict[str, tuple[int, ...]]:
-        """``W``, ``b`` and, with ``recurrent``, ``R``."""
+        """``W``, ``b``, with ``recurrent`` ``R``, and with ``learn_tau`` the membrane's ``log_tau``."""
         D, N = self.input_size, self.hidden_size
-        return {"W": (D, N), "b": (N,), **({"R": (N, N)} if self.recurrent else {})}
+        return {"W": (D, N), "b": (N,), **({"R": (N, N)} if self.recurrent else {}), **self.tau_shapes()}
+
+    # -- learnt time constants (learn_tau=True) ---------------------------------------------------------
+    # ``log_tau`` (N,): the membrane's time constant in steps, ``tau = exp(log_tau)``, and
+    # ``leak = exp(-1/tau) = exp(-exp(-log_tau))``, in (0, 1) for every value (a stable parameterisation: no step of
+    # gradient descent makes a neuron unstable or a perfect integrator). It starts at the ``leak`` option.
+    def tau_shapes(self) -> dict[str, tuple[int, ...]]:
+        return {"log_tau": (self.hidden_size,)} if self.learn_tau else {}
+
+    def init_param(self, name, shape, key, dtype):
+        if name == "log_tau":  # from the leak option: tau = -1/log(leak)
+            return jnp.log(-1 / jnp.log(jnp.broadcast_to(jnp.asarray(self.leak, dtype), shape)))
+        return super().init_param(name, shape, key, dtype)
+
+    def leak_of(self, params: Params, like: jax.Array):
+        """The membrane's decay: the ``leak`` option, or ``exp(-exp(-log_tau))`` with ``learn_tau``."""
+        return jnp.exp(-jnp.exp(-params["log_tau"])) if self.learn_tau else self.values("leak", like)
+
+    def leak_drive(self, params: Params, carry: Params) -> Params:
+        """``dd/dlog_tau`` with all else held, ``v dleak/dlog_tau = v leak exp(-log_tau)`` (none without
+        ``learn_tau``): the drive of ``log_tau``'s membrane trace."""
+        if not self.learn_tau:
+            return {}
+        return {"log_tau": carry["v"] * self.leak_of(params, carry["v"]) * jnp.exp(-params["log_tau"])}
 
     def current(self, params: Params, carry: Params, x: jax.Array) -> jax.Array:
         """``I = x @ W + b (+ s_prev @ R)``."""
@@ -279,10 +311,10 @@ class SpikingCell(Cell):
         return self.along(traces["gate"], ed) * ed + self.along(traces["jump"], ed) * self.spike_sensitivity(
             traces, name)
 
-    def membrane_trace(self, traces: Params, drive: Params, exact: bool = True) -> Params:
+    def membrane_trace(self, params: Params, traces: Params, drive: Params, exact: bool = True) -> Params:
         """``ed'`` for every parameter: ``leak dv + drive - threshold ds`` (the last term with ``reset="subtract"``
         and ``exact`` only; e-prop drops it)."""
-        leak = self.values("leak", traces["psi"])
+        leak = self.leak_of(params, traces["psi"])
         subtract = self.values("threshold", traces["psi"]) * (self.reset == "subtract" and exact)
         return {name: self.along(leak, ed) * self.membrane_sensitivity(traces, name) + drive[name]
                 - self.along(subtract, ed) * self.spike_sensitivity(traces, name) for name, ed in traces["v"].items()}

@@ -63,6 +63,8 @@ class SpikingIIR2(SpikingCell):
         return {**self.synapse.param_shapes(), **self.input_shapes()}
 
     def init_param(self, name, shape, key, dtype):
+        if name in self.tau_shapes():
+            return super().init_param(name, shape, key, dtype)
         return self.synapse.init_param(name, shape, key, dtype)
 
     def carry_sizes(self) -> dict[str, int]:
@@ -80,20 +82,24 @@ class SpikingIIR2(SpikingCell):
         coefficients = self.coefficients(params)
         synapse = filter_step({name: carry[name] for name in CARRY}, self.current(params, carry, x), coefficients)
         v = carry["v"]
-        return {**synapse, **self.integrate(self.values("leak", v) * v + synapse["y1"], carry,
+        return {**synapse, **self.integrate(self.leak_of(params, v) * v + synapse["y1"], carry,
                                             self.values("threshold", v))}
 
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
     def closed_form_init(self, params: Params, carry: Params) -> Params:
         synapse = self.synapse.trace_init(self.filter_params(params), carry)
-        return {"synapse": synapse, "v": jax.tree.map(jnp.zeros_like, synapse["y1"]), **self.zero_factors(carry)}
+        tau = {name: jnp.zeros(shape, carry["v"].dtype) for name, shape in self.tau_shapes().items()}
+        return {"synapse": synapse, "v": {**jax.tree.map(jnp.zeros_like, synapse["y1"]), **tau},
+                **self.zero_factors(carry)}
 
     def closed_form_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
         synapse = self.synapse.trace_update(self.filter_params(params), carry, traces["synapse"], x)
-        return {"synapse": synapse, "v": self.membrane_trace(traces, synapse["y1"]),
+        drive = {**synapse["y1"], **self.leak_drive(params, carry)}
+        return {"synapse": synapse, "v": self.membrane_trace(params, traces, drive),
                 **self.reset_factors(self.membrane_step(params, carry, x))}
 
     def closed_form_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
         grads = filter_trace_contract(traces["synapse"], {name: g_carry[name] for name in CARRY})
         membrane = self.membrane_contract(traces, g_carry)
-        return neuron_major_to_params({name: grads[name] + membrane[name] for name in grads}, ("W",))
+        return neuron_major_to_params({name: grads[name] + g if name in grads else g for name, g in membrane.items()},
+                                      ("W",))
