@@ -141,3 +141,36 @@ def test_metrics_written_after_the_last_checkpoint_are_replaced_on_resume(tmp_pa
         f.write(json.dumps({"step": 12, "loss": 0.0, "metric": 1.0, "wall_s": 0.0}) + "\n")
     Run.open(run.path, trainer=run.trainer).load()
     assert read_metrics(run.path) == good
+
+
+def test_a_checkpoint_missing_a_leaf_is_refused_even_with_nothing_unexpected(tmp_path):
+    """The template has one leaf more than the file (a plain array, or a PRNG key): refused, naming it, with no
+    'unexpected' part (nothing in the file is extra). [guards: ``if missing or extra`` loosened to ``if extra``:
+    a raw KeyError, or a leaf left at the template's value]"""
+    path = tmp_path / "c.npz"
+    checkpoint.save(path, tree())
+    for extra_leaf in (jnp.zeros(2), jax.random.PRNGKey(0), jax.random.key(1)):
+        template = {**tree(), "later": extra_leaf}
+        with pytest.raises(checkpoint.CheckpointError, match=re.escape("differs): missing ['later']")) as info:
+            checkpoint.load(path, template)
+        assert "unexpected" not in str(info.value)
+
+
+def test_a_key_of_another_shape_is_refused_whatever_its_rank(tmp_path):
+    """The file's typed key (``jax.random.key``) or raw key (``PRNGKey``) holds keys of another shape than the
+    template's one key, (2,) uint32: a batch of keys (3, 2) or (1, 2), a flat (4,) or a scalar, or the right shape
+    in another dtype: each refused, naming the leaf; the same file with the right keys loads. [guards: the typed
+    key's check loosened to the last axis only, or to any rank]"""
+    path = tmp_path / "c.npz"
+    template = jax.tree.map(jnp.zeros_like, tree())
+    for wrong in (jnp.zeros((3, 2), jnp.uint32), jnp.zeros((4,), jnp.uint32), jnp.zeros((), jnp.uint32),
+                  jnp.zeros((1, 2), jnp.uint32), jnp.zeros((2,), jnp.int32)):
+        checkpoint.save(path, {**tree(), "key": wrong})
+        with pytest.raises(checkpoint.CheckpointError, match=re.escape(f"['key'] is {wrong.dtype}{list(wrong.shape)}")):
+            checkpoint.load(path, template)
+        checkpoint.save(path, {**tree(), "typed_key": wrong})
+        with pytest.raises(checkpoint.CheckpointError, match=re.escape("['typed_key'] is not a key of")):
+            checkpoint.load(path, template)
+    checkpoint.save(path, tree())
+    restored, _ = checkpoint.load(path, template)
+    assert same(restored, tree())

@@ -139,3 +139,72 @@ def test_evidence_matches_its_layout(cues, cue_steps, gap, delay, decision_steps
         assert_episode(jax.tree.map(lambda a, i=i: a[i], batch), xs, ys, ws)
         majorities.add(int(ys[0]))
     assert majorities == {0, 1}
+
+
+def store_recall_oracle(L, u):
+    """The docstring's episode: a value bit a step (u < 0.5: 1), shown as +1 / -1; the store command at one step of
+    the first quarter (``index_below(u[L], max(L // 4, 1))``), the recall at one step of the second half
+    (``L // 2 + index_below(u[L + 1], L - L // 2)``); the target at the recall step the bit stored, only that step
+    scored."""
+    bits = (u[:L] < 0.5).astype(float)
+    store, recall = index_below(u[L], max(L // 4, 1)), L // 2 + index_below(u[L + 1], L - L // 2)
+    xs = np.zeros((L, 3))
+    xs[:, 0] = 2 * bits - 1
+    xs[store, 1] = xs[recall, 2] = 1
+    ws = np.zeros(L)
+    ws[recall] = 1
+    return xs, np.full((L, 1), bits[store]), ws, (store, recall)
+
+
+@pytest.mark.parametrize("L", [4, 13])
+def test_store_recall_matches_its_formula_and_reaches_every_store_and_recall_step(L):
+    """Odd and even lengths: each episode against the oracle, and over the keys every step of the first quarter is
+    a store step and every step of the second half (the last included) a recall step, no other. [guards: the
+    recall drawn from ``half`` steps (the last never asked at odd lengths), from the first quarter on, or without
+    the offset ``half``; the store drawn from the first half]"""
+    from rtrl.training.tasks import StoreRecall
+
+    task = StoreRecall(episode_length=L)
+    keys, batch = episodes(task, 300)
+    stores, recalls = set(), set()
+    for i in range(300):
+        xs, ys, ws, (store, recall) = store_recall_oracle(L, draws(keys[i], L + 2))
+        assert_episode(jax.tree.map(lambda a, i=i: a[i], batch), xs, ys, ws)
+        stores.add(store)
+        recalls.add(recall)
+    assert stores == set(range(max(L // 4, 1))) and recalls == set(range(L // 2, L))
+
+
+def manifold_oracle(task, u):
+    """The docstring's episode: class ``index_below(u[0], classes)`` at position ``alpha = u[1]``, channel ``i``
+    firing once at step ``floor(pattern_steps * sigmoid(f_ci(alpha)))``, ``f_ci(alpha) = b_ci + sum_k a_cik
+    cos(pi k alpha + phi_cik) / k`` (k = 1 .. 4), the curves' ``a``, ``b`` (standard normal) and ``phi`` (uniform on
+    [0, 2 pi)) drawn from ``manifold_seed`` as documented; then the silent answer steps, every step's target the
+    class, only the answer steps scored."""
+    C, N, P, A = task.classes, task.channels, task.pattern_steps, task.answer_steps
+    k_a, k_b, k_phi = jax.random.split(jax.random.PRNGKey(task.manifold_seed), 3)
+    a = np.asarray(jax.random.normal(k_a, (C, N, 4)))
+    b = np.asarray(jax.random.normal(k_b, (C, N)))
+    phi = np.asarray(jax.random.uniform(k_phi, (C, N, 4), maxval=2 * np.pi))
+    label, alpha = index_below(u[0], C), u[1]
+    xs = np.zeros((P + A, N))
+    for i in range(N):
+        f = b[label, i] + sum(a[label, i, k - 1] * np.cos(np.pi * k * alpha + phi[label, i, k - 1]) / k
+                              for k in range(1, 5))
+        xs[index_below(1 / (1 + np.exp(-f)), P), i] = 1
+    ws = np.zeros(P + A)
+    ws[P:] = 1
+    return xs, np.full(P + A, label), ws
+
+
+def test_manifolds_match_their_formula():
+    """Each episode's spike times against the oracle's, for a few classes and seeds of the curves. [guards: the
+    harmonics without their 1/k, the phase outside the cosine, the class's curve read from another class]"""
+    from rtrl.training.tasks import Manifolds
+
+    for task in (Manifolds(classes=3, channels=6, pattern_steps=40, answer_steps=2),
+                 Manifolds(classes=2, channels=4, pattern_steps=25, answer_steps=1, manifold_seed=5)):
+        keys, batch = episodes(task, 40)
+        for i in range(40):
+            xs, ys, ws = manifold_oracle(task, draws(keys[i], 2))
+            assert_episode(jax.tree.map(lambda a, i=i: a[i], batch), xs, ys, ws)
