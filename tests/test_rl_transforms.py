@@ -57,14 +57,15 @@ def run(rule, bonus=None, deltas=DELTAS):
     return outs, states
 
 
-def oracle_traces():
-    """``(z_{t-1}, z_t)`` of every step: ``z_t = gl * (1 - cut_t) * z_{t-1} + g_t`` per environment, from zero."""
+def oracle_traces(decay=GAMMA_LAMBDA):
+    """``(z_{t-1}, z_t)`` of every step: ``z_t = decay * (1 - cut_t) * z_{t-1} + g_t`` per environment, from zero
+    (``decay``: gamma * lambda)."""
     z = {k: np.zeros((E, *s)) for k, s in SHAPES.items()}
     rows = []
     for t in range(STEPS):
         before = {k: v.copy() for k, v in z.items()}
         for e in range(E):
-            keep = 0.0 if CUTS[t][e] else GAMMA_LAMBDA
+            keep = 0.0 if CUTS[t][e] else decay
             for k in z:
                 z[k][e] = keep * z[k][e] + GRADS[t][k][e]
         rows.append((before, {k: v.copy() for k, v in z.items()}))
@@ -151,7 +152,15 @@ def test_adaptive_obgd_preconditions_by_the_running_second_moment_of_the_td_asce
     lr, kappa, beta2, eps = 1.0, 2.0, 0.99, 1e-8
     outs, states = run(optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E), T.adaptive_obgd(lr, kappa, beta2, eps)),
                        BONUS)
+    for t, (want, v, _) in enumerate(oracle_adaptive(lr, kappa, beta2, eps, BONUS)):
+        assert_close(outs[t], want, f"update at step {t}")
+        assert_close(states[t][1].moment, v, f"second moment at step {t}")
+
+
+def oracle_adaptive(lr, kappa, beta2, eps, bonus):
+    """AdaptiveObGD step by step (see the test above): ``(update, second moment, whether the bound binds)``."""
     v = {k: np.zeros(s) for k, s in SHAPES.items()}
+    rows = []
     for t in range(STEPS):
         z = oracle_traces()[t][0]
         d = DELTAS[t]
@@ -159,9 +168,37 @@ def test_adaptive_obgd_preconditions_by_the_running_second_moment_of_the_td_asce
         scale = {k: np.sqrt(v[k] / (1 - beta2 ** (t + 1)) + eps) for k in v}
         m = np.mean([max(abs(d[e]), 1) * sum(np.abs(z[k][e] / scale[k]).sum() for k in z) for e in range(E)])
         step = lr / max(lr * kappa * m, 1.0)
-        want = {k: step * (sum(d[e] * z[k][e] for e in range(E)) / E / scale[k] + BONUS[k]) for k in z}
-        assert_close(outs[t], want, f"update at step {t}")
-        assert_close(states[t][1].moment, v, f"second moment at step {t}")
+        want = {k: step * (sum(d[e] * z[k][e] for e in range(E)) / E / scale[k] + (0 if bonus is None else bonus[k]))
+                for k in z}
+        rows.append((want, v, lr * kappa * m > 1))
+    return rows
+
+
+def oracle_intentional(deltas, mult, eta, decay, beta2, beta_clip, eps, bonus=BONUS):
+    """Farr et al.'s intentional step, step by step: ``(update, clip ceiling)`` of every step (see the test below)."""
+    v = {k: np.zeros(s) for k, s in SHAPES.items()}
+    sigma, sq, n = 0.0, 1.0, 0
+    rows = []
+    for t in range(STEPS):
+        z = oracle_traces(decay)[t][0]
+        M = {k: np.sqrt(v[k] / (1 - beta2 ** n if n else 1.0)) + eps for k in v}
+        sig = sigma / (1 - decay ** n) if n else sigma
+        sq = beta_clip * sq + (1 - beta_clip) * np.mean(deltas[t] ** 2)
+        ceiling = mult * np.sqrt(sq / (1 - beta_clip ** (t + 1)))
+        update = {k: np.array(0.0 if bonus is None else bonus[k]) for k in z}
+        for e in range(E):
+            norm = sum((z[k][e] ** 2 / M[k]).sum() for k in z)
+            step = eta / max(np.sqrt(sig * norm), eps)
+            clipped = np.sign(deltas[t][e]) * min(abs(deltas[t][e]), ceiling)
+            for k in z:
+                update[k] = update[k] + clipped * step * z[k][e] / M[k] / E
+        n += 1
+        v = {k: beta2 * v[k] + (1 - beta2) * np.mean(GRADS[t][k] ** 2, axis=0) for k in v}
+        M = {k: np.sqrt(v[k] / (1 - beta2 ** n)) + eps for k in v}
+        g_norm = np.mean([sum((GRADS[t][k][e] ** 2 / M[k]).sum() for k in v) for e in range(E)])
+        sigma = sigma + (1 - decay) * (g_norm - sigma)
+        rows.append((update, ceiling))
+    return rows
 
 
 def test_intentional_moves_each_output_by_the_intended_fraction_with_its_estimated_preconditioner():
@@ -177,29 +214,7 @@ def test_intentional_moves_each_output_by_the_intended_fraction_with_its_estimat
                            T.intentional(eta, GAMMA_LAMBDA, beta2, beta_clip, mult, eps))
 
     def oracle(deltas, mult):
-        v = {k: np.zeros(s) for k, s in SHAPES.items()}
-        sigma, sq, n = 0.0, 1.0, 0
-        rows = []
-        for t in range(STEPS):
-            z = oracle_traces()[t][0]
-            M = {k: np.sqrt(v[k] / (1 - beta2 ** n if n else 1.0)) + eps for k in v}
-            sig = sigma / (1 - GAMMA_LAMBDA ** n) if n else sigma
-            sq = beta_clip * sq + (1 - beta_clip) * np.mean(deltas[t] ** 2)
-            ceiling = mult * np.sqrt(sq / (1 - beta_clip ** (t + 1)))
-            update = {k: np.array(BONUS[k]) for k in z}
-            for e in range(E):
-                norm = sum((z[k][e] ** 2 / M[k]).sum() for k in z)
-                step = eta / max(np.sqrt(sig * norm), eps)
-                clipped = np.sign(deltas[t][e]) * min(abs(deltas[t][e]), ceiling)
-                for k in z:
-                    update[k] = update[k] + clipped * step * z[k][e] / M[k] / E
-            n += 1
-            v = {k: beta2 * v[k] + (1 - beta2) * np.mean(GRADS[t][k] ** 2, axis=0) for k in v}
-            M = {k: np.sqrt(v[k] / (1 - beta2 ** n)) + eps for k in v}
-            g_norm = np.mean([sum((GRADS[t][k][e] ** 2 / M[k]).sum() for k in v) for e in range(E)])
-            sigma = sigma + (1 - GAMMA_LAMBDA) * (g_norm - sigma)
-            rows.append((update, ceiling))
-        return rows
+        return oracle_intentional(deltas, mult, eta, GAMMA_LAMBDA, beta2, beta_clip, eps)
 
     outs, states = run(rule(20.0), BONUS)
     rows = oracle(DELTAS, 20.0)
@@ -225,8 +240,49 @@ def test_update_rule_names_and_refusals():
         assert jax.tree.structure(out) == jax.tree.structure(PARAMS), name
     with pytest.raises(ValueError, match="optimizer must be one of"):
         T.update_rule("rmsprop", lr=0.5, decay=0.5, envs=E)
+    with pytest.raises(ValueError, match="optimizer must be one of adam, sgd or obgd"):
+        T.update_rule("intentional", lr=0.5, decay=0.5, envs=E, correction=T.td_ascent())
     with pytest.raises(ValueError, match="update_every must be 1 under optimizer 'intentional'"):
         T.update_rule("intentional", lr=0.5, decay=0.5, envs=E, every_k=2)
+
+
+@pytest.mark.parametrize("decay", [GAMMA_LAMBDA, 0.99 * 0.8])
+def test_update_rule_builds_the_intentional_rule_with_the_runs_decay(decay):
+    """``update_rule("intentional", lr=eta, decay=gamma * lambda)`` is the traces and the intentional step of
+    ``eta`` with that decay in both (the traces' and sigma's running mean, rate ``1 - decay``) and the step's own
+    constants (beta2 0.999, the clip at 20 RMSs of rate 1 - 0.9998, eps 1e-8), every step against the oracle, no
+    bonus. The two decays: 0.45, and 0.792 (Farr et al.'s gamma 0.99, lambda 0.8), near intentional's default 0.8
+    but not it. [guards: ``intentional(lr)`` built without the decay (its default 0.8 for sigma); the traces'
+    decay not the run's; eta not ``lr``]"""
+    eta = 0.3
+    rule = T.update_rule("intentional", lr=eta, decay=decay, envs=E)
+    outs, states = run(rule)
+    rows = oracle_intentional(DELTAS, 20.0, eta, decay, 0.999, 0.9998, 1e-8, bonus=None)
+    for t, (want, _) in enumerate(rows):
+        assert_close(outs[t], want, f"update at step {t}")
+        assert_close(states[t][0].traces, oracle_traces(decay)[t][1], f"traces after step {t}")
+    other = oracle_intentional(DELTAS, 20.0, eta, 0.8, 0.999, 0.9998, 1e-8, bonus=None)
+    assert np.abs(leaves(other[2][0])[0] - leaves(rows[2][0])[0]).max() > 1e-6  # the case tells the decays apart
+
+
+@pytest.mark.parametrize("kappa", [0.5, 8.0])
+def test_update_rule_gives_obgd_and_adaptive_obgd_the_runs_kappa(kappa):
+    """``update_rule("obgd" | "adaptive_obgd", lr, decay, kappa=...)``: each step against its oracle, with a kappa
+    other than the default 2 where the bound binds at some steps (checked). [guards: ``kappa`` not passed on to
+    either rule (its default 2 used)]"""
+    lr = 0.6
+    outs, _ = run(T.update_rule("obgd", lr=lr, decay=GAMMA_LAMBDA, envs=E, kappa=kappa))
+    binds = []
+    for t in range(STEPS):
+        u, m = oracle_ascent(t)
+        binds.append(lr * kappa * m > 1)
+        assert_close(outs[t], {k: lr / max(lr * kappa * m, 1.0) * v for k, v in u.items()}, f"obgd step {t}")
+    assert any(binds)
+    outs, _ = run(T.update_rule("adaptive_obgd", lr=lr, decay=GAMMA_LAMBDA, envs=E, kappa=kappa))
+    rows = oracle_adaptive(lr, kappa, 0.999, 1e-8, None)
+    for t, (want, _, _) in enumerate(rows):
+        assert_close(outs[t], want, f"adaptive_obgd step {t}")
+    assert any(bound for _, _, bound in rows)
 
 
 @pytest.mark.parametrize("name", sorted(T.STEP_RULES))
