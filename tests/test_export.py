@@ -9,7 +9,7 @@ import nir
 import numpy as np
 import pytest
 
-from rtrl.cells import ALIF, LIF, Elman, SpikingIIR2
+from rtrl.cells import ALIF, IIR2, LIF, Elman, SpikingIIR2
 from rtrl.export import from_nir, to_nir
 
 STEPS = 100
@@ -529,3 +529,54 @@ def test_learnt_time_constants_are_exported_as_learnt():
     s, _ = spikes_and_membrane(cell, params, xs)
     assert 0.02 < float(s.mean()) < 0.9
     np.testing.assert_array_equal(spikes_and_membrane(back, back_params, xs)[0], s)
+
+
+def iir2(a0, a1, parameterisation="seed"):
+    cell = IIR2(D, N, activation="identity")
+    params = cell.init(jax.random.PRNGKey(6))
+    return cell, {**params, "a0": jnp.asarray(a0), "a1": jnp.asarray(a1), "b0": jnp.zeros(N), "b1": jnp.zeros(N)}
+
+
+INTEGRATORS = {
+    "I": iir2(-np.ones(N), np.zeros(N)),
+    "LI": iir2(-np.linspace(0.0, 0.9, N), np.zeros(N)),
+    "CubaLI": iir2(-(np.linspace(0.1, 0.8, N) + np.linspace(0.0, 0.9, N)),
+                   np.linspace(0.1, 0.8, N) * np.linspace(0.0, 0.9, N)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(INTEGRATORS))
+def test_an_iir2_goes_to_the_integrator_its_poles_allow(kind, tmp_path):
+    """An identity IIR2 without taps is NIR's I (a pole at 1), LI (one pole in [0, 1)) or CubaLI (two real poles in
+    [0, 1)); under NIR's equations the graph gives the cell's output, and it reads back to the same coefficients."""
+    cell, params = INTEGRATORS[kind]
+    g = to_nir(cell, params, dt=0.5)
+    assert type(g.nodes["neuron"]).__name__ == kind
+    nir.write(tmp_path / "graph.nir", g)
+    g = nir.read(tmp_path / "graph.nir")
+    xs = RNG.normal(size=(60, D))
+    expected, _ = nir_simulate(g, xs, 0.5)
+    _, h = jax.lax.scan(lambda c, x: cell.step(params, c, x), cell.initial_carry(), jnp.asarray(xs))
+    np.testing.assert_allclose(h, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+    back, back_params = from_nir(g)
+    assert back == cell
+    for name in ("a0", "a1", "W", "b"):
+        np.testing.assert_allclose(back_params[name], params[name], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(("cell", "params", "target", "message"), [
+    (IIR2(D, N), iir2(-0.5 * ONES, 0 * ONES)[1], "nir", "activation='tanh' has no NIR counterpart"),
+    (*iir2(-0.5 * ONES, 0 * ONES), "norse", "IIR2 has no norse counterpart"),
+    (*iir2(0 * ONES, 0.5 * ONES), "nir", "complex poles"),
+    (*iir2(0.5 * ONES, 0 * ONES), "nir", r"a pole outside \[0, 1\)"),
+    (*iir2(-1.5 * ONES, 0.5 * ONES), "nir", r"a pole outside \[0, 1\)"),
+])
+def test_an_iir2_with_no_integrator_is_refused_by_name(cell, params, target, message):
+    with pytest.raises(ValueError, match=message):
+        to_nir(cell, params, target=target)
+
+
+def test_an_iir2_with_taps_is_refused():
+    cell, params = iir2(-0.5 * ONES, 0 * ONES)
+    with pytest.raises(ValueError, match=r"feedforward taps \(b0, b1 not 0\)"):
+        to_nir(cell, {**params, "b0": 0.1 * ONES})

@@ -41,7 +41,9 @@ gains and ``v_leak`` fold into ``W``, ``b`` and ``R`` per neuron. Each refusal i
 node and the field.
 
 ``to_nir``: ``LIF`` -> NIR ``LIF`` (``IF`` with ``leak = 1``), a first-order ``SpikingIIR2`` (``a1 = b0 = b1 = 0``,
-``-1 < a0 <= 0``) -> ``CubaLIF``, input projection -> ``Affine(W^T, b)``, ``R`` -> a recurrent ``Linear(R^T)``
+``-1 < a0 <= 0``) -> ``CubaLIF``, an ``IIR2`` with the identity activation and ``b0 = b1 = 0`` -> the integrator its
+poles allow (``I``, ``LI``, or ``CubaLI`` for two real poles in [0, 1); complex poles are refused by name), input
+projection -> ``Affine(W^T, b)``, ``R`` -> a recurrent ``Linear(R^T)``
 (its edges listed before the Output's); per-neuron options as per-neuron fields; ``v_leak = 0``; ``dt`` in seconds
 in the graph's and the neuron's metadata, with ``time_unit``, ``target`` and what the target's importer assumes
 (``importer``). The surrogate derivative is not part of NIR; it travels in the neuron node's metadata. ``target``
@@ -121,18 +123,15 @@ def to_nir(cell, params: Params, dt: float | None = None, target: str = "nir"):
     dt = DEFAULT_DT[target] if dt is None else check_dt(dt)
     if isinstance(cell, type):
         raise TypeError(f"cell must be a cell, e.g. {cell.__name__}(input_size, hidden_size), got the class itself")
-    if type(cell) not in (LIF, SpikingIIR2):
-        raise ValueError(f"{getattr(cell, 'name', type(cell).__name__)} has no NIR counterpart; to_nir maps LIF and "
-                         "first-order SpikingIIR2 cells (NIR has no adaptive or second-order neuron)")
+    if type(cell) not in (LIF, SpikingIIR2, IIR2):
+        raise ValueError(f"{getattr(cell, 'name', type(cell).__name__)} has no NIR counterpart; to_nir maps LIF, "
+                         "first-order SpikingIIR2 and IIR2 cells (NIR has no adaptive or second-order spiking neuron)")
+    if type(cell) is IIR2:
+        return integrator_graph(nir, cell, checked(cell, params), dt, target)
     if cell.refractory:
         raise ValueError(f"{cell.name} with refractory={cell.refractory} has no NIR counterpart (NIR's neurons have no "
                          "refractory period)")
-    if not isinstance(params, dict):
-        raise TypeError(f"params must be a dict of arrays (cell.init(key)), got {type(params).__name__}")
-    cell.check_params(params, cell.param_shapes())
-    for name in cell.param_shapes():
-        if not np.all(np.isfinite(np.asarray(params[name]))):
-            raise ValueError(f"params[{name!r}] has non-finite values (nan or inf); NIR would carry them as they are")
+    params = checked(cell, params)
     N = cell.hidden_size
     ones = np.ones(N)
     leak, threshold, v_reset = (np.asarray(getattr(cell, name), np.float64) * ones
@@ -185,6 +184,60 @@ def to_nir(cell, params: Params, dt: float | None = None, target: str = "nir"):
     edges.append(("neuron", "output"))
     graph_metadata = {"dt": dt, "time_unit": "s", "target": target, "importer": IMPORTERS[target]}
     return nir.NIRGraph(nodes=nodes, edges=edges, metadata=graph_metadata)
+
+
+def checked(cell, params: Params) -> Params:
+    """``params`` of ``cell``: a dict of finite arrays of the cell's shapes, else refused naming the parameter."""
+    if not isinstance(params, dict):
+        raise TypeError(f"params must be a dict of arrays (cell.init(key)), got {type(params).__name__}")
+    cell.check_params(params, cell.param_shapes())
+    for name in cell.param_shapes():
+        if not np.all(np.isfinite(np.asarray(params[name]))):
+            raise ValueError(f"params[{name!r}] has non-finite values (nan or inf); NIR would carry them as they are")
+    return params
+
+
+def integrator_graph(nir, cell: IIR2, params: Params, dt: float, target: str):
+    """An ``IIR2`` with the identity activation and no feedforward taps (``b0 = b1 = 0``) as NIR's integrator its
+    poles allow, the inverse of ``from_nir``'s reading: ``I`` (``a0 = -1``, ``a1 = 0``: ``r = 1/dt``), ``LI``
+    (``a1 = 0``, ``-1 < a0 <= 0``: ``tau = dt/(1 + a0)``, ``r = tau/dt``) or ``CubaLI`` (real poles ``p``, ``q`` in
+    [0, 1), ``p + q = -a0``, ``p q = a1``: ``tau_syn = dt/(1 - p)``, ``tau_mem = dt/(1 - q)``, input gain 1);
+    refused naming the activation, the taps, or complex or unstable poles."""
+    if cell.activation != "identity":
+        raise ValueError(f"IIR2 with activation={cell.activation!r} has no NIR counterpart (NIR's integrators output "
+                         "their state as it is: activation='identity')")
+    if target != "nir":
+        raise ValueError(f"IIR2 has no {target} counterpart: its importer reads no leaky integrator with two poles; "
+                         "export it with target='nir'")
+    a0, a1, b0, b1 = (np.asarray(c, np.float64) for c in cell.coefficients(params))
+    if np.any(b0 != 0) or np.any(b1 != 0):
+        raise ValueError("IIR2 with feedforward taps (b0, b1 not 0) has no NIR counterpart: NIR's integrators have "
+                         "no zeros")
+    N, ones, zeros = cell.hidden_size, np.ones(cell.hidden_size), np.zeros(cell.hidden_size)
+    if np.all(a1 == 0) and np.all(a0 == -1):
+        node = nir.I(r=ones / dt, metadata={"dt": dt})
+    elif np.all(a1 == 0) and np.all((-1 < a0) & (a0 <= 0)):
+        tau = dt / (1 + a0)
+        node = nir.LI(tau=tau, r=tau / dt, v_leak=zeros, metadata={"dt": dt})
+    else:
+        discriminant = a0**2 - 4 * a1
+        if np.any(discriminant < 0):
+            raise ValueError("IIR2 with complex poles (a0^2 < 4 a1, a resonant filter) has no NIR counterpart: NIR's "
+                             "CubaLI cascades two real decays")
+        p, q = (-a0 + np.sqrt(discriminant)) / 2, (-a0 - np.sqrt(discriminant)) / 2
+        if np.any(p >= 1) or np.any(q < 0):
+            raise ValueError("IIR2 with a pole outside [0, 1) (a growing, undamped or alternating filter) has no NIR "
+                             "counterpart: forward Euler's decays 1 - dt/tau lie in [0, 1)")
+        tau_syn, tau_mem = dt / (1 - p), dt / (1 - q)
+        node = nir.CubaLI(tau_syn=tau_syn, tau_mem=tau_mem, r=tau_mem / dt, v_leak=zeros, w_in=tau_syn / dt,
+                          metadata={"dt": dt})
+    W, b = (np.asarray(params[name], np.float64) for name in ("W", "b"))
+    nodes = {"input": nir.Input(input_type={"input": np.array([cell.input_size])}),
+             "affine": nir.Affine(weight=W.T, bias=b), "neuron": node,
+             "output": nir.Output(output_type={"output": np.array([N])})}
+    metadata = {"dt": dt, "time_unit": "s", "target": target, "importer": IMPORTERS[target]}
+    return nir.NIRGraph(nodes=nodes, edges=[("input", "affine"), ("affine", "neuron"), ("neuron", "output")],
+                        metadata=metadata)
 
 
 def check_target(cell, target: str, dt: float, threshold: np.ndarray, v_reset: np.ndarray) -> None:
