@@ -201,3 +201,34 @@ def test_rtrl_rl_algorithm_q_runs(tmp_path, env):
     assert [r["step"] for r in records] == [100, 200]
     assert all(np.isfinite(r["td_rms"]) for r in records)
     assert json.loads((out / "config.json").read_text())["algorithm"] == "q"
+
+
+def test_a_step_where_one_environment_terminates_and_another_truncates():
+    """Both environments' first episodes end at step 2, environment 0's at its 2nd step of the episode (even:
+    truncated, ``Truncating``), environment 1's at its 3rd (it starts one step into its episode: odd, terminated).
+    Per environment: 0 is owed ``max_a Q(s_T, a)`` of its last observation, 1 nothing (no bootstrap), and each TD
+    error uses its own; every step against the oracle. [guards: the owed value masked by ``done`` instead of
+    ``truncated`` (the terminated environment bootstraps from V(s_T) too); the owed values summed over the
+    environments]"""
+    config = RLConfig(**{**Q_BASE, "optimizer": "sgd", "lr": 0.3})
+    env = Truncating()
+    run, state = scripted_run(config, env, seed=2, first=(2, 2), agent=QAgent)
+    inner = state.env_state.env._replace(time=jnp.asarray([0, 1], jnp.int32))  # environment 1 a step in
+    obs, wrappers = run.wrappers.init(jax.vmap(env.observe)(inner))
+    state = state._replace(env_state=state.env_state._replace(env=inner), obs=obs, wrappers=wrappers)
+    oracle = QOracle(config, state.params, truncating=True)
+    oracle.env = [dict(time=0, left=2, last=0), dict(time=1, left=2, last=0)]
+    ends, truncations, owed = [], [], []
+    for t in range(STEPS):
+        state = run.advance(state, 1)
+        done, truncated = oracle.advance(np.asarray(state.env_state.env.taken))
+        ends.append(done.tolist())
+        truncations.append(truncated.tolist())
+        owed.append(np.asarray(state.pending.owed).tolist())
+        assert_close(state.params, oracle.p, f"parameters after step {t}")
+        assert_close(state.traces, jax.tree.map(lambda *z: np.stack(z), *oracle.z), f"traces after step {t}")
+        assert_close((state.pending.value, state.pending.reward, state.pending.owed), oracle.pending[:2] +
+                     (oracle.pending[3],), f"pending step {t}")
+    assert ends[1] == [True, True] and truncations[1] == [True, False]  # the mixed step
+    assert owed[1][0] != 0 and owed[1][1] == 0  # owed to the truncated environment only
+    assert oracle.deltas[2][1] != 0 and oracle.deltas[2][0] != oracle.deltas[2][1]
