@@ -78,3 +78,17 @@ def test_rules():
     assert np.asarray(far).tolist() == [np.float32(4.8), np.float32(0.41887903)]
     obs, state = noisy.reset(jax.random.key(1))
     assert bool((jnp.abs(state.physics) <= 0.05).all()) and not np.array_equal(obs, state.physics[jnp.array([0, 2])])
+
+
+def test_a_fall_on_the_time_limits_last_step_is_terminated_not_truncated():
+    """``length = 3``: a pole past 12 degrees on the third step ends the episode terminated (no value owed), not
+    truncated; an upright pole on that step is truncated (the limit). Through ``env.step`` and ``transition`` alike.
+    [guards: ``truncated = time >= length`` without ``& ~terminated``]"""
+    env = PositionOnlyCartPole(length=3)
+    two = jnp.asarray(2, jnp.int32)
+    for physics, want in (([0.0, 0.0, 0.2094, 1.0], [True, False]), ([0.0, 0.0, 0.0, 0.0], [True, True])):
+        state = CartPoleState(jnp.asarray(physics), two)
+        _, _, _, done, truncated = env.transition(jax.random.key(0), state, 1)
+        assert [bool(done), bool(truncated)] == want, physics
+        step = env.step(jax.random.key(0), state, 1)
+        assert [bool(step.done), bool(step.truncated)] == want, physics

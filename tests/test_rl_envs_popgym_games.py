@@ -174,3 +174,44 @@ def test_minesweeper_rules():
     assert (bool(done), bool(truncated), int(s.time)) == (True, False, 14)
     placed = jax.vmap(env.reset)(jax.random.split(jax.random.key(0), 10))[1].mines
     assert np.asarray(placed.sum(axis=(1, 2))).tolist() == [2] * 10
+
+
+def won_on_the_last_step(game: str):
+    """``(env, state, winning action, losing action)``: a game one step before its time limit whose winning action
+    ends it (the last ship cell hit, the last pair matched, the last free cell uncovered) and whose other action
+    does not (a miss, a pair that does not match, a cell uncovered again)."""
+    if game == "Battleship":  # one ship of 2 at (0, 0)-(0, 1), (0, 0) hit; 15 of 16 steps taken
+        env = Battleship(size=4, ships=(2,))
+        ships = np.zeros((4, 4), bool)
+        ships[0, :2] = True
+        state = env.start(jnp.asarray(ships))
+        state = state._replace(fired=state.fired.at[0, 0].set(True), hits=jnp.asarray(1, jnp.int32),
+                               time=jnp.asarray(15, jnp.int32))
+        return env, state, 1, 5
+    if game == "Concentration":  # every pair matched but the one at 49 and 51 (colours 1 and 1), 49 turned;
+        env = Concentration()  # 103 of 104 steps taken
+        state = env.start(jnp.arange(52, dtype=jnp.int32) % 2)
+        state = state._replace(face_up=(jnp.arange(52) != 49) & (jnp.arange(52) != 51),
+                               first=jnp.asarray(49, jnp.int32), time=jnp.asarray(103, jnp.int32))
+        return env, state, 51, 0  # 0: a matched card turned again, the turn over, the game not
+    env = MineSweeper()  # mines at (0, 0) and (3, 3), every free cell but (3, 2) uncovered; 13 of 14 steps taken
+    mines = np.zeros((4, 4), bool)
+    mines[0, 0] = mines[3, 3] = True
+    state = env.start(jnp.asarray(mines))
+    uncovered = ~jnp.asarray(mines) & ~((jnp.arange(4)[:, None] == 3) & (jnp.arange(4)[None, :] == 2))
+    return env, state._replace(uncovered=uncovered, time=jnp.asarray(13, jnp.int32)), 14, 5
+
+
+@pytest.mark.parametrize("game", ["Battleship", "Concentration", "MineSweeper"])
+def test_a_win_on_the_time_limits_last_step_is_terminated_not_truncated(game):
+    """The winning action on the last step the time limit allows ends the episode terminated (no value owed: the
+    game is over), not truncated; the other action on that step is truncated (the limit, checked: the case is on
+    it). Through ``env.step`` (the automatic reset) and ``transition`` alike. [guards: ``truncated = time >=
+    limit`` without ``& ~terminated``]"""
+    env, state, win, other = won_on_the_last_step(game)
+    for action, want in ((win, [True, False]), (other, [True, True])):
+        _, _, reward, done, truncated = env.transition(jax.random.key(0), state, action)
+        assert [bool(done), bool(truncated)] == want, (game, action)
+        step = env.step(jax.random.key(0), state, action)
+        assert [bool(step.done), bool(step.truncated)] == want, (game, action)
+    assert float(env.transition(jax.random.key(0), state, win)[2]) > 0  # the win is rewarded
