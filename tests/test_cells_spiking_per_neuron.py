@@ -218,3 +218,14 @@ def test_eprop_with_learnt_time_constants_is_exact_but_for_the_reset():
     for name in detached:
         np.testing.assert_allclose(eprop[name], detached[name], rtol=1e-10, atol=1e-10 * np.abs(detached[name]).max())
     assert np.abs(np.asarray(detached["log_tau"])).max() > 0
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"v_reset": 1.0}, r"neuron 0: v_reset=1.0, threshold=1.0"),
+    ({"v_reset": (0.0, 0.5, 0.0), "threshold": (1.0, 0.4, 1.0)}, r"neuron 1: v_reset=0.5, threshold=0.4"),
+])
+def test_a_reset_to_a_value_at_or_above_the_threshold_is_refused(options, message):
+    """With ``reset="value"`` only: the other resets do not read ``v_reset``."""
+    with pytest.raises(ValueError, match=r"v_reset must be below threshold with reset='value'.*" + message):
+        LIF(2, 3, reset="value", **options)
+    assert LIF(2, 3, reset="subtract", **options).reset == "subtract"

@@ -167,6 +167,14 @@ class SpikingCell(Cell):
             raise ValueError(f"recurrent must be True or False, got {self.recurrent!r}")
         if self.reset not in RESETS:
             raise ValueError(f"reset must be one of {list(RESETS)}, got {self.reset!r}")
+        if self.reset == "value":  # issue 52: a reset above the threshold was taken without a word
+            above = np.broadcast_to(self.v_reset, (self.hidden_size,)) >= np.broadcast_to(self.threshold,
+                                                                                      (self.hidden_size,))
+            if np.any(above):
+                k = int(np.argmax(above))
+                raise ValueError(f"v_reset must be below threshold with reset='value' (a reset that leaves the "
+                                 f"membrane at or above its threshold); neuron {k}: v_reset="
+                                 f"{self.values_at('v_reset', k)}, threshold={self.values_at('threshold', k)}")
         n = self.refractory
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"refractory must be a non-negative integer, got {n!r}")
@@ -180,6 +188,11 @@ class SpikingCell(Cell):
                 object.__setattr__(self, "trace_" + name, getattr(self, "closed_form_" + name))
 
     # -- shared pieces of the step ----------------------------------------------------------------------
+    def values_at(self, name: str, k: int) -> float:
+        """Neuron ``k``'s value of the per-neuron option ``name``."""
+        value = getattr(self, name)
+        return value[k] if isinstance(value, tuple) else value
+
     def values(self, name: str, like: jax.Array):
         """The per-neuron option ``name`` as the equations read it (``option_values``)."""
         return option_values(getattr(self, name), like)
