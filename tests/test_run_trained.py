@@ -121,3 +121,26 @@ def test_export_of_a_non_spiking_cell_is_one_line_naming_it(runs, tmp_path, caps
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Elman" in err[0] and "no NIR counterpart" in err[0], err
     assert not out.exists()
+
+
+def test_allow_import_loads_a_run_of_a_users_cell_and_only_within_the_call(tmp_path, monkeypatch):
+    """A run trained with ``--cell test_cells_lookup:tiny`` (a factory of an Elman cell in tests/): refused without
+    a word from the user, loaded with ``allow_import=[that path]`` (a list or a tuple; the cell and its parameters
+    those of the checkpoint), refused with another path allowed, and refused again after the call (the allowance
+    does not outlive it). [guards: ``load`` opening the folder without ``allowed_imports(allow_import)``]"""
+    monkeypatch.delenv("RTRL_ALLOW_IMPORT", raising=False)
+    run = tmp_path / "user"
+    assert main(TRAIN.format(cell="test_cells_lookup:tiny", out=run).split()) == 0
+    with pytest.raises(RunError, match="--allow-import test_cells_lookup:tiny"):
+        rtrl.load(run)
+    with pytest.raises(RunError, match="--allow-import test_cells_lookup:tiny"):
+        rtrl.load(run, allow_import=["test_cells_lookup:wrong_input"])
+    for allowed in (["test_cells_lookup:tiny"], ("os:getcwd", "test_cells_lookup:tiny")):
+        trained = rtrl.load(run, allow_import=allowed)
+        assert isinstance(trained.cell, rtrl.cells.Elman) and trained.config.cell == "test_cells_lookup:tiny"
+        stored = checkpointed(run, ".params['cell']")
+        assert set(stored) == {f"['{k}']" for k in trained.params} and trained.step == 8
+        for name, value in trained.params.items():
+            np.testing.assert_array_equal(np.asarray(value), stored[f"['{name}']"])
+    with pytest.raises(RunError, match="--allow-import test_cells_lookup:tiny"):
+        rtrl.load(run)
