@@ -1,8 +1,8 @@
 """Online actor-critic training: E environments stepped in parallel, a parameter update at every step.
 
-Every step, for each environment ``e`` (``ActorCritic.act``, mapped over E), the torso advances on the observation
-(normalised) and gives ``v_t``, an action ``a_t`` and the per-step gradients ``g_v``, ``g_logp``, ``g_H``. The TD
-error of the previous step is known once ``v_t`` is::
+Every step, for each environment ``e`` (the algorithm's ``stepped``, all E at once), the torso advances on the
+observation (normalised) and gives ``v_t``, an action ``a_t`` and the per-step gradients ``g_v``, ``g_logp``,
+``g_H``. The TD error of the previous step is known once ``v_t`` is::
 
     delta_{t-1} = r_{t-1} + gamma * next_{t-1} - v_{t-1},   next = v_t          where the episode goes on
                                                                    0            where it terminated
