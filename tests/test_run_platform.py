@@ -42,6 +42,8 @@ def test_a_folder_without_them_loads_and_resumes_and_records_them(tmp_path):
     (out / "config.json").write_text(json.dumps(old, indent=2))
     assert read_platform(out) == {"backend": None, "device": None}
     assert rtrl.load(out).step == 4  # read as ever
+    assert main(["resume", str(out), "--quiet"]) == 0  # finished, its options unchanged: where it ran is recorded
+    assert json.loads((out / "config.json").read_text()) == {**old, **platform()}
     assert main(TRAIN.format(steps=4, out=out).split()) == 0  # the same run: continued (finished), nothing refused
     assert main(["resume", str(out), "--steps", "8", "--quiet"]) == 0
     assert read_platform(out) == platform()

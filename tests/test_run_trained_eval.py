@@ -47,6 +47,13 @@ def test_a_training_runs_evaluation_is_its_last_record_on_the_same_episodes(runs
     assert main(["eval", str(runs / "train"), "--json", "--episodes", "20", "--seed", "4"]) == 0
     assert json.loads(capsys.readouterr().out) == other and other["episodes"] == 20 and other["seed"] == 4
     assert 0 <= other["value"] <= 1 and other["metrics"] != held_out
+    # the episodes a run with --eval-size 20 --seed 4 holds out, scored as its trainer scores them
+    from rtrl.training.tasks import Copy
+    from rtrl.training.trainer import Trainer, evaluation
+
+    trained = rtrl.load(runs / "train")
+    trainer = Trainer(Copy(max_length=2), trained.cell, "rtrl", batch=2, eval_size=20, seed=4, readout_decay=0.5)
+    assert other["metrics"] == evaluation(trainer, trained.state)
 
 
 def hand_policy(trained, sign: float):
@@ -107,6 +114,20 @@ def test_rtrl_eval_and_evaluate_give_the_same_numbers_for_the_same_episodes_and_
         printed = json.loads(capsys.readouterr().out)
         assert printed == rtrl.load(runs / "normalised").evaluate(**options)
         assert printed["episodes"] == options.get("episodes", 10) and printed["seed"] == options.get("seed", 3)
+
+
+def test_each_environment_counts_its_first_episode_only(runs):
+    """A policy that turns left only, at the junction after a left cue (+1 at step 4), and otherwise waits there
+    until the maze's limit (0 at step 12): the episodes end at different steps, and an environment whose episode
+    ended (and which begins another by itself) adds nothing more, so every return is 1 or 0."""
+    trained = hand_policy(rtrl.load(runs / "rl"), 1.0)
+    policy = {"W": trained.state.params["policy"]["W"].at[:, 1].set(0.0), "b": jnp.array([0.0, -100.0, 8.0])}
+    params = {**trained.state.params, "policy": policy}
+    trained = dataclasses.replace(trained, state=trained.state._replace(params=params))
+    result = trained.evaluate(episodes=32, seed=0, greedy=True)
+    wins = result["value"] * 32
+    assert (result["min"], result["max"], result["cut"]) == (0.0, 1.0, 0) and wins == round(wins)
+    assert result["std"] == pytest.approx(np.sqrt(result["value"] * (1 - result["value"])))  # returns of 0 and 1
 
 
 def test_act_follows_the_policy_one_step_at_a_time(runs):
@@ -186,10 +207,14 @@ def test_an_output_folder_never_names_a_run_folders_file(runs, tmp_path):
     finally:
         escape.unlink()
     assert check_output_folder(run / "videos", "--video") == run / "videos"  # a folder of its own in the run: fine
+    link = tmp_path / "link"  # outside any run, leading into one's file
+    link.symlink_to(run / "checkpoint.npz" / "sub")
+    with pytest.raises(ValueError, match="a file of the run folder"):
+        check_output_folder(link, "--video")
 
 
 
-def film_env(blind: bool = False):
+def film_env(blind: bool = False, endless: bool = False):
     gymnasium = pytest.importorskip("gymnasium")
     from gymnasium import spaces
 
@@ -211,12 +236,12 @@ def film_env(blind: bool = False):
 
         def step(self, action):
             self.t += 1
-            return self.observe(), float(action), self.t >= 3, False, {}
+            return self.observe(), float(action), self.t >= 3 and not endless, False, {}
 
         def render(self):
             return np.full((16, 16, 3), 60 * self.t, np.uint8)
 
-    name = "RtrlFilmBlind-v0" if blind else "RtrlFilm-v0"
+    name = "RtrlFilmBlind-v0" if blind else "RtrlFilmEndless-v0" if endless else "RtrlFilm-v0"
     if name not in gymnasium.registry:
         gymnasium.register(id=name, entry_point=FilmEnv)
     return name
@@ -242,6 +267,24 @@ def test_an_rl_run_on_a_gymnasium_environment_is_rolled_out_and_filmed(tmp_path,
     capsys.readouterr()
     assert main(["eval", str(run), "--episodes", "1", "--json"]) == 0  # the CLI: the run's own policy
     assert json.loads(capsys.readouterr().out)["episodes"] == 1
+
+
+def test_a_gymnasium_episode_without_end_is_cut_and_counted(tmp_path, monkeypatch):
+    """An environment without a limit of its own (never terminating): each episode is cut at ``HOST_STEPS`` steps
+    (here 5), its return that far (5 actions 1), and the cut counted."""
+    from rtrl.run import rollout
+
+    name = film_env(endless=True)
+    run = tmp_path / "endless"
+    assert main(f"rl --env gymnasium:{name} --hidden 2 --envs 1 --record-every 6 --steps 6 --quiet --out {run}"
+                .split()) == 0
+    trained = rtrl.load(run)
+    always_one = {**trained.state.params["policy"], "b": jnp.array([0.0, 50.0])}
+    trained = dataclasses.replace(trained, state=trained.state._replace(params={**trained.state.params,
+                                                                                "policy": always_one}))
+    monkeypatch.setattr(rollout, "HOST_STEPS", 5)
+    result = trained.evaluate(episodes=2, seed=0)
+    assert (result["value"], result["cut"], result["episodes"]) == (5.0, 2, 2)
 
 
 def test_a_gymnasium_environment_that_does_not_render_is_refused_by_name(tmp_path, capsys):
