@@ -163,8 +163,9 @@ def test_a_run_of_several_seeds_loads_one_seed(runs, capsys):
     assert not np.allclose(np.asarray(first.params["W"]), np.asarray(third.params["W"]))
     with pytest.raises(ValueError, match=r"seed must be one of the run's seeds 3\.\.5"):
         rtrl.load(runs / "seeds", seed=6)
-    with pytest.raises(ValueError, match="seed applies to a run of several seeds"):
-        rtrl.load(runs / "rl", seed=3)
+    assert rtrl.load(runs / "rl", seed=3).seed == 3  # a run of one seed: its own is the one there is
+    with pytest.raises(ValueError, match="seed applies to a run of several seeds.*of seed 3, got seed=4"):
+        rtrl.load(runs / "rl", seed=4)
     capsys.readouterr()
     assert main(["eval", str(runs / "seeds"), "--episodes", "3"]) == 0
     assert "(seed 3, the first of 3; another with --run-seed)" in capsys.readouterr().out

@@ -425,8 +425,9 @@ class Run:
 
     def one_seed(self, state, seed: int | None):
         """``(state, seed)``: of a run of several seeds, ``state``'s share of the one asked for (``rtrl.load``'s
-        ``seed``); a run of one seed has only its own (``seed`` must be ``None``: ``ValueError`` otherwise)."""
-        if seed is not None:
+        ``seed``); a run of one seed has only its own (``seed`` must be ``None`` or that one: ``ValueError``
+        otherwise)."""
+        if seed is not None and not (isinstance(seed, int) and not isinstance(seed, bool) and seed == self.config.seed):
             raise ValueError(f"seed applies to a run of several seeds (rtrl rl --seeds); {self.path} is one run, of "
                              f"seed {self.config.seed}, got seed={seed!r}")
         return state, self.config.seed
