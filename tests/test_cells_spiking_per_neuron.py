@@ -54,7 +54,8 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_exact_methods_equal_bptt_with_per_neuron_options(name):
     """``auto``, ``rtrl`` (and the closed form and ``diagonal`` without ``R``) against BPTT, T in {1, 2, 200}, from a
-    zero and a random carry."""
+    zero and a random carry: every exact method that applies (``chunked`` takes ``ElementwiseCell`` subclasses only,
+    and refuses the spiking cells by name)."""
     cell = CASES[name]
     methods = ("auto", "rtrl") + (() if cell.recurrent else ("closed_form", "diagonal"))
     params, xs, ys = spiking_problem(cell, (2,), 21)
