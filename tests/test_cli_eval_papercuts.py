@@ -54,3 +54,12 @@ def test_fidelity_help_shows_the_defaults(capsys):
     text = " ".join(capsys.readouterr().out.split())
     for said in ("(default: [1, 10, 100])", "(default: 3)", "(default: 16)", "(default: 4)"):
         assert said in text
+
+
+@pytest.mark.parametrize("command", ["train", "rl"])
+def test_the_preset_help_says_where_the_presets_are_shown_not_every_name(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "`rtrl list presets NAME` shows every option NAME sets" in text
+    assert "copy20, copy5" not in text and "memory-chain, memory-chain-128" not in text

@@ -83,8 +83,8 @@ def add_config_arguments(p: argparse.ArgumentParser, cls: type[Config] = RunConf
                          presets: dict[str, Preset] = PRESETS) -> None:
     """An option per field of ``cls``, and ``--preset`` naming one of ``presets``."""
     p.add_argument("--preset", choices=sorted(presets), metavar="NAME", action=Once,
-                   help=f"a named configuration ({', '.join(sorted(presets))}; `rtrl list`); options given beside "
-                        "it override its own")
+                   help=f"a named configuration, one of {len(presets)}: `rtrl list presets` names them, `rtrl list "
+                        "presets NAME` shows every option NAME sets; options given beside it override its own")
     default = defaults(cls)
     parser = p
     for field in dataclasses.fields(cls):
