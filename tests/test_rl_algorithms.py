@@ -165,7 +165,7 @@ def test_epsilon_falls_linearly_from_one_to_its_floor():
     np.testing.assert_allclose(got, [1.0, 0.55, 0.1, 0.1], rtol=1e-6)
 
 
-@pytest.mark.parametrize("algorithm", ["q", "qrc"])
+@pytest.mark.parametrize("algorithm", ["q", "qrc", "sarsa"])
 def test_fidelity_check_of_q_is_one_for_exact_rtrl_and_below_for_approximations(algorithm):
     """The fidelity check of a Q agent compares the online gradient of ``Q(s_t, a_t)`` (the traces' drive) with
     BPTT's over the episode so far (``cos_value``; there is no policy's): with a vanishing step size the parameters
