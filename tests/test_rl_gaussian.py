@@ -181,3 +181,18 @@ def test_a_box_refuses_what_needs_discrete_actions():
         runner(RLConfig(env="pendulum-p", algorithm="q"))
     with pytest.raises(ValueError, match="extra_inputs needs a Discrete action space"):
         runner(RLConfig(env="pendulum-p", extra_inputs=True))
+
+
+def test_the_pendulum_p_preset_runs_end_to_end(tmp_path):
+    """``rtrl rl --preset pendulum-p`` (made small) writes its records: one episode per environment in 200 steps,
+    a return of Pendulum's range (each step's reward in [-16.3, 0])."""
+    from rtrl.cli import main
+    from rtrl.run.folder import read_config, read_metrics
+
+    out = tmp_path / "run"
+    assert main(["rl", "--preset", "pendulum-p", "--steps", "200", "--record-every", "200", "--envs", "2",
+                 "--hidden", "8", "--quiet", "--out", str(out)]) == 0
+    record_ = read_metrics(out)[-1]
+    assert record_["episodes"] == 2 and -16.3 * 200 < record_["return"] < 0
+    config = read_config(out)
+    assert config.env == "pendulum-p" and config.head_hidden == 64

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from rtrl.config import Preset
+from rtrl.rl import control_presets
 
 FIDELITY_EVERY = 250
 LONG_RUNS = ("memory-chain-40-long",)
@@ -132,6 +133,7 @@ TABLES = {
         "POPGym AutoencodeEasy: watch a sequence of cards, then play it back in reverse",
         {"env": "popgym:AutoencodeEasy", **POPGYM}, 0.0, BASELINES),
 }
+TABLES.update({name: Table(**fields) for name, fields in control_presets.TABLES.items()})  # continuous control
 
 
 def preset_name(table: str, method: str) -> str:
