@@ -333,3 +333,14 @@ def test_a_damaged_checkpoint_of_a_run_of_several_seeds_is_one_line_naming_it(ru
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"{run / 'checkpoint.npz'} is damaged" in err, err
+
+
+def test_a_figure_that_is_not_finite_is_null_in_the_json(runs, capsys, monkeypatch):
+    """Strict JSON never holds NaN: a held-out loss that overflowed on other episodes is printed as null."""
+    from rtrl.run.trained import Trained
+
+    monkeypatch.setattr(Trained, "evaluate", lambda self, *a, **k: {"metric": "token_accuracy", "value": 0.5,
+                                                                    "metrics": {"eval_loss": float("inf")}})
+    capsys.readouterr()
+    assert main(["eval", str(runs / "train"), "--json"]) == 0
+    assert capsys.readouterr().out == '{"metric": "token_accuracy", "value": 0.5, "metrics": {"eval_loss": null}}\n'

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from rtrl.run.argtypes import import_path, path, positive_int
 from rtrl.run.usage import UsageError
@@ -20,6 +21,13 @@ def seed_value(text: str) -> int:
     if not 0 <= value < 2**32:
         raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**32 - 1, got {text}")
     return value
+
+
+def finite_or_null(value):
+    """``value`` (JSON-like) with every number that is not finite replaced by ``None``."""
+    if isinstance(value, dict):
+        return {k: finite_or_null(v) for k, v in value.items()}
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def add_eval_arguments(p: argparse.ArgumentParser) -> None:
@@ -65,8 +73,8 @@ def cmd_eval(args) -> int:
         if type(e) is not ValueError:
             raise
         raise UsageError(str(e)) from None
-    if args.json:
-        print(json.dumps(result, allow_nan=False))
+    if args.json:  # strict JSON: a figure that is not finite (a loss that overflowed) is null
+        print(json.dumps(finite_or_null(result), allow_nan=False))
         return 0
     seeds = getattr(trained.config, "seeds", 1)
     which = (f" (seed {trained.seed}, the first of {seeds}; another with --run-seed)"
