@@ -34,3 +34,35 @@ def test_inside_jit_an_action_is_not_checked():
     key = jax.random.PRNGKey(0)
     _, state = env.reset(key)
     jax.jit(env.step)(key, state, jnp.int32(99))  # no error
+
+
+@pytest.mark.parametrize("name", ["pendulum", "pendulum-p"])
+def test_a_box_environment_takes_a_float_vector_of_its_size_and_refuses_anything_else(name):
+    """A jitted Box environment as ``make`` wraps it (the agent's actions in R^A, squashed onto the bounds): a float
+    vector of A = 1 steps (float32 or float64); a scalar (a float, a 0-d array), a vector of another length, a
+    matrix, an integer or bool vector, a bool or an int are each refused, the message naming the action as given
+    (before it is squashed). [found by this test: the squashing wrapper broadcast a scalar to (A,) before the check,
+    so a scalar passed; guards: the check without the shape, or without the dtype]"""
+    env = make(name)
+    key = jax.random.PRNGKey(0)
+    obs, state = env.reset(key)
+    assert env.num_actions == 1 and env.action_bounds is not None
+    for good in (jnp.zeros(1), jnp.ones(1, jnp.float32), np.array([-2.5])):
+        assert env.step(key, state, good).obs.shape == obs.shape
+    for bad in (0.0, jnp.zeros(()), jnp.zeros(2), np.zeros((1, 1)), jnp.zeros(1, jnp.int32), jnp.array([True]),
+                True, 0):
+        with pytest.raises(ValueError) as e:
+            env.step(key, state, bad)
+        message = str(e.value)
+        assert message.startswith("action must be a float vector of 1 for ") and message.endswith(repr(bad)), message
+
+
+def test_unsigned_integer_actions_are_integers():
+    """``numpy.uint8`` and ``jnp.uint32`` actions in range step a discrete environment; out of range refused."""
+    env = make("popgym:RepeatPreviousEasy")
+    key = jax.random.PRNGKey(0)
+    obs, state = env.reset(key)
+    for good in (np.uint8(0), jnp.uint32(env.num_actions - 1)):
+        assert env.step(key, state, good).obs.shape == obs.shape
+    with pytest.raises(ValueError, match="action must be an integer in 0.."):
+        env.step(key, state, np.uint8(env.num_actions))

@@ -69,4 +69,5 @@ class Squashed(Env):
         return self.env.transition(key, state, self.to_space(action))
 
     def step(self, key, state, action):
+        self.check_action(action)  # the action as given (a float vector of A), before it is squashed
         return self.env.step(key, state, self.to_space(action))
