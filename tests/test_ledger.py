@@ -76,3 +76,48 @@ def test_a_second_writer_is_refused_while_the_first_holds_the_lock_and_admitted_
                 pass
     with ledger.locked(tmp_path):  # released: the next command goes ahead
         pass
+
+
+def test_a_number_json_reads_as_infinite_a_bool_for_an_integer_and_bytes_not_utf8_are_refused(tmp_path):
+    """``1e999`` is a valid JSON number that Python reads as inf: not a result; ``true`` where an integer belongs
+    (``whole``) is not one; ``{}`` and ``[]`` only where an object or a list belongs; a line of bytes that are not
+    UTF-8 (a torn multi-byte write) is named by its line, never a raw UnicodeDecodeError. [guards: ``number``
+    without ``isfinite``; ``whole`` taking bools; the file opened without ``errors="replace"``]"""
+    fields = {**FIELDS, "seeds": ledger.whole, "options": ledger.a_dict, "steps": ledger.a_list}
+    good = {**GOOD, "seeds": 3, "options": {"lr": 0.1}, "steps": [10, 20]}
+    path = write_lines(tmp_path / "runs.jsonl", json.dumps(good))
+    assert ledger.read(path, fields, key) == [good]
+    for line, expected in [
+        ('{"task": "A", "row": "rtrl", "finals": [1], "wall_s": 1e999, "seeds": 3, "options": {}, "steps": []}',
+         "the field 'wall_s' must be a finite number, got inf"),
+        ('{"task": "A", "row": "rtrl", "finals": [-1e999], "wall_s": 1, "seeds": 3, "options": {}, "steps": []}',
+         "the field 'finals' must be a list of finite numbers (or null), got [-inf]"),
+        (json.dumps({**good, "row": "b", "seeds": True}), "the field 'seeds' must be an integer, got True"),
+        (json.dumps({**good, "row": "b", "seeds": 3.0}), "the field 'seeds' must be an integer, got 3.0"),
+        (json.dumps({**good, "row": "b", "options": []}), "the field 'options' must be an object, got []"),
+        (json.dumps({**good, "row": "b", "steps": {}}), "the field 'steps' must be a list, got {}"),
+    ]:
+        path = write_lines(tmp_path / "runs.jsonl", json.dumps(good), line)
+        with pytest.raises(LedgerError) as e:
+            ledger.read(path, fields, key)
+        assert str(e.value) == f"{path}, line 2: {expected}"
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(json.dumps(good).encode() + b"\n" + b'{"task": "\xff\xfe' + b"\n")
+    with pytest.raises(LedgerError, match=r"runs.jsonl, line 2: not a JSON object"):
+        ledger.read(path, fields, key)
+    accented = json.dumps({**good, "row": "\u00e9"}, ensure_ascii=False)
+    path.write_bytes((json.dumps(good) + "\n" + accented + "\n").encode())
+    assert ledger.read(path, fields, key)[1]["row"] == "\u00e9"  # UTF-8 itself reads
+
+
+def test_a_second_writer_is_refused_at_once_not_after_waiting(tmp_path):
+    """The lock is tried once (``timeout=0``): the refusal comes in well under the half second a wait of even one
+    second would take. [guards: a lock that waits for the first writer: a command that hangs, or is refused late]"""
+    import time
+
+    with ledger.locked(tmp_path):
+        start = time.monotonic()
+        with pytest.raises(LedgerError, match="another command is writing these results"):
+            with ledger.locked(tmp_path):
+                pass
+        assert time.monotonic() - start < 0.5

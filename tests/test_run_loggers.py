@@ -185,3 +185,46 @@ def test_a_wandb_folder_linking_out_of_the_run_folder_is_refused_and_nothing_is_
         assert "a link leading out of the run folder" in capsys.readouterr().err
     assert list(elsewhere.iterdir()) == []
     assert (out / "metrics.jsonl").read_text() == before
+
+
+def test_which_wandb_modes_and_logins_are_usable(tmp_path):
+    """``check_wandb_mode`` on hand-made environments: offline without ``WANDB_MODE``; offline, disabled and dryrun
+    as given; online with ``WANDB_API_KEY``, or with a ``~/.netrc`` (``NETRC``) holding a login to api.wandb.ai;
+    online refused with no key and no netrc, or a netrc of another site only. [guards: online refused with a key, or
+    with a W&B login in netrc; any netrc taken for a W&B login; the default online]"""
+    from rtrl.run.loggers import check_wandb_mode
+    from rtrl.run.usage import UsageError
+
+    none, other, login = tmp_path / "none", tmp_path / "other", tmp_path / "login"
+    other.write_text("machine github.com login me password x\n")
+    login.write_text("machine api.wandb.ai\n  login user\n  password 0123456789abcdef\n")
+    assert check_wandb_mode({"NETRC": str(none)}) == "offline"
+    for mode in ("offline", "disabled", "dryrun"):
+        assert check_wandb_mode({"WANDB_MODE": mode, "NETRC": str(none)}) == mode
+    assert check_wandb_mode({"WANDB_MODE": "online", "WANDB_API_KEY": "k" * 40, "NETRC": str(none)}) == "online"
+    assert check_wandb_mode({"WANDB_MODE": "online", "NETRC": str(login)}) == "online"
+    for netrc in (none, other):
+        with pytest.raises(UsageError, match="WANDB_MODE=online needs a W&B API key"):
+            check_wandb_mode({"WANDB_MODE": "online", "NETRC": str(netrc)})
+
+
+def test_a_wandb_file_where_its_folder_belongs_is_refused_before_the_run_starts(tmp_path, capsys, monkeypatch):
+    """``RUN/wandb`` a file (not a folder): ``--overwrite --log wandb`` refuses it by name, the file and the run's
+    records unchanged; a real ``wandb/`` folder inside the run folder is accepted by the check. [guards: the file
+    not refused (W&B fails at the first record, with the run already writing)]"""
+    pytest.importorskip("wandb")
+    from rtrl.run.loggers import check_wandb_folder
+
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    out = tmp_path / "run"
+    assert main(["train", *TINY, "--steps", "4", "--out", str(out)]) == 0
+    (out / "wandb").write_text("a note of the user's")
+    before = (out / "metrics.jsonl").read_text()
+    capsys.readouterr()
+    assert main(["train", *TINY, "--steps", "4", "--out", str(out), "--overwrite", "--log", "wandb"]) == 2
+    assert "which is a file, not a folder" in capsys.readouterr().err
+    assert (out / "wandb").read_text() == "a note of the user's"
+    assert (out / "metrics.jsonl").read_text() == before
+    (out / "wandb").unlink()
+    (out / "wandb").mkdir()
+    assert check_wandb_folder(out) == out / "wandb"
