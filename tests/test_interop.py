@@ -60,6 +60,7 @@ CELLS = {
     "lif": lambda: (LIF(8, 16, reset="value", leak=tuple(np.linspace(0.6, 0.97, 16))), None),
     "lif_recurrent": lambda: (LIF(8, 16, reset="value", leak=0.9, recurrent=True), None),
     "cuba": lambda: (SpikingIIR2(8, 16, reset="value", leak=tuple(np.linspace(0.6, 0.9, 16))), first_order),
+    "cuba_recurrent": lambda: (SpikingIIR2(8, 16, reset="value", leak=0.8, recurrent=True), first_order),
 }
 
 
