@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rtrl.cli import main
+from rtrl.methods import TBPTT
 from rtrl.rl.config import RLConfig
 from rtrl.rl.presets import PRESETS
 
@@ -27,6 +28,8 @@ REFUSED = [
     ({"optimizer": "intentional", "clip": 0.5}, "clip", "optimizer 'intentional'"),
     ({"truncation": 4}, "truncation", "only method tbptt (by name) reads it, not 'auto'"),
     ({"method": "rtrl", "truncation": 4}, "truncation", "not 'rtrl'"),
+    # a TBPTT object carries its own window: truncation beside it is inert
+    ({"method": TBPTT(4), "truncation": 6}, "truncation", "only method tbptt (by name) reads it"),
 ]
 ACCEPTED = [
     {"algorithm": "q", "epsilon": 0.1},
@@ -43,6 +46,7 @@ ACCEPTED = [
     {"algorithm": "qrc", "optimizer": "obgd", "clip": 0.5},  # QRC clips its secondary weights' step
     {"method": "tbptt", "truncation": 4},
     {"method": "tbptt", "truncation": 4},
+    {"method": "tbptt", "truncation": 6},
 ]
 
 
@@ -114,3 +118,17 @@ def test_the_q_learning_memory_chain_presets(algorithm):
             assert (config.optimizer, config.lr, config.gamma, config.lam) == ("intentional", 0.5, 0.99, 0.8)
         for row in ("tbptt", "memoryless"):
             assert RLConfig(**PRESETS[f"memory-chain-{length}-{algorithm}-{row}"].options).algorithm == algorithm
+
+
+def test_a_run_folder_whose_config_json_holds_unread_options_resumes(tmp_path):
+    """A folder written before the refusal (the streaming presets set ``truncation`` 32 under ``auto``) resumes."""
+    import json
+
+    out = tmp_path / "run"
+    assert main(["rl", "--env", "tmaze", "--hidden", "4", "--envs", "2", "--steps", "10", "--record-every", "10",
+                 "--quiet", "--out", str(out)]) == 0
+    written = json.loads((out / "config.json").read_text())
+    (out / "config.json").write_text(json.dumps({**written, "truncation": 32, "epsilon": 0.5, "kappa": 3.0}))
+    assert main(["resume", str(out), "--steps", "20", "--quiet"]) == 0
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert records[-1]["step"] == 20
