@@ -1,6 +1,7 @@
 """rtrl's NIR exports run in the real snnTorch and Norse (the ``interop`` extra: torch CPU, snntorch, nirtorch,
-norse) with rtrl's spikes, exactly, over 200 steps: a feed-forward LIF with heterogeneous leaks and a recurrent LIF,
-written by ``rtrl export --target snntorch|norse`` and loaded with each library's own importer as docs/spiking.md
+norse) with rtrl's spikes, exactly, over 200 steps: a feed-forward LIF with heterogeneous leaks, a recurrent LIF, a
+feed-forward and a recurrent CubaLIF (first-order SpikingIIR2), written by ``to_nir(target=...)`` and by ``rtrl
+export --target snntorch|norse`` from trained runs, and loaded with each library's own importer as docs/spiking.md
 says. And the reverse: graphs those libraries write, read by ``from_nir``, spike in rtrl as in the library.
 
 Skipped, with the reason, where the extra is not installed."""
