@@ -69,8 +69,9 @@ def unread(values: dict) -> list[tuple[str, str]]:
                                                  if name in cls.options)
             found.append((name, f"optimizer {optimizer!r} does not read it (only {users})"))
     if "truncation" in given and values["method"] != "tbptt":
-        method = getattr(values["method"], "name", values["method"])
-        found.append(("truncation", f"only method tbptt (by name) reads it, not {method!r}"))
+        method = values["method"]
+        which = repr(method) if isinstance(method, str) else f"a {type(method).__name__} object (its own window)"
+        found.append(("truncation", f"only method tbptt (by name) reads it, not {which}"))
     return found
 
 
