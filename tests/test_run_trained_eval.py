@@ -270,6 +270,23 @@ def test_an_rl_run_on_a_gymnasium_environment_is_rolled_out_and_filmed(tmp_path,
     assert json.loads(capsys.readouterr().out)["episodes"] == 1
 
 
+def test_a_gymnasium_runs_observation_is_masked_as_in_training(tmp_path):
+    """``--env-arg keep=1``: the torso reads one entry of the two (the constant 1), in the rollout as in training;
+    a policy whose action is 1 where that entry is positive returns 3 (an unmasked observation would not fit the
+    torso at all)."""
+    name = film_env()
+    run = tmp_path / "masked"
+    assert main(f"rl --env gymnasium:{name} --env-arg keep=1 --hidden 2 --envs 1 --record-every 6 --steps 6 "
+                f"--no-normalize-obs --quiet --out {run}".split()) == 0
+    trained = rtrl.load(run)
+    assert trained.cell.input_size == 1
+    torso = {"W": jnp.array([[10.0, 0.0]]), "B": jnp.zeros(2), "R": jnp.zeros((2, 2))}
+    policy = {"W": jnp.array([[-20.0, 20.0], [0.0, 0.0]]), "b": jnp.zeros(2)}
+    params = {**trained.state.params, "torso": torso, "policy": policy}
+    trained = dataclasses.replace(trained, state=trained.state._replace(params=params))
+    assert trained.evaluate(episodes=2, seed=0, greedy=True)["value"] == 3.0
+
+
 def test_a_gymnasium_episode_without_end_is_cut_and_counted(tmp_path, monkeypatch):
     """An environment without a limit of its own (never terminating): each episode is cut at ``HOST_STEPS`` steps
     (here 5), its return that far (5 actions 1), and the cut counted."""

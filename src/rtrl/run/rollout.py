@@ -95,20 +95,30 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
                  video: Path | None = None) -> tuple[np.ndarray, int]:
     """The returns of ``episodes`` episodes of the Gymnasium environment ``env`` (an ``rtrl.rl.envs.GymnasiumEnv``),
     one after another, and how many were cut at ``HOST_STEPS`` (an environment without a limit of its own);
-    ``video``: each recorded into that folder (``check_video`` first)."""
+    ``video``: each recorded into that folder (``check_video`` first). Observations are encoded and masked, and
+    actions mapped onto the action space, as the training loop's vector of environments does
+    (``rtrl.rl.envs.gymnasium_env``: ``encoder``, ``kept``, ``to_space``)."""
     import gymnasium
-    from gymnasium import spaces
+    from gymnasium.vector.utils import concatenate, create_empty_array
 
-    from rtrl.rl.envs.gymnasium_env import made_options
+    from rtrl.rl.envs.gymnasium_env import _probe, encoder, kept, made_options, to_space
 
-    options = made_options(env.options)
-    made = gymnasium.make(env.env_id, **options, **({"render_mode": "rgb_array"} if video is not None else {}))
+    env.check()
+    made = gymnasium.make(env.env_id, **made_options(env.options),
+                          **({"render_mode": "rgb_array"} if video is not None else {}))
     try:
         if video is not None:
             made = gymnasium.wrappers.RecordVideo(made, str(video), episode_trigger=lambda _: True,
                                                  name_prefix=f"seed{seed}", disable_logger=True)
         space, actions = made.observation_space, made.action_space
-        start = int(actions.start) if isinstance(actions, spaces.Discrete) else 0
+        size, encode = encoder(space, env.name)
+        keep = kept(env.name, env.env_id, env.options, size)
+        bounds = _probe(env.env_id, env.options).bounds
+
+        def observed(obs) -> np.ndarray:  # one observation as the vector encodes a batch of them
+            x = encode(concatenate(space, [obs], create_empty_array(space, 1)))[0]
+            return x if keep is None else x[list(keep)]
+
         limit = env.max_steps or HOST_STEPS
         step = jax.jit(lambda memory, obs, key: policy.act(memory, policy.observe(obs), key, greedy))
         seeds = np.random.SeedSequence(seed).generate_state(episodes)
@@ -119,9 +129,8 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
             memory, total, done, t = policy.memory(), 0.0, False, 0
             while not done and t < limit:
                 key, k = jax.random.split(key)
-                action, memory = step(memory, spaces.flatten(space, obs).astype(np.float32), k)
-                action = np.asarray(action)
-                action = int(action) + start if isinstance(actions, spaces.Discrete) else action
+                action, memory = step(memory, observed(obs), k)
+                action = to_space(actions, bounds, np.asarray(action)[None])[0]  # shifted, or squashed onto a Box
                 obs, reward, terminated, truncated, _ = made.step(action)
                 total, done, t = total + float(reward), bool(terminated or truncated), t + 1
             cut += not done
