@@ -8,7 +8,7 @@ of its own (one line), so their rows are presets, named and run as every other t
 * ``pendulum-p``: gymnax's Pendulum-v1 with the angular velocity hidden (jitted, so ``--seeds`` runs seeds under one
   ``vmap``). Measured (docs/rl.md, "Continuous control"): with linear heads on a width-64 minGRU, or Adam at 1e-3,
   even the fully observed pendulum stayed near the random policy's -1200 over 16 x 40k-150k steps; a tanh layer of
-  64 units before the heads (``head_hidden``) and Adam at 3e-4 took it to -170 by 16 x 32k steps, and the same
+  64 units before the heads (``head_hidden``) and Adam at 3e-4 took it to -170 by 16 x 48k steps, and the same
   setting takes ``pendulum-p`` past -450 by 16 x 80k where the memoryless torso stays near -1100. gamma 0.95,
   lambda 0.9, no entropy bonus (the policy's spread is learnt from the policy gradient alone).
 * ``hopper-p``, ``walker2d-p``, ``halfcheetah-p``, ``ant-p``: Gymnasium's MuJoCo v5 tasks (the ``mujoco`` extra) on
