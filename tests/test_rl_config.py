@@ -132,3 +132,19 @@ def test_a_run_folder_whose_config_json_holds_unread_options_resumes(tmp_path):
     assert main(["resume", str(out), "--steps", "20", "--quiet"]) == 0
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert records[-1]["step"] == 20
+
+
+def test_a_preset_s_option_left_unread_by_the_options_beside_it_is_dropped():
+    """``--preset memory-chain-64 --algorithm q``: the preset's ``entropy`` 0 (the actor-critic's) is not refused
+    but dropped; given on the command line, it is refused."""
+    from rtrl.cli import parser
+    from rtrl.run.options import config_from_args
+
+    args = parser().parse_args(["rl", "--preset", "memory-chain-64", "--algorithm", "q", "--out", "x"])
+    config = config_from_args(args, RLConfig, PRESETS)
+    assert PRESETS["memory-chain-64"].options["entropy"] == 0.0 and config.entropy == RLConfig().entropy
+    assert config.algorithm == "q" and config.hidden == 192  # the rest of the preset kept
+    args = parser().parse_args(["rl", "--preset", "memory-chain-64", "--algorithm", "q", "--entropy", "0", "--out",
+                                "x"])
+    with pytest.raises(Exception, match="argument --entropy: entropy does nothing here: algorithm 'q'"):
+        config_from_args(args, RLConfig, PRESETS)

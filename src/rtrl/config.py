@@ -219,6 +219,12 @@ class Config(Frozen):
     def replace(self, **changes) -> Config:
         return dataclasses.replace(self, **changes)
 
+    @classmethod
+    def unread_options(cls, values: dict) -> list[str]:
+        """The fields of ``values`` (every field's value) that construction would refuse as doing nothing under the
+        others (none here; ``rtrl.rl.RLConfig``'s are), so that a preset's may be dropped (``config_from_args``)."""
+        return []
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-like (options kept as ``pairs`` written as an object, as ``config.json`` shows them)."""
         return {f.name: dict(getattr(self, f.name)) if f.metadata["check"] is pairs else getattr(self, f.name)

@@ -162,16 +162,21 @@ class RLConfig(Config):
                              f"step's traces), got {self.update_every}")
 
     @classmethod
+    def unread_options(cls, values: dict) -> list[str]:
+        """The names of ``unread(values)``; none where ``values`` are not valid (construction names what is wrong)."""
+        try:
+            return [name for name, _ in unread(values)]
+        except (KeyError, TypeError, ValueError):
+            return []
+
+    @classmethod
     def from_dict(cls, data, where: str = "the configuration", complete: bool = False, trusted: bool = True
                   ) -> RLConfig:
         """``Config.from_dict``; a file we wrote (``complete``) may hold options its run never read (written before
         they were refused): they are set back to their defaults, the run they configure the same."""
-        if complete and isinstance(data, dict) and set(data) >= {"algorithm", "optimizer", "method"}:
+        if complete and isinstance(data, dict):
             default = defaults(cls)
-            try:
-                data = {**data, **{name: default[name] for name, _ in unread(data)}}
-            except (KeyError, TypeError, ValueError):  # a bad value: Config.from_dict names it
-                pass
+            data = {**data, **{name: default[name] for name in cls.unread_options({**default, **data})}}
         return super().from_dict(data, where, complete, trusted)
 
     def label(self) -> str:

@@ -132,6 +132,10 @@ def config_from_args(args: argparse.Namespace, cls: type[Config] = RunConfig,
         elif value is UNSET:
             value = base
         values[field.name] = value
+    # a preset's option that the options given beside it leave unread (its --entropy under --algorithm q) is dropped
+    for name in cls.unread_options(values) if preset else ():
+        if name in preset and getattr(args, name) is UNSET:
+            values[name] = default[name]
     with usage_errors(cls):
         return cls(**values)
 
