@@ -78,11 +78,13 @@ class RecurrentAgent:
     """What every algorithm's agent shares: ``(cell, num_actions, method="rtrl", truncation=8, head_hidden=0)``, the
     torso (the cell under its online learner), its per-environment state and its reset; ``head_hidden`` is the
     width of the shared tanh layer before the heads (0: none), for the agents that have one (``heads_hidden``). A
-    subclass gives ``init`` (the parameters, the torso's under ``"torso"``), ``stepped`` (a ``Stepped`` of all
-    environments), ``value`` (what a truncated episode's TD target bootstraps from) and, for the fidelity check,
-    ``objective_grads`` and ``bptt_grads`` (the online and BPTT gradients of the same objectives, leading axis the
-    objective) and ``checked`` (how many of them the check compares); ``correction`` if its update corrects the TD
-    ascent."""
+    subclass gives ``init`` (the parameters, the torso's under ``"torso"``), ``act`` (one environment, no gradient),
+    ``stepped`` (a ``Stepped`` of all environments), ``value`` (what a truncated episode's TD target bootstraps from,
+    unless it overrides ``bootstrap``) and, for the fidelity check, ``objective_grads`` and ``bptt_grads`` (the online
+    and BPTT gradients of the same objectives, leading axis the objective) and ``checked`` (how many of them the
+    check compares); ``td_error`` if its TD error is not the one written there, ``correction`` if its update corrects
+    the TD ascent, ``configure`` if ``act`` reads the configuration, ``options`` the ``RLConfig`` options only it
+    reads."""
 
     heads_hidden = False  # whether the agent takes a tanh layer before its heads (``head_hidden``)
     # the ``RLConfig`` options only this kind of agent reads (``RLConfig`` refuses them, given, under another), and
