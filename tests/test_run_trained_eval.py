@@ -194,7 +194,8 @@ def test_bad_evaluation_options_are_one_clear_error(runs, capsys):
 
 def test_an_output_folder_never_names_a_run_folders_file(runs, tmp_path):
     run = runs / "rl"
-    for bad in (run / "checkpoint.npz", run / "config.json" / "inner", run / ".lock"):
+    for bad in (run / "checkpoint.npz", run / "config.json" / "inner", run / ".lock", run / "wandb",
+                run / "wandb" / "films", run / "events.out.tfevents.1.host"):
         with pytest.raises(ValueError, match="a file of the run folder"):
             check_output_folder(bad, "--video")
     (tmp_path / "file").write_text("")

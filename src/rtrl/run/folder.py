@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fnmatch
 import json
 import math
 import os
@@ -149,20 +150,32 @@ def check_own_files(path: str | os.PathLike) -> None:
                            "changed")
 
 
+def run_file_of(path: str | os.PathLike) -> Path | None:
+    """The file of a run folder that ``path`` names or lies under, as written or once its links are resolved: one
+    of the run's own (``FILES``, the lock), a logger's (TensorBoard's event files, the ``wandb`` folder); ``None``
+    if it names none. What another command's output must never be (``check_output_folder``)."""
+    path = Path(path)
+    for where in (Path(os.path.abspath(path)), path.resolve()):
+        for p in (where, *where.parents):
+            own = p.name in (*FILES, LOCK, loggers.WANDB) or fnmatch.fnmatch(p.name, loggers.EVENTS)
+            if own and (p.parent / CONFIG).is_file():
+                return p
+    return None
+
+
 def check_output_folder(folder: str | os.PathLike, option: str) -> Path:
     """``folder`` as a ``Path`` if a command may write its own files into it (``option`` names it in errors): not an
-    existing file; neither naming nor lying under one of a run folder's own files (``RUN/checkpoint.npz/...``); and,
+    existing file; neither naming nor lying under one of a run folder's files (``run_file_of``); and,
     inside a run folder, not leading out of it through a symbolic link. ``ValueError`` otherwise; nothing is
     made."""
     if not isinstance(folder, str | os.PathLike) or not str(folder):
         raise ValueError(f"{option} must be a path to a folder, got {folder!r}")
     folder = Path(folder)
     lexical, resolved = Path(os.path.abspath(folder)), folder.resolve()
-    for where in (lexical, resolved):
-        for p in (where, *where.parents):
-            if p.name in (*FILES, LOCK) and (p.parent / CONFIG).is_file():
-                raise ValueError(f"{option} {folder} names {p}, a file of the run folder {p.parent}; choose a folder "
-                                 "of its own")
+    own = run_file_of(folder)
+    if own is not None:
+        raise ValueError(f"{option} {folder} names {own}, a file of the run folder {own.parent}; choose a folder of "
+                         "its own")
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{option} {folder} is a file, not a folder")
     for run in (p for p in lexical.parents if (p / CONFIG).is_file()):
