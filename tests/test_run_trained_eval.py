@@ -37,7 +37,7 @@ def test_a_training_runs_evaluation_is_its_last_record_on_the_same_episodes(runs
     result = rtrl.load(runs / "train").evaluate()
     held_out = {k: v for k, v in last.items() if k not in ("step", "loss", "wall_s")}
     assert result == {"metric": "token_accuracy", "value": last["metric"], "episodes": 8, "seed": 0,
-                      "metrics": held_out, "step": 8}
+                      "metrics": held_out, "step": 8, "run_seed": 0}
     assert rtrl.load(runs / "train").evaluate(episodes=8, seed=0) == result
     capsys.readouterr()
     assert main(["eval", str(runs / "train"), "--json"]) == 0
@@ -75,7 +75,8 @@ def test_an_rl_runs_rollout_scores_its_policy(runs, sign, value):
     trained = hand_policy(rtrl.load(runs / "rl"), sign)
     result = trained.evaluate(episodes=7, seed=1, greedy=True)
     assert result == {"metric": "return", "value": value, "std": 0.0, "min": value, "max": value, "cut": 0,
-                      "episodes": 7, "seed": 1, "greedy": True, "step": 40}
+                      "episodes": 7, "seed": 1, "greedy": True, "step": 40,
+                      "run_seed": 3}
     sampled = trained.evaluate(episodes=7, seed=1)  # logits 2 apart at least: sampling mostly agrees
     assert not sampled["greedy"] and sampled["episodes"] == 7 and -1 <= sampled["value"] <= 1
 
@@ -166,7 +167,10 @@ def test_a_run_of_several_seeds_loads_one_seed(runs, capsys):
     assert rtrl.load(runs / "rl", seed=3).seed == 3  # a run of one seed: its own is the one there is
     with pytest.raises(ValueError, match="seed applies to a run of several seeds.*of seed 3, got seed=4"):
         rtrl.load(runs / "rl", seed=4)
+    assert third.evaluate(episodes=3)["run_seed"] == 5
     capsys.readouterr()
+    assert main(["eval", str(runs / "seeds"), "--episodes", "3", "--json", "--run-seed", "4"]) == 0
+    assert json.loads(capsys.readouterr().out)["run_seed"] == 4
     assert main(["eval", str(runs / "seeds"), "--episodes", "3"]) == 0
     assert "(seed 3, the first of 3; another with --run-seed)" in capsys.readouterr().out
     assert main(["eval", str(runs / "seeds"), "--run-seed", "9"]) == 2
@@ -262,7 +266,7 @@ def test_an_rl_run_on_a_gymnasium_environment_is_rolled_out_and_filmed(tmp_path,
                                                                                 "policy": always_one}))
     result = trained.evaluate(episodes=2, seed=5, video=tmp_path / "films")
     assert result == {"metric": "return", "value": 3.0, "std": 0.0, "min": 3.0, "max": 3.0, "cut": 0, "episodes": 2,
-                      "seed": 5, "greedy": False, "step": 6}
+                      "seed": 5, "greedy": False, "step": 6, "run_seed": 0}
     films = sorted(p.name for p in (tmp_path / "films").iterdir())
     assert films == ["seed5-episode-0.mp4", "seed5-episode-1.mp4"]
     assert all((tmp_path / "films" / f).stat().st_size > 0 for f in films)

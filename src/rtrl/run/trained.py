@@ -69,7 +69,8 @@ class Trained:
     def evaluate(self, episodes: int | None = None, seed: int | None = None, greedy: bool = False,
                  video: str | os.PathLike | None = None) -> dict:
         """The run scored on fresh episodes, the same numbers as ``rtrl eval --json``: a dict with ``metric`` (its
-        name), ``value``, ``episodes``, ``seed`` and ``step`` (the checkpoint's), and what the kind adds.
+        name), ``value``, ``episodes``, ``seed`` (the episodes'), ``step`` (the checkpoint's) and ``run_seed`` (the
+        seed of the run scored: of a run of several seeds, the one loaded), and what the kind adds.
 
         A training run: its task's held-out metric (``metric`` is the task's metric name), made as the trainer makes
         its evaluations (its readout included), on ``episodes`` episodes drawn from ``seed`` (default: the run's own
@@ -79,7 +80,7 @@ class Trained:
         with ``std``, ``min``, ``max`` and ``cut`` (episodes cut short); ``video``: a folder for a video of each
         episode (a Gymnasium environment that renders). ``ValueError`` naming the argument that is wrong."""
         return self._needs_run("evaluate").evaluate(self.state, episodes, seed, greedy=greedy, video=video) | {
-            "step": self.step}
+            "step": self.step, "run_seed": self.seed}
 
     @functools.cached_property
     def _policy(self):
