@@ -448,8 +448,9 @@ def test_graph_level_errors():
     (LIF, {}, TypeError, "a cell, e.g. LIF"), (LIF(2, 3), None, TypeError, "params must be a dict"),
     (LIF(2, 3), {"W": np.full((2, 3), np.nan), "b": np.zeros(3)}, ValueError, r"params\['W'\] has non-finite"),
     (LIF(2, 3), {"W": np.ones((3, 3)), "b": np.zeros(3)}, ValueError, r"params\['W'\] of LIF must have shape"),
-    (SpikingIIR2(2, 3, leak=1.0), {"W": np.ones((2, 3)), "b": np.zeros(3), "a0": -0.5 * np.ones(3),
-                                   "a1": np.zeros(3), "b0": np.zeros(3), "b1": np.zeros(3)}, ValueError, "leak = 1")])
+    (SpikingIIR2(2, 3, leak=(1.0, 0.9, 0.9)), {"W": np.ones((2, 3)), "b": np.zeros(3), "a0": -0.5 * np.ones(3),
+                                               "a1": np.zeros(3), "b0": np.zeros(3), "b1": np.zeros(3)}, ValueError,
+     "leak = 1 for some neurons only")])
 def test_to_nir_refuses_bad_cells_and_params(cell, params, error, message):
     with pytest.raises(error, match=message):
         to_nir(cell, params)
@@ -506,7 +507,7 @@ def test_each_targets_graph_spikes_as_the_cell_under_nirs_equations(name, target
     ("snntorch", LIF(2, 3, reset="value", leak=1.0), None, "runs NIR's IF as a leaky neuron"),
     ("norse", LIF(2, 3, reset="none"), None, "Norse's NIR importer resets a neuron to 0 .* reset='none'"),
     ("norse", LIF(2, 3, reset="value", v_reset=(0.0, 0.0, -0.1)), None, r"v_reset=\(0.0, 0.0, -0.1\)"),
-    ("nir", LIF(2, 3, leak=(1.0, 0.9, 0.9)), None, "leak = 1 has no NIR counterpart"),
+    ("nir", LIF(2, 3, leak=(1.0, 0.9, 0.9)), None, "leak = 1 for some neurons only has no NIR counterpart"),
     ("onnx", LIF(2, 3), None, r"target must be one of \['nir', 'snntorch', 'norse'\]"),
 ])
 def test_what_a_target_cannot_run_is_refused_by_name(target, cell, dt, message):
@@ -580,3 +581,48 @@ def test_an_iir2_with_taps_is_refused():
     cell, params = iir2(-0.5 * ONES, 0 * ONES)
     with pytest.raises(ValueError, match=r"feedforward taps \(b0, b1 not 0\)"):
         to_nir(cell, {**params, "b0": 0.1 * ONES})
+
+
+CASCADES = {  # second-order SpikingIIR2: a synapse node (the filter's poles) feeding a LIF or IF membrane
+    "cubali_lif": (SpikingIIR2(D, N, leak=tuple(np.linspace(0.6, 0.9, N)), reset="value"),
+                   (-(np.linspace(0.1, 0.8, N) + np.linspace(0.0, 0.5, N)), np.linspace(0.1, 0.8, N) *
+                    np.linspace(0.0, 0.5, N)), "CubaLI"),
+    "cubali_lif_recurrent_subtract": (SpikingIIR2(D, N, leak=0.8, recurrent=True),
+                                      (-0.9 * ONES, 0.2 * ONES), "CubaLI"),
+    "li_if": (SpikingIIR2(D, N, leak=1.0, reset="value", v_reset=-0.2), (-0.5 * ONES, 0 * ONES), "LI"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASCADES))
+def test_a_second_order_spiking_iir2_is_a_synapse_node_before_its_membrane(name, tmp_path):
+    """The filter with real poles as NIR's integrator, its output the membrane's input: the graph spikes under
+    NIR's equations as the cell does, through a file, and reads back to the same cell and parameters."""
+    cell, (a0, a1), synapse = CASCADES[name]
+    params = cell.init(jax.random.PRNGKey(7))
+    params = {**params, "W": 1.5 * params["W"], "b": 0.05 * jnp.ones(N), "a0": jnp.asarray(a0),
+              "a1": jnp.asarray(a1), "b0": jnp.zeros(N), "b1": jnp.zeros(N)}
+    g = to_nir(cell, params, dt=0.25)
+    assert type(g.nodes["synapse"]).__name__ == synapse and ("synapse", "neuron") in g.edges
+    nir.write(tmp_path / "graph.nir", g)
+    g = nir.read(tmp_path / "graph.nir")
+    xs = RNG.normal(size=(100, D))
+    s, _ = spikes_and_membrane(cell, params, jnp.asarray(xs)[:, None])
+    if cell.reset == "value":
+        expected, _ = nir_simulate(g, xs, 0.25)
+        assert 0.02 < expected.mean() < 0.9
+        np.testing.assert_array_equal(s[:, 0], expected)
+    back, back_params = from_nir(g)
+    assert back == cell
+    for key in params:
+        np.testing.assert_allclose(back_params[key], params[key], rtol=1e-9, atol=1e-12, err_msg=key)
+    np.testing.assert_array_equal(spikes_and_membrane(back, back_params, jnp.asarray(xs)[:, None])[0], s)
+
+
+def test_a_resonant_spiking_synapse_is_refused_by_name():
+    cell = SpikingIIR2(D, N, reset="value")
+    params = {**cell.init(jax.random.PRNGKey(0)), "a0": 0 * jnp.ones(N), "a1": 0.5 * jnp.ones(N),
+              "b0": jnp.zeros(N), "b1": jnp.zeros(N)}
+    with pytest.raises(ValueError, match="SpikingIIR2's synapse: a filter with complex poles"):
+        to_nir(cell, params)
+    with pytest.raises(ValueError, match="SpikingIIR2 with a second-order filter .* has no snntorch counterpart"):
+        to_nir(cell, {**params, "a1": 0.1 * jnp.ones(N), "a0": -0.7 * jnp.ones(N)}, target="snntorch")

@@ -27,7 +27,8 @@ are refused by name. The neurons reset to ``v_reset``
 cells with those resets; NIR has no reset by subtraction).
 
 ``from_nir`` reads one population: ``Input -> (Affine | Linear | Scale)* -> neuron -> Output``, with any number of
-such chains summed into the neuron, and recurrent chains ``neuron -> (Affine | Linear | Scale)* -> neuron`` (as
+such chains summed into the neuron (or into a synapse node, ``LI``, ``CubaLI`` or ``I``, feeding a ``LIF`` or
+``IF`` node: a ``SpikingIIR2`` with that filter, as ``to_nir`` writes a second-order one), and recurrent chains ``neuron -> (Affine | Linear | Scale)* -> neuron`` (as
 snnTorch's ``RLeaky``/``RSynaptic`` write them, also nested as a sub-graph node, as its export does). ``graph`` may
 be a path, read with ``nir.read``. ``dt`` comes from the graph's metadata (``graph.metadata["dt"]``, else a node's,
 as ``to_nir`` writes on the neuron), else the argument (snnTorch exports at ``dt = 1e-4``, Norse at its ``dt``,
@@ -41,7 +42,8 @@ gains and ``v_leak`` fold into ``W``, ``b`` and ``R`` per neuron. Each refusal i
 node and the field.
 
 ``to_nir``: ``LIF`` -> NIR ``LIF`` (``IF`` with ``leak = 1``), a first-order ``SpikingIIR2`` (``a1 = b0 = b1 = 0``,
-``-1 < a0 <= 0``) -> ``CubaLIF``, an ``IIR2`` with the identity activation and ``b0 = b1 = 0`` -> the integrator its
+``-1 < a0 <= 0``) -> ``CubaLIF``, any other ``SpikingIIR2`` without taps whose poles are real in [0, 1) -> a
+synapse node (the integrator below) feeding a ``LIF`` or ``IF`` membrane (``R`` back into the synapse), an ``IIR2`` with the identity activation and ``b0 = b1 = 0`` -> the integrator its
 poles allow (``I``, ``LI``, or ``CubaLI`` for two real poles in [0, 1); complex poles are refused by name), input
 projection -> ``Affine(W^T, b)``, ``R`` -> a recurrent ``Linear(R^T)``
 (its edges listed before the Output's); per-neuron options as per-neuron fields; ``v_leak = 0``; ``dt`` in seconds
@@ -62,6 +64,7 @@ says whose importer is to run the graph with rtrl's spikes (checked against snnT
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 import numbers
@@ -125,7 +128,7 @@ def to_nir(cell, params: Params, dt: float | None = None, target: str = "nir"):
         raise TypeError(f"cell must be a cell, e.g. {cell.__name__}(input_size, hidden_size), got the class itself")
     if type(cell) not in (LIF, SpikingIIR2, IIR2):
         raise ValueError(f"{getattr(cell, 'name', type(cell).__name__)} has no NIR counterpart; to_nir maps LIF, "
-                         "first-order SpikingIIR2 and IIR2 cells (NIR has no adaptive or second-order spiking neuron)")
+                         "SpikingIIR2 and IIR2 cells (NIR has no adaptive neuron)")
     if type(cell) is IIR2:
         return integrator_graph(nir, cell, checked(cell, params), dt, target)
     if cell.refractory:
@@ -143,34 +146,36 @@ def to_nir(cell, params: Params, dt: float | None = None, target: str = "nir"):
     if cell.reset in MARKED_RESETS:
         metadata["reset"] = cell.reset
     common = {"v_threshold": threshold, "v_reset": v_reset if cell.reset == "value" else 0 * ones}
-    gain = ones  # the input gain that NIR's equations apply and W, b, R are divided by
-    if type(cell) is LIF and np.all(leak == 1):
-        neuron = nir.IF(r=ones / dt, **common, metadata=metadata)  # Norse's IAF adds its input as it is: r = 1/dt too
-    elif np.any(leak == 1):
-        raise ValueError(f"{cell.name} with leak = 1 has no NIR counterpart here: NIR's IF has no leak for any neuron "
-                         "and no synapse, its LIF and CubaLIF leak in every neuron")
-    elif type(cell) is LIF:
-        tau = dt / (1 - leak)
-        r = ones if target == "norse" else tau / dt
-        gain = r * dt / tau
-        neuron = nir.LIF(tau=tau, r=r, v_leak=0 * ones, **common, metadata=metadata)
+    synapse = None  # a second-order SpikingIIR2's filter, a node of its own before the membrane
+    if type(cell) is LIF:
+        neuron, gain = membrane_node(nir, cell, leak, dt, target, common, metadata)
     else:
         a0, a1, b0, b1 = (np.asarray(c, np.float64) for c in cell.coefficients(params))
-        if np.any(a1 != 0) or np.any(b0 != 0) or np.any(b1 != 0) or not np.all((-1 < a0) & (a0 <= 0)):
-            raise ValueError("SpikingIIR2 maps to NIR's CubaLIF only with a first-order filter (a1 = b0 = b1 = 0, "
-                             "-1 < a0 <= 0); this one is second order, and NIR has no second-order synapse")
-        tau_syn, tau_mem = dt / (1 + a0), dt / (1 - leak)
-        r, w_in = (ones, ones) if target == "norse" else (tau_mem / dt, tau_syn / dt)
-        gain = (dt / tau_syn) * w_in * (dt / tau_mem) * r
-        neuron = nir.CubaLIF(tau_syn=tau_syn, tau_mem=tau_mem, r=r, v_leak=0 * ones, w_in=w_in, **common,
-                             metadata=metadata)
+        if np.any(a1 != 0) or np.any(b0 != 0) or np.any(b1 != 0) or not np.all((-1 < a0) & (a0 <= 0)) or np.any(
+                leak == 1):
+            if target != "nir":
+                raise ValueError(f"SpikingIIR2 with a second-order filter (or leak = 1) has no {target} "
+                                 "counterpart: its importer reads no CubaLI; export it with target='nir'")
+            try:
+                synapse = integrator_node(nir, (a0, a1, b0, b1), dt)
+            except ValueError as error:
+                raise ValueError(f"SpikingIIR2's synapse: {error}") from None
+            neuron, gain = membrane_node(nir, cell, leak, dt, target, common, metadata)
+        else:
+            tau_syn, tau_mem = dt / (1 + a0), dt / (1 - leak)
+            r, w_in = (ones, ones) if target == "norse" else (tau_mem / dt, tau_syn / dt)
+            gain = (dt / tau_syn) * w_in * (dt / tau_mem) * r
+            neuron = nir.CubaLIF(tau_syn=tau_syn, tau_mem=tau_mem, r=r, v_leak=0 * ones, w_in=w_in, **common,
+                                 metadata=metadata)
     weights = {name: np.asarray(params[name], np.float64) / gain for name in ("W", "b", *(("R",) if cell.recurrent
                                                                                             else ()))}
     nodes = {"input": nir.Input(input_type={"input": np.array([cell.input_size])}),
              "affine": nir.Affine(weight=weights["W"].T, bias=weights["b"]),
+             **({} if synapse is None else {"synapse": synapse}),
              "neuron": neuron,
              "output": nir.Output(output_type={"output": np.array([N])})}
-    edges = [("input", "affine"), ("affine", "neuron")]
+    entry = "neuron" if synapse is None else "synapse"  # where the currents go in
+    edges = [("input", "affine"), ("affine", entry)] + ([] if synapse is None else [("synapse", "neuron")])
     if cell.recurrent:
         # nirtorch's executors return the last node they run, so the recurrent edges come before the Output's; and
         # snnTorch's importer rewrites a neuron <-> Linear pair into a sub-graph it then runs wrongly (the input
@@ -180,7 +185,7 @@ def to_nir(cell, params: Params, dt: float | None = None, target: str = "nir"):
             nodes["identity"] = nir.Linear(weight=np.eye(N))
             edges += [("neuron", "recurrent"), ("recurrent", "identity"), ("identity", "neuron")]
         else:
-            edges += [("neuron", "recurrent"), ("recurrent", "neuron")]
+            edges += [("neuron", "recurrent"), ("recurrent", entry)]
     edges.append(("neuron", "output"))
     graph_metadata = {"dt": dt, "time_unit": "s", "target": target, "importer": IMPORTERS[target]}
     return nir.NIRGraph(nodes=nodes, edges=edges, metadata=graph_metadata)
@@ -197,6 +202,45 @@ def checked(cell, params: Params) -> Params:
     return params
 
 
+def membrane_node(nir, cell, leak: np.ndarray, dt: float, target: str, common: dict, metadata: dict):
+    """``(node, gain)``: a LIF-type membrane as NIR's ``IF`` (``leak = 1`` for every neuron, ``r = 1/dt``) or ``LIF``
+    (``tau = dt/(1 - leak)``, ``r = tau/dt``, or 1 for Norse), and the input gain its equations apply."""
+    ones = np.ones(cell.hidden_size)
+    if np.all(leak == 1):
+        return nir.IF(r=ones / dt, **common, metadata=metadata), ones  # Norse's IAF adds its input as it is: r = 1/dt
+    if np.any(leak == 1):
+        raise ValueError(f"{cell.name} with leak = 1 for some neurons only has no NIR counterpart: NIR's IF has no "
+                         "leak for any neuron, its LIF and CubaLIF leak in every neuron")
+    tau = dt / (1 - leak)
+    r = ones if target == "norse" else tau / dt
+    return nir.LIF(tau=tau, r=r, v_leak=0 * ones, **common, metadata=metadata), r * dt / tau
+
+
+def integrator_node(nir, coefficients, dt: float):
+    """NIR's integrator with the poles of a second-order filter without taps (``integrator_graph``), input gain 1."""
+    a0, a1, b0, b1 = coefficients
+    if np.any(b0 != 0) or np.any(b1 != 0):
+        raise ValueError("a filter with feedforward taps (b0, b1 not 0) has no NIR counterpart: NIR's integrators "
+                         "have no zeros")
+    ones, zeros = np.ones(np.shape(a0)), np.zeros(np.shape(a0))
+    if np.all(a1 == 0) and np.all(a0 == -1):
+        return nir.I(r=ones / dt, metadata={"dt": dt})
+    if np.all(a1 == 0) and np.all((-1 < a0) & (a0 <= 0)):
+        tau = dt / (1 + a0)
+        return nir.LI(tau=tau, r=tau / dt, v_leak=zeros, metadata={"dt": dt})
+    discriminant = a0**2 - 4 * a1
+    if np.any(discriminant < 0):
+        raise ValueError("a filter with complex poles (a0^2 < 4 a1, a resonant filter) has no NIR counterpart: NIR's "
+                         "CubaLI cascades two real decays")
+    p, q = (-a0 + np.sqrt(discriminant)) / 2, (-a0 - np.sqrt(discriminant)) / 2
+    if np.any(p >= 1) or np.any(q < 0):
+        raise ValueError("a filter with a pole outside [0, 1) (a growing, undamped or alternating filter) has no NIR "
+                         "counterpart: forward Euler's decays 1 - dt/tau lie in [0, 1)")
+    tau_syn, tau_mem = dt / (1 - p), dt / (1 - q)
+    return nir.CubaLI(tau_syn=tau_syn, tau_mem=tau_mem, r=tau_mem / dt, v_leak=zeros, w_in=tau_syn / dt,
+                      metadata={"dt": dt})
+
+
 def integrator_graph(nir, cell: IIR2, params: Params, dt: float, target: str):
     """An ``IIR2`` with the identity activation and no feedforward taps (``b0 = b1 = 0``) as NIR's integrator its
     poles allow, the inverse of ``from_nir``'s reading: ``I`` (``a0 = -1``, ``a1 = 0``: ``r = 1/dt``), ``LI``
@@ -209,28 +253,12 @@ def integrator_graph(nir, cell: IIR2, params: Params, dt: float, target: str):
     if target != "nir":
         raise ValueError(f"IIR2 has no {target} counterpart: its importer reads no leaky integrator with two poles; "
                          "export it with target='nir'")
-    a0, a1, b0, b1 = (np.asarray(c, np.float64) for c in cell.coefficients(params))
-    if np.any(b0 != 0) or np.any(b1 != 0):
-        raise ValueError("IIR2 with feedforward taps (b0, b1 not 0) has no NIR counterpart: NIR's integrators have "
-                         "no zeros")
-    N, ones, zeros = cell.hidden_size, np.ones(cell.hidden_size), np.zeros(cell.hidden_size)
-    if np.all(a1 == 0) and np.all(a0 == -1):
-        node = nir.I(r=ones / dt, metadata={"dt": dt})
-    elif np.all(a1 == 0) and np.all((-1 < a0) & (a0 <= 0)):
-        tau = dt / (1 + a0)
-        node = nir.LI(tau=tau, r=tau / dt, v_leak=zeros, metadata={"dt": dt})
-    else:
-        discriminant = a0**2 - 4 * a1
-        if np.any(discriminant < 0):
-            raise ValueError("IIR2 with complex poles (a0^2 < 4 a1, a resonant filter) has no NIR counterpart: NIR's "
-                             "CubaLI cascades two real decays")
-        p, q = (-a0 + np.sqrt(discriminant)) / 2, (-a0 - np.sqrt(discriminant)) / 2
-        if np.any(p >= 1) or np.any(q < 0):
-            raise ValueError("IIR2 with a pole outside [0, 1) (a growing, undamped or alternating filter) has no NIR "
-                             "counterpart: forward Euler's decays 1 - dt/tau lie in [0, 1)")
-        tau_syn, tau_mem = dt / (1 - p), dt / (1 - q)
-        node = nir.CubaLI(tau_syn=tau_syn, tau_mem=tau_mem, r=tau_mem / dt, v_leak=zeros, w_in=tau_syn / dt,
-                          metadata={"dt": dt})
+    coefficients = tuple(np.asarray(c, np.float64) for c in cell.coefficients(params))
+    try:
+        node = integrator_node(nir, coefficients, dt)
+    except ValueError as error:
+        raise ValueError(f"IIR2: {error}") from None
+    N = cell.hidden_size
     W, b = (np.asarray(params[name], np.float64) for name in ("W", "b"))
     nodes = {"input": nir.Input(input_type={"input": np.array([cell.input_size])}),
              "affine": nir.Affine(weight=W.T, bias=b), "neuron": node,
@@ -267,13 +295,13 @@ def from_nir(graph, dt: float | None = None) -> tuple:
     """``(cell, params)`` from a NIR graph (or a path to one), with NIR's semantics (see the module docstring)."""
     graph = as_graph(graph)
     nodes, edges = flatten(graph)
-    neuron = the_neuron(nodes)
+    entry, neuron = the_neuron(nodes, edges)
     dt = resolve_dt(graph, nodes, dt)
     inputs = [name for name in nodes if kind(nodes, name) == "Input"]
     if len(inputs) != 1:
         raise ValueError(f"from_nir reads a graph with one Input node, found {inputs}")
     D = io_size(nodes, inputs[0], "input_type", "input")
-    chains = {src: chain(nodes, edges, src, neuron) for src, dst in edges if dst == neuron}
+    chains = {src: chain(nodes, edges, src, neuron) for src, dst in edges if dst == entry}
     forward = {src: c for src, c in chains.items() if c[0] == inputs[0]}
     feedback = {src: c for src, c in chains.items() if c[0] == neuron}
     if not forward:
@@ -284,8 +312,11 @@ def from_nir(graph, dt: float | None = None) -> tuple:
     if R is not None and R.shape[0] != N:
         raise ValueError(f"the recurrent chain {list(feedback.values())[0]} gives {R.shape[0]} values to neuron "
                          f"node {neuron!r} of {N} neurons")
-    check_rest(nodes, edges, neuron, [*forward.values(), *feedback.values()], N)
-    cell, gain, bias, filter_params = neuron_cell(nodes, neuron, dt, D, N, R is not None)
+    check_rest(nodes, edges, neuron, [*forward.values(), *feedback.values()], N, entry)
+    if entry == neuron:
+        cell, gain, bias, filter_params = neuron_cell(nodes, neuron, dt, D, N, R is not None)
+    else:
+        cell, gain, bias, filter_params = synapse_cell(nodes, entry, neuron, dt, D, N, R is not None)
     params = {"W": A.T * gain, "b": (c + c_rec) * gain + bias, **filter_params}
     if R is not None:
         params["R"] = R.T * gain
@@ -348,12 +379,20 @@ def flatten(graph, prefix: str = "") -> tuple[dict, list]:
     return nodes, edges
 
 
-def the_neuron(nodes: dict) -> str:
+def the_neuron(nodes: dict, edges: list) -> tuple[str, str]:
+    """``(entry, neuron)``: the neuron node, and the node its currents enter, the same one unless the graph is a
+    synapse (an ``LI``, ``CubaLI`` or ``I`` node) feeding a spiking ``LIF`` or ``IF`` node, as ``to_nir`` writes a
+    second-order ``SpikingIIR2``."""
     neurons = [name for name in nodes if kind(nodes, name) in NEURONS]
+    if len(neurons) == 2:
+        synapse, spiking = sorted(neurons, key=lambda name: kind(nodes, name) not in INTEGRATORS)
+        if (kind(nodes, synapse) in INTEGRATORS and kind(nodes, spiking) in ("LIF", "IF")
+                and (synapse, spiking) in [tuple(edge) for edge in edges]):
+            return synapse, spiking
     if len(neurons) != 1:
-        raise ValueError(f"from_nir reads a graph with one neuron node ({', '.join(NEURONS)}), found {neurons}; "
-                         "stacks of populations are not read")
-    return neurons[0]
+        raise ValueError(f"from_nir reads a graph with one neuron node ({', '.join(NEURONS)}), or a synapse (LI, "
+                         f"CubaLI, I) feeding a LIF or IF node, found {neurons}; stacks of populations are not read")
+    return neurons[0], neurons[0]
 
 
 def resolve_dt(graph, nodes: dict, dt) -> float:
@@ -462,9 +501,10 @@ def apply(nodes: dict, name: str, A: np.ndarray, c: np.ndarray) -> tuple[np.ndar
     return weight @ A, weight @ c + bias
 
 
-def check_rest(nodes: dict, edges: list, neuron: str, chains: list, N: int) -> None:
-    """Every node is on a chain, and the neuron's other successors are Output nodes of its size."""
-    used = {neuron, *(name for path in chains for name in path)}
+def check_rest(nodes: dict, edges: list, neuron: str, chains: list, N: int, entry: str) -> None:
+    """Every node is on a chain (into ``entry``, then ``entry -> neuron``), and the neuron's other successors are
+    Output nodes of its size."""
+    used = {neuron, entry, *(name for path in chains for name in path)}
     for src, dst in edges:
         if src == neuron and dst not in used:
             if kind(nodes, dst) != "Output":
@@ -474,8 +514,9 @@ def check_rest(nodes: dict, edges: list, neuron: str, chains: list, N: int) -> N
                 raise ValueError(f"NIR node {dst!r} field output_type must be [{N}], the neurons' number, got "
                                  f"{nodes[dst].output_type!r}")
             used.add(dst)
-    known = {(a, b) for path in chains for a, b in zip(path, [*path[1:], neuron], strict=True)}
+    known = {(a, b) for path in chains for a, b in zip(path, [*path[1:], entry], strict=True)}
     known |= {(neuron, name) for name in used if name in nodes and kind(nodes, name) == "Output"}
+    known |= {(entry, neuron)} if entry != neuron else set()
     stray = [edge for edge in edges if tuple(edge) not in known]
     if stray:
         raise ValueError(f"edge {stray[0]} is on no path Input -> neuron -> Output; from_nir reads one population")
@@ -554,6 +595,20 @@ def neuron_cell(nodes: dict, name: str, dt: float, D: int, N: int, recurrent: bo
     except ValueError as error:
         raise ValueError(f"NIR node {name!r}: {error}") from None
     return cell, gain, bias, filter_params
+
+
+def synapse_cell(nodes: dict, synapse: str, neuron: str, dt: float, D: int, N: int, recurrent: bool):
+    """``neuron_cell`` of a synapse node (``integrator_cell``: the filter) feeding a spiking ``LIF`` or ``IF`` node
+    (``neuron_cell``: the membrane, which must have ``v_leak = 0``): a ``SpikingIIR2`` whose input gain is the
+    product of both (the filter is linear, so the membrane's gain moves in front of it)."""
+    _, synapse_gain, synapse_bias, filter_params = integrator_cell(nodes, synapse, dt, D, N, False)
+    membrane, gain, bias, _ = neuron_cell(nodes, neuron, dt, D, N, recurrent)
+    if np.any(bias != 0):
+        raise ValueError(f"NIR node {neuron!r} field v_leak must be 0 for a LIF after a synapse: rtrl's SpikingIIR2 "
+                         "has no constant drive on the membrane beside its filtered current")
+    options = {f.name: getattr(membrane, f.name) for f in dataclasses.fields(membrane)
+               if f.name not in ("input_size", "hidden_size")}
+    return SpikingIIR2(D, N, **options), synapse_gain * gain, synapse_bias * gain, filter_params
 
 
 def integrator_cell(nodes: dict, name: str, dt: float, D: int, N: int, recurrent: bool):
