@@ -28,8 +28,9 @@ cells with those resets; NIR has no reset by subtraction).
 
 ``from_nir`` reads one population: ``Input -> (Affine | Linear | Scale)* -> neuron -> Output``, with any number of
 such chains summed into the neuron (or into a synapse node, ``LI``, ``CubaLI`` or ``I``, feeding a ``LIF`` or
-``IF`` node: a ``SpikingIIR2`` with that filter, as ``to_nir`` writes a second-order one), and recurrent chains ``neuron -> (Affine | Linear | Scale)* -> neuron`` (as
-snnTorch's ``RLeaky``/``RSynaptic`` write them, also nested as a sub-graph node, as its export does). ``graph`` may
+``IF`` node: a ``SpikingIIR2`` with that filter, as ``to_nir`` writes a second-order one), and recurrent chains
+``neuron -> (Affine | Linear | Scale)* -> neuron`` (as snnTorch's ``RLeaky``/``RSynaptic`` write them, also nested
+as a sub-graph node, as its export does). ``graph`` may
 be a path, read with ``nir.read``. ``dt`` comes from the graph's metadata (``graph.metadata["dt"]``, else a node's,
 as ``to_nir`` writes on the neuron), else the argument (snnTorch exports at ``dt = 1e-4``, Norse at its ``dt``,
 1e-3 by default, and neither writes it); a graph without one and no argument, an argument that disagrees with the
@@ -42,14 +43,14 @@ gains and ``v_leak`` fold into ``W``, ``b`` and ``R`` per neuron. Each refusal i
 node and the field.
 
 ``to_nir``: ``LIF`` -> NIR ``LIF`` (``IF`` with ``leak = 1``), a first-order ``SpikingIIR2`` (``a1 = b0 = b1 = 0``,
-``-1 < a0 <= 0``) -> ``CubaLIF``, any other ``SpikingIIR2`` without taps whose poles are real in [0, 1) -> a
-synapse node (the integrator below) feeding a ``LIF`` or ``IF`` membrane (``R`` back into the synapse), an ``IIR2`` with the identity activation and ``b0 = b1 = 0`` -> the integrator its
-poles allow (``I``, ``LI``, or ``CubaLI`` for two real poles in [0, 1); complex poles are refused by name), input
-projection -> ``Affine(W^T, b)``, ``R`` -> a recurrent ``Linear(R^T)``
-(its edges listed before the Output's); per-neuron options as per-neuron fields; ``v_leak = 0``; ``dt`` in seconds
-in the graph's and the neuron's metadata, with ``time_unit``, ``target`` and what the target's importer assumes
-(``importer``). The surrogate derivative is not part of NIR; it travels in the neuron node's metadata. ``target``
-says whose importer is to run the graph with rtrl's spikes (checked against snnTorch 1.0.0 and Norse 1.1.0):
+``-1 < a0 <= 0``) -> ``CubaLIF``, any other ``SpikingIIR2`` without taps whose poles are real in [0, 1) -> a synapse
+node (the integrator below) feeding a ``LIF`` or ``IF`` membrane (``R`` back into the synapse), an ``IIR2`` with the
+identity activation and ``b0 = b1 = 0`` -> the integrator its poles allow (``I``, ``LI``, or ``CubaLI`` for two real
+poles in [0, 1); complex poles are refused by name), input projection -> ``Affine(W^T, b)``, ``R`` -> a recurrent
+``Linear(R^T)`` (its edges listed before the Output's); per-neuron options as per-neuron fields; ``v_leak = 0``; ``dt``
+in seconds in the graph's and the neuron's metadata, with ``time_unit``, ``target`` and what the target's importer
+assumes (``importer``). The surrogate derivative is not part of NIR; it travels in the neuron node's metadata.
+``target`` says whose importer is to run the graph with rtrl's spikes (checked against snnTorch 1.0.0 and Norse 1.1.0):
 
 * ``"nir"`` (default, ``dt = 1``): ``r = tau / dt`` and ``w_in = tau_syn / dt`` (input gain 1);
 * ``"snntorch"`` (``dt = 1e-4``, the only one its importer runs at): as ``"nir"``, and a recurrent loop of three
