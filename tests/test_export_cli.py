@@ -47,7 +47,7 @@ def test_a_new_file_in_the_run_folder_is_fine(runs, capsys):
     out = runs / "value" / "model.nir"
     assert main(["export", str(runs / "value"), "--nir", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "for nir, dt = 1 s: load with nir.read(" in printed
+    assert "for nir, dt = 1 s: load with nir.read(" in printed and "--target snntorch or --target norse" in printed
     graph = nir.read(out)
     assert graph.metadata["dt"] == 1.0 and graph.metadata["time_unit"] == "s"
     out.unlink()

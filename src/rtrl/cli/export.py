@@ -69,6 +69,9 @@ def cmd_export(args) -> int:
           f"neurons) of {args.run} at step {trained.step}{which}")
     dt = float(graph.metadata["dt"])
     print(f"  for {args.target}, dt = {dt:g} s: load with {LOADERS[args.target].format(file=repr(str(out)), dt=dt)}")
+    if args.target == "nir":  # what a new user tried: snnTorch then fired no spike, without a word
+        print("  snnTorch's and Norse's importers assume their own dt and r, not this file's: for them, export "
+              "with --target snntorch or --target norse")
     return 0
 
 
