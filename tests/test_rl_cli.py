@@ -190,7 +190,8 @@ def test_rtrl_list_shows_the_environments_and_the_rl_presets(capsys):
     envs = out[out.index("environments (rtrl rl):"):]
     envs = envs[:envs.index("\ncells:")].splitlines()[1:]
     named = [line for line in out.splitlines() if line.startswith("  ") and not line.startswith("   ")]  # not wraps
-    assert sorted(line.split()[0] for line in envs if line in named) == sorted(ENVS)
+    forms = ["gymnasium:ID", "popgym:<Task><Easy|Medium|Hard>"]  # the forms any Gymnasium or POPGym name takes
+    assert sorted(line.split()[0] for line in envs if line in named) == sorted([*ENVS, *forms])
     presets = out[out.index("presets (rtrl rl --preset NAME):"):].splitlines()[1:]
     presets = [line.split()[0] for line in presets if line in named]
     assert presets[:len(PRESETS)] == list(PRESETS)

@@ -48,3 +48,14 @@ def test_a_folder_without_them_loads_and_resumes_and_records_them(tmp_path):
     assert main(["resume", str(out), "--steps", "8", "--quiet"]) == 0
     assert read_platform(out) == platform()
     assert json.loads((out / "config.json").read_text()) == {**old, "steps": 8, **platform()}
+
+
+def test_a_config_json_reads_back_through_from_dict_as_it_is(tmp_path):
+    """``RunConfig.from_dict(json.load(config.json))`` (what a script may do) takes the file with its backend and
+    device: they are no options."""
+    from rtrl.training.config import RunConfig
+
+    out = tmp_path / "run"
+    assert main(TRAIN.format(steps=4, out=out).split()) == 0
+    data = json.loads((out / "config.json").read_text())
+    assert "backend" in data and RunConfig.from_dict(data, complete=True) == read_config(out)

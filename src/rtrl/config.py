@@ -33,6 +33,9 @@ from rtrl.frozen import Frozen
 RESUME_KEYS = ("steps", "devices")  # may change between a run and its resumption: the budget, where it runs
 # options newer than some run folders: a config.json without them takes the default
 ADDED_KEYS = ("devices", "readout_decay", "rate_weight", "rate_target", "head_hidden")
+# what a run folder's config.json says beside the options: where the run last computed (rtrl.provenance.platform);
+# no option, so ``from_dict`` leaves them out
+PLATFORM_KEYS = ("backend", "device")
 MAX_SEED = 2**32 - 1  # jax.random.PRNGKey takes a 32-bit seed without x64
 MAX_STEPS = 2**30  # the step counter is 32-bit: the budget rounded up to whole updates (k <= 2**30) stays below 2**31
 
@@ -258,6 +261,7 @@ class Config(Frozen):
                         check_allowed(field.name, data[field.name], path, where)
         if not isinstance(data, dict):
             raise ValueError(f"{where} must be a JSON object of run options, got {type(data).__name__}")
+        data = {k: v for k, v in data.items() if k not in PLATFORM_KEYS}  # config.json's, beside the options
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = sorted(set(data) - set(names))
         if unknown:

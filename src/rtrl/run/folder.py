@@ -48,7 +48,7 @@ import filelock
 
 from rtrl import devices, interrupts
 from rtrl.checks import first_non_finite
-from rtrl.config import Config, allowed_imports
+from rtrl.config import PLATFORM_KEYS, Config, allowed_imports
 from rtrl.driver import Diverged
 from rtrl.files import atomic_write_text, naming
 from rtrl.provenance import platform
@@ -57,7 +57,7 @@ from rtrl.run.plot import Curve, plot_curves
 
 CONFIG, METRICS, CHECKPOINT, CURVE, LOCK = "config.json", "metrics.jsonl", "checkpoint.npz", "curve.png", ".lock"
 FILES = (CONFIG, METRICS, CHECKPOINT, CURVE)
-PLATFORM = ("backend", "device")  # config.json's keys besides the options: where the run last computed (platform())
+PLATFORM = PLATFORM_KEYS  # config.json's keys besides the options: where the run last computed (platform())
 
 
 class RunError(ValueError):
@@ -480,8 +480,8 @@ class Run:
         step N (its checkpoint), to step S"``, and anything a resumed run does differently from the uninterrupted
         one (a kind says so); ``""`` for a run starting afresh or already finished."""
         step = self.last_checkpoint_step()
-        if not step or step >= self.config.steps:
-            return ""
+        if not isinstance(step, int) or isinstance(step, bool) or not 0 < step < self.config.steps:
+            return ""  # a fresh run, a finished one, or a damaged meta step (which loading the run refuses)
         return f"resuming at step {step} (its checkpoint), to step {self.config.steps}"
 
     @contextlib.contextmanager

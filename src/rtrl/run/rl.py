@@ -111,9 +111,10 @@ class RLRun(Run):
     def resume_note(self) -> str:
         """A host environment's states are not in the checkpoint (``rtrl.rl.loop``): say that a resumed run
         re-seeds its environments, so its steps from the checkpoint on differ from the uninterrupted run's."""
+        note = super().resume_note()  # "resuming at step N ..." where it resumes, else ""
+        if not note or not getattr(self.assembly.env, "host", False):
+            return note
         step = self.last_checkpoint_step()
-        if not step or step >= self.config.steps or not getattr(self.assembly.env, "host", False):
-            return super().resume_note()
         return (f"resuming at step {step} (its checkpoint) on a host environment ({self.config.env}), whose states a "
                 f"checkpoint cannot hold: the {self.config.envs} environments are re-seeded from the run's seed and "
                 f"the step and each begins a new episode there (no TD error across the cut, the torso's state "
