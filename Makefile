@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev,docs,flax,equinox,mnist1d,rl,gymnasium,popgym,mujoco,nir,shd,tensorboard,wandb,video]"
+	$(PY) -m pip install -q -e ".[dev,docs,flax,equinox,mnist1d,rl,gymnasium,popgym,mujoco,nir,interop,shd,tensorboard,wandb,video]"
 	touch $(STAMP)
 
 run: $(STAMP)
