@@ -47,6 +47,10 @@ def test_a_training_runs_evaluation_is_its_last_record_on_the_same_episodes(runs
     assert main(["eval", str(runs / "train"), "--json", "--episodes", "20", "--seed", "4"]) == 0
     assert json.loads(capsys.readouterr().out) == other and other["episodes"] == 20 and other["seed"] == 4
     assert 0 <= other["value"] <= 1 and other["metrics"] != held_out
+    assert main(["eval", str(runs / "train")]) == 0  # for a person: one line, every held-out figure
+    assert capsys.readouterr().out == (
+        f"{runs / 'train'} at step 8: token_accuracy {last['metric']:.4g} (eval_loss {last['eval_loss']:.4g}, "
+        f"sequence_accuracy {last['sequence_accuracy']:.4g}) over 8 episodes drawn from seed 0\n")
     # the episodes a run with --eval-size 20 --seed 4 holds out, scored as its trainer scores them
     from rtrl.training.tasks import Copy
     from rtrl.training.trainer import Trainer, evaluation

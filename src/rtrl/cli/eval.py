@@ -30,6 +30,11 @@ def finite_or_null(value):
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
+def shown(value) -> str:
+    """A figure for a person: four significant digits, or ``not finite (nan)``."""
+    return f"{value:.4g}" if math.isfinite(value) else f"not finite ({value})"
+
+
 def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="a run folder written by `rtrl train` or `rtrl rl`")
     p.add_argument("--episodes", type=positive_int, metavar="N",
@@ -81,8 +86,10 @@ def cmd_eval(args) -> int:
              if seeds > 1 and args.run_seed is None else f" (seed {trained.seed})" if seeds > 1 else "")
     how = (f", {'greedy' if result['greedy'] else 'sampled'} actions"
            f"{', ' + str(result['cut']) + ' cut short' if result['cut'] else ''}" if "greedy" in result else "")
-    spread = f" (std {result['std']:.4g}, min {result['min']:.4g}, max {result['max']:.4g})" if "std" in result else ""
-    print(f"{args.run} at step {trained.step}{which}: {result['metric']} {result['value']:.4g}{spread} over "
+    figures = ([f"{k} {shown(result[k])}" for k in ("std", "min", "max") if k in result]  # an RL run's
+               + [f"{k} {shown(v)}" for k, v in result.get("metrics", {}).items() if k != "metric"])  # a training run's
+    spread = f" ({', '.join(figures)})" if figures else ""
+    print(f"{args.run} at step {trained.step}{which}: {result['metric']} {shown(result['value'])}{spread} over "
           f"{result['episodes']} episodes drawn from seed {result['seed']}{how}")
     if args.video is not None:
         print(f"videos: {args.video}")
