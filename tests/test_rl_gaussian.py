@@ -196,3 +196,20 @@ def test_the_pendulum_p_preset_runs_end_to_end(tmp_path):
     assert record_["episodes"] == 2 and -16.3 * 200 < record_["return"] < 0
     config = read_config(out)
     assert config.env == "pendulum-p" and config.head_hidden == 64
+
+
+def test_act_draws_from_the_policy_or_gives_its_mean():
+    """``act`` (a rollout's, no gradient): with ``greedy`` the mean, else the step's draw for the same key; the
+    memory advanced as the step advances it."""
+    agent = GaussianActorCritic(MinGRU(2, 3), 2)
+    params = agent.init(jax.random.PRNGKey(0), jnp.float64)
+    memory = agent.learner.init(params["torso"])
+    x, key = jnp.array([0.5, -0.2]), jax.random.PRNGKey(1)
+    ((mean, _), _), after = agent.forward(params, memory, x)
+    greedy, kept = agent.act(params, memory, x, key, greedy=True)
+    np.testing.assert_array_equal(greedy, mean)
+    drawn, _ = agent.act(params, memory, x, key)
+    stepped = agent.step(params, jax.tree.map(lambda a: a[None], memory), x[None], key[None], 1.0, entropy=False)
+    np.testing.assert_allclose(drawn, stepped[0][0], rtol=1e-12)
+    for a, b in zip(jax.tree.leaves(kept), jax.tree.leaves(after), strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -85,10 +85,17 @@ class GaussianActorCritic(ActorCritic):
         d_dist = jax.tree.map(lambda d: jnp.concatenate([jnp.zeros_like(d[:1]), d]), d_dist)
         return value, jax.vmap(vjp)((d_dist, jnp.array([1.0, 0.0, 0.0], value.dtype)))[0], memory, entropy
 
-    def act(self, params, memory, x: jax.Array, key: jax.Array):
+    def act(self, params, memory, x: jax.Array, key: jax.Array, greedy: bool = False):
+        """One environment's ``(action, memory')``, no gradient: a draw ``u`` from the policy, or with ``greedy``
+        (a Python bool) its mean (the environment maps either onto its Box)."""
+        ((mean, log_std), _), memory = self.forward(params, memory, x)
+        if greedy:
+            return mean, memory
+        return mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype), memory
+
+    def act_grads(self, params, memory, x: jax.Array, key: jax.Array):
         """One environment: ``(action, value, grads, memory', entropy)``; ``grads`` as in ``objective_grads``."""
-        (mean, log_std), _ = self.forward(params, memory, x)[0]
-        action = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
+        action = self.act(params, memory, x, key)[0]
         return action, *self.objective_grads(params, memory, x, action)
 
     def step(self, params, memory, x: jax.Array, keys: jax.Array, value_coef: float, entropy: bool = True):
