@@ -85,8 +85,8 @@ def test_make_results_writes_the_line_under_each_table_with_the_command_that_rer
     results_page.write_tables(argparse.Namespace(only=["copy", "recall"], out=str(out), runs=str(tmp_path)))
     found = [m.groupdict() for m in provenance.PATTERN.finditer(out.read_text())]
     assert [(f["command"], f["commit"]) for f in found] == [
-        ("python -m rtrl.reports.results --only copy", "0123abc"),
-        ("python -m rtrl.reports.results --only recall", "0123abc")]
+        ("rtrl results training --only copy", "0123abc"),
+        ("rtrl results training --only recall", "0123abc")]
 
 
 def test_the_rl_tables_carry_the_line_that_reruns_them():

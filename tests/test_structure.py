@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import pytest
 
 import rtrl
-from oracle import EXACT_TOL, random_carry, random_problem, reset_error, worst_error
+from oracle import EXACT_TOL, gradient_error, random_carry, random_problem, reset_error, worst_error
 from rtrl.cells import from_function
 
 D, N = 3, 5
@@ -145,3 +145,13 @@ def test_exact_methods_equal_bptt(name):
     error, where = worst_error(cell, methods, params, xs, ys, carries, (1, 2, 3, 30))
     assert error <= EXACT_TOL, where
     assert reset_error(cell, "auto", params, xs, ys, reset_at=7) <= EXACT_TOL
+
+
+@pytest.mark.parametrize("cell", [rtrl.cells.LIF(3, 4, leak=2 / 3), rtrl.cells.ALIF(3, 4, leak=0.8)])
+def test_round_parameter_values_do_not_cancel_the_probe_and_diagonal_stays_exact(cell):
+    """With the carry leaves' probe weights 1 and 1.5, LIF's spike at leak 2/3 (2/3 x 1.5 - threshold 1 x 1 = 0)
+    and ALIF's at leak 0.8 had a zero derivative on the carry at every probe, and ``diagonal`` refused both as
+    not element-wise. Irrational weights cancel against no round value; the traces found are exact."""
+    params, xs, ys = random_problem(cell, 30, (2,), seed=1)
+    assert rtrl.inspect(cell).method == "closed_form"  # auto's pick is unchanged; diagonal must bind too
+    assert gradient_error(cell, "diagonal", params, xs, ys) <= EXACT_TOL

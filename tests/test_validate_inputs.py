@@ -164,6 +164,7 @@ def test_the_progress_bar_clock_starts_after_the_first_chunk_which_includes_comp
             on_chunk(None, 500)
 
     monkeypatch.setattr(tqdm, "tqdm", Recorded)
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)  # the bar is drawn on a terminal only
     assert train_run(Run()) == 0
     (bar,) = bars
     assert bar.n == 1500 and bar.initial == 500

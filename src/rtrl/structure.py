@@ -329,7 +329,10 @@ def elementwise(cell, params_spec, carry_spec) -> Elementwise | NotElementwise:
 
     bits = max(int(N - 1).bit_length(), 1)
     codes = np.stack([np.ones(N)] + [(np.arange(N) >> b) & 1 for b in range(bits)]).astype(dtype)  # (1 + bits, N)
-    weights = 1.0 + np.arange(S, dtype=dtype) / S  # distinct per leaf: leaves' contributions do not cancel
+    # Distinct per leaf, so that leaves' contributions do not cancel; irrational (1 + the fractional parts of k
+    # sqrt 2), because rational ones cancel against a cell's own round numbers: with 1 and 1.5, LIF's spike
+    # (leak 2/3 times 1.5 minus threshold 1 times 1) had a zero derivative on the carry at every probe.
+    weights = (1.0 + np.modf(np.sqrt(2.0) * np.arange(1, S + 1))[0]).astype(dtype)
     tol = 1e3 * float(np.finfo(dtype).eps)
 
     def couples_at(leaves):

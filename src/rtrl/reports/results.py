@@ -126,7 +126,7 @@ def run_experiment(experiment: Experiment, root: Path) -> str:
     return table(experiment, results)
 
 
-def main(argv=None, prog: str = "python -m rtrl.reports.results", parser_class=argparse.ArgumentParser) -> int:
+def main(argv=None, prog: str = "rtrl results training", parser_class=argparse.ArgumentParser) -> int:
     names = [e.name for e in EXPERIMENTS]
     parser = parser_class(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", choices=names, metavar="EXPERIMENT",
@@ -134,10 +134,9 @@ def main(argv=None, prog: str = "python -m rtrl.reports.results", parser_class=a
     parser.add_argument("--out", default="docs/results.md", help="the Markdown page (default %(default)s)")
     parser.add_argument("--runs", default="runs/results", help="where the run folders go (default %(default)s)")
     args = parser.parse_args(argv)
-    args.prog = prog
     try:
         with interrupts.deferred():
-            write_tables(args)
+            write_tables(args, prog)
     except KeyboardInterrupt:
         print(f"interrupted: {args.out} holds the tables finished before the Ctrl-C and nothing after it; the "
               f"rows' run folders are in {args.runs}", flush=True)
@@ -145,8 +144,9 @@ def main(argv=None, prog: str = "python -m rtrl.reports.results", parser_class=a
     return 0
 
 
-def write_tables(args: argparse.Namespace) -> None:
-    """Run the experiments ``args`` names and write each table into ``args.out`` when it is finished."""
+def write_tables(args: argparse.Namespace, prog: str = "rtrl results training") -> None:
+    """Run the experiments ``args`` names and write each table into ``args.out`` when it is finished, each with
+    its provenance line (``prog``: the command that reruns it)."""
     out = Path(args.out)
     page = out.read_text() if out.exists() else "# Results\n"
     at = provenance.commit()  # the code the tables are measured on: read once, before the first row
@@ -155,7 +155,7 @@ def write_tables(args: argparse.Namespace) -> None:
             continue
         start = time.perf_counter()
         section = run_experiment(experiment, Path(args.runs))
-        section += (f"\n{provenance.line(f'{args.prog} --only {experiment.name}', at)} "
+        section += (f"\n{provenance.line(f'{prog} --only {experiment.name}', at)} "
                     f"Wall time of this table: {time.perf_counter() - start:.0f} s.\n")
         interrupts.poll()  # not written if a Ctrl-C came while it was made
         print(section, flush=True)
