@@ -124,3 +124,14 @@ def test_registered_with_the_tutorials_sizes_and_bad_options_refused():
     for option, value in (("rate", 1.5), ("delay", 0.0), ("symbols", 2), ("channels", 0)):
         with pytest.raises(ValueError, match=option):
             StoreRecallPoisson(**{option: value})
+
+
+def test_the_delay_is_at_most_ten_times_the_symbols():
+    """``delay <= 10 * symbols``: 30 with 3 symbols and 120 with the tutorial's 12 are accepted (the bound itself), a
+    hair above refused naming the bound (a sentence with a store and its recall too rare to draw). [guards: the
+    bound itself refused (``>=``); the bound of another multiple]"""
+    assert StoreRecallPoisson(symbols=3, delay=30.0).delay == 30.0
+    assert StoreRecallPoisson(delay=120.0).delay == 120.0
+    for symbols, delay in ((3, 30.001), (12, 121.0)):
+        with pytest.raises(ValueError, match=rf"delay must be at most 10 x symbols = {10 * symbols} \("):
+            StoreRecallPoisson(symbols=symbols, delay=delay)
