@@ -3,6 +3,7 @@ validated data (``rtrl.config``); ``rtrl.rl.assemble`` builds what it names."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from rtrl.cells import Cell
@@ -12,6 +13,7 @@ from rtrl.config import (
     MAX_SEED,
     Config,
     OptionError,
+    checked,
     defaults,
     flag,
     non_negative_float,
@@ -176,7 +178,17 @@ class RLConfig(Config):
         they were refused): they are set back to their defaults, the run they configure the same."""
         if complete and isinstance(data, dict):
             default = defaults(cls)
-            data = {**data, **{name: default[name] for name in cls.unread_options({**default, **data})}}
+            checks = {f.name: f.metadata["check"] for f in dataclasses.fields(cls)}
+
+            def well_formed(name: str) -> bool:  # a value the option never takes is refused, not reset
+                try:
+                    checked(name, checks[name], data[name])
+                except (ValueError, TypeError):
+                    return False
+                return True
+
+            data = {**data, **{name: default[name] for name in cls.unread_options({**default, **data})
+                               if well_formed(name)}}
         return super().from_dict(data, where, complete, trusted)
 
     def label(self) -> str:
