@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 from pathlib import Path
 
 from rtrl.files import atomic_write
 from rtrl.run.argtypes import import_path, path, positive_float
-from rtrl.run.folder import CONFIG, FILES, LOCK
+from rtrl.run.folder import run_file_of
 from rtrl.run.trained import load
 from rtrl.run.usage import UsageError
 
@@ -81,12 +80,10 @@ LOADERS = {"nir": "nir.read({file})", "snntorch": "snntorch.import_nir.import_fr
 
 def check_not_a_run_file(out: Path) -> None:
     """``UsageError`` where ``out`` names (or lies under) one of a run folder's own files, its logger files or its
-    ``wandb`` folder: no ``--overwrite`` replaces those."""
-    for where in (Path(os.path.abspath(out)), out.resolve()):
-        for p in (where, *where.parents):
-            own = p.name in (*FILES, LOCK, "wandb") or p.name.startswith("events.out.tfevents")
-            if own and (p.parent / CONFIG).is_file():
-                raise UsageError(f"--nir {out} names {p}, a file of the run folder {p.parent}; export to a file of "
-                                 "its own (--overwrite never replaces a run's files)")
+    ``wandb`` folder (``rtrl.run.folder.run_file_of``): no ``--overwrite`` replaces those."""
+    own = run_file_of(out)
+    if own is not None:
+        raise UsageError(f"--nir {out} names {own}, a file of the run folder {own.parent}; export to a file of its "
+                         "own (--overwrite never replaces a run's files)")
     if out.is_dir():
         raise UsageError(f"--nir {out} is a folder; name the file to write")
