@@ -216,7 +216,7 @@ gymnasium.register("RtrlTestEndless-v0", entry_point=Endless)  # no episode limi
 
 @pytest.mark.parametrize("env, words", [
     ("gymnasium:NoSuchEnv-v0", "gymnasium:NoSuchEnv-v0.*doesn't exist"),
-    ("gymnasium:Pendulum-v1", "action space Box.*Discrete"),
+    ("gymnasium:Pendulum-v1 --algorithm q", "algorithm must be ac .*Box.*'q' needs a Discrete action space"),
     ("gymnasium:RtrlTestText-v0", "observation space Text.*cannot encode"),
     ("gymnasium:CartPole-v1 --env-arg colour=3", "has no option 'colour'"),
     ("gymnasium:CartPole-v1 --devices 2", "devices must be 1"),
