@@ -82,7 +82,7 @@ class RecurrentAgent:
     ``stepped`` (a ``Stepped`` of all environments), ``value`` (what a truncated episode's TD target bootstraps from,
     unless it overrides ``bootstrap``) and, for the fidelity check, ``objective_grads`` and ``bptt_grads`` (the online
     and BPTT gradients of the same objectives, leading axis the objective) and ``checked`` (how many of them the
-    check compares); ``td_error`` if its TD error is not the one written there, ``correction`` if its update corrects
+    check compares); ``td_error`` or ``learn`` where they differ from those here, ``correction`` if its update corrects
     the TD ascent, ``configure`` if ``act`` reads the configuration, ``options`` the ``RLConfig`` options only it
     reads."""
 
@@ -139,6 +139,16 @@ class RecurrentAgent:
         a rollout calls. ``greedy`` (a Python bool): the policy's best action, else a draw from the behaviour
         policy. The torso's online state advances as in training (its traces too), so learning may go on from it."""
         raise NotImplementedError
+
+    def learn(self, pending, stepped: Stepped, gamma: float) -> dict:
+        """What the update rule (``rtrl.rl.transforms``) reads of this step besides the traces' drive, its extra
+        arguments: ``delta``, the previous step's TD error (``td_error``); ``cut``, where the traces are cut before
+        the drive enters them (the previous step ended an episode, or its action was exploratory: Watkins' cut,
+        where ``stepped`` flags one); ``done``; ``bonus``; ``grads`` (the drive again); and ``stepped.extra``.
+        ``pending``: the loop's ``Pending``, the previous step."""
+        p = pending
+        return {"delta": self.td_error(p, stepped.target, gamma), "cut": p.done | p.exploratory, "done": p.done,
+                "bonus": stepped.bonus, "grads": stepped.drive, **(stepped.extra or {})}
 
     def td_error(self, pending, target: jax.Array, gamma: float) -> jax.Array:
         """(E,): the previous step's TD error, once this step's ``target`` (``Stepped.target``: what the previous

@@ -10,7 +10,8 @@ observation (normalised) and gives ``v_t``, an action ``a_t`` and the per-step g
 
 where ``V(s_T)`` is the value of the truncated episode's last observation (the torso's step on it from the
 episode's carry, with the parameters ``v_t`` uses; computed only at steps where some environment truncates). The
-algorithm owns both (``rtrl.rl.algorithms``): its ``td_error``, and its ``bootstrap`` for ``V(s_T)``.
+algorithm owns both (``rtrl.rl.algorithms``): its ``learn`` (the TD error, ``td_error``, and which traces are cut),
+and its ``bootstrap`` for ``V(s_T)``.
 
 and the update (ascent) is AC(lambda) with eligibility traces in parameter space, one per environment (with
 ``update_every = k``, the ascents of k steps are summed and applied at the k-th)::
@@ -274,7 +275,8 @@ class OnlineActorCritic:
 
         # The previous step's TD error, and the update the rule makes of it with the traces up to that step.
         p = state.pending
-        delta = agent.td_error(p, stepped.target, c.gamma)
+        learned = agent.learn(p, stepped, c.gamma)  # the update rule's extra arguments: the TD error, the cut, ...
+        delta = learned["delta"]
 
         def health(_):  # passes over the traces, the torso's state and the parameters: sampled (health_every)
             ascent = plus(weighted_mean(delta, state.traces), stepped.bonus)
@@ -285,9 +287,7 @@ class OnlineActorCritic:
         sampled = state.step % c.health_every == 0
         figures = lax.cond(sampled, health, lambda _: jnp.zeros((len(HEALTH),), self.dtype), None)
         tally = tally._replace(health=tally.health + figures, steps=tally.steps + sampled)
-        updates, opt_state = self.optimizer.update(stepped.drive, state.opt_state, params, delta=delta,
-                                                   cut=p.done | p.exploratory, done=p.done, bonus=stepped.bonus,
-                                                   grads=stepped.drive, **(stepped.extra or {}))
+        updates, opt_state = self.optimizer.update(stepped.drive, state.opt_state, params, **learned)
         params = optax.apply_updates(params, updates)
         memory = stepped.memory
 

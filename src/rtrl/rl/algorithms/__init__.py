@@ -9,9 +9,10 @@ An algorithm is an agent class (``rtrl.rl.agent.RecurrentAgent``), built by ``rt
 * what learning reads, for all E environments of the loop (``rtrl.rl.loop``, the same for every algorithm):
   ``stepped`` (the action, the estimate whose TD error the next step finds, what the previous step's TD target
   bootstraps from, the gradient that enters the eligibility traces, an ascent added to every update, whether the
-  action cuts the traces), ``td_error`` (the previous step's TD error from them), ``bootstrap`` (what a truncated
-  episode's target owes, of its last observation) and ``correction`` (a member of the update rule's optax chain
-  that corrects the TD ascent, or None);
+  action cuts the traces), ``learn`` (from them and the previous step, the update rule's extra arguments: the TD
+  error, ``td_error``, and where the traces are cut), ``bootstrap`` (what a truncated episode's target owes, of its
+  last observation) and ``correction`` (a member of the update rule's optax chain that corrects the TD ascent, or
+  None);
 * ``options``: the ``RLConfig`` options only it reads (``RLConfig`` refuses them under another algorithm).
 
 The update rule is the optax chain of ``rtrl.rl.transforms`` (the traces, the TD ascent, the step-size rule), the
