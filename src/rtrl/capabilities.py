@@ -28,6 +28,9 @@ of its members and the cell itself gets them at construction (``rtrl.cells.spiki
 * ``EPropOutput``: ``eprop_output(params, traces)``, the eligibility trace ``e = dh/dtheta`` of a ``BellecEProp``
   cell's vectors, each entry the sensitivity of the neuron its parameter's last axis names (the spiking cells): what a
   readout with a state filters (``rtrl.training.model.Filtered``).
+* ``FactoredEProp``: ``eprop_factored_init / update / contract / output``, the same e-prop in a smaller layout of the
+  cell's choosing (``LIF`` and ``ALIF`` with one leak and no reset to a value: ``e_ji = psi_j zbar_i``); the ``eprop``
+  method and ``Filtered`` prefer it where the cell has it.
 * ``Spiking``: a cell whose ``h`` is its spikes (0 or 1), fired by ``fire(u)`` with a surrogate derivative
   (``rtrl.cells.LIF``, ``ALIF``, ``SpikingIIR2``); a trainer reports the firing rate of its held-out episodes.
 * ``Layered``: a cell made of recurrent layers (``rtrl.cells.Stack``, ``rtrl.cells.Network``), which
@@ -117,3 +120,18 @@ class EPropOutput(Protocol):
     def eprop_output(self, params, traces) -> Any:
         """The eligibility trace ``e = dh/dtheta`` as e-prop sees it, of the step the vectors describe, laid out like
         ``params``: each entry the sensitivity of the one neuron its parameter's last axis names."""
+
+
+@runtime_checkable
+class FactoredEProp(Protocol):
+    """``BellecEProp`` and ``EPropOutput`` in a smaller layout of the cell's choosing (the spiking cells where e-prop's
+    eligibility vector is shared by the postsynaptic neurons): the same gradient and eligibility trace, laid out like
+    ``params``, from traces that are not."""
+
+    def eprop_factored_init(self, params, carry) -> Any: ...
+
+    def eprop_factored_update(self, params, carry, traces, x) -> Any: ...
+
+    def eprop_factored_contract(self, params, traces, g_carry) -> Any: ...
+
+    def eprop_factored_output(self, params, traces) -> Any: ...

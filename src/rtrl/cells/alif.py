@@ -34,12 +34,17 @@ sensitivity with the reset's derivative through the spike and every path through
     eps_v' = leak gate eps_v + dI/dtheta                   (x, 1, or the last spikes for R)
     eps_a' = psi eps_v + (rho - psi beta) eps_a             psi from the previous step
     e'     = psi' (eps_v' - beta eps_a')                    the eligibility trace
+
+With one leak for all neurons (not learnt) and no reset to a value, ``eps_v`` is LIF's ``zbar (x) 1`` (shared by the
+postsynaptic neurons) and ``eps_a`` reaches ``e`` only where ``beta != 0``: ``eprop_factored_*`` keep ``zbar``,
+``psi`` and ``eps_a`` for the adapting neurons only, the same gradient (``SpikingCell.eprop_factorises``).
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rtrl.cells.base import Params
 from rtrl.cells.spiking import SpikingCell, credit, set_numbers
@@ -120,3 +125,46 @@ class ALIF(SpikingCell):
 
     def eprop_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
         return self.closed_form_contract(params, traces, g_carry)
+
+    # -- e-prop factorised (rtrl.capabilities.FactoredEProp; SpikingCell.eprop_factorises): LIF's ``zbar`` and --
+    # ``psi``, and ``eps_a`` per synapse for the adapting neurons only (``beta != 0``: ``adapting``), whose columns
+    # are the only ones through which ``eps_a`` reaches ``e = psi (zbar (x) 1 - beta eps_a)``
+    def adapting(self) -> slice | np.ndarray:
+        """The neurons with ``beta != 0``, as a slice where they are consecutive (``lif_neurons`` first)."""
+        beta = np.where(np.arange(self.hidden_size) < self.lif_neurons, 0.0,
+                        np.broadcast_to(self.adaptation, (self.hidden_size,)))
+        neurons = np.flatnonzero(beta)
+        if neurons.size == 0 or np.array_equal(neurons, np.arange(neurons[0], neurons[-1] + 1)):
+            return slice(int(neurons[0]), int(neurons[-1]) + 1) if neurons.size else slice(0, 0)
+        return neurons
+
+    def factored_eprop_init(self, params: Params, carry: Params) -> Params:
+        dtype = carry["v"].dtype
+        m = np.arange(self.hidden_size)[self.adapting()].size
+        return {"z": {name: jnp.zeros(jnp.shape(p)[:-1], dtype) for name, p in params.items()},
+                "a": {name: jnp.zeros(jnp.shape(p)[:-1] + (m,), dtype) for name, p in params.items()},
+                "psi": jnp.zeros((self.hidden_size,), dtype)}
+
+    def factored_eprop_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
+        """``ea' = rho ea + psi (zbar (x) 1 - beta ea)`` on the adapting columns (``adaptation_trace``)."""
+        cols, psi = self.adapting(), traces["psi"]
+        rho = self.values("adaptation_decay", psi)
+        rho, beta, psi_a = (rho if jnp.ndim(rho) == 0 else rho[cols]), self.beta(psi)[cols], psi[cols]
+        a = {name: rho * ea + psi_a * (jnp.expand_dims(traces["z"][name], -1) - beta * ea)
+             for name, ea in traces["a"].items()}
+        return {"z": self.filtered_rows(params, carry, traces, x), "a": a, "psi": self.eprop_psi(params, carry, x)}
+
+    def factored_eprop_output(self, params: Params, traces: Params) -> Params:
+        return self.factored_eprop_contract(params, traces, {"v": None, "a": None, "s": jnp.ones_like(traces["psi"])})
+
+    def factored_eprop_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
+        """``g_v eps_v + g_s e = zbar (x) (g_v + g_s psi) - eps_a (g_s psi beta)`` (the last on the adapting columns).
+        ``eps_a`` is kept for the adapting neurons only, so a credit on ``a`` needs ``eprop_contract``."""
+        if g_carry.get("a") is not None:
+            raise ValueError("the factorised e-prop traces keep eps_a for the adapting neurons only; a credit on the "
+                             "adaptation needs eprop_contract")
+        cols, psi = self.adapting(), traces["psi"]
+        g_s = credit(g_carry["s"], psi) * psi
+        grads = self.outer_rows(traces["z"], credit(g_carry["v"], psi) + g_s)
+        drop = (g_s * self.beta(psi))[cols]
+        return {name: g.at[..., cols].add(-traces["a"][name] * drop) for name, g in grads.items()}

@@ -28,6 +28,9 @@ derivative through the spike and every path through spikes (recurrent weights in
 ``eps' = leak gate eps + dI/dtheta`` (``x``, 1, or the last spikes for ``R``: a low-pass filter of the presynaptic
 activity, gated off at a reset to a value), and the eligibility trace is ``e = psi' eps'``; ``eprop_init /
 eprop_update / eprop_contract`` hold it (with or without ``R``).
+With one leak for all neurons (not learnt) and no reset to a value, ``eps`` is the same for every postsynaptic
+neuron, ``zbar``, the presynaptic activity filtered by the leak, so ``e_ji = psi_j zbar_i``: ``eprop_factored_*``
+keep ``zbar`` and ``psi`` only, the same gradient (``SpikingCell.eprop_factorises``).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import Params
-from rtrl.cells.spiking import SpikingCell
+from rtrl.cells.spiking import SpikingCell, credit
 
 
 class LIF(SpikingCell):
@@ -82,3 +85,21 @@ class LIF(SpikingCell):
 
     def eprop_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
         return self.membrane_contract(traces, g_carry)
+
+    # -- e-prop factorised (rtrl.capabilities.FactoredEProp; SpikingCell.eprop_factorises): the same eligibility --
+    # traces from ``zbar`` (per presynaptic entry) and ``psi`` (per neuron): ``eps = zbar (x) 1``, ``e = zbar (x) psi``
+    def factored_eprop_init(self, params: Params, carry: Params) -> Params:
+        dtype = carry["v"].dtype
+        return {"z": {name: jnp.zeros(jnp.shape(p)[:-1], dtype) for name, p in params.items()},
+                "psi": jnp.zeros((self.hidden_size,), dtype)}
+
+    def factored_eprop_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
+        return {"z": self.filtered_rows(params, carry, traces, x), "psi": self.eprop_psi(params, carry, x)}
+
+    def factored_eprop_output(self, params: Params, traces: Params) -> Params:
+        return self.outer_rows(traces["z"], traces["psi"])
+
+    def factored_eprop_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
+        """``g_v eps + g_s e = zbar (x) (g_v + g_s psi)``."""
+        psi = traces["psi"]
+        return self.outer_rows(traces["z"], credit(g_carry["v"], psi) + credit(g_carry["s"], psi) * psi)

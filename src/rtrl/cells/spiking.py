@@ -186,6 +186,9 @@ class SpikingCell(Cell):
         if not self.recurrent:  # element-wise: the cell has closed-form traces (rtrl.capabilities.HandDerivedTraces)
             for name in ("init", "update", "contract"):
                 object.__setattr__(self, "trace_" + name, getattr(self, "closed_form_" + name))
+        if self.eprop_factorises and hasattr(self, "factored_eprop_init"):  # rtrl.capabilities.FactoredEProp
+            for name in ("init", "update", "contract", "output"):
+                object.__setattr__(self, "eprop_factored_" + name, getattr(self, "factored_eprop_" + name))
 
     # -- shared pieces of the step ----------------------------------------------------------------------
     def values_at(self, name: str, k: int) -> float:
@@ -283,8 +286,37 @@ class SpikingCell(Cell):
 
     def presynaptic(self, carry: Params, x: jax.Array) -> Params:
         """``dI/dtheta`` of one step, laid out like each parameter: ``x (x) 1``, ``1`` and ``s_prev (x) 1``."""
-        return {"W": x[:, None], "b": jnp.ones((self.hidden_size,), x.dtype),
-                **({"R": carry["s"][:, None]} if self.recurrent else {})}
+        return {name: row[:, None] if jnp.ndim(row) else jnp.full((self.hidden_size,), row)
+                for name, row in self.presynaptic_rows(carry, x).items()}
+
+    def presynaptic_rows(self, carry: Params, x: jax.Array) -> Params:
+        """What ``presynaptic`` repeats for every postsynaptic neuron: ``x`` (D,), ``1`` (a scalar) and ``s_prev``
+        (N,)."""
+        return {"W": x, "b": jnp.ones((), x.dtype), **({"R": carry["s"]} if self.recurrent else {})}
+
+    # -- e-prop factorised (Bellec et al. 2020: e_ji = psi_j zbar_i) --------------------------------------------
+    # With one leak for all neurons (not learnt) and a reset that never gates the membrane (not "value"), e-prop's
+    # membrane eligibility vector ``eps' = leak eps + dI/dtheta`` is the same for every postsynaptic neuron: ``zbar``,
+    # the presynaptic rows low-pass filtered by the leak, one per presynaptic entry (``W``: (D,), ``R``: (N,), ``b``:
+    # a scalar). The eligibility trace is then ``e_ji = psi_j zbar_i`` and its contraction with a credit ``L_j`` the
+    # outer product ``zbar (x) (psi L)``; ALIF keeps its per-synapse adaptation vector for its adapting neurons only.
+    @property
+    def eprop_factorises(self) -> bool:
+        """Whether e-prop's membrane eligibility vectors are shared by all postsynaptic neurons (see above)."""
+        return isinstance(self.leak, float) and not self.learn_tau and self.reset != "value"
+
+    def filtered_rows(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
+        """``zbar' = leak zbar + rows``: the presynaptic rows filtered by the membrane's one leak."""
+        leak = self.leak_of(params, carry["v"])
+        return {name: leak * traces["z"][name] + row for name, row in self.presynaptic_rows(carry, x).items()}
+
+    def eprop_psi(self, params: Params, carry: Params, x: jax.Array) -> jax.Array:
+        """The new step's ``psi`` as e-prop's traces read it (``reset_factors``, the refractory gate included)."""
+        return self.reset_factors(self.membrane_step(params, carry, x), exact=False)["psi"]
+
+    def outer_rows(self, rows: Params, column: jax.Array) -> Params:
+        """``row (x) column`` for every parameter, laid out like it (``b``'s row is a scalar)."""
+        return {name: jnp.expand_dims(row, -1) * column for name, row in rows.items()}
 
     # -- the membrane's traces, shared (derivation: docs/spiking.md, "Resets") ------------------------------
     # Per parameter ``ed = dd/dtheta`` (the membrane the spike reads); per neuron, from the last step, ``psi``,

@@ -24,7 +24,10 @@ the generic form cannot: which carry entry is the neuron's hidden state and whic
 vectors keep the neuron's own dynamics and drop every path through spikes (the reset's derivative too, as the paper
 does; docs/spiking.md "e-prop"). ``eprop`` then binds to those hooks, and the rule contracts the **new** traces with
 the credit on the new carry (``TraceRule.new_traces``): with a per-step loss on the spikes, the online gradient is
-the paper's ``sum_t L^t e^t``, ``L^t = dE/dz^t``. Every other cell keeps the generic form above.
+the paper's ``sum_t L^t e^t``, ``L^t = dE/dz^t``. Where the cell also keeps them factorised
+(``rtrl.capabilities.FactoredEProp``: ``e_ji = psi_j zbar_i`` with one leak for all neurons), ``eprop`` binds to
+that layout instead: the same gradient from presynaptic traces shared by the postsynaptic neurons (ALIF keeps its
+adaptation's vector per synapse for its adapting neurons only). Every other cell keeps the generic form above.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import dataclasses
 
 import jax.numpy as jnp
 
-from rtrl.capabilities import BellecEProp
+from rtrl.capabilities import BellecEProp, FactoredEProp
 from rtrl.methods.base import TraceMethod, TraceRule
 from rtrl.methods.sensitivity import SnAp
 
@@ -52,11 +55,14 @@ class EProp(SnAp):
         return jnp.diag(jnp.diagonal(j_carry))
 
     def bind(self, cell, params=None, carry=None) -> TraceRule:
+        if isinstance(cell, FactoredEProp):  # the same rule in the cell's smaller layout
+            return TraceRule(self, cell.eprop_factored_init, cell.eprop_factored_update, cell.eprop_factored_contract,
+                             new_traces=True)
         if isinstance(cell, BellecEProp):
             return TraceRule(self, cell.eprop_init, cell.eprop_update, cell.eprop_contract, new_traces=True)
         return super().bind(cell, params, carry)
 
     def trace_shapes(self, cell):
-        if isinstance(cell, BellecEProp):  # no probe of the cell's Jacobians
+        if isinstance(cell, BellecEProp | FactoredEProp):  # no probe of the cell's Jacobians
             return TraceMethod.trace_shapes(self, cell)
         return super().trace_shapes(cell)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rtrl.capabilities import BellecEProp, EPropOutput, HasOutput
+from rtrl.capabilities import BellecEProp, EPropOutput, FactoredEProp, HasOutput
 from rtrl.cells.base import Cell, Params, glorot
 from rtrl.cells.spiking import check_number
 from rtrl.frozen import Frozen
@@ -97,14 +97,18 @@ class Filtered(Cell):
         return jnp.concatenate([carry["o"], s, carry["n"]], axis=-1)
 
     # -- e-prop: the cell's eligibility traces, and its eligibility trace filtered and summed ------------------
+    def inner_eprop(self, name: str):
+        """The cell's e-prop hook ``name``, in its factorised layout where it has one (``FactoredEProp``)."""
+        return getattr(self.cell, ("eprop_factored_" if isinstance(self.cell, FactoredEProp) else "eprop_") + name)
+
     def filtered_eprop_init(self, params: Params, carry) -> Params:
-        inner = self.cell.eprop_init(params, carry["cell"])
+        inner = self.inner_eprop("init")(params, carry["cell"])
         zeros = {name: jnp.zeros(jnp.shape(p), carry["o"].dtype) for name, p in params.items()}
         return {"cell": inner, "o": zeros, "n": zeros}
 
     def filtered_eprop_update(self, params: Params, carry, traces: Params, x: jax.Array) -> Params:
-        inner = self.cell.eprop_update(params, carry["cell"], traces["cell"], x)
-        e = self.cell.eprop_output(params, inner)
+        inner = self.inner_eprop("update")(params, carry["cell"], traces["cell"], x)
+        e = self.inner_eprop("output")(params, inner)
         return {"cell": inner,
                 "o": {name: self.decay * traces["o"][name] + (1 - self.decay) * e[name] for name in e},
                 "n": {name: traces["n"][name] + e[name] for name in e}}
@@ -112,7 +116,7 @@ class Filtered(Cell):
     def filtered_eprop_contract(self, params: Params, traces: Params, g_carry) -> Params:
         """The cell's part, and ``g_o e_bar + g_n sum(e)``: each credit on a neuron times the traces of the entries
         whose last axis names that neuron (the layout of ``eprop_output``)."""
-        grads = self.cell.eprop_contract(params, traces["cell"], g_carry["cell"])
+        grads = self.inner_eprop("contract")(params, traces["cell"], g_carry["cell"])
         for k in ("o", "n"):
             if g_carry[k] is not None:
                 grads = {name: g + g_carry[k] * traces[k][name] for name, g in grads.items()}
