@@ -1,5 +1,7 @@
-"""LRU and RTU (linear and non-linear): every exact method equals BPTT, traces have the size derived, |lambda| < 1."""
+"""LRU and RTU (linear and non-linear, with an output matrix or the units' parts concatenated): every exact method
+equals BPTT, traces have the size derived, |lambda| < 1."""
 
+import json
 import math
 
 import jax
@@ -18,6 +20,7 @@ from oracle import (
     prefix_grads,
     random_carry,
     random_problem,
+    reset_error,
     squared_error,
     worst_error,
 )
@@ -30,6 +33,9 @@ KINDS = {
     "lru": lambda D, N: LRU(D, N),
     "rtu": lambda D, N: RTU(D, N),
     "rtu_nonlinear": lambda D, N: RTU(D, N, variant="nonlinear"),
+    "lru_concat": lambda D, N: LRU(D, N, output_map="concat"),
+    "rtu_concat": lambda D, N: RTU(D, N, output_map="concat"),
+    "rtu_nonlinear_concat": lambda D, N: RTU(D, N, variant="nonlinear", output_map="concat"),
 }
 EXACT = ("closed_form", "diagonal", "rtrl")
 
@@ -37,14 +43,29 @@ EXACT = ("closed_form", "diagonal", "rtrl")
 # Fixed sizes and seeds (N not a power of two; D below, equal to and above... N varies), each family batched or
 # not: a compilation each, all methods and lengths in one call.
 @pytest.mark.parametrize(("kind", "batch_shape", "D", "N", "seed"), [
-    ("lru", (), 3, 7, 11), ("lru", (3,), 2, 5, 12), ("rtu", (3,), 4, 12, 13), ("rtu_nonlinear", (), 1, 5, 14)])
+    ("lru", (), 3, 7, 11), ("lru", (3,), 2, 5, 12), ("rtu", (3,), 4, 12, 13), ("rtu_nonlinear", (), 1, 5, 14),
+    ("lru_concat", (3,), 2, 10, 15), ("rtu_concat", (), 3, 8, 16), ("rtu_nonlinear_concat", (2,), 1, 6, 17)])
 def test_exact_methods_equal_bptt(kind, batch_shape, D, N, seed):
-    """For T in {1, 2, 3, 50}, from a zero and from a given carry."""
+    """For T in {1, 2, 3, 50}, from a zero and from a given carry (``auto`` too where the output is concatenated:
+    it must resolve to the closed form there as with the matrix)."""
     cell = KINDS[kind](D, N)
     params, xs, ys = random_problem(cell, 50, batch_shape, seed)
     carries = (cell.initial_carry(batch_shape), random_carry(cell, batch_shape, seed + 2))
-    error, where = worst_error(cell, EXACT, perturbed(params, seed + 1), xs, ys, carries, (1, 2, 3, 50))
+    methods = EXACT + ("auto",) if kind.endswith("concat") else EXACT
+    error, where = worst_error(cell, methods, perturbed(params, seed + 1), xs, ys, carries, (1, 2, 3, 50))
     assert error <= EXACT_TOL, where
+
+
+@pytest.mark.parametrize("kind", ["lru_concat", "rtu_concat", "rtu_nonlinear_concat"])
+def test_concatenated_outputs_stay_exact_after_a_reset(kind):
+    """The online learners' summed per-step gradients, example 0 reset half-way (its carry and traces zeroed), equal
+    BPTT's with that example's carry zeroed at the same step, under every exact method and ``auto`` (the closed
+    form)."""
+    cell = KINDS[kind](2, 8)
+    assert rtrl.inspect(cell).method == "closed_form"
+    params, xs, ys = random_problem(cell, 16, (2,), 31)
+    for method in (*EXACT, "auto"):
+        assert reset_error(cell, method, perturbed(params, 32), xs, ys, 7) <= EXACT_TOL, method
 
 
 def test_phases_past_their_clamp_stay_exact():
@@ -73,12 +94,14 @@ def trace_floats(cell, method, params):
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_trace_sizes(kind):
-    D, N = 5, 7
-    cell = KINDS[kind](D, N)
+    D = 5
+    cell = KINDS[kind](D, 14 if kind.endswith("concat") else 7)
+    N = 7  # the complex units: hidden_size, or half of it where the output is the units' parts concatenated
+    assert cell.units() == N
     params = cell.init(jax.random.PRNGKey(0))
     # closed form: Q, S (N complex) and E (D x N complex) for the linear recurrences (ds/dB_im = i ds/dB_re);
     # the non-linear RTU keeps one complex trace per recurrent parameter.
-    closed = 2 * (2 * N + D * N) if kind != "rtu_nonlinear" else 2 * (2 * N + 2 * D * N)
+    closed = 2 * (2 * N + D * N) if not kind.startswith("rtu_nonlinear") else 2 * (2 * N + 2 * D * N)
     assert trace_floats(cell, "closed_form", params) == closed
     # diagonal, from the step alone: the same (the second projection a complex pair of the first, the LRU's nu and
     # theta sharing ds/dlambda); the non-linear RTU's parts are not holomorphic, so each parameter keeps its own.
@@ -181,6 +204,83 @@ def test_rtu_step_follows_its_equations(variant):
     np.testing.assert_allclose(new["c1"], a1, rtol=1e-12)
     np.testing.assert_allclose(new["c2"], a2, rtol=1e-12)
     np.testing.assert_allclose(h, out1 @ p["C1"] + out2 @ p["C2"], rtol=1e-12)
+
+
+def test_concatenated_lru_step_follows_its_equations():
+    """``h = (Re s', Im s') + x @ skip`` over ``hidden_size / 2`` complex units, no ``C``; the recurrence that of the
+    matrix LRU with as many units (the same ``s'`` from the same recurrent parameters)."""
+    cell = LRU(2, 6, output_map="concat")
+    p = cell.init(jax.random.PRNGKey(0))
+    assert {name: a.shape for name, a in p.items()} == {
+        "nu": (3,), "theta": (3,), "gamma_log": (3,), "B_re": (2, 3), "B_im": (2, 3), "skip": (2, 6)}
+    carry = random_carry(cell, (4,), 2)
+    assert {name: a.shape for name, a in carry.items()} == {"re": (4, 3), "im": (4, 3)}
+    x = jax.random.normal(jax.random.PRNGKey(3), (4, 2))
+    new, h = cell.step(p, carry, x)
+    lam = RHO * jnp.exp(-jnp.exp(p["nu"]) + 1j * jnp.exp(p["theta"]))
+    s = lam * (carry["re"] + 1j * carry["im"]) + jnp.exp(p["gamma_log"]) * (x @ (p["B_re"] + 1j * p["B_im"]))
+    np.testing.assert_allclose(new["re"] + 1j * new["im"], s, rtol=1e-12)
+    np.testing.assert_allclose(h, jnp.concatenate([jnp.real(s), jnp.imag(s)], -1) + x @ p["skip"], rtol=1e-12)
+    matrix = LRU(2, 3)
+    recurrent = {k: p[k] for k in ("nu", "theta", "gamma_log", "B_re", "B_im")}
+    same, _ = matrix.step({**matrix.init(jax.random.PRNGKey(1)), **recurrent}, carry, x)
+    assert all(np.array_equal(same[k], new[k]) for k in ("re", "im"))
+
+
+@pytest.mark.parametrize("variant", ["linear", "nonlinear"])
+def test_concatenated_rtu_step_is_the_papers_output(variant):
+    """``h = (f(c1'), f(c2'))`` (linear) or ``(c1', c2')`` (non-linear), as Elelimy et al. write it: the carry of
+    the matrix RTU with as many units, and its output is that concatenation times ``[C1; C2]``."""
+    cell, matrix = RTU(2, 6, variant=variant, output_map="concat"), RTU(2, 3, variant=variant)
+    p = matrix.init(jax.random.PRNGKey(0))
+    own = {k: a for k, a in p.items() if k not in ("C1", "C2")}
+    assert {k: a.shape for k, a in cell.init(jax.random.PRNGKey(0)).items()} == {k: a.shape for k, a in own.items()}
+    carry = random_carry(cell, (4,), 2)
+    x = jax.random.normal(jax.random.PRNGKey(3), (4, 2))
+    new, h = cell.step(own, carry, x)
+    new_matrix, h_matrix = matrix.step(p, carry, x)
+    assert all(np.array_equal(new[k], new_matrix[k]) for k in ("c1", "c2"))
+    f = jnp.tanh if variant == "linear" else (lambda a: a)
+    np.testing.assert_array_equal(h, jnp.concatenate([f(new["c1"]), f(new["c2"])], -1))
+    np.testing.assert_allclose(h @ jnp.concatenate([p["C1"], p["C2"]]), h_matrix, rtol=1e-12)
+
+
+def test_the_default_output_map_is_the_matrix():
+    for cls in (LRU, RTU):
+        assert cls(2, 3) == cls(2, 3, output_map="matrix") and cls(2, 3).units() == 3
+        params = cls(2, 3).init(jax.random.PRNGKey(0))
+        assert {"C_re", "C_im"} <= set(params) if cls is LRU else {"C1", "C2"} <= set(params)
+
+
+@pytest.mark.parametrize("cls", [LRU, RTU])
+def test_bad_output_maps_are_value_errors(cls):
+    with pytest.raises(ValueError, match=r"output_map must be one of \['matrix', 'concat'\], got 'dense'"):
+        cls(2, 4, output_map="dense")
+    with pytest.raises(ValueError, match="output_map must be one of"):
+        cls(2, 4, output_map=None)
+    with pytest.raises(ValueError, match="hidden_size must be even under output_map='concat'.*got 5"):
+        cls(2, 5, output_map="concat")
+    cls(2, 5)  # any width with the matrix
+
+
+def test_output_map_from_the_command_line_round_trips_through_config_json(tmp_path, capsys):
+    """``rtrl rl --cell lru --cell-arg output_map=concat``: config.json keeps the option and ``rtrl.load`` rebuilds
+    the same cell, whose parameters have no ``C``; a wrong value, or an odd ``--hidden``, is refused (status 2) in
+    a line naming the argument, before anything is written."""
+    from rtrl.cli import main
+
+    tiny = "rl --env tmaze --env-arg length=2 --envs 2 --record-every 10 --steps 10 --quiet --cell lru".split()
+    assert main([*tiny, "--hidden", "6", "--cell-arg", "output_map=concat", "--out", str(tmp_path / "run")]) == 0
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["cell_args"] == {"output_map": "concat"}
+    cell, params = rtrl.load(tmp_path / "run")
+    assert cell == LRU(cell.input_size, 6, output_map="concat") and "C_re" not in params
+    assert params["nu"].shape == (3,) and params["skip"].shape == (cell.input_size, 6)
+    capsys.readouterr()
+    for args, word in ((["--hidden", "6", "--cell-arg", "output_map=dense"], "output_map must be one of"),
+                       (["--hidden", "5", "--cell-arg", "output_map=concat"], "hidden_size must be even")):
+        assert main([*tiny, *args, "--out", str(tmp_path / "bad")]) == 2
+        assert word in capsys.readouterr().err and not (tmp_path / "bad").exists()
 
 
 @pytest.mark.parametrize(("options", "message"), [

@@ -10,8 +10,9 @@ An ``ElementwiseCell`` splits its parameters into three kinds and writes its ste
 * ``readout()``: names of parameters that never enter the carry update;
 * every other parameter is a per-neuron vector ``(N,)`` and ``recur`` receives exactly these (``vectors``).
 
-Every carry leaf is ``(*batch, N)``. ``step`` is defined here from ``recur`` and ``output``, so the same step
-feeds BPTT and every trace method, and it checks the declaration.
+Every carry leaf is ``(*batch, N)``, ``N = units()`` (``hidden_size`` unless the cell says otherwise). ``step`` is
+defined here from ``recur`` and ``output``, so the same step feeds BPTT and every trace method, and it checks the
+declaration.
 
 Hand-derived traces of a projection ``P`` (D, N) are kept **neuron-major**, ``(N, D)`` (``e[P]`` transposed):
 every term of their update is a per-neuron factor times a row, ``J[k] e[P][k, :] + d[k] x``, so the factor is
@@ -80,6 +81,11 @@ class ElementwiseCell(Cell):
         """Names of the parameters that never enter the carry update."""
         return ()
 
+    def units(self) -> int:
+        """The number of neurons ``N`` of the recurrence: ``hidden_size``, unless ``h`` has another width (a cell
+        whose ``h`` is its ``N`` complex units' real and imaginary parts, ``hidden_size = 2 N``)."""
+        return self.hidden_size
+
     def recur(self, vectors: Params, carry: Carry, u: Params) -> Carry:
         """The next carry, element-wise over neurons, from the ``(N,)`` vectors, the carry and ``u``."""
         raise NotImplementedError
@@ -97,7 +103,7 @@ class ElementwiseCell(Cell):
     def check_structure(self) -> None:
         """Raise ``ValueError`` when the declared structure does not match ``param_shapes`` and ``carry_sizes``."""
         shapes = self.param_shapes()
-        D, N = self.input_size, self.hidden_size
+        D, N = self.input_size, self.units()
         for kind, names in (("projections", self.projections()), ("readout", self.readout())):
             unknown = sorted(set(names) - set(shapes))
             if unknown:
@@ -107,7 +113,7 @@ class ElementwiseCell(Cell):
             raise ValueError(f"{self.name} declares {both} both as projections and as readout")
         for name in self.projections():
             if shapes[name] != (D, N):
-                raise ValueError(f"projection {name!r} of {self.name} must have shape (input_size, hidden_size) = "
+                raise ValueError(f"projection {name!r} of {self.name} must have shape (input_size, units()) = "
                                  f"{(D, N)}, got {shapes[name]}")
         for name in self.vector_names():
             if shapes[name] != (N,):
@@ -117,7 +123,7 @@ class ElementwiseCell(Cell):
         leaves = {"carry": N} if sizes is None else sizes
         for name, k in leaves.items():
             if k != N:
-                raise ValueError(f"carry leaf {name!r} of {self.name} must have size hidden_size = {N}, got {k}")
+                raise ValueError(f"carry leaf {name!r} of {self.name} must have size units() = {N}, got {k}")
 
     def split_params(self, params: Params) -> tuple[Params, Params]:
         """``(vectors, projections)``: the parameters the recurrence sees, by kind."""

@@ -8,6 +8,19 @@ leaves ``{re, im}``)::
     s'     = lambda * s + gamma * (x @ B_re + i x @ B_im)                         B_re, B_im (D, N)
     h      = re' @ C_re - im' @ C_im + x @ skip  ( = Re(s' C) + x @ skip )        C_re, C_im (N, N), skip (D, N)
 
+Under ``output_map="concat"`` (the default is ``"matrix"``, the equations above) there is no ``C``: ``hidden_size``
+must be even, the cell has ``N = hidden_size / 2`` complex units (carry leaves, ``nu``, ``theta``, ``gamma_log`` of
+size N, ``B_re, B_im`` (D, N)), and ``h`` is their real and imaginary parts side by side, width ``hidden_size``::
+
+    h      = (re', im') + x @ skip                                                skip (D, hidden_size)
+
+A linear layer on ``h`` (a readout, an agent's heads) then does what ``C`` did: ``Re(s' C) W`` is
+``(re', im') [C_re W; -C_im W]``, one linear map, so folding ``C`` into that layer loses nothing, and a method that
+keeps a trace per parameter (an agent's parameter-space eligibility traces) no longer carries two N x N matrices
+per stream. ``skip`` stays, now ``(D, hidden_size)``: with a linear layer after it the concatenated cell is the
+matrix one's function class exactly (``x skip W`` is the matrix cell's direct path from ``x``; ``s'`` alone reaches
+``x`` only through ``gamma x B``, which the recurrence shares), at ``D hidden_size`` parameters, not ``N^2``.
+
 ``RHO = 1 - 1e-6`` keeps ``|lambda| <= RHO < 1`` for every finite parameter value even where ``exp(-exp(nu))``
 rounds to 1 (nu below about -37 in float64, -17 in float32); ``THETA_MAX`` keeps the phase finite (any phase
 above ``2 pi`` is already redundant). The paper's skip term is diagonal (``D * x``, input and output of one
@@ -40,7 +53,8 @@ and a credit ``g = g_re + i g_im`` on the carry they describe gives (``a = conj(
     dL/dtheta = Re(a dlambda/dtheta),  dlambda/dtheta = i phase lambda  (0 where theta >= THETA_MAX)
     dL/dgamma_log = gamma Re(b),   dL/dB_re = Re(w),   dL/dB_im = -Im(w)
 
-Memory: ``2 (2N + D N)`` floats, as the ``diagonal`` method finds from the step alone (docs/derivations.md).
+Memory: ``2 (2N + D N)`` floats (N the complex units: ``hidden_size / 2`` under ``"concat"``), as the
+``diagonal`` method finds from the step alone (docs/derivations.md).
 The helpers below are shared with ``RTU`` (``rtrl.cells.rtu``), whose linear variant has the same recurrence.
 """
 
@@ -57,6 +71,7 @@ from rtrl.cells.elementwise import ElementwiseCell, computed_once
 
 RHO = 1 - 1e-6
 THETA_MAX = 20.0
+OUTPUT_MAPS = ("matrix", "concat")
 
 
 # -- complex numbers carried as {re, im} pairs ----------------------------------------------------------------
@@ -86,6 +101,20 @@ def check_ring(r_min, r_max, max_phase) -> None:
         raise ValueError(f"r_max must be in (0, {RHO}) (|lambda| < 1: a stable recurrence), got {r_max}")
     if not max_phase > 0:
         raise ValueError(f"max_phase must be > 0, got {max_phase}")
+
+
+def check_output_map(output_map, hidden_size: int) -> None:
+    """``ValueError`` unless ``output_map`` is one of ``OUTPUT_MAPS``, and ``hidden_size`` even under ``"concat"``."""
+    if not isinstance(output_map, str) or output_map not in OUTPUT_MAPS:
+        raise ValueError(f"output_map must be one of {list(OUTPUT_MAPS)}, got {output_map!r}")
+    if output_map == "concat" and hidden_size % 2:
+        raise ValueError(f"hidden_size must be even under output_map='concat' (hidden_size / 2 complex units, h their "
+                         f"real and imaginary parts side by side), got {hidden_size}")
+
+
+def concat_units(output_map: str, hidden_size: int) -> int:
+    """The number of complex units: ``hidden_size``, or ``hidden_size / 2`` under ``output_map="concat"``."""
+    return hidden_size // 2 if output_map == "concat" else hidden_size
 
 
 def ring_init(key: jax.Array, shape, dtype, r_min: float, r_max: float, max_phase: float) -> Params:
@@ -140,33 +169,42 @@ def linear_trace_contract(traces: Params, g: jax.Array) -> tuple[jax.Array, jax.
 
 
 class LRU(ElementwiseCell):
-    """``LRU(input_size, hidden_size, r_min=0.4, r_max=0.99, max_phase=2 pi)``; see the module docstring."""
+    """``LRU(input_size, hidden_size, r_min=0.4, r_max=0.99, max_phase=2 pi, output_map="matrix")``; see the module
+    docstring."""
 
     r_min: float = 0.4
     r_max: float = 0.99
     max_phase: float = 2 * math.pi
+    output_map: str = "matrix"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_ring(self.r_min, self.r_max, self.max_phase)
+        check_output_map(self.output_map, self.hidden_size)
+
+    def units(self) -> int:
+        return concat_units(self.output_map, self.hidden_size)
 
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
-        D, N = self.input_size, self.hidden_size
+        D, N = self.input_size, self.units()
+        if self.output_map == "concat":
+            return {"nu": (N,), "theta": (N,), "gamma_log": (N,), "B_re": (D, N), "B_im": (D, N),
+                    "skip": (D, self.hidden_size)}
         return {"nu": (N,), "theta": (N,), "gamma_log": (N,), "B_re": (D, N), "B_im": (D, N),
                 "C_re": (N, N), "C_im": (N, N), "skip": (D, N)}
 
     def carry_sizes(self) -> dict[str, int]:
-        return {"re": self.hidden_size, "im": self.hidden_size}
+        return {"re": self.units(), "im": self.units()}
 
     def projections(self) -> tuple[str, ...]:
         return ("B_re", "B_im")
 
     def readout(self) -> tuple[str, ...]:
-        return ("C_re", "C_im", "skip")
+        return ("skip",) if self.output_map == "concat" else ("C_re", "C_im", "skip")
 
     def init(self, key: jax.Array, dtype=None) -> Params:
         params = super().init(key, dtype)
-        ring = ring_init(jax.random.fold_in(key, 1), (self.hidden_size,), params["nu"].dtype, self.r_min,
+        ring = ring_init(jax.random.fold_in(key, 1), (self.units(),), params["nu"].dtype, self.r_min,
                          self.r_max, self.max_phase)
         r = RHO * jnp.exp(-jnp.exp(ring["nu"]))
         return {**params, **ring, "gamma_log": 0.5 * jnp.log1p(-r**2)}
@@ -188,11 +226,13 @@ class LRU(ElementwiseCell):
         return {"re": re + gamma * u["B_re"], "im": im + gamma * u["B_im"]}
 
     def output(self, params: Params, carry: Params, x: jax.Array) -> jax.Array:
+        if self.output_map == "concat":
+            return jnp.concatenate([carry["re"], carry["im"]], axis=-1) + x @ params["skip"]
         return carry["re"] @ params["C_re"] - carry["im"] @ params["C_im"] + x @ params["skip"]
 
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
     def trace_init(self, params: Params, carry: Params) -> Params:
-        return linear_trace_init(self.input_size, self.hidden_size, carry["re"].dtype)
+        return linear_trace_init(self.input_size, self.units(), carry["re"].dtype)
 
     def trace_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
         u = lax.complex(x @ params["B_re"], x @ params["B_im"])

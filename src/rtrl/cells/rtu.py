@@ -11,8 +11,16 @@ parameter value), and the input normalisation fixed by ``r`` (not learned)::
     non-linear:            c1' = f(a1),    c2' = f(a2),    h = c1' @ C1 + c2' @ C2      C1, C2 (N, N)
 
 ``f`` is the ``activation`` option (tanh by default). The paper's output is the concatenation ``(f(c1), f(c2))``
-of width 2N; a cell's output here has width ``hidden_size = N``, so the RTU ends in the linear map ``C1, C2`` that
-any layer reading the concatenation would apply first.
+of width 2N. Under ``output_map="matrix"`` (the default, the equations above) the cell's output has width
+``hidden_size = N``, so the RTU ends in the linear map ``C1, C2`` that any layer reading the concatenation would
+apply first. Under ``output_map="concat"`` it is the paper's: ``hidden_size`` must be even, the cell has
+``N = hidden_size / 2`` units (carry leaves and ``nu, theta`` of size N, ``W1, W2`` (D, N)), no ``C1, C2``, and::
+
+    linear:      h = (f(c1'), f(c2'))          non-linear:  h = (c1', c2')          width hidden_size = 2 N
+
+A linear layer on ``h`` (a readout, an agent's heads) then applies ``C1, C2`` itself (``[C1; C2] W`` is one linear
+map), so nothing is lost, and a method that keeps a trace per parameter (an agent's parameter-space eligibility
+traces) no longer carries two N x N matrices per stream.
 
 Closed-form traces (derivation: docs/derivations.md). The linear RTU is the LRU's recurrence with
 ``gamma = sqrt(1 - r^2)``, so it keeps the LRU's three complex traces ``Q = ds/dlambda``, ``S = ds/dgamma`` and
@@ -24,7 +32,8 @@ separately, so each parameter ``theta`` keeps its own complex trace ``T[theta] =
     immediate:  nu: dlambda/dnu s + dgamma/dnu u,   theta: dlambda/dtheta s,   W1: gamma x,   W2: i gamma x
 
 (``u = x @ W1 + i x @ W2``, outer products over (D, N) for W1, W2), and a credit ``g`` gives
-``dL/dtheta = Re(conj(g) T[theta])``. Memory: ``2 (2N + D N)`` floats (linear), ``2 (2N + 2 D N)`` (non-linear).
+``dL/dtheta = Re(conj(g) T[theta])``. Memory: ``2 (2N + D N)`` floats (linear), ``2 (2N + 2 D N)`` (non-linear),
+N the units (``hidden_size / 2`` under ``"concat"``).
 """
 
 from __future__ import annotations
@@ -39,7 +48,9 @@ from rtrl.cells.base import Params, activation
 from rtrl.cells.elementwise import ElementwiseCell, computed_once
 from rtrl.cells.lru import (
     RHO,
+    check_output_map,
     check_ring,
+    concat_units,
     credit,
     eigenvalue,
     eigenvalue_derivatives,
@@ -63,13 +74,14 @@ def normalisation(nu: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 class RTU(ElementwiseCell):
     """``RTU(input_size, hidden_size, variant="linear", activation="tanh", r_min=0.4, r_max=0.99,
-    max_phase=2 pi)``; see the module docstring."""
+    max_phase=2 pi, output_map="matrix")``; see the module docstring."""
 
     variant: str = "linear"
     activation: str = "tanh"
     r_min: float = 0.4
     r_max: float = 0.99
     max_phase: float = 2 * math.pi
+    output_map: str = "matrix"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -77,23 +89,28 @@ class RTU(ElementwiseCell):
             raise ValueError(f"variant must be one of {list(VARIANTS)}, got {self.variant!r}")
         activation(self.activation)  # validates the name
         check_ring(self.r_min, self.r_max, self.max_phase)
+        check_output_map(self.output_map, self.hidden_size)
+
+    def units(self) -> int:
+        return concat_units(self.output_map, self.hidden_size)
 
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
-        D, N = self.input_size, self.hidden_size
-        return {"nu": (N,), "theta": (N,), "W1": (D, N), "W2": (D, N), "C1": (N, N), "C2": (N, N)}
+        D, N = self.input_size, self.units()
+        matrices = {"C1": (N, N), "C2": (N, N)} if self.output_map == "matrix" else {}
+        return {"nu": (N,), "theta": (N,), "W1": (D, N), "W2": (D, N), **matrices}
 
     def carry_sizes(self) -> dict[str, int]:
-        return {"c1": self.hidden_size, "c2": self.hidden_size}
+        return {"c1": self.units(), "c2": self.units()}
 
     def projections(self) -> tuple[str, ...]:
         return ("W1", "W2")
 
     def readout(self) -> tuple[str, ...]:
-        return ("C1", "C2")
+        return ("C1", "C2") if self.output_map == "matrix" else ()
 
     def init(self, key: jax.Array, dtype=None) -> Params:
         params = super().init(key, dtype)
-        return {**params, **ring_init(jax.random.fold_in(key, 1), (self.hidden_size,), params["nu"].dtype,
+        return {**params, **ring_init(jax.random.fold_in(key, 1), (self.units(),), params["nu"].dtype,
                                       self.r_min, self.r_max, self.max_phase)}
 
     def pre_activation(self, vectors: Params, carry: Params, u1, u2) -> tuple[jax.Array, jax.Array]:
@@ -113,13 +130,15 @@ class RTU(ElementwiseCell):
         if self.variant == "linear":
             f = activation(self.activation).fn
             c1, c2 = f(c1), f(c2)
+        if self.output_map == "concat":
+            return jnp.concatenate([c1, c2], axis=-1)
         return c1 @ params["C1"] + c2 @ params["C2"]
 
     # -- closed-form traces (one example; the library vmaps over the batch) ------------------------------
     def trace_init(self, params: Params, carry: Params) -> Params:
         dtype = carry["c1"].dtype
         if self.variant == "linear":
-            return linear_trace_init(self.input_size, self.hidden_size, dtype)
+            return linear_trace_init(self.input_size, self.units(), dtype)
         return {name: {"re": jnp.zeros(jnp.shape(params[name]), dtype), "im": jnp.zeros(jnp.shape(params[name]), dtype)}
                 for name in ("nu", "theta", "W1", "W2")}
 
