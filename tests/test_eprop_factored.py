@@ -1,10 +1,11 @@
-"""e-prop factorised (``rtrl.capabilities.FactoredEProp``): with one leak for all neurons (not learnt) and no reset
-to a value, ``LIF`` and ``ALIF`` keep e-prop's eligibility as ``zbar`` (per presynaptic entry), ``psi`` (per neuron)
+"""e-prop factorised (``rtrl.capabilities.FactoredEProp``): with one leak for all neurons (not learnt) and no reset to
+a value, ``LIF`` and ``ALIF`` keep e-prop's eligibility as ``zbar`` (per presynaptic entry), ``psi`` (per neuron)
 and, for ALIF, ``eps_a`` on the adapting neurons' columns only. The ``eprop`` method and the trainer's ``Filtered``
-readout bind to that layout; the gradient must be today's per-synapse e-prop (``eprop_init / update / contract``) to
-1e-9 relative in float64: from a zero carry, across resets, over long sequences, LIF and ALIF, recurrent and not,
-with per-neuron thresholds and adaptation, refractory periods, the paper's triangle surrogate. Cells whose leak is
-per neuron or learnt, or that reset to a value, keep the per-synapse traces.
+readout bind to that layout (the contraction summed over the batch at once); the gradient must be today's
+per-synapse e-prop (``eprop_init / update / contract``) to 1e-9 relative in float64: from a zero carry, across
+resets, over long sequences, LIF and ALIF, recurrent and not, with per-neuron thresholds and adaptation, refractory
+periods, the paper's triangle surrogate. Cells whose leak is per neuron or learnt, or that reset to a value, keep
+the per-synapse traces.
 
 Mutations tried by hand (each made a test below fail, then restored): ALIF's ``eps_a`` update reading the new ``psi``
 instead of the previous step's; the adapting columns taken as all neurons' but for the first (an off-by-one in
@@ -37,7 +38,8 @@ CASES = {
     "alif_paper": ALIF(4, 6, leak=0.95, recurrent=True, lif_neurons=3, adaptation=0.5, adaptation_decay=0.99,
                        refractory=2, **TRIANGLE),
     "alif_per_neuron": ALIF(4, 6, leak=0.9, recurrent=True, adaptation=(0.2, 0.0, 0.5, 0.0, 0.3, 0.1),
-                            adaptation_decay=(0.9, 0.95, 0.5, 0.99, 0.8, 0.7), threshold=(1.0, 0.7, 1.3, 0.9, 1.1, 0.8)),
+                            adaptation_decay=(0.9, 0.95, 0.5, 0.99, 0.8, 0.7),
+                            threshold=(1.0, 0.7, 1.3, 0.9, 1.1, 0.8)),
     "alif_none_adapting": ALIF(4, 6, leak=0.9, recurrent=True, lif_neurons=6),
 }
 PER_SYNAPSE = {
@@ -118,7 +120,8 @@ def test_factorised_eprop_is_todays_eprop(name):
     ones, over 300 steps with resets, from a zero carry."""
     cell = CASES[name]
     assert isinstance(cell, FactoredEProp)
-    assert bound(EProp(), cell).init == cell.eprop_factored_init
+    rule = bound(EProp(), cell)
+    assert rule.init == cell.eprop_factored_init and rule.sums_batch  # one contraction for the whole batch
     check_same(cell, cell)
 
 
@@ -127,7 +130,9 @@ def test_factorised_eprop_through_the_filtered_readout_is_todays(name):
     """The trainer's readout with a state (``Filtered``: the paper's filtered eligibility trace and the spike count)
     over the factorised inner traces: the same gradient as over the per-synapse ones."""
     cell = CASES[name]
-    check_same(cell, Filtered.of(cell, 0.9))
+    learned = Filtered.of(cell, 0.9)
+    assert isinstance(learned, FactoredEProp) and bound(EProp(), learned).sums_batch
+    check_same(cell, learned)
 
 
 def test_factorised_traces_are_smaller():

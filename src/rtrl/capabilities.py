@@ -28,9 +28,9 @@ of its members and the cell itself gets them at construction (``rtrl.cells.spiki
 * ``EPropOutput``: ``eprop_output(params, traces)``, the eligibility trace ``e = dh/dtheta`` of a ``BellecEProp``
   cell's vectors, each entry the sensitivity of the neuron its parameter's last axis names (the spiking cells): what a
   readout with a state filters (``rtrl.training.model.Filtered``).
-* ``FactoredEProp``: ``eprop_factored_init / update / contract / output``, the same e-prop in a smaller layout of the
-  cell's choosing (``LIF`` and ``ALIF`` with one leak and no reset to a value: ``e_ji = psi_j zbar_i``); the ``eprop``
-  method and ``Filtered`` prefer it where the cell has it.
+* ``FactoredEProp``: ``eprop_factored_init / update / contract``, the same e-prop in a smaller layout of the cell's
+  choosing (``LIF`` and ``ALIF`` with one leak and no reset to a value: ``e_ji = psi_j zbar_i``), the contraction
+  summed over a batch at once; the ``eprop`` method prefers it where the cell has it.
 * ``Spiking``: a cell whose ``h`` is its spikes (0 or 1), fired by ``fire(u)`` with a surrogate derivative
   (``rtrl.cells.LIF``, ``ALIF``, ``SpikingIIR2``); a trainer reports the firing rate of its held-out episodes.
 * ``Layered``: a cell made of recurrent layers (``rtrl.cells.Stack``, ``rtrl.cells.Network``), which
@@ -124,14 +124,14 @@ class EPropOutput(Protocol):
 
 @runtime_checkable
 class FactoredEProp(Protocol):
-    """``BellecEProp`` and ``EPropOutput`` in a smaller layout of the cell's choosing (the spiking cells where e-prop's
-    eligibility vector is shared by the postsynaptic neurons): the same gradient and eligibility trace, laid out like
-    ``params``, from traces that are not."""
+    """``BellecEProp`` in a smaller layout of the cell's choosing (the spiking cells where e-prop's eligibility vector
+    is shared by the postsynaptic neurons): the same gradient, laid out like ``params``, from traces that are not.
+    ``eprop_factored_contract`` sums over any leading axes of examples that its traces and credit share (one
+    contraction for a whole batch). A cell with ``eprop_factored_output`` (``EPropOutput`` of these traces) can be read
+    by a readout with a state (``rtrl.training.model.Filtered``, which then has these hooks too)."""
 
     def eprop_factored_init(self, params, carry) -> Any: ...
 
     def eprop_factored_update(self, params, carry, traces, x) -> Any: ...
 
     def eprop_factored_contract(self, params, traces, g_carry) -> Any: ...
-
-    def eprop_factored_output(self, params, traces) -> Any: ...

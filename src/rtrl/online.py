@@ -173,6 +173,8 @@ def online(cell, method: str | TraceMethod = "rtrl") -> Learner:
         return stored(update(state.carry, widened(params, state.traces), x), rule.trace_dtype)
 
     def contract(params, traces, g_carry):
+        if rule.sums_batch:  # the rule sums the batch itself
+            return rule.to_params(params, rule.contract(params, widened(params, traces), g_carry))
         summed = contract_summed(lambda tr, g: rule.contract(params, widened(params, tr), g), traces,
                                  g_carry, jnp.ndim(jax.tree.leaves(g_carry)[0]) - 1)
         return rule.to_params(params, summed)

@@ -158,13 +158,19 @@ class ALIF(SpikingCell):
         return self.factored_eprop_contract(params, traces, {"v": None, "a": None, "s": jnp.ones_like(traces["psi"])})
 
     def factored_eprop_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
-        """``g_v eps_v + g_s e = zbar (x) (g_v + g_s psi) - eps_a (g_s psi beta)`` (the last on the adapting columns).
-        ``eps_a`` is kept for the adapting neurons only, so a credit on ``a`` needs ``eprop_contract``."""
+        """``g_v eps_v + g_s e = zbar (x) (g_v + g_s psi) - eps_a (g_s psi beta)`` (the last on the adapting columns),
+        summed over any leading axes of examples. ``eps_a`` is kept for the adapting neurons only, so a credit on ``a``
+        needs ``eprop_contract``."""
         if g_carry.get("a") is not None:
             raise ValueError("the factorised e-prop traces keep eps_a for the adapting neurons only; a credit on the "
                              "adaptation needs eprop_contract")
         cols, psi = self.adapting(), traces["psi"]
         g_s = credit(g_carry["s"], psi) * psi
         grads = self.outer_rows(traces["z"], credit(g_carry["v"], psi) + g_s)
-        drop = (g_s * self.beta(psi))[cols]
-        return {name: g.at[..., cols].add(-traces["a"][name] * drop) for name, g in grads.items()}
+        if not np.arange(self.hidden_size)[cols].size:  # no adapting neuron
+            return grads
+        drop = (g_s * self.beta(psi))[..., cols]
+        spec = {name: "...ik,...k->ik" if len(shape) == 2 else "...k,...k->k"
+                for name, shape in self.param_shapes().items()}
+        return {name: g.at[..., cols].add(-jnp.einsum(spec[name], traces["a"][name], drop))
+                for name, g in grads.items()}

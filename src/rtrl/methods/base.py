@@ -21,7 +21,9 @@ value, so compiled functions are cached per method; ``rtrl.methods.SnAp(n=2)``),
     once.
 
   and ``method``, ``exact``, ``trace_dtype``, ``contracts_new_traces`` (which traces the online step contracts:
-  ``new_traces``, by default the new ones where the method is exact). A method that does not apply to the cell
+  ``new_traces``, by default the new ones where the method is exact), ``sums_batch`` (``contract`` also takes the
+  traces and credit of a whole batch, leading axes, and returns the sum over it: one call a step, e.g. a matrix
+  product over the batch, instead of one per example). A method that does not apply to the cell
   raises ``ValueError`` from ``bind`` (and from ``check(cell)``), saying why. The rule's use (``rtrl.online``)
   back-propagates a step's loss through that one step only, to the parameters (immediate part) and to a carry,
   whose credit the traces turn into the rest. ``trace_shapes(cell)`` says what ``init`` makes (``None`` where
@@ -104,6 +106,7 @@ class TraceRule(NamedTuple):
     contract: Callable  # (params, traces, g_carry) -> grads in the traces' layout
     to_params: Callable = laid_out_as_is  # (params, grads) -> grads laid out like params
     new_traces: bool | None = None  # which traces the online step contracts; None: the new ones where exact
+    sums_batch: bool = False  # whether contract takes a whole batch (leading axes) and returns its sum
 
     @property
     def exact(self) -> bool:

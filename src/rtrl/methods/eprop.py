@@ -57,7 +57,7 @@ class EProp(SnAp):
     def bind(self, cell, params=None, carry=None) -> TraceRule:
         if isinstance(cell, FactoredEProp):  # the same rule in the cell's smaller layout
             return TraceRule(self, cell.eprop_factored_init, cell.eprop_factored_update, cell.eprop_factored_contract,
-                             new_traces=True)
+                             new_traces=True, sums_batch=True)
         if isinstance(cell, BellecEProp):
             return TraceRule(self, cell.eprop_init, cell.eprop_update, cell.eprop_contract, new_traces=True)
         return super().bind(cell, params, carry)

@@ -25,6 +25,8 @@ paper's readout").
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -72,6 +74,9 @@ class Filtered(Cell):
         if isinstance(self.cell, BellecEProp) and isinstance(self.cell, EPropOutput):
             for name in ("init", "update", "contract"):
                 object.__setattr__(self, "eprop_" + name, getattr(self, "filtered_eprop_" + name))
+                if isinstance(self.cell, FactoredEProp):  # the same over the cell's factorised traces
+                    object.__setattr__(self, "eprop_factored_" + name,
+                                       functools.partial(getattr(self, "filtered_eprop_" + name), factored=True))
 
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
         return self.cell.param_shapes()
@@ -97,29 +102,34 @@ class Filtered(Cell):
         return jnp.concatenate([carry["o"], s, carry["n"]], axis=-1)
 
     # -- e-prop: the cell's eligibility traces, and its eligibility trace filtered and summed ------------------
-    def inner_eprop(self, name: str):
-        """The cell's e-prop hook ``name``, in its factorised layout where it has one (``FactoredEProp``)."""
-        return getattr(self.cell, ("eprop_factored_" if isinstance(self.cell, FactoredEProp) else "eprop_") + name)
+    # ``factored=True``: over the cell's factorised traces (``rtrl.capabilities.FactoredEProp``), the filtered and
+    # summed eligibility traces still per synapse, the contraction summed over any leading axes of examples.
+    def inner_eprop(self, name: str, factored: bool):
+        """The cell's e-prop hook ``name``, in its factorised layout with ``factored``."""
+        return getattr(self.cell, ("eprop_factored_" if factored else "eprop_") + name)
 
-    def filtered_eprop_init(self, params: Params, carry) -> Params:
-        inner = self.inner_eprop("init")(params, carry["cell"])
+    def filtered_eprop_init(self, params: Params, carry, factored: bool = False) -> Params:
+        inner = self.inner_eprop("init", factored)(params, carry["cell"])
         zeros = {name: jnp.zeros(jnp.shape(p), carry["o"].dtype) for name, p in params.items()}
         return {"cell": inner, "o": zeros, "n": zeros}
 
-    def filtered_eprop_update(self, params: Params, carry, traces: Params, x: jax.Array) -> Params:
-        inner = self.inner_eprop("update")(params, carry["cell"], traces["cell"], x)
-        e = self.inner_eprop("output")(params, inner)
+    def filtered_eprop_update(self, params: Params, carry, traces: Params, x: jax.Array,
+                              factored: bool = False) -> Params:
+        inner = self.inner_eprop("update", factored)(params, carry["cell"], traces["cell"], x)
+        e = self.inner_eprop("output", factored)(params, inner)
         return {"cell": inner,
                 "o": {name: self.decay * traces["o"][name] + (1 - self.decay) * e[name] for name in e},
                 "n": {name: traces["n"][name] + e[name] for name in e}}
 
-    def filtered_eprop_contract(self, params: Params, traces: Params, g_carry) -> Params:
+    def filtered_eprop_contract(self, params: Params, traces: Params, g_carry, factored: bool = False) -> Params:
         """The cell's part, and ``g_o e_bar + g_n sum(e)``: each credit on a neuron times the traces of the entries
-        whose last axis names that neuron (the layout of ``eprop_output``)."""
-        grads = self.inner_eprop("contract")(params, traces["cell"], g_carry["cell"])
+        whose last axis names that neuron (the layout of ``eprop_output``), summed over any leading axes of
+        examples."""
+        grads = self.inner_eprop("contract", factored)(params, traces["cell"], g_carry["cell"])
         for k in ("o", "n"):
             if g_carry[k] is not None:
-                grads = {name: g + g_carry[k] * traces[k][name] for name, g in grads.items()}
+                grads = {name: g + jnp.einsum("...j,...ij->ij" if jnp.ndim(params[name]) == 2 else "...j,...j->j",
+                                              g_carry[k], traces[k][name]) for name, g in grads.items()}
         return grads
 
 
