@@ -1,8 +1,8 @@
 """A memoryless cell, the baseline of a memory task: ``h' = act(x @ W + B)``, the previous carry ignored.
 
 With it in the torso, an agent sees only the current observation, on the same budget, heads and update as a
-recurrent one (``rtrl rl --cell feedforward``; the ``-memoryless`` rows of docs/rl.md). Every trace method applies
-and is exact: nothing flows through the carry, so the traces hold the last step's direct gradient only.
+recurrent one (``rtrl rl --cell feedforward``; the ``-memoryless`` rows of docs/rl-results.md). Every trace method
+applies and is exact: nothing flows through the carry, so the traces hold the last step's direct gradient only.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 * ``rtrl results training [--only EXPERIMENT ...]``: docs/results.md's tables, tasks x cells x methods on one budget
   (``rtrl.reports.results``; ``make results`` runs it);
-* ``rtrl results rl --out DIR [--tables ...] [--seeds S]``: docs/rl.md's tables, each row an ``rtrl rl`` preset over
-  seeds (``rtrl.rl.results``);
+* ``rtrl results rl --out DIR [--tables ...] [--seeds S]``: docs/rl-results.md's tables, each row an ``rtrl rl``
+  preset over seeds (``rtrl.rl.results``);
 * ``rtrl results popgym --out DIR [--tasks ...] [--rows ...] [--seeds S]``: the POPGym Easy suite of Farr et al.
   (2026), normalised on their scale (``rtrl.rl.suite``).
 

@@ -6,17 +6,18 @@ of its own (one line), so their rows are presets, named and run as every other t
 ``pendulum-p-memoryless``, ...), and ``python -m rtrl.rl.results`` runs them over seeds.
 
 * ``pendulum-p``: gymnax's Pendulum-v1 with the angular velocity hidden (jitted, so ``--seeds`` runs seeds under one
-  ``vmap``). Measured (docs/rl.md, "Continuous control"): with linear heads on a width-64 minGRU, or Adam at 1e-3,
-  even the fully observed pendulum stayed near the random policy's -1200 over 16 x 40k-150k steps; a tanh layer of
-  64 units before the heads (``head_hidden``) and Adam at 3e-4 took it to -170 by 16 x 48k steps, and the same
-  setting takes ``pendulum-p`` past -450 by 16 x 80k where the memoryless torso stays near -1100. gamma 0.95,
-  lambda 0.9, no entropy bonus (the policy's spread is learnt from the policy gradient alone).
+  ``vmap``). Measured (docs/rl-results.md, "Continuous control"; docs/rl-history.md): with linear heads on a
+  width-64 minGRU, or Adam at 1e-3, even the fully observed pendulum stayed near the random policy's -1200 over
+  16 x 40k-150k steps; a tanh layer of 64 units before the heads (``head_hidden``) and Adam at 3e-4 took it to -170
+  by 16 x 48k steps, and the same setting takes ``pendulum-p`` past -450 by 16 x 80k where the memoryless torso
+  stays near -1100. gamma 0.95, lambda 0.9, no entropy bonus (the policy's spread is learnt from the policy gradient
+  alone).
 * ``hopper-p``, ``walker2d-p``, ``halfcheetah-p``, ``ant-p``: Gymnasium's MuJoCo v5 tasks (the ``mujoco`` extra) on
   the host route, 2M frames (8 environments x 250k steps; Farr et al. 2026 report 2M-frame figures), the same
   agent on a width-128 minGRU under exact RTRL (``auto``: its closed-form traces), gamma 0.99 and lambda 0.99 (their
   5M-frame Hopper-P: 262 at lambda 0.8, 1550 at 0.99). Not yet measured to 2M frames here; the intentional update
   (their best at 2M, actor constant 0.01) is ``--optimizer intentional --lr 0.01``, one constant for the actor and
-  the critic here, and did not learn Pendulum at 0.01 or 0.1 (docs/rl.md).
+  the critic here, and did not learn Pendulum at 0.01 or 0.1 (docs/rl-history.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``python -m rtrl.rl.results --out DIR [--tables NAME ...] [--seeds S] [--jobs N]``: the rows of docs/rl.md's
+"""``python -m rtrl.rl.results --out DIR [--tables NAME ...] [--seeds S] [--jobs N]``: the rows of docs/rl-results.md's
 results tables, each a preset (``rtrl.rl.presets``), over several seeds, ``N`` runs at a time (each in its own
 process). A row on a jitted environment runs its ``S`` seeds in one call under ``jax.vmap`` (``rtrl rl --seeds``:
 one compilation, the seeds' records split apart afterwards, each with its own return and episode count and the

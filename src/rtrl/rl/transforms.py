@@ -11,7 +11,7 @@ the extra arguments of the step (``optax.GradientTransformationExtraArgs``):
   ``None``;
 * ``grads``: ``g_t`` again, for the step-size rules whose statistics read it (``intentional``).
 
-The members (docs/rl.md, "The update as transforms")::
+The members (docs/rl.md, "The agent and the update, in brief")::
 
     eligibility_traces(decay, envs)   g_t -> z_{t-1};        z_t = decay * (1 - cut) * z_{t-1} + g_t
     td_ascent(measure)                z -> Ascent(u, m):     u = mean_e delta_e z_e + bonus,
