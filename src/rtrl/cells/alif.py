@@ -155,7 +155,17 @@ class ALIF(SpikingCell):
         return {"z": self.filtered_rows(params, carry, traces, x), "a": a, "psi": self.eprop_psi(params, carry, x)}
 
     def factored_eprop_output(self, params: Params, traces: Params) -> Params:
-        return self.factored_eprop_contract(params, traces, {"v": None, "a": None, "s": jnp.ones_like(traces["psi"])})
+        """``e = zbar (x) psi - eps_a (psi beta)``, the last on the adapting columns."""
+        cols, psi = self.adapting(), traces["psi"]
+        adapted = (psi * self.beta(psi))[..., cols]
+        return {name: e - self.on_columns(traces["a"][name] * adapted, cols)
+                for name, e in self.outer_rows(traces["z"], psi).items()}
+
+    def on_columns(self, a: jax.Array, cols) -> jax.Array:
+        """``a`` (..., adapting neurons) laid on all neurons' columns, zeros elsewhere."""
+        if isinstance(cols, slice):  # a pad, which XLA fuses with what reads it
+            return jnp.pad(a, [(0, 0)] * (a.ndim - 1) + [(cols.start, self.hidden_size - cols.stop)])
+        return jnp.zeros(a.shape[:-1] + (self.hidden_size,), a.dtype).at[..., cols].set(a)
 
     def factored_eprop_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
         """``g_v eps_v + g_s e = zbar (x) (g_v + g_s psi) - eps_a (g_s psi beta)`` (the last on the adapting columns),
@@ -166,7 +176,7 @@ class ALIF(SpikingCell):
                              "adaptation needs eprop_contract")
         cols, psi = self.adapting(), traces["psi"]
         g_s = credit(g_carry["s"], psi) * psi
-        grads = self.outer_rows(traces["z"], credit(g_carry["v"], psi) + g_s)
+        grads = self.summed_outer_rows(traces["z"], credit(g_carry["v"], psi) + g_s)
         if not np.arange(self.hidden_size)[cols].size:  # no adapting neuron
             return grads
         drop = (g_s * self.beta(psi))[..., cols]

@@ -100,6 +100,6 @@ class LIF(SpikingCell):
         return self.outer_rows(traces["z"], traces["psi"])
 
     def factored_eprop_contract(self, params: Params, traces: Params, g_carry: Params) -> Params:
-        """``g_v eps + g_s e = zbar (x) (g_v + g_s psi)``."""
+        """``g_v eps + g_s e = zbar (x) (g_v + g_s psi)``, summed over any leading axes of examples."""
         psi = traces["psi"]
-        return self.outer_rows(traces["z"], credit(g_carry["v"], psi) + credit(g_carry["s"], psi) * psi)
+        return self.summed_outer_rows(traces["z"], credit(g_carry["v"], psi) + credit(g_carry["s"], psi) * psi)

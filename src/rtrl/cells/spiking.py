@@ -315,8 +315,12 @@ class SpikingCell(Cell):
         return self.reset_factors(self.membrane_step(params, carry, x), exact=False)["psi"]
 
     def outer_rows(self, rows: Params, column: jax.Array) -> Params:
-        """``row (x) column`` for every parameter, laid out like it (``b``'s row is a scalar), summed over any leading
-        axes of examples that ``rows`` and ``column`` share."""
+        """``row (x) column`` for every parameter of one example, laid out like it (``b``'s row is a scalar)."""
+        return {name: jnp.expand_dims(row, -1) * column for name, row in rows.items()}
+
+    def summed_outer_rows(self, rows: Params, column: jax.Array) -> Params:
+        """``outer_rows`` summed over any leading axes of examples that ``rows`` and ``column`` share (a matrix
+        product over a batch)."""
         return {name: jnp.einsum("...i,...j->ij" if len(self.param_shapes()[name]) == 2 else "...,...j->j", row, column)
                 for name, row in rows.items()}
 

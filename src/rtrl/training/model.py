@@ -34,7 +34,7 @@ from rtrl.capabilities import BellecEProp, EPropOutput, FactoredEProp, HasOutput
 from rtrl.cells.base import Cell, Params, glorot
 from rtrl.cells.spiking import check_number
 from rtrl.frozen import Frozen
-from rtrl.online import zero_where
+from rtrl.online import contract_summed, zero_where
 
 
 def init_readout(key: jax.Array, hidden_size: int, output_size: int, dtype) -> Params:
@@ -126,11 +126,17 @@ class Filtered(Cell):
         whose last axis names that neuron (the layout of ``eprop_output``), summed over any leading axes of
         examples."""
         grads = self.inner_eprop("contract", factored)(params, traces["cell"], g_carry["cell"])
-        for k in ("o", "n"):
-            if g_carry[k] is not None:
-                grads = {name: g + jnp.einsum("...j,...ij->ij" if jnp.ndim(params[name]) == 2 else "...j,...j->j",
-                                              g_carry[k], traces[k][name]) for name, g in grads.items()}
-        return grads
+        read = [k for k in ("o", "n") if g_carry[k] is not None]
+        if not read:
+            return grads
+
+        def example(tr, g):  # one example's: each credit on a neuron times its column of the traces
+            return {name: sum(g[k] * tr[k][name] for k in read) for name in grads}
+
+        # a loop over the examples: on a CPU, XLA's sum of the products over a batch axis is several times slower
+        batch_ndim = jnp.ndim(g_carry[read[0]]) - 1
+        filtered = contract_summed(example, {k: traces[k] for k in read}, {k: g_carry[k] for k in read}, batch_ndim)
+        return jax.tree.map(jnp.add, grads, filtered)
 
 
 class Readout(Frozen):
