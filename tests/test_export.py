@@ -626,3 +626,14 @@ def test_a_resonant_spiking_synapse_is_refused_by_name():
         to_nir(cell, params)
     with pytest.raises(ValueError, match="SpikingIIR2 with a second-order filter .* has no snntorch counterpart"):
         to_nir(cell, {**params, "a1": 0.1 * jnp.ones(N), "a0": -0.7 * jnp.ones(N)}, target="snntorch")
+
+
+def test_a_path_that_is_not_a_regular_file_is_refused_before_it_is_read(tmp_path):
+    """A FIFO (nothing writes to it) blocked h5py's open for ever; a folder is no graph either."""
+    import os
+
+    fifo = tmp_path / "graph.nir"
+    os.mkfifo(fifo)
+    for path in (fifo, tmp_path):
+        with pytest.raises(ValueError, match="not a regular file"):
+            from_nir(str(path), dt=1.0)

@@ -329,6 +329,8 @@ def as_graph(graph):
     """A ``nir.NIRGraph``: ``graph`` itself, or the graph read from a path."""
     nir = nir_module()
     if isinstance(graph, str | os.PathLike):
+        if os.path.exists(graph) and not os.path.isfile(graph):  # a FIFO or a device would block the read
+            raise ValueError(f"cannot read a NIR graph from {os.fspath(graph)!r}: not a regular file")
         try:
             graph = nir.read(graph)
         except Exception as error:  # noqa: BLE001 - h5py and nir raise many kinds; the reason goes in the message
