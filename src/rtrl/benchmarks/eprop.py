@@ -1,0 +1,85 @@
+"""One batch of the e-prop paper's evidence accumulation under e-prop against BPTT, timed side by side.
+
+    python -m rtrl.benchmarks.eprop [--trial 2250] [--repeats 3] [--methods eprop-synaptic eprop bptt]
+
+Each method is the preset ``evidence-eprop-paper/alif-METHOD`` (100 LIF and ALIF neurons, recurrent, batches of 64
+trials, one update per trial, the paper's filtered readout and rate regulariser) trained for one batch (one call of
+``Trainer.train`` over one trial) after a first, compiling call; the calls of every method are interleaved, and the
+least time of ``--repeats`` is reported with its ratio to ``bptt``'s. ``--trial`` below 2250 shortens each trial
+(one cue, ``episode_length`` = the trial; the cost per step does not depend on the cues). ``eprop-synaptic`` is
+e-prop on the cells' per-synapse hooks (``eprop_init / update / contract``, one contraction per example): the rule
+before the factorised traces (``rtrl.capabilities.FactoredEProp``), the same gradient.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import jax
+
+from rtrl.methods import EProp
+from rtrl.methods.base import TraceRule
+from rtrl.provenance import line
+from rtrl.training.assemble import assemble
+from rtrl.training.config import RunConfig
+from rtrl.training.presets import PAPER_TRIAL, PRESETS
+
+
+class SynapticEProp(EProp):
+    """e-prop on the cell's per-synapse hooks, one contraction per example."""
+
+    def bind(self, cell, params=None, carry=None) -> TraceRule:
+        return TraceRule(self, cell.eprop_init, cell.eprop_update, cell.eprop_contract, new_traces=True)
+
+
+def trainer_of(method: str, trial: int):
+    """The preset's trainer of ``method`` (``eprop``, ``bptt`` or ``eprop-synaptic``) with trials of ``trial``."""
+    options = dict(PRESETS[f"evidence-eprop-paper/alif-{method.split('-')[0]}"].options)
+    task_args = {} if trial == PAPER_TRIAL else {"episode_length": trial, "cues": 1}
+    options.update(task_args=task_args, steps=trial, eval_every=trial,
+                   update_every=trial if options.get("update_every") else None)
+    assembly = assemble(RunConfig(**options))
+    if method == "eprop-synaptic":
+        assembly = assembly._replace(method=SynapticEProp())
+    return assembly.trainer()
+
+
+def measure(methods, trial: int, repeats: int) -> dict[str, dict]:
+    """Per method: the compiling call's seconds and the least seconds of one batch over ``repeats``."""
+    runs = {}
+    for method in methods:
+        trainer = trainer_of(method, trial)
+        start = time.perf_counter()
+        state = jax.block_until_ready(trainer.train(trainer.init(), trial)[0])
+        runs[method] = {"trainer": trainer, "state": state, "first_s": time.perf_counter() - start, "times": []}
+    for _ in range(repeats):
+        for run in runs.values():
+            start = time.perf_counter()
+            jax.block_until_ready(run["trainer"].train(run["state"], trial)[0])
+            run["times"].append(time.perf_counter() - start)
+    return {m: {"first_s": r["first_s"], "batch_s": min(r["times"]), "times": r["times"]} for m, r in runs.items()}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trial", type=int, default=PAPER_TRIAL)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--methods", nargs="+", default=["eprop-synaptic", "eprop", "bptt"])
+    args = parser.parse_args(argv)
+    load = os.getloadavg()[0]
+    results = measure(args.methods, args.trial, args.repeats)
+    base = results.get("bptt", {}).get("batch_s")
+    print(f"trial {args.trial} steps, batch 64; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after")
+    for method, r in results.items():
+        ratio = f"{r['batch_s'] / base:.2f}x bptt" if base else ""
+        times = ", ".join(f"{t:.2f}" for t in r["times"])
+        print(f"{method:16s} {r['batch_s']:7.3f} s a batch (least of {times}; first call {r['first_s']:.1f} s) {ratio}")
+    command = "python -m rtrl.benchmarks.eprop " + " ".join(argv if argv is not None else sys.argv[1:])
+    print(line(command.strip()))
+
+
+if __name__ == "__main__":
+    main()
