@@ -104,6 +104,7 @@ class ElementwiseCell(Cell):
         """Raise ``ValueError`` when the declared structure does not match ``param_shapes`` and ``carry_sizes``."""
         shapes = self.param_shapes()
         D, N = self.input_size, self.units()
+        width = "hidden_size" if N == self.hidden_size else "units()"
         for kind, names in (("projections", self.projections()), ("readout", self.readout())):
             unknown = sorted(set(names) - set(shapes))
             if unknown:
@@ -113,7 +114,7 @@ class ElementwiseCell(Cell):
             raise ValueError(f"{self.name} declares {both} both as projections and as readout")
         for name in self.projections():
             if shapes[name] != (D, N):
-                raise ValueError(f"projection {name!r} of {self.name} must have shape (input_size, units()) = "
+                raise ValueError(f"projection {name!r} of {self.name} must have shape (input_size, {width}) = "
                                  f"{(D, N)}, got {shapes[name]}")
         for name in self.vector_names():
             if shapes[name] != (N,):
@@ -123,7 +124,7 @@ class ElementwiseCell(Cell):
         leaves = {"carry": N} if sizes is None else sizes
         for name, k in leaves.items():
             if k != N:
-                raise ValueError(f"carry leaf {name!r} of {self.name} must have size units() = {N}, got {k}")
+                raise ValueError(f"carry leaf {name!r} of {self.name} must have size {width} = {N}, got {k}")
 
     def split_params(self, params: Params) -> tuple[Params, Params]:
         """``(vectors, projections)``: the parameters the recurrence sees, by kind."""
