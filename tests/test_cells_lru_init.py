@@ -20,10 +20,12 @@ def ks_uniform(samples, lo, hi):
     return max(np.max(np.arange(1, n + 1) / n - s), np.max(s - np.arange(n) / n))
 
 
-@pytest.mark.parametrize("cls", [LRU, RTU])
+@pytest.mark.parametrize(("cls", "output_map"), [(LRU, "matrix"), (RTU, "matrix"), (LRU, "concat"), (RTU, "concat")])
 @pytest.mark.parametrize(("r_min", "r_max", "max_phase"), [(0.4, 0.9, 6.28), (0.0, 0.99, 0.5)])
-def test_ring_is_uniform_by_area_and_phase_uniform(cls, r_min, r_max, max_phase):
-    cell = cls(2, N, r_min=r_min, r_max=r_max, max_phase=max_phase)
+def test_ring_is_uniform_by_area_and_phase_uniform(cls, output_map, r_min, r_max, max_phase):
+    """The same law for N units whether ``h`` is the matrix's output (width N) or the parts concatenated (2 N)."""
+    width = N if output_map == "matrix" else 2 * N
+    cell = cls(2, width, r_min=r_min, r_max=r_max, max_phase=max_phase, output_map=output_map)
     params = cell.init(jax.random.PRNGKey(7))
     # lambda = RHO exp(-exp(nu) + i exp(theta)) with RHO = 1 - 1e-6 (the cells' docstrings)
     nu, theta = np.asarray(params["nu"]), np.asarray(params["theta"])
@@ -34,10 +36,13 @@ def test_ring_is_uniform_by_area_and_phase_uniform(cls, r_min, r_max, max_phase)
     assert ks_uniform(angle, 0, max_phase) < KS_LIMIT
 
 
-def test_lru_projection_variances():
+@pytest.mark.parametrize("output_map", ["matrix", "concat"])
+def test_lru_projection_variances(output_map):
     D, Nh = 50, 400
-    params = LRU(D, Nh).init(jax.random.PRNGKey(1))
-    for name, variance in [("B_re", 1 / (2 * D)), ("B_im", 1 / (2 * D)), ("C_re", 1 / Nh), ("C_im", 1 / Nh)]:
+    params = LRU(D, Nh if output_map == "matrix" else 2 * Nh, output_map=output_map).init(jax.random.PRNGKey(1))
+    matrices = [("C_re", 1 / Nh), ("C_im", 1 / Nh)] if output_map == "matrix" else []
+    assert params["B_re"].shape == (D, Nh) and ("C_re" in params) == (output_map == "matrix")
+    for name, variance in [("B_re", 1 / (2 * D)), ("B_im", 1 / (2 * D)), *matrices]:
         sample = np.asarray(params[name]).ravel()
         # the sample variance of n normals is within 5 standard errors (sqrt(2/n) relative) of the truth
         assert abs(sample.var() / variance - 1) < 5 * np.sqrt(2 / sample.size), name
