@@ -1,6 +1,6 @@
 """One batch of the e-prop paper's evidence accumulation under e-prop against BPTT, timed side by side.
 
-    python -m rtrl.benchmarks.eprop [--trial 2250] [--repeats 3] [--methods eprop-synaptic eprop bptt]
+    python -m rtrl.benchmarks.eprop [--trial 2250] [--repeats 3] [--methods eprop-synaptic eprop bptt] [--plain]
 
 Each method is the preset ``evidence-eprop-paper/alif-METHOD`` (100 LIF and ALIF neurons, recurrent, batches of 64
 trials, one update per trial, the paper's filtered readout and rate regulariser) trained for one batch (one call of
@@ -8,7 +8,9 @@ trials, one update per trial, the paper's filtered readout and rate regulariser)
 least time of ``--repeats`` is reported with its ratio to ``bptt``'s. ``--trial`` below 2250 shortens each trial
 (one cue, ``episode_length`` = the trial; the cost per step does not depend on the cues). ``eprop-synaptic`` is
 e-prop on the cells' per-synapse hooks (``eprop_init / update / contract``, one contraction per example): the rule
-before the factorised traces (``rtrl.capabilities.FactoredEProp``), the same gradient.
+before the factorised traces (``rtrl.capabilities.FactoredEProp``), the same gradient. ``--plain`` reads the spikes
+as they are (no filtered readout, no rate regulariser: ``readout_decay`` and ``rate_weight`` 0), which leaves e-prop
+no per-synapse trace but ALIF's adaptation vectors.
 """
 
 from __future__ import annotations
@@ -35,23 +37,25 @@ class SynapticEProp(EProp):
         return TraceRule(self, cell.eprop_init, cell.eprop_update, cell.eprop_contract, new_traces=True)
 
 
-def trainer_of(method: str, trial: int):
+def trainer_of(method: str, trial: int, plain: bool = False):
     """The preset's trainer of ``method`` (``eprop``, ``bptt`` or ``eprop-synaptic``) with trials of ``trial``."""
     options = dict(PRESETS[f"evidence-eprop-paper/alif-{method.split('-')[0]}"].options)
     task_args = {} if trial == PAPER_TRIAL else {"episode_length": trial, "cues": 1}
     options.update(task_args=task_args, steps=trial, eval_every=trial,
                    update_every=trial if options.get("update_every") else None)
+    if plain:
+        options.update(readout_decay=0.0, rate_weight=0.0)
     assembly = assemble(RunConfig(**options))
     if method == "eprop-synaptic":
         assembly = assembly._replace(method=SynapticEProp())
     return assembly.trainer()
 
 
-def measure(methods, trial: int, repeats: int) -> dict[str, dict]:
+def measure(methods, trial: int, repeats: int, plain: bool = False) -> dict[str, dict]:
     """Per method: the compiling call's seconds and the least seconds of one batch over ``repeats``."""
     runs = {}
     for method in methods:
-        trainer = trainer_of(method, trial)
+        trainer = trainer_of(method, trial, plain)
         start = time.perf_counter()
         state = jax.block_until_ready(trainer.train(trainer.init(), trial)[0])
         runs[method] = {"trainer": trainer, "state": state, "first_s": time.perf_counter() - start, "times": []}
@@ -68,9 +72,10 @@ def main(argv=None) -> None:
     parser.add_argument("--trial", type=int, default=PAPER_TRIAL)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--methods", nargs="+", default=["eprop-synaptic", "eprop", "bptt"])
+    parser.add_argument("--plain", action="store_true", help="the spikes read as they are (no filtered readout)")
     args = parser.parse_args(argv)
     load = os.getloadavg()[0]
-    results = measure(args.methods, args.trial, args.repeats)
+    results = measure(args.methods, args.trial, args.repeats, args.plain)
     base = results.get("bptt", {}).get("batch_s")
     print(f"trial {args.trial} steps, batch 64; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after")
     for method, r in results.items():
