@@ -1,6 +1,7 @@
-"""The results pages say what their commands give: the cheapest row of docs/results.md is rerun here, in a fresh
-process with the command's own environment (the suite's XLA flags, conftest.py, change float32 roundings and so
-the figure), and compared with the page digit for digit, as the page prints it.
+"""The results pages say what their commands give: the cheapest row of docs/results.md and the exact row of
+docs/rl-results.md's memory-chain table are rerun here, in a fresh process with the command's own environment (the
+suite's XLA flags, conftest.py, change float32 roundings and so the figure), and compared with the page digit for
+digit, as the page prints it.
 
 Mutation tried by hand: the page's figure edited in its last digit -> this test names the row and both figures.
 """
@@ -8,6 +9,7 @@ Mutation tried by hand: the page's figure edited in its last digit -> this test 
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAINING_ROW = "copy/iir2-auto-k1"  # the cheapest row of docs/results.md (about 8 s of training on 2 cores)
+RL_ROW, RL_SEEDS = "memory-chain", 3  # its table's seeds 0, 1, 2 in one call, as rtrl results rl runs them (20 s)
 
 
 def page_row(page: Path, preset: str) -> list[str]:
@@ -44,3 +47,15 @@ def test_the_cheapest_row_of_the_results_page_reproduces_as_printed(tmp_path):
     last = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()][-1]
     assert f"{last['metric']:.4g}" == printed, f"{TRAINING_ROW}: the page says {printed}, the command gives " \
                                                f"{last['metric']:.4g}"
+
+
+@pytest.mark.slow
+def test_the_exact_row_of_the_rl_memory_chain_table_reproduces_as_printed(tmp_path):
+    """The row's final return: per seed the mean of its last two records' returns, then mean +- standard deviation
+    over the seeds, printed to 3 and 2 significant digits."""
+    printed = page_row(ROOT / "docs" / "rl-results.md", RL_ROW)[2]  # "0.956 ± 0.025"
+    run = rerun(["rl", "--preset", RL_ROW, "--seeds", str(RL_SEEDS)], tmp_path)
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    finals = [statistics.mean(r["return_per_seed"][seed] for r in records[-2:]) for seed in range(RL_SEEDS)]
+    shown = f"{statistics.mean(finals):.3g} ± {statistics.stdev(finals):.2g}"
+    assert shown == printed, f"{RL_ROW}: the page says {printed}, the command gives {shown}"

@@ -22,7 +22,7 @@ from rtrl.run.usage import Parser, UsageError
 # kind -> (the module whose ``main(argv)`` makes the tables, what it makes)
 KINDS = {
     "training": ("rtrl.reports.results", "docs/results.md: tasks x cells x methods on the same budget"),
-    "rl": ("rtrl.rl.results", "docs/rl.md's tables: each row an rtrl rl preset, over seeds"),
+    "rl": ("rtrl.rl.results", "docs/rl-results.md's tables: each row an rtrl rl preset, over seeds"),
     "popgym": ("rtrl.rl.suite", "the POPGym Easy suite over seeds, on Farr et al. 2026's normalisation"),
 }
 

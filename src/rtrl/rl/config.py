@@ -115,7 +115,8 @@ class RLConfig(Config):
     h_beta: float = option(1.0, "qrc: the regulariser beta of the secondary weights h", non_negative_float, "B")
     entropy: float = option(0.01, "ac: weight of the policy's entropy", non_negative_float, "C")
     value_coef: float = option(1.0, "ac: weight of the value's gradient in the traces", non_negative_float, "C")
-    # measured (docs/rl.md): obgd at lr 1, kappa 2 was slower on masked CartPole and did not learn MemoryChain(20)
+    # measured (docs/rl-history.md): obgd at lr 1, kappa 2 was slower on masked CartPole and did not learn
+    # MemoryChain(20)
     optimizer: str = option("adam", "the step-size rule: adam, sgd, obgd (Elsayed et al.'s overshooting-bounded "
                             "step), adaptive_obgd (stream-x's) or intentional (Farr et al.'s; docs/rl.md)",
                             one_of(STEP_RULES), "NAME")

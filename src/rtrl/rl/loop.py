@@ -86,8 +86,9 @@ class Pending(NamedTuple):
 
 # The learner's health, a mean over the sampled steps since the last record (every ``health_every``-th step, from
 # step 0; each step's figure a mean over the environments): what to watch for a run that learns and then collapses
-# (docs/rl.md, "Streaming updates that hold"). Sampled, not taken every step: the norms are passes over the
-# parameter-space traces (E x the parameters), as long as the update itself where the torso has a dense readout.
+# (docs/rl-history.md, the health table and the late collapse). Sampled, not taken every step: the norms are
+# passes over the parameter-space traces (E x the parameters), as long as the update itself where the torso has a
+# dense readout.
 HEALTH = ("value_scale",  # |v_t|
           "td_rms",  # sqrt of the mean squared TD error (of the scaled rewards)
           "entropy",  # of the policy

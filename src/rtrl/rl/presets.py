@@ -27,13 +27,13 @@ ROW_OPTIONS = {  # rows that are not a method's own
     "raw-obs": {"method": "rtrl", "normalize_obs": False},  # exact RTRL on the observations as the env gives them
     "small-lr": {"method": "rtrl", "lr": 3e-4},  # exact RTRL with Adam's step a third of the default's
 }
-# The POPGym tables' setting (issue 24): Adam at 3e-4, the step that holds (docs/rl.md: at 1e-3 runs reach the
+# The POPGym tables' setting (issue 24): Adam at 3e-4, the step that holds (docs/rl-history.md: at 1e-3 runs reach the
 # target and fall back, on memory-chain-40-long and on popgym-repeat-first alike).
 POPGYM = {"hidden": 16, "envs": 16, "steps": 400_000, "truncation": 16, "record_every": 40_000, "lr": 3e-4,
           "fidelity_every": FIDELITY_EVERY}
 # The round-4 streaming agent (issue 40): a width-192 minGRU torso under its exact closed-form traces (``auto``),
 # its gate's bias chrono-initialised to timescales up to twice the chain, AC(lambda 0.8) with Adam at 1e-3, no
-# entropy bonus. Measured on MemoryChain (docs/rl.md): MemoryChain-bsuite marks the answer step only by its time
+# entropy bonus. Measured on MemoryChain (docs/rl-history.md): MemoryChain-bsuite marks the answer step only by its time
 # input (1 - t/L, at L the chain's end: no query bit with one context bit), so the policy at the answer is the policy
 # at the steps just before it, and any entropy bonus, paid at every step, caps the answer's certainty: at 0.01 every
 # run held at chance or at 0.63-0.68 (L = 128), at 0.001 at 0.98 (L = 128) and 0.88 (L = 256, 4 seeds of 5: one
@@ -45,8 +45,8 @@ STREAMING = {"cell": "mingru", "hidden": 192, "envs": 16, "gamma": 0.9, "lam": 0
              "entropy": 0.0, "fidelity_every": 1000}
 WINDOW = 32  # the TBPTT row's window in the streaming agent's tables (a table's ``truncation``)
 # The streaming agent on POPGym (issue 36): the same torso and update with a tanh layer of 64 units shared by the
-# heads (``head_hidden``) and the entropy bonus at 0.01. Measured on RepeatPrevious (docs/rl.md, three seeds, 100k
-# steps): linear heads held every seed at 0.03 (a bank of input-gated filters read linearly picks the card four
+# heads (``head_hidden``) and the entropy bonus at 0.01. Measured on RepeatPrevious (docs/rl-history.md, three seeds,
+# 100k steps): linear heads held every seed at 0.03 (a bank of input-gated filters read linearly picks the card four
 # steps back only approximately); the layer took every seed to 0.85; without the bonus one seed of three stalled.
 # The previous action, reward and the time as inputs (``extra_inputs``, as Farr et al. give every task the previous
 # action and reward): on RepeatFirst every seed stayed below -0.25 for 200k steps without them and passed 0.89 by
@@ -90,7 +90,7 @@ def chain_of(algorithm: str, length: int, steps: int, lr: float) -> Table:
 # ``explore_steps``). ``q``: intentional Q(lambda) as they run it, eta 0.5, gamma 0.99, lambda 0.8 (exact RTRL:
 # ``auto`` on the minGRU). ``qrc``: QRC(lambda) with the streaming agent's Adam step and gamma, h's step and
 # regulariser theirs (the defaults); their SGD at 1e-4 is a step per environment where ours averages 16. Neither
-# tuned yet (docs/rl.md).
+# tuned yet (docs/rl-results.md).
 Q_ALGORITHMS = {"q": {"algorithm": "q", "optimizer": "intentional", "lr": 0.5, "gamma": 0.99, "lam": 0.8,
                       "epsilon": 0.01},
                 "qrc": {"algorithm": "qrc", "epsilon": 0.01}}

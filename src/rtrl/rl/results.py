@@ -76,7 +76,7 @@ def table(runs: list[dict], out: str = "DIR", at: str | None = None) -> str:
                          f"({sum(x is not None for x in reach)}/{len(rs)}) | {spread(cos['cos_value'])} | "
                          f"{spread(cos['cos_policy'])} | {spread([r['records'][-1]['wall_s'] for r in rs])} |")
         seeds = len({r["seed"] for r in runs if ROWS[r["preset"]][0] == name})
-        lines += ["", provenance.line(f"python -m rtrl.rl.results --out {out} --tables {name} --seeds {seeds}", at), ""]
+        lines += ["", provenance.line(f"rtrl results rl --out {out} --tables {name} --seeds {seeds}", at), ""]
     return "\n".join(lines)
 
 
