@@ -71,3 +71,18 @@ def test_a_record_with_no_episode_ended_has_return_none():
     assert both["return"] is None and both["return_per_seed"] == [None, None] and both["episodes"] == 0
     mixed = seeds_record([first, second])
     assert mixed["return"] == second["return"] and mixed["return_per_seed"] == [None, second["return"]]
+
+
+@pytest.mark.parametrize("seeds", [1, 2])
+def test_another_chunk_length_compiles_nothing_new(seeds):
+    """The chunk length is traced (a while loop), not a static scan length: runs of one configuration with other
+    record_every values, and so other chunk lengths (and a resume off a record boundary), run one compiled
+    program. [``static_argnums=1`` on the chunk length: a program per length, 3 here]"""
+    from rtrl.rl.loop import runner
+
+    config = RLConfig(env="tmaze", hidden=3, envs=2, steps=12, record_every=4, seeds=seeds)
+    run = runner(config)
+    train(config)
+    for every in (5, 7):
+        train(RLConfig(env="tmaze", hidden=3, envs=2, steps=12, record_every=every, seeds=seeds))
+    assert runner(config) is run and run._compiled._cache_size() == 1

@@ -190,9 +190,9 @@ class OnlineActorCritic:
             self._observe_act = jax.jit(lambda acted, outcome: self._act(self._observe(acted, outcome)))
             self.timings = dict.fromkeys(TIMINGS, 0.0)  # seconds, summed over host steps since the last record
         elif config.seeds > 1:
-            self._compiled = jax.jit(self._advance_seeds, static_argnums=1)
+            self._compiled = jax.jit(self._advance_seeds)
         else:
-            self._compiled = jax.jit(self._advance, static_argnums=1)
+            self._compiled = jax.jit(self._advance)
 
     def rule(self, envs: int):
         """The update rule for ``envs`` environments (an optax chain: the traces, the TD ascent, the step)."""
@@ -390,7 +390,9 @@ class OnlineActorCritic:
         return Seeds(runs(state.runs, state.step), state.step + n)
 
     def _advance(self, state: RLState, n: int) -> RLState:
-        state = lax.scan(self._one, state, None, length=n)[0]
+        # a traced count (a while loop), not a static scan length: another chunk length (record_every, a resume off
+        # a record boundary) runs the same compiled program
+        state = lax.fori_loop(0, n, lambda _, s: self._one(s, None)[0], state)
         return state if self.mesh is None else lax.with_sharding_constraint(state, self.sharding)
 
 
