@@ -60,14 +60,9 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_eval(args) -> int:
-    from rtrl.run.trained import load
+    from rtrl.run.trained import load_run_seed
 
-    try:
-        trained = load(args.run, allow_import=args.allow_import, seed=args.run_seed)
-    except ValueError as e:
-        if type(e) is not ValueError:  # RunError, CheckpointError: the file, as main says it
-            raise
-        raise UsageError(f"--run-seed: {e}") from None
+    trained = load_run_seed(args.run, allow_import=args.allow_import, seed=args.run_seed)
     if args.video is not None and trained.run.name != "rl":
         raise UsageError(f"--video applies to RL runs (rtrl rl); {args.run} is a training run")
     if args.greedy and trained.run.name != "rl":

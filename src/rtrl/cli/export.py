@@ -14,7 +14,7 @@ from pathlib import Path
 from rtrl.files import atomic_write
 from rtrl.run.argtypes import import_path, path, positive_float
 from rtrl.run.folder import run_file_of
-from rtrl.run.trained import load
+from rtrl.run.trained import load_run_seed
 from rtrl.run.usage import UsageError
 
 
@@ -45,12 +45,7 @@ def cmd_export(args) -> int:
     check_not_a_run_file(out)
     if out.exists() and not args.overwrite:
         raise UsageError(f"--nir {out} exists; choose another file, or replace it with --overwrite")
-    try:
-        trained = load(args.run, allow_import=args.allow_import, seed=args.run_seed)
-    except ValueError as e:
-        if type(e) is not ValueError:  # RunError, CheckpointError: the file, as main says it
-            raise
-        raise UsageError(f"--run-seed: {e}") from None
+    trained = load_run_seed(args.run, allow_import=args.allow_import, seed=args.run_seed)
     try:
         nir = nir_module()
         graph = to_nir(trained.cell, trained.params, dt=args.dt, target=args.target)

@@ -23,6 +23,7 @@ from rtrl.cells.lookup import allowed_imports
 from rtrl.config import Config
 from rtrl.run import checkpoint
 from rtrl.run.folder import CHECKPOINT, Run, RunError
+from rtrl.run.usage import UsageError
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -141,3 +142,14 @@ def load(run_dir: str | os.PathLike, allow_import: Iterable[str] = (), seed: int
 
 
 __all__ = ["Trained", "load"]
+
+
+def load_run_seed(run_dir: str | os.PathLike, allow_import: Iterable[str] = (), seed: int | None = None) -> Trained:
+    """``load`` for a command taking ``--run-seed``: a seed the run does not hold is a ``UsageError`` naming the
+    option; a damaged folder stays a ``RunError`` or ``CheckpointError`` naming the file."""
+    try:
+        return load(run_dir, allow_import=allow_import, seed=seed)
+    except ValueError as e:
+        if type(e) is not ValueError:  # RunError, CheckpointError: the file, as the command's main says it
+            raise
+        raise UsageError(f"--run-seed: {e}") from None
