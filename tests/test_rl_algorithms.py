@@ -124,17 +124,9 @@ class QOracle(Oracle):
         self.explored_seen.append(explored)
 
 
-Q_BASE = {**{k: v for k, v in BASE.items() if k not in ("entropy", "value_coef")}, "algorithm": "q", "epsilon": 0.5,
-          "explore_steps": 1, "lam": 0.8}  # the actor-critic's options refused
-
-
-@pytest.mark.parametrize("optimizer", ["sgd", "obgd"])
-@pytest.mark.parametrize("env", [Scripted(), Truncating()], ids=["terminating", "truncating"])
-def test_every_step_is_the_written_out_q_lambda_update(optimizer, env):
-    config = RLConfig(**{**Q_BASE, "optimizer": optimizer, "lr": 0.3 if optimizer == "sgd" else 1.0})
-    # seed 2 draws greedy and non-greedy actions in mid-episode
-    run, state = scripted_run(config, env, seed=2, agent=QAgent)
-    oracle = QOracle(config, state.params, isinstance(env, Truncating))
+def steps_against(run, state, oracle, cuts_as_expected):
+    """``STEPS`` steps of ``run`` from ``state``, each held to ``oracle`` (parameters, traces, the pending step) and
+    to ``cuts_as_expected(state, t)`` (the exploratory flags); each step's done and truncated flags."""
     ends, truncations = [], []
     for t in range(STEPS):
         state = run.advance(state, 1)
@@ -146,7 +138,23 @@ def test_every_step_is_the_written_out_q_lambda_update(optimizer, env):
         value, reward, done, owed = oracle.pending
         assert_close((state.pending.value, state.pending.reward, state.pending.owed), (value, reward, owed),
                      f"pending step {t}")
-        assert np.array_equal(state.pending.exploratory, oracle.explored), t
+        assert cuts_as_expected(state, t), t
+    return ends, truncations
+
+
+Q_BASE = {**{k: v for k, v in BASE.items() if k not in ("entropy", "value_coef")}, "algorithm": "q", "epsilon": 0.5,
+          "explore_steps": 1, "lam": 0.8}  # the actor-critic's options refused
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "obgd"])
+@pytest.mark.parametrize("env", [Scripted(), Truncating()], ids=["terminating", "truncating"])
+def test_every_step_is_the_written_out_q_lambda_update(optimizer, env):
+    config = RLConfig(**{**Q_BASE, "optimizer": optimizer, "lr": 0.3 if optimizer == "sgd" else 1.0})
+    # seed 2 draws greedy and non-greedy actions in mid-episode
+    run, state = scripted_run(config, env, seed=2, agent=QAgent)
+    oracle = QOracle(config, state.params, isinstance(env, Truncating))
+    ends, truncations = steps_against(run, state, oracle,
+                                      lambda state, t: np.array_equal(state.pending.exploratory, oracle.explored))
     assert ends == [[False, False], [True, False], [False, False], [False, True], [True, False]]
     truncating = isinstance(env, Truncating)
     assert truncations == [[False, False], [truncating, False], [False, False], [False, truncating],

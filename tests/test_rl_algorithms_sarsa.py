@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import json
 
-import jax
 import numpy as np
 import pytest
 
 from rtrl.cli import main
 from rtrl.rl.algorithms import SarsaAgent
 from rtrl.rl.config import RLConfig
-from test_rl_algorithms import Q_BASE, QOracle, Truncating
-from test_rl_rules import STEPS, Scripted, assert_close, scripted_run
+from test_rl_algorithms import Q_BASE, QOracle, Truncating, steps_against
+from test_rl_rules import STEPS, Scripted, scripted_run
 
 SARSA_BASE = {**Q_BASE, "algorithm": "sarsa", "explore_steps": 4}
 
@@ -61,18 +60,9 @@ def test_every_step_is_the_written_out_sarsa_lambda_update(optimizer, env):
     config = RLConfig(**{**SARSA_BASE, "optimizer": optimizer, "lr": 0.3 if optimizer == "sgd" else 1.0})
     run, state = scripted_run(config, env, seed=2, agent=SarsaAgent)
     oracle = SarsaOracle(config, state.params, isinstance(env, Truncating))
-    ends, truncations = [], []
-    for t in range(STEPS):
-        state = run.advance(state, 1)
-        done, truncated = oracle.advance(np.asarray(state.env_state.env.taken))
-        ends.append(done.tolist())
-        truncations.append(truncated.tolist())
-        assert_close(state.params, oracle.p, f"parameters after step {t}")
-        assert_close(state.traces, jax.tree.map(lambda *z: np.stack(z), *oracle.z), f"traces after step {t}")
-        value, reward, done, owed = oracle.pending
-        assert_close((state.pending.value, state.pending.reward, state.pending.owed), (value, reward, owed),
-                     f"pending step {t}")
-        assert not np.asarray(state.pending.exploratory).any(), t  # no action cuts the traces
+    # no action cuts the traces
+    ends, truncations = steps_against(run, state, oracle,
+                                      lambda state, t: not np.asarray(state.pending.exploratory).any())
     assert ends == [[False, False], [True, False], [False, False], [False, True], [True, False]]
     truncating = isinstance(env, Truncating)
     assert truncations == [[False, False], [truncating, False], [False, False], [False, truncating],

@@ -257,6 +257,13 @@ def film_env(blind: bool = False, endless: bool = False):
     return name
 
 
+def always_action_one(trained):
+    """``trained`` with its policy's bias set so that it takes action 1 (of two) whatever it observes."""
+    policy = {**trained.state.params["policy"], "b": jnp.array([0.0, 50.0])}
+    params = {**trained.state.params, "policy": policy}
+    return dataclasses.replace(trained, state=trained.state._replace(params=params))
+
+
 def test_an_rl_run_on_a_gymnasium_environment_is_rolled_out_and_filmed(tmp_path, capsys):
     """Every episode of a policy that always takes action 1 returns 3; each is one video file."""
     pytest.importorskip("moviepy")
@@ -264,10 +271,7 @@ def test_an_rl_run_on_a_gymnasium_environment_is_rolled_out_and_filmed(tmp_path,
     run = tmp_path / "film"
     assert main(f"rl --env gymnasium:{name} --hidden 2 --envs 1 --record-every 6 --steps 6 --quiet --out {run}"
                 .split()) == 0
-    trained = rtrl.load(run)
-    always_one = {**trained.state.params["policy"], "b": jnp.array([0.0, 50.0])}
-    trained = dataclasses.replace(trained, state=trained.state._replace(params={**trained.state.params,
-                                                                                "policy": always_one}))
+    trained = always_action_one(rtrl.load(run))
     result = trained.evaluate(episodes=2, seed=5, video=tmp_path / "films")
     assert result == {"metric": "return", "value": 3.0, "std": 0.0, "min": 3.0, "max": 3.0, "cut": 0, "episodes": 2,
                       "seed": 5, "greedy": False, "step": 6, "run_seed": 0}
@@ -305,10 +309,7 @@ def test_a_gymnasium_episode_without_end_is_cut_and_counted(tmp_path, monkeypatc
     run = tmp_path / "endless"
     assert main(f"rl --env gymnasium:{name} --hidden 2 --envs 1 --record-every 6 --steps 6 --quiet --out {run}"
                 .split()) == 0
-    trained = rtrl.load(run)
-    always_one = {**trained.state.params["policy"], "b": jnp.array([0.0, 50.0])}
-    trained = dataclasses.replace(trained, state=trained.state._replace(params={**trained.state.params,
-                                                                                "policy": always_one}))
+    trained = always_action_one(rtrl.load(run))
     monkeypatch.setattr(rollout, "HOST_STEPS", 5)
     result = trained.evaluate(episodes=2, seed=0)
     assert (result["value"], result["cut"], result["episodes"]) == (5.0, 2, 2)

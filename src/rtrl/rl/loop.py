@@ -319,13 +319,14 @@ class OnlineActorCritic:
                                               acted.exploratory),
                               step=state.step + 1, tally=tally)
 
-    def _one(self, state: RLState, _) -> tuple[RLState, None]:
-        """A step with a jitted environment: the agent's part, the environments' step, the bookkeeping."""
+    def _one(self, _, state: RLState) -> RLState:
+        """A step with a jitted environment (a ``fori_loop`` body; the index unused): the agent's part, the
+        environments' step, the bookkeeping."""
         acted = self._act(state)
         E = self.config.envs
         step = jax.vmap(self.env.step)(jax.random.split(acted.env_key, E), state.env_state, acted.action)
         outcome = Outcome(step.obs, step.reward, step.done, step.truncated, step.final_obs, step.state.last_return)
-        return self._observe(acted, outcome)._replace(env_state=step.state), None
+        return self._observe(acted, outcome)._replace(env_state=step.state)
 
     # -- a host environment -------------------------------------------------------------------------------------
     def seeds(self, key: jax.Array) -> list[int]:
@@ -392,7 +393,7 @@ class OnlineActorCritic:
     def _advance(self, state: RLState, n: int) -> RLState:
         # a traced count (a while loop), not a static scan length: another chunk length (record_every, a resume off
         # a record boundary) runs the same compiled program
-        state = lax.fori_loop(0, n, lambda _, s: self._one(s, None)[0], state)
+        state = lax.fori_loop(0, n, self._one, state)
         return state if self.mesh is None else lax.with_sharding_constraint(state, self.sharding)
 
 
