@@ -112,8 +112,8 @@ def test_figures_as_markdown_name_the_machine_and_the_date():
     assert "not measured in this run" in suite.markdown({**fake_results(), "peers": None})
     agent = [{"cell": "mingru", "width": 192, "envs": 16, "method": "closed_form", "full_seconds": 3e-4,
               "forward_seconds": 1e-4, "ratio_to_forward": 3.0, "env_steps_per_second": 53333.3,
-              "first_envs": 1, "vs_first": 8.0}]
-    assert "| mingru | 192 | 16 | `closed_form` | 300 us | 100 us | 3x | 53,333 | 8x |" in suite.markdown(
+              "first_envs": 1, "vs_first": 8.0, "vs_memoryless": 2.5}]
+    assert "| mingru | 192 | 16 | `closed_form` | 300 us | 100 us | 3x | 2.5x | 53,333 | 8x |" in suite.markdown(
         {**fake_results(), "agent": agent})
 
 

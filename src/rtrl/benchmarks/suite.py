@@ -366,15 +366,16 @@ def agent_markdown(results: dict) -> list[str]:
     if rows is None:
         return ["**The streaming RL agent's step**: not measured in this run."]
     body = [[r["cell"], r["width"], r["envs"], f"`{r['method']}`", duration(r["full_seconds"]),
-             duration(r["forward_seconds"]), f"{r['ratio_to_forward']:.3g}x", f"{r['env_steps_per_second']:,.0f}",
-             f"{r['vs_first']:.3g}x" if r["envs"] != r["first_envs"] else "-"] for r in rows]
+             duration(r["forward_seconds"]), f"{r['ratio_to_forward']:.3g}x", f"{r['vs_memoryless']:.3g}x",
+             f"{r['env_steps_per_second']:,.0f}", f"{r['vs_first']:.3g}x" if r["envs"] != r["first_envs"] else "-"]
+            for r in rows]
     return ["**The streaming RL agent's step** (`python -m rtrl.benchmarks.agent`; MemoryChain, float32): `rtrl rl`'s "
             "whole jitted step (the torso's exact traces, the gradients, the TD update, the environments) against the "
-            "forward-only agent step (the cell's step, the heads, the action, the environments), per step; "
-            "environment steps a second, and that figure over one environment's (timed in the same interleaved "
-            "call):", "",
-            *table(["torso", "width", "envs", "method", "agent step", "forward-only", "ratio", "env steps/s",
-                    "vs 1 env"], body)]
+            "forward-only agent step (the cell's step, the heads, the action, the environments), per step, and "
+            "against the memoryless agent's whole step with as many environments; environment steps a second, and "
+            "that figure over one environment's (all timed in the same interleaved call):", "",
+            *table(["torso", "width", "envs", "method", "agent step", "forward-only", "ratio", "x memoryless",
+                    "env steps/s", "vs 1 env"], body)]
 
 
 def markdown(results: dict, quick: bool = False, command: str = "rtrl bench --markdown docs/performance.md") -> str:
