@@ -120,3 +120,24 @@ def test_the_factory_builds_a_registered_cell_behind_the_encoder():
 def test_bad_options_are_refused_by_name(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_a_width_that_cannot_fit_is_refused_before_anything_is_allocated(monkeypatch):
+    """``encoded(2, 3, width=5)`` by hand: the encoder's W 2 x 5 = 10 and b 5, the minGRU(5, 3)'s W_z, W_h 5 x 3
+    and b_z, b_h 3 each = 36, and the sparse initialisation's draw and ranks 2 x (2 x 5) = 20: 71 floats (568 bytes
+    in float64, the tests' default). With exactly that free it is built; a byte less is one line naming width
+    (``encoded(width=10**9)`` once reached ``init`` and an XLA out-of-memory error from inside the sparse
+    initialisation)."""
+    import rtrl.devices
+    from rtrl.checks import default_dtype
+
+    needed = 71 * default_dtype().itemsize
+    monkeypatch.setattr(rtrl.devices, "available_memory", lambda devices=1: (needed, "free (test)"))
+    assert encoded(2, 3, width=5).width == 5
+    monkeypatch.setattr(rtrl.devices, "available_memory", lambda devices=1: (needed - 1, "free (test)"))
+    with pytest.raises(ValueError, match=rf"^width=5: .* {needed} bytes .* {needed - 1} bytes free \(test\); "
+                                         "choose a smaller width$"):
+        encoded(2, 3, width=5)
+    for width in (0, -1, 2.5, True, 2**31):
+        with pytest.raises(ValueError, match="^width must be"):
+            encoded(2, 3, width=width)

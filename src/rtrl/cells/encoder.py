@@ -42,6 +42,7 @@ import jax.numpy as jnp
 from rtrl.capabilities import ElementwiseRecurrence, HandDerivedTraces, HasOutput
 from rtrl.cells.adapters import cell_factory
 from rtrl.cells.base import Carry, Cell, Params
+from rtrl.checks import check_positive_int, default_dtype
 
 LAYER_NORM_EPS = 1e-5  # torch's F.layer_norm default, as stream-x uses it
 
@@ -177,10 +178,28 @@ def encoded(input_size: int, hidden_size: int, cell: str = "mingru", width: int 
             sparsity: float = 0.9, slope: float = 0.01, **options) -> Encoded:
     """A registered cell (``rtrl.cells.CELLS[cell]``, with ``options``) of ``hidden_size`` behind the stream-x
     encoder of ``width`` units (default: ``hidden_size``): ``--cell rtrl.cells.encoder:encoded --cell-arg
-    max_timescale=256``."""
+    max_timescale=256``. A ``width`` whose parameters cannot fit in this machine's memory is refused here, before
+    anything is allocated (``check_width``)."""
     from rtrl.cells import CELLS  # the registry imports this module's neighbours; read it at call time
 
     if cell not in CELLS:
         raise ValueError(f"cell must be one of {sorted(CELLS)}, got {cell!r}")
     width = hidden_size if width is None else width
-    return Encoded(input_size, CELLS[cell](width, hidden_size, **options), sparsity=sparsity, slope=slope)
+    check_positive_int("width", width)
+    encoded = Encoded(input_size, CELLS[cell](width, hidden_size, **options), sparsity=sparsity, slope=slope)
+    check_width(encoded)
+    return encoded
+
+
+def check_width(cell: Encoded) -> None:
+    """``ValueError`` naming ``width`` when ``cell.init`` cannot fit in memory (``rtrl.devices.available_memory``):
+    it needs the parameters (the encoder's ``D x M + M``, the cell's), and while drawing ``W`` the sparse
+    initialisation's uniform draw and its ranks, ``D x M`` each, beside them; worked out on shapes alone."""
+    from rtrl.devices import available_memory, floats_of, gib
+
+    floats = floats_of(lambda: cell.init(jax.random.PRNGKey(0))) + 2 * cell.input_size * cell.width
+    needed, (free, where) = floats * default_dtype().itemsize, available_memory()
+    if needed > free:
+        raise ValueError(f"width={cell.width:,}: the encoder's initialisation needs at least {gib(needed)} of memory "
+                         f"({cell.input_size} x {cell.width:,} weights and the cell's parameters) and this machine "
+                         f"has {gib(free)} {where}; choose a smaller width")
