@@ -39,7 +39,9 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="a run folder written by `rtrl train` or `rtrl rl`")
     p.add_argument("--episodes", type=positive_int, metavar="N",
                    help="episodes to score (default: a training run's --eval-size, its held-out episodes; an RL "
-                        "run: 10)")
+                        "run: 10). A Gymnasium environment's are played one after another on the host: N times "
+                        "its step limit (100,000 where it states none) may be at most 1,000,000 steps, so 10 of an "
+                        "environment without a limit, 2,000 of CartPole-v1 (500); more is refused")
     p.add_argument("--seed", type=seed_value, metavar="S",
                    help="seed the episodes are drawn from (default: the run's --seed; a training run's held-out "
                         "episodes then equal those of its records)")

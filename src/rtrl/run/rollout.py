@@ -31,6 +31,8 @@ from jax import lax
 from rtrl.rl.envs.normalize import standardized
 
 HOST_STEPS = 100_000  # a host episode is cut here where the environment states no limit of its own
+HOST_EVAL_STEPS = 1_000_000  # episodes x their step limit at most this on the host (where the environment states no
+# limit: 10 episodes of HOST_STEPS, the default count): an evaluation ends in minutes, never hangs
 
 
 class Policy(NamedTuple):
@@ -97,13 +99,21 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
     one after another, and how many were cut at ``HOST_STEPS`` (an environment without a limit of its own);
     ``video``: each recorded into that folder (``check_video`` first). Observations are encoded and masked, and
     actions mapped onto the action space, as the training loop's vector of environments does
-    (``rtrl.rl.envs.gymnasium_env``: ``encoder``, ``kept``, ``to_space``)."""
+    (``rtrl.rl.envs.gymnasium_env``: ``encoder``, ``kept``, ``to_space``). Played one step at a time on the host,
+    so bounded: ``episodes`` times the step limit (``HOST_STEPS`` where the environment has none) at most
+    ``HOST_EVAL_STEPS``, else a ``ValueError`` naming ``episodes`` and the most this environment allows, before
+    anything is made."""
+    env.check()
+    limit = env.max_steps or HOST_STEPS
+    if episodes * limit > HOST_EVAL_STEPS:
+        raise ValueError(f"episodes must be at most {HOST_EVAL_STEPS // limit:,} on {env.name}, whose episodes are "
+                         f"played one after another on the host, each up to {limit:,} steps ({HOST_EVAL_STEPS:,} "
+                         f"steps in all), got {episodes:,}")
     import gymnasium
     from gymnasium.vector.utils import concatenate, create_empty_array
 
     from rtrl.rl.envs.gymnasium_env import _probe, encoder, kept, made_options, to_space
 
-    env.check()
     made = gymnasium.make(env.env_id, **made_options(env.options),
                           **({"render_mode": "rgb_array"} if video is not None else {}))
     try:
@@ -119,7 +129,6 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
             x = encode(concatenate(space, [obs], create_empty_array(space, 1)))[0]
             return x if keep is None else x[list(keep)]
 
-        limit = env.max_steps or HOST_STEPS
         step = jax.jit(lambda memory, obs, key: policy.act(memory, policy.observe(obs), key, greedy))
         seeds = np.random.SeedSequence(seed).generate_state(episodes)
         key = jax.random.PRNGKey(seed)
@@ -186,4 +195,4 @@ def summary(returns: np.ndarray, cut: int) -> dict:
             "max": float(np.max(returns)), "cut": cut} if len(returns) else {"value": math.nan, "cut": cut}
 
 
-__all__ = ["HOST_STEPS", "Policy", "check_video", "host_returns", "jitted_returns", "summary"]
+__all__ = ["HOST_EVAL_STEPS", "HOST_STEPS", "Policy", "check_video", "host_returns", "jitted_returns", "summary"]
