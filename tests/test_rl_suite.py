@@ -181,3 +181,67 @@ def test_the_tables_columns_follow_the_rows_order_whatever_ran_first():
     runs.append({"task": "CountRecall", "row": "tbptt", "finals": [0.5]})
     head = suite.table(runs, at="abc1234").splitlines()[0]
     assert head.startswith("| task | rtrl IQM [95% CI] | tbptt IQM [95% CI] | memoryless IQM [95% CI] | uniform IQM")
+
+
+def test_a_ctrl_c_while_a_finished_row_is_written_stops_once_it_is_in(tmp_path, monkeypatch, capsys):
+    """A Ctrl-C arriving while a finished row is written (as the watcher thread delivers it, ``on_interrupt``):
+    the row is in runs.jsonl, the next row is not started, exit status 130 with one line saying where the rows
+    are [the write outside ``interrupts.deferred``: the process ends with the row unwritten; the ``poll`` left
+    out: the Ctrl-C is swallowed and the next row runs]."""
+    from rtrl import interrupts, ledger
+
+    monkeypatch.setattr(interrupts, "quit_now", lambda message: pytest.fail(f"ended at once: {message}"))
+    ran = []
+    monkeypatch.setattr(suite, "run_row", lambda task, row, *_: ran.append(row) or {
+        "task": task, "row": row, "options": suite.options(task, row, 4, 0, 1), "finals": [0.5], "wall_s": 1.0})
+    write = ledger.write
+
+    def interrupted_write(path, rows):
+        write(path, rows)
+        interrupts.on_interrupt()
+
+    monkeypatch.setattr(ledger, "write", interrupted_write)
+    status = main(["--out", str(tmp_path), "--tasks", "RepeatPrevious", "--rows", "uniform", "memoryless",
+                   "--seeds", "1", "--steps", "4"])
+    assert status == 130 and ran == ["uniform"]
+    assert [json.loads(line)["row"] for line in (tmp_path / "runs.jsonl").read_text().splitlines()] == ["uniform"]
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == (f"rtrl: interrupted; {tmp_path / 'runs.jsonl'} holds every row finished "
+                                            "(the same command resumes)")
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_mid_row_ends_the_suite_at_once_and_it_resumes(tmp_path):
+    """``python -m rtrl.rl.suite`` sent SIGINT while its second row runs (the first row's line printed): it ends
+    within seconds, exit status 130, the one line "rtrl: interrupted", no traceback; runs.jsonl holds the first row,
+    every line whole JSON; the lock went with the process, so the same suite runs again at once and finds the row
+    done [``interrupts.install`` left out: Python's KeyboardInterrupt, a traceback and status 1, and this fails]."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    src = os.path.join(os.path.dirname(__file__), "..", "src")
+    env = {**os.environ, "PYTHONPATH": src, "JAX_PLATFORMS": "cpu"}
+    args = [sys.executable, "-m", "rtrl.rl.suite", "--out", str(tmp_path), "--tasks", "RepeatPrevious", "--seeds",
+            "1", "--steps", "20000", "--rows", "uniform"]
+    suite_run = subprocess.Popen([*args, "memoryless"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
+    try:
+        line = suite_run.stdout.readline()
+        assert line.startswith("RepeatPreviousEasy uniform: normalised"), line
+        time.sleep(0.5)  # the memoryless row has begun (compiling, then 20,000 steps)
+        sent = time.monotonic()
+        suite_run.send_signal(signal.SIGINT)
+        out, err = suite_run.communicate(timeout=15)
+        assert time.monotonic() - sent < 5
+    finally:
+        suite_run.kill()
+    assert suite_run.returncode == 130 and err.strip() == "rtrl: interrupted" and out == "", (out, err)
+    text = (tmp_path / "runs.jsonl").read_text()
+    assert text.endswith("\n") and [json.loads(line)["row"] for line in text.splitlines()] == ["uniform"]
+    assert not list(tmp_path.glob(".*.tmp"))
+    again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and again.stdout == "", (again.stdout, again.stderr)  # resumed: the row is done
+    assert (tmp_path / "runs.jsonl").read_text() == text

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 
 import jax
@@ -191,9 +192,9 @@ def check_size(args) -> None:
     check_memory(assemble(RLConfig(**opts)).memory_needed(), smaller="--seeds")
 
 
-def main(argv=None, prog: str = "python -m rtrl.rl.suite", parser_class=argparse.ArgumentParser) -> None:
+def main(argv=None, prog: str = "python -m rtrl.rl.suite", parser_class=argparse.ArgumentParser) -> int:
     """The suite's command (``rtrl results popgym``): ``parser_class`` makes its parser (the ``rtrl`` command's own
-    reports a problem in one line)."""
+    reports a problem in one line); the exit status (130: stopped by a Ctrl-C, every finished row kept)."""
     parser = parser_class(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="the folder of runs.jsonl and suite.md (resumed if there)")
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS, metavar="TASK",
@@ -229,15 +230,26 @@ def main(argv=None, prog: str = "python -m rtrl.rl.suite", parser_class=argparse
                 if any(r["task"] == task and r["row"] == row and same_options(r["options"], wanted,
                                                                               ROWS[row] is None) for r in runs):
                     continue
-                run = run_row(task, row, args.steps, args.seed, args.seeds)
+                run = run_row(task, row, args.steps, args.seed, args.seeds)  # a Ctrl-C here: ended at once
                 runs = [r for r in runs if (r["task"], r["row"]) != (task, row)] + [run]
                 scores = [f"{normalised(task, v):.2f}" if v is not None else "-" for v in run["finals"]]
-                print(f"{task}Easy {row}: normalised {' '.join(scores)}, {run['wall_s']:.0f} s", flush=True)
-                ledger.write(runs_path, runs)
-                atomic_write_text(os.path.join(args.out, "suite.md"), table(runs, command, at))
+                try:
+                    with interrupts.deferred():  # a finished row is written before a Ctrl-C is acted on
+                        ledger.write(runs_path, runs)
+                        atomic_write_text(os.path.join(args.out, "suite.md"), table(runs, command, at))
+                        print(f"{task}Easy {row}: normalised {' '.join(scores)}, {run['wall_s']:.0f} s", flush=True)
+                        interrupts.poll()
+                except KeyboardInterrupt:
+                    print(f"rtrl: interrupted; {runs_path} holds every row finished (the same command resumes)",
+                          file=sys.stderr, flush=True)
+                    return interrupts.STATUS
         atomic_write_text(os.path.join(args.out, "suite.md"), table(runs, command, at))
+    return 0
 
 
 if __name__ == "__main__":
-    interrupts.install()  # Ctrl-C: the process ends at once; every finished row is in runs.jsonl already
-    main()
+    # Ctrl-C (rtrl.interrupts): while a row runs, the process ends at once with one line and exit status 130 (the
+    # rows finished before it are in runs.jsonl, written atomically, and the lock goes with the process); while a
+    # finished row is written, it stops once the row is in.
+    interrupts.install()
+    raise SystemExit(main())
