@@ -103,3 +103,34 @@ def test_a_spike_time_far_past_the_window_is_dropped_not_overflowed(tmp_path):
                duration_ms=20, pool=350)
     task.load()
     np.testing.assert_array_equal(task.data[0][0], [[1, 0], [0, 0], [0, 0], [0, 0]])
+
+
+def test_a_resume_refuses_another_file_under_the_same_name(tmp_path, capsys):
+    """A run of two steps records its files' SHA-256 in its checkpoint; the training file replaced by another (the
+    labels changed) under the same name, ``rtrl resume`` is one line naming ``path`` and the folder is left as it
+    was; the same bytes written anew (a new mtime) resume; a changed ``test_path`` is refused by its name
+    [``check_data`` not called: the resume trains on the other file; the digest left out of the checkpoint: the
+    same]."""
+    from rtrl.cli import main
+
+    train = write_shd(tmp_path / "train.h5", TIMES, UNITS, LABELS)
+    test = write_shd(tmp_path / "test.h5", TIMES[2:], UNITS[2:], LABELS[2:])
+    run = tmp_path / "run"
+    args = (f"train --task shd --task-arg path={train} --task-arg test_path={test} --task-arg step_ms=5 "
+            f"--task-arg duration_ms=20 --task-arg pool=350 --cell elman --hidden 2 --batch 2 --eval-every 1 "
+            f"--eval-size 1 --steps 1 --quiet --out {run}").split()
+    assert main(args) == 0
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    write_shd(tmp_path / "train.h5", TIMES, UNITS, [1, 2, 3])
+    capsys.readouterr()
+    assert main(["resume", str(run), "--steps", "2", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and err.startswith(f"rtrl: error: path: {train!r} is not the file this run was "
+                                                        "trained on (its SHA-256 differs from the one"), err
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before  # nothing was changed
+    write_shd(tmp_path / "train.h5", TIMES, UNITS, LABELS)  # the same bytes again
+    write_shd(tmp_path / "test.h5", TIMES[:1], UNITS[:1], LABELS[:1])
+    assert main(["resume", str(run), "--steps", "2", "--quiet"]) == 2
+    assert f"test_path: {test!r} is not the file" in capsys.readouterr().err
+    write_shd(tmp_path / "test.h5", TIMES[2:], UNITS[2:], LABELS[2:])
+    assert main(["resume", str(run), "--steps", "2", "--quiet"]) == 0

@@ -19,7 +19,9 @@ actor-critic). Each kind registers itself in ``KINDS`` (its configuration class,
   and, for environments stepped on the host, where the time went (``rtrl.rl.loop.TIMINGS``);
 * ``checkpoint.npz``: the whole ``TrainState`` (or ``RLState``) at the last record (parameters, optimiser state,
   carries, traces, data key or environment states, position), written atomically, as host arrays whatever
-  ``devices`` the run uses;
+  ``devices`` the run uses; its meta: the step, ``wall_s`` and, for a task that reads files (``shd``), ``data``:
+  each file by its option with its SHA-256 (``Task.fingerprints``), which a resume compares with the files as they
+  stand (another file under the same name is refused, naming the option);
 * ``curve.png``: the learning curves (training loss and metric, chance dashed; an RL run's mean return);
 * ``.lock``: held (``filelock``) by the one process that writes the folder; a second writer is refused.
 
@@ -407,6 +409,7 @@ class Run:
         self._trainer = trainer  # None: built from the assembly on first use
         self.lock = filelock.FileLock(str(self.path / LOCK), timeout=0)
         self.made: list[Path] = []  # the folders ``create`` made (only these may be removed again)
+        self.data: dict = {}  # the data files' fingerprints, read when training starts (``fingerprints``)
 
     @property
     def trainer(self):
@@ -431,6 +434,10 @@ class Run:
     def fit(self, state, wall_s: float, on_record, on_chunk):
         """Continue ``state`` to ``config.steps``, ``on_record(state, record)`` after each record."""
         raise NotImplementedError
+
+    def fingerprints(self) -> dict:
+        """The files the run reads (its task's: ``Task.fingerprints``) as they stand now; ``{}``: none."""
+        return {}
 
     def trained(self, params) -> tuple:
         """``(cell, cell_params)``: the cell of the run and its share of the model's ``params`` (``rtrl.load``)."""
@@ -596,6 +603,22 @@ class Run:
             self.rewrite_metrics(kept)
         return state, meta["wall_s"]
 
+    def check_data(self) -> None:
+        """``RunError`` naming the option when a file the checkpoint's run was trained on (its meta's ``data``) is
+        not the file under that name now (``self.data``); a checkpoint without ``data`` (a task of no files, or
+        written before it was recorded) says nothing to compare."""
+        file = self.path / CHECKPOINT
+        recorded = checkpoint.read_meta(file).get("data") if file.is_file() else None
+        if not isinstance(recorded, dict):
+            return
+        for option, was in recorded.items():
+            now = self.data.get(option)
+            if now != was:
+                name = next((d["file"] for d in (now, was) if isinstance(d, dict) and "file" in d), None)
+                raise RunError(f"{option}: {name!r} is not the file this run was trained on (its SHA-256 differs "
+                               f"from the one {file} records); nothing was changed (put that file back, or start "
+                               "again with --overwrite)")
+
     def torn(self) -> bool:
         file = self.path / METRICS
         return file.exists() and file.stat().st_size > 0 and not file.read_bytes().endswith(b"\n")
@@ -615,7 +638,8 @@ class Run:
             f.write(line)
             f.flush()
             os.fsync(f.fileno())
-        checkpoint.save(self.path / CHECKPOINT, state, {"step": record["step"], "wall_s": record["wall_s"]})
+        meta = {"step": record["step"], "wall_s": record["wall_s"], **({"data": self.data} if self.data else {})}
+        checkpoint.save(self.path / CHECKPOINT, state, meta)
 
     def plot(self) -> Path:
         plot_curves([self.curve()], self.path / CURVE, self.title())
@@ -627,6 +651,8 @@ class Run:
         checkpoints and the plot. On ``Diverged`` the last checkpoint (all of whose records are finite) stays,
         and the plot shows the run up to it."""
         with self.locked(), interrupts.deferred():  # a Ctrl-C stops at the next safe point (rtrl.interrupts)
+            self.data = self.fingerprints()
+            self.check_data()  # before anything is rewritten: another data file under the same name is refused
             state, wall_s = self.load()
             self.check_budget(self.config.steps)  # checked on open too; here against the checkpoint as loaded
             with allowed_imports(self.config.imports()):  # this run's own code, already built (trusted or allowed)

@@ -33,6 +33,9 @@ class TrainRun(Run):
     def trained(self, params):
         return self.assembly.cell, params["cell"]
 
+    def fingerprints(self) -> dict:
+        return self.assembly.task.fingerprints()
+
     def evaluate(self, state, episodes: int | None, seed: int | None, greedy: bool = False, video=None) -> dict:
         """The task's held-out metrics of ``state``'s parameters on ``episodes`` episodes drawn from ``seed``
         (default: the run's ``eval_size`` and ``seed``, its own held-out episodes), made by the trainer's own

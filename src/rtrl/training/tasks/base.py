@@ -101,6 +101,12 @@ class Task(Frozen):
         """Read what the task reads from files, once, so that a missing or malformed file is an error before a run
         starts (``ValueError`` naming the option); nothing for tasks generated from a key (the default)."""
 
+    def fingerprints(self) -> dict[str, dict[str, str]]:
+        """Each file the task reads as it stands now, by the option naming it: ``{"file": path, "sha256": hex}``
+        (a run's checkpoint records them, and a resume refuses a file that changed under the same name); ``{}``
+        for tasks generated from a key (the default)."""
+        return {}
+
     @property
     def length(self) -> int:
         raise NotImplementedError

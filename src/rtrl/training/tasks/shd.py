@@ -16,6 +16,7 @@ data is held in memory as bytes, ``examples x steps x channels``: 57 MB for SHD'
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 
 import jax
@@ -52,6 +53,15 @@ def read_hdf5(path: str, argument: str) -> tuple[list, list, np.ndarray]:
         raise ValueError(f"{argument}: {path!r} is not an HDF5 file ({e})") from None
     check_layout(path, argument, times, units, labels)
     return times, units, labels
+
+
+def sha256(path: str) -> str:
+    """The SHA-256 of the file at ``path``, read a mebibyte at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(2**20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def check_layout(path, argument, times, units, labels) -> None:
@@ -104,6 +114,12 @@ class SHD(Classification):
         """Read and bin the files now: a missing or malformed file is a ``ValueError`` naming ``path`` or
         ``test_path`` (``rtrl train`` calls this before it writes anything)."""
         self.data  # noqa: B018
+
+    def fingerprints(self) -> dict[str, dict[str, str]]:
+        """``path``'s file (and ``test_path``'s, if given) with its SHA-256: a resume compares them with those its
+        checkpoint recorded, so that the same name for another file is refused."""
+        return {option: {"file": name, "sha256": sha256(name)}
+                for option, name in (("path", self.path), ("test_path", self.test_path)) if name}
 
     @property
     def input_size(self) -> int:
