@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rtrl.rl import RLConfig, train
-from rtrl.rl.loop import RLState, record, seeds_record
+from rtrl.rl.loop import TIMINGS, RLState, record, runner, seeds_record
 from test_rl_rules import BASE, REWARDS, STEPS, Oracle, Scripted, scripted_run
 
 
@@ -76,13 +76,76 @@ def test_a_record_with_no_episode_ended_has_return_none():
 @pytest.mark.parametrize("seeds", [1, 2])
 def test_another_chunk_length_compiles_nothing_new(seeds):
     """The chunk length is traced (a while loop), not a static scan length: runs of one configuration with other
-    record_every values, and so other chunk lengths (and a resume off a record boundary), run one compiled
-    program. [``static_argnums=1`` on the chunk length: a program per length, 3 here]"""
-    from rtrl.rl.loop import runner
-
-    config = RLConfig(env="tmaze", hidden=3, envs=2, steps=12, record_every=4, seeds=seeds)
+    record_every values, and so other chunk lengths (and a resume off a record boundary), another seed, run one
+    compiled program, shared by every run of the configuration (``rtrl.rl.loop.program``). [``static_argnums=1`` on
+    the chunk length: a program per length, 3 here; a program per run: a compilation per ``train``]"""
+    options = {"env": "tmaze", "hidden": 3, "envs": 2, "steps": 12, "seeds": seeds}
+    config = RLConfig(**options, record_every=4)
     run = runner(config)
     train(config)
     for every in (5, 7):
-        train(RLConfig(env="tmaze", hidden=3, envs=2, steps=12, record_every=every, seeds=seeds))
-    assert runner(config) is run and run._compiled._cache_size() == 1
+        train(RLConfig(**options, record_every=every))
+    half, _ = train(RLConfig(**{**options, "steps": 5}, record_every=5, seed=3))
+    train(RLConfig(**options, record_every=4, seed=3), half)  # resumed at step 5
+    again = runner(config)
+    assert again is not run and again.program is run.program and run._compiled._cache_size() == 1
+
+
+HOST = {"env": "gymnasium:CartPole-v1", "envs": 2, "hidden": 3, "fidelity_every": 0}
+
+
+def same(a, b) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
+
+
+def test_interleaved_host_runs_of_one_configuration_step_their_own_environments():
+    """Two runs of one host configuration (Gymnasium's CartPole) in one process, stepped in turn, each end where it
+    would alone: each run has its own environments, while the compiled program is one. [a runner shared by the runs
+    (a module-level cache of runners): the second run's ``init`` resets the first's environments, whose next step
+    re-seeds them, silently]"""
+    config = RLConfig(**HOST, steps=12, record_every=4)
+
+    def alone(seed):
+        run = runner(config)
+        state = run.init(seed)
+        for _ in range(3):
+            state = run.advance(state, 4)
+        return state
+
+    a, b = runner(config), runner(config)
+    assert a.vector is not b.vector and a.program is b.program
+    first, second = a.init(0), b.init(1)
+    for _ in range(3):
+        first, second = a.advance(first, 4), b.advance(second, 4)
+    assert same(first, alone(0)) and same(second, alone(1))
+    assert a._observe_act._cache_size() == 1
+
+
+def test_a_host_run_trained_inside_another_leaves_it_as_it_would_be_alone():
+    """``train`` of a host configuration with, at each record, a whole other run of the same configuration trained
+    (another seed): its records (the timings and wall_s aside) and final state are those of the run alone, and so are
+    the other's. [a runner shared by the two: the inner run re-seeds the outer's environments at each record]"""
+    config, other = RLConfig(**HOST, steps=60, record_every=20), RLConfig(**HOST, steps=20, record_every=10, seed=1)
+
+    def untimed(records):
+        return [{k: v for k, v in r.items() if k not in (*TIMINGS, "wall_s")} for r in records]
+
+    inner = []
+    state, records = train(config, on_record=lambda state, rec: inner.append(train(other)))
+    alone, alone_records = train(config)
+    assert same(state, alone) and untimed(records) == untimed(alone_records)
+    assert any(r["episodes"] for r in records)  # episodes ended: the environments were stepped, not just begun
+    other_state, other_records = train(other)
+    assert len(inner) == len(records)
+    assert all(same(s, other_state) and untimed(r) == untimed(other_records) for s, r in inner)
+
+
+def test_train_given_the_run_continues_its_host_environments():
+    """``train(config, state, run=run)`` with the run that returned ``state`` continues its environments: a host run
+    of 40 steps in two calls ends where one call of 40 does; without the run (a new one) the environments are
+    re-seeded at step 20 (``OnlineActorCritic.restarted``), and the run differs."""
+    run = runner(RLConfig(**HOST, steps=20, record_every=20))
+    half, _ = train(RLConfig(**HOST, steps=20, record_every=20), run=run)
+    whole, _ = train(RLConfig(**HOST, steps=40, record_every=20))
+    assert same(train(RLConfig(**HOST, steps=40, record_every=20), half, run=run)[0], whole)
+    assert not same(train(RLConfig(**HOST, steps=40, record_every=20), half)[0], whole)

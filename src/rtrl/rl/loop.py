@@ -37,10 +37,12 @@ With a jitted environment the whole run is a pure function of ``RLState`` (a pyt
 for bit); ``train`` drives chunks of ``record_every`` steps, one jitted ``lax.scan`` each, and returns metrics
 records. A host environment (``gymnasium:ID``) is stepped in Python between the jitted calls: per step, one jitted
 call (the previous step's ``_observe`` and this step's ``_act``), the actions to the host, the environments' step,
-the outcome to the device. Its environments are not in ``RLState``: a state that is not the one this loop last
+the outcome to the device. Its environments are not in ``RLState`` but the run's (``OnlineActorCritic``, one per run:
+two runs of one configuration in a process never step each other's): a state that is not the one this run last
 returned (a checkpoint loaded, another run's) re-seeds them from the state's key (a function of the run's seed and
-the step), and every
-environment begins a new episode there (no TD error across the cut, the traces and the torso's state zeroed).
+the step), and every environment begins a new episode there (no TD error across the cut, the traces and the
+torso's state zeroed). What is compiled (``Program``: pure functions of ``RLState``, no live environment) is shared
+by the runs of one configuration (``runner``): another length, record_every, seed or resume point compiles nothing.
 
 ``devices = N`` splits the E environments over N devices (``rtrl.devices``): environment states, torso memory and
 the traces ``z`` along E, the parameters and statistics replicated; XLA reduces the means over E across the devices.
@@ -162,8 +164,11 @@ def torso_cosine(a, b) -> jax.Array:
     return a @ b / jnp.maximum(jnp.linalg.norm(a) * jnp.linalg.norm(b), jnp.finfo(a.dtype).tiny)
 
 
-class OnlineActorCritic:
-    """The compiled pieces of a run: ``init(seed)``, ``advance(state, n)``, the environment and the agent."""
+class Program:
+    """A configuration's compiled pieces: pure functions of ``RLState`` (the agent's part of a step, the
+    bookkeeping, a chunk of steps), each jitted once, with the environment's description and the agent. No live
+    environment: a host environment's (``gymnasium:ID``) are a run's own (``OnlineActorCritic``), so every run of
+    the configuration in a process shares one program (``runner``) and nothing that a run changes."""
 
     def __init__(self, assembly: RLAssembly | RLConfig):
         assembly = assemble(assembly) if isinstance(assembly, RLConfig) else assembly
@@ -183,14 +188,12 @@ class OnlineActorCritic:
         self.mesh = mesh(config.devices, config.envs, "envs", "environments")
         self.host = getattr(self.env, "host", False)
         if self.host:
-            self.vector = self.env.vector(config.envs)
-            self._live = None  # the obs array of the state this loop last returned: its environments are live
             self._act_jit = jax.jit(self._act)
             self._observe_jit = jax.jit(self._observe)
             self._observe_act = jax.jit(lambda acted, outcome: self._act(self._observe(acted, outcome)))
-            self.timings = dict.fromkeys(TIMINGS, 0.0)  # seconds, summed over host steps since the last record
         elif config.seeds > 1:
             self._compiled = jax.jit(self._advance_seeds)
+            self._init_seeds = jax.jit(jax.vmap(lambda s: self.fresh(s, config.envs)))
         else:
             self._compiled = jax.jit(self._advance)
 
@@ -199,25 +202,6 @@ class OnlineActorCritic:
         c = self.config
         return update_rule(c.optimizer, lr=c.lr, decay=c.gamma * c.lam, envs=envs, clip=c.clip, kappa=c.kappa,
                            every_k=c.update_every, correction=self.agent.correction(c, envs))
-
-    def advance(self, state: RLState | Seeds, n: int):
-        """``n`` steps of every environment, compiled (see ``_advance``), or stepped on the host."""
-        if self.host:
-            return self._advance_host(state, n)
-        with tracing(self.mesh):
-            return self._compiled(self.place(state), n)
-
-    def init(self, seed: int) -> RLState | Seeds:
-        """The state at step 0 of the run with ``seed``: an ``RLState``, or with ``seeds = S > 1`` the ``Seeds`` of
-        ``seed .. seed + S - 1`` (each the ``RLState`` that a one-seed run with that seed starts from)."""
-        if self.config.seeds > 1:
-            seeds = seed + jnp.arange(self.config.seeds, dtype=jnp.uint32)
-            return Seeds(jax.jit(jax.vmap(lambda s: self.fresh(s, self.config.envs)))(seeds),
-                         jnp.zeros((), jnp.int32))
-        state = self.place(self.fresh(seed, self.config.envs))
-        if self.host:
-            self._live = state.obs  # the environments were just reset for this state
-        return state
 
     @functools.cached_property
     def sharding(self):
@@ -228,12 +212,14 @@ class OnlineActorCritic:
         """``state`` on this run's devices (one from a checkpoint of any device count); unchanged on one."""
         return state if self.mesh is None else jax.device_put(state, self.sharding)
 
-    def fresh(self, seed: int, envs: int) -> RLState:
+    def fresh(self, seed: int, envs: int, vector=None) -> RLState:
+        """The state at step 0 of the run with ``seed``; a host environment's first observations are those of
+        ``vector`` (a run's environments), reset with the seed's seeds (``seeds``)."""
         E, dtype = envs, self.dtype
         k_params, k_env, key = jax.random.split(jax.random.PRNGKey(seed), 3)
         params = self.agent.init(k_params, dtype)
         if self.host:
-            obs, env_state = jnp.asarray(self.vector.reset(self.seeds(k_env))), ()
+            obs, env_state = jnp.asarray(vector.reset(self.seeds(k_env))), ()
         else:
             obs, env_state = jax.vmap(self.env.reset)(jax.random.split(k_env, E))
         zeros = jnp.zeros((E,), dtype)
@@ -246,6 +232,12 @@ class OnlineActorCritic:
             key=key, step=jnp.zeros((), jnp.int32),
             tally=Tally(jnp.zeros((), jnp.int32), jnp.zeros((), dtype), jnp.zeros((self.agent.checked,), dtype),
                         jnp.zeros((), jnp.int32), jnp.zeros((len(HEALTH),), dtype), jnp.zeros((), jnp.int32)))
+
+    def seeds(self, key: jax.Array) -> list[int]:
+        """The host environments' seeds at a (re)start, one per environment, drawn from ``key`` (at the start the
+        environments' key of the seed; at a restart the state's key, a function of the seed and the step)."""
+        words = np.asarray(jax.random.key_data(key)).ravel().tolist()
+        return [int(s) for s in np.random.SeedSequence(words).generate_state(self.config.envs)]
 
     def _act(self, state: RLState) -> Acted:
         """The agent's part of a step: act on ``state.obs``, the previous step's TD error, the update, the traces."""
@@ -328,13 +320,67 @@ class OnlineActorCritic:
         outcome = Outcome(step.obs, step.reward, step.done, step.truncated, step.final_obs, step.state.last_return)
         return self._observe(acted, outcome)._replace(env_state=step.state)
 
-    # -- a host environment -------------------------------------------------------------------------------------
-    def seeds(self, key: jax.Array) -> list[int]:
-        """The host environments' seeds at a (re)start, one per environment, drawn from ``key`` (at the start the
-        environments' key of the seed; at a restart the state's key, a function of the seed and the step)."""
-        words = np.asarray(jax.random.key_data(key)).ravel().tolist()
-        return [int(s) for s in np.random.SeedSequence(words).generate_state(self.config.envs)]
+    def _advance_seeds(self, state: Seeds, n: int) -> Seeds:
+        """``_advance`` of every seed under one ``jax.vmap``, the step count shared (not mapped): what is due at a
+        step (the fidelity check, the health sample) stays a ``lax.cond`` taken once for all seeds, where a mapped
+        count would turn it into a ``select`` that computes the check at every step."""
+        runs = jax.vmap(lambda run, step: self._advance(run._replace(step=step), n), in_axes=(0, None))
+        return Seeds(runs(state.runs, state.step), state.step + n)
 
+    def _advance(self, state: RLState, n: int) -> RLState:
+        # a traced count (a while loop), not a static scan length: another chunk length (record_every, a resume off
+        # a record boundary) runs the same compiled program
+        state = lax.fori_loop(0, n, self._one, state)
+        return state if self.mesh is None else lax.with_sharding_constraint(state, self.sharding)
+
+
+class OnlineActorCritic:
+    """A run's pieces: ``init(seed)``, ``advance(state, n)``; its configuration's compiled ``Program`` (shared by the
+    runs of one configuration: ``runner``) and, with a host environment, the run's own environments (``vector``),
+    which no other run steps or re-seeds. The program's attributes (the environment, the agent, the optimizer,
+    ...) read as the run's."""
+
+    def __init__(self, assembly: RLAssembly | RLConfig, program: Program | None = None):
+        self.program = Program(assembly) if program is None else program
+        self.config = getattr(assembly, "config", assembly)  # this run's: its steps and seed, not the program's
+        if self.program.host:
+            self.vector = self.program.env.vector(self.config.envs)
+            self._live = None  # the obs array of the state this run last returned: its environments are live
+        self.timings = dict.fromkeys(TIMINGS, 0.0)  # seconds, summed over host steps since the last record
+
+    def __getattr__(self, name: str):
+        if name == "program":  # not set yet (a failed __init__)
+            raise AttributeError(name)
+        return getattr(self.program, name)
+
+    # a run with its own program (``OnlineActorCritic(assembly)``) may swap its environment or agent before its
+    # first step (the tests' scripted environments)
+    env = property(lambda self: self.program.env, lambda self, env: setattr(self.program, "env", env))
+    agent = property(lambda self: self.program.agent, lambda self, agent: setattr(self.program, "agent", agent))
+
+    def advance(self, state: RLState | Seeds, n: int):
+        """``n`` steps of every environment, compiled (see ``Program._advance``), or stepped on the host."""
+        if self.host:
+            return self._advance_host(state, n)
+        with tracing(self.mesh):
+            return self._compiled(self.place(state), n)
+
+    def init(self, seed: int) -> RLState | Seeds:
+        """The state at step 0 of the run with ``seed``: an ``RLState``, or with ``seeds = S > 1`` the ``Seeds`` of
+        ``seed .. seed + S - 1`` (each the ``RLState`` that a one-seed run with that seed starts from)."""
+        if self.config.seeds > 1:
+            seeds = seed + jnp.arange(self.config.seeds, dtype=jnp.uint32)
+            return Seeds(self._init_seeds(seeds), jnp.zeros((), jnp.int32))
+        state = self.place(self.fresh(seed, self.config.envs))
+        if self.host:
+            self._live = state.obs  # the environments were just reset for this state
+        return state
+
+    def fresh(self, seed: int, envs: int) -> RLState:
+        """``Program.fresh`` with this run's environments."""
+        return self.program.fresh(seed, envs, getattr(self, "vector", None))
+
+    # -- a host environment -------------------------------------------------------------------------------------
     def restarted(self, state: RLState) -> RLState:
         """``state`` with fresh environments (re-seeded), each at the start of an episode: the pending TD step
         dropped, the torso's state zeroed, the vector wrappers told (the discounted returns restarted) and, at the
@@ -383,19 +429,6 @@ class OnlineActorCritic:
         spent, self.timings = self.timings, dict.fromkeys(TIMINGS, 0.0)
         return {k: round(v, 3) for k, v in spent.items()}
 
-    def _advance_seeds(self, state: Seeds, n: int) -> Seeds:
-        """``_advance`` of every seed under one ``jax.vmap``, the step count shared (not mapped): what is due at a
-        step (the fidelity check, the health sample) stays a ``lax.cond`` taken once for all seeds, where a mapped
-        count would turn it into a ``select`` that computes the check at every step."""
-        runs = jax.vmap(lambda run, step: self._advance(run._replace(step=step), n), in_axes=(0, None))
-        return Seeds(runs(state.runs, state.step), state.step + n)
-
-    def _advance(self, state: RLState, n: int) -> RLState:
-        # a traced count (a while loop), not a static scan length: another chunk length (record_every, a resume off
-        # a record boundary) runs the same compiled program
-        state = lax.fori_loop(0, n, self._one, state)
-        return state if self.mesh is None else lax.with_sharding_constraint(state, self.sharding)
-
 
 def record(state: RLState | Seeds) -> dict:
     """The metrics record of the steps since the last one (``return`` is None where no episode ended); ``Diverged``
@@ -440,35 +473,47 @@ def cleared(state: RLState | Seeds) -> RLState | Seeds:
     return state._replace(tally=jax.tree.map(jnp.zeros_like, state.tally))
 
 
-_RUNNERS: dict[RLConfig, OnlineActorCritic] = {}
+# The compiled programs by configuration (its steps, record_every and seed aside): pure functions and the
+# environment's description, no live environment (those are each run's: ``OnlineActorCritic``).
+_PROGRAMS: dict[RLConfig, Program] = {}
+
+
+def program(assembly: RLAssembly | RLConfig) -> Program:
+    """The compiled pieces of ``assembly``'s configuration (or of a configuration, then assembled), one per
+    configuration in a process: runs that differ only in their length, record_every or seed, or resume anywhere,
+    compile nothing new."""
+    key = dataclasses.replace(getattr(assembly, "config", assembly), steps=1, record_every=1, seed=0)
+    if key not in _PROGRAMS:
+        _PROGRAMS[key] = Program(assembly if isinstance(assembly, RLAssembly) else assemble(assembly))
+    return _PROGRAMS[key]
 
 
 def runner(assembly: RLAssembly | RLConfig) -> OnlineActorCritic:
-    """The compiled pieces of a run (``assembly``, or a configuration, then assembled), shared by every run that
-    differs only in its length or seed (so ``train`` called again, to resume, with more steps or another seed,
-    compiles nothing new)."""
-    key = dataclasses.replace(getattr(assembly, "config", assembly), steps=1, record_every=1, seed=0)
-    if key not in _RUNNERS:
-        _RUNNERS[key] = OnlineActorCritic(assembly if isinstance(assembly, RLAssembly) else assemble(assembly))
-    return _RUNNERS[key]
+    """A new run of ``assembly`` (or of a configuration, then assembled) on its configuration's shared ``program``:
+    compiled once per configuration, while a host environment's environments are this run's alone (two runs of one
+    configuration in a process step their own)."""
+    return OnlineActorCritic(assembly, program(assembly))
 
 
 def train(config: RLConfig | RLAssembly, state: RLState | None = None,
           on_record: Callable[[RLState, dict], None] | None = None,
-          on_chunk: Callable[[RLState, int], None] | None = None, wall_s: float = 0.0) -> tuple[RLState, list[dict]]:
+          on_chunk: Callable[[RLState, int], None] | None = None, wall_s: float = 0.0,
+          run: OnlineActorCritic | None = None) -> tuple[RLState, list[dict]]:
     """Run ``config`` (or its assembly) up to ``config.steps`` steps per environment (from ``state``, or from the
     start), one record at every multiple of ``record_every`` and at the end (``rtrl.driver.drive``);
     ``on_record(state, record)`` after each (a checkpoint there resumes the run exactly; the trainer's order,
     ``rtrl.driver``'s), ``on_chunk(state, n)``
-    after every ``n`` steps done (one jitted call). ``wall_s``: the time already spent (a resumed run). Stops with
+    after every ``n`` steps done (one jitted call). ``wall_s``: the time already spent (a resumed run). ``run``: the
+    run to step (``runner``; default a new one): a host environment's run continues the environments of the state it
+    last returned, where another run re-seeds them (``OnlineActorCritic.restarted``). Stops with
     ``rtrl.driver.Diverged`` if a parameter stops being finite (``on_record`` has seen nothing past the previous
     record)."""
     if not isinstance(config, (RLConfig, RLAssembly)):
         raise TypeError(f"config must be an RLConfig, e.g. rl.train(rl.RLConfig(env='tmaze')), got {what(config)}")
-    run = runner(config)
+    run = runner(config) if run is None else run
     config = getattr(config, "config", config)
     state = run.init(config.seed) if state is None else state
-    run.timing_record()  # the clock starts here (the runner is shared by runs)
+    run.timing_record()  # the clock starts here (a run given may have stepped before)
     records = []
 
     def advance(state, step, n):

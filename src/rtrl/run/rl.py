@@ -44,7 +44,7 @@ class RLRun(Run):
         return self.trainer.init(self.config.seed)
 
     def fit(self, state, wall_s: float, on_record, on_chunk):
-        return train(self.assembly, state, on_record, on_chunk, wall_s)[0]
+        return train(self.assembly, state, on_record, on_chunk, wall_s, run=self.trainer)[0]
 
     def trained(self, params):
         return self.assembly.agent.cell, params["torso"]
