@@ -232,8 +232,9 @@ def test_agent_benchmark_times_the_agent_step_against_its_forward_step(monkeypat
     rows = agent.measure_all(["lru-concat"], [4], [1, 2], steps=3)
     # the torsos' and the counts' runs, the memoryless agent's among them, in one interleaved call, so "vs 1 env"
     # and "vs memoryless" compare timings taken under the same load
-    assert timed == [[(torso, kind, e) for torso in ("memoryless", "lru-concat") for e in (1, 2)
+    assert timed == [[("ac", torso, kind, e) for torso in ("memoryless", "lru-concat") for e in (1, 2)
                       for kind in ("full", "forward")]]
+    assert {r["algorithm"] for r in rows} == {"ac"}  # the actor-critic alone unless asked for others
     assert [(r["cell"], r["width"], r["envs"], r["method"]) for r in rows] == [
         ("memoryless", 4, 1, "diagonal"), ("memoryless", 4, 2, "diagonal"),
         ("lru-concat", 4, 1, "closed_form"), ("lru-concat", 4, 2, "closed_form")]
