@@ -135,6 +135,26 @@ def test_a_suite_resumes_and_reruns_only_what_changed(tmp_path, capsys):
     assert len(runs) == 1 and runs[0]["options"]["steps"] == 5
 
 
+def test_the_q_row_is_intentional_q_on_the_suites_torso_and_runs(tmp_path):
+    """The row ``q``: the suite agent's torso, inputs and budget under the memory-chain-L-q presets' algorithm
+    (intentional Q(lambda): eta 0.5, gamma 0.99, lambda 0.8), epsilon decaying over the first tenth of the run, and
+    no option only the actor-critic reads (the config would refuse it)."""
+    from rtrl.rl.config import RLConfig
+
+    opts = suite.options("RepeatPrevious", "q", 1000, 3, 2)
+    rtrl = suite.options("RepeatPrevious", "rtrl", 1000, 3, 2)
+    assert (opts["algorithm"], opts["optimizer"], opts["lr"], opts["gamma"], opts["lam"]) == (
+        "q", "intentional", 0.5, 0.99, 0.8)
+    assert opts["explore_steps"] == 100 and "entropy" not in opts and "head_hidden" not in opts
+    same = ("cell", "hidden", "envs", "extra_inputs", "env", "steps", "record_every", "seed", "seeds", "method")
+    assert {k: opts[k] for k in same} == {k: rtrl[k] for k in same}
+    assert RLConfig(**opts).algorithm == "q"
+    main(["--out", str(tmp_path), "--tasks", "RepeatPrevious", "--rows", "q", "--seeds", "2", "--steps", "4"])
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [(r["row"], len(r["finals"]), r["options"]["algorithm"]) for r in runs] == [("q", 2, "q")]
+    assert "q IQM" in (tmp_path / "suite.md").read_text()
+
+
 class TwoSteps(Env):
     """Episodes of two steps: the first rewards the action (0, 1 or 2), the second 10."""
 

@@ -76,13 +76,20 @@ def chain(length: int, steps: int, lr: float) -> Table:
                  0.9, BASELINES, "auto")
 
 
+def learned_by(algorithm: str, options: dict, steps: int) -> dict:
+    """The actor-critic's ``options`` learned by another algorithm (``Q_ALGORITHMS``) over ``steps`` steps: its
+    options over them, those only the actor-critic reads dropped (the entropy bonus; the tanh layer before the heads,
+    which the Q agents do not have), epsilon decaying over the first tenth of the run."""
+    kept = {k: v for k, v in options.items() if k not in ("entropy", "head_hidden")}
+    return {**kept, **Q_ALGORITHMS[algorithm], "explore_steps": max(1, steps // 10)}
+
+
 def chain_of(algorithm: str, length: int, steps: int, lr: float) -> Table:
     """``chain(length, steps, lr)``'s setting (the streaming agent's torso, budget and records) learned by another
-    algorithm (``Q_ALGORITHMS``): its options over the actor-critic's, those only the actor-critic reads dropped."""
+    algorithm (``Q_ALGORITHMS``, ``learned_by``)."""
     table = chain(length, steps, lr)
-    options = {k: v for k, v in table.options.items() if k != "entropy"}
-    options.update(Q_ALGORITHMS[algorithm], explore_steps=max(1, steps // 10))
-    return table._replace(what=f"{table.what}, {Q_NAMES[algorithm]}", options=options)
+    return table._replace(what=f"{table.what}, {Q_NAMES[algorithm]}",
+                          options=learned_by(algorithm, table.options, steps))
 
 
 # Q-learning on MemoryChain (issue 48), the epsilon schedule of Farr et al. 2026 (noahfarr/recurrent-streaming-rl,

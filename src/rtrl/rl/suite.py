@@ -1,7 +1,8 @@
 """``python -m rtrl.rl.suite --out DIR [--tasks ...] [--rows ...] [--seeds 5] [--steps S]``: the POPGym Easy suite of
-Farr et al. (2026) on the jitted ports, each task's rows (exact RTRL, TBPTT(K), the memoryless agent) over seeds run
-in one call under ``jax.vmap`` (``rtrl rl --seeds``), scored as they score it, beside the uniform random policy's
-score (the row ``uniform``: what no learning reaches, ``uniform_returns``).
+Farr et al. (2026) on the jitted ports, each task's rows (exact RTRL, TBPTT(K), the memoryless agent; the row ``q``:
+exact RTRL under intentional Q(lambda)) over seeds run in one call under ``jax.vmap`` (``rtrl rl --seeds``), scored
+as they score it, beside the uniform random policy's score (the row ``uniform``: what no learning reaches,
+``uniform_returns``).
 
 Scoring: a seed's final return is the mean of its last two records' returns; it is normalised so that 0 is the
 lowest episodic return the task allows and 1 the optimal one, on Farr et al.'s own scale
@@ -36,17 +37,18 @@ from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import make
 from rtrl.rl.envs.popgym import NORMALISATION, normalise
 from rtrl.rl.loop import train
-from rtrl.rl.presets import POPGYM_STREAMING, ROW_OPTIONS, WINDOW
+from rtrl.rl.presets import POPGYM_STREAMING, ROW_OPTIONS, WINDOW, learned_by
 
 TASKS = tuple(NORMALISATION)  # the eleven tasks of Farr et al.'s POPGym Easy suite
 # Farr et al. 2026 (arXiv 2605.24709), normalised IQM at 10M frames: (streaming agent with exact RTRL, PPO-RTU)
 FARR = {"RepeatPrevious": (0.99, 0.81), "RepeatFirst": (0.48, 0.31), "CountRecall": (0.23, 0.10),
         "Concentration": (0.42, 0.78), "MultiarmedBandit": (0.63, 0.81)}
-# The rows: exact RTRL with the suite's agent, the rolling TBPTT window, no recurrence at all, and no learning (the
-# uniform random policy, played by ``uniform_returns``, not by an agent).
+# The rows: exact RTRL with the suite's agent, the rolling TBPTT window, no recurrence at all, no learning (the
+# uniform random policy, played by ``uniform_returns``, not by an agent), and exact RTRL under intentional Q(lambda)
+# (``q``: the memory-chain-L-q presets' algorithm, ``rtrl.rl.presets.learned_by``).
 ROWS = {"rtrl": {"method": "auto"}, "tbptt": {"method": "tbptt", "truncation": WINDOW},
         "memoryless": ROW_OPTIONS["memoryless"],
-        "uniform": None}
+        "uniform": None, "q": {"method": "auto", "algorithm": "q"}}
 UNIFORM_STEPS, UNIFORM_ENVS = 2_000, 64  # per seed: 128,000 steps, at least 600 episodes of every task
 # The suite's agent: the popgym-repeat-* presets' (the streaming agent with its heads' tanh layer).
 AGENT = {k: v for k, v in POPGYM_STREAMING.items() if k not in ("steps", "record_every", "fidelity_every")}
@@ -58,7 +60,10 @@ def options(task: str, row: str, steps: int, seed: int, seeds: int) -> dict:
     if ROWS[row] is None:
         return {"env": f"popgym:{task}Easy", "policy": "uniform", "steps": UNIFORM_STEPS, "envs": UNIFORM_ENVS,
                 "seed": seed, "seeds": seeds}
-    return {**AGENT, **ROWS[row], "env": f"popgym:{task}Easy", "steps": steps, "record_every": max(1, steps // 10),
+    agent = {**AGENT, **ROWS[row]}
+    if agent.get("algorithm", "ac") != "ac":
+        agent = learned_by(agent["algorithm"], agent, steps)
+    return {**agent, "env": f"popgym:{task}Easy", "steps": steps, "record_every": max(1, steps // 10),
             "fidelity_every": 0, "seed": seed, "seeds": seeds}
 
 
