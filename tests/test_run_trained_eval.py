@@ -317,25 +317,26 @@ def test_a_gymnasium_episode_without_end_is_cut_and_counted(tmp_path, monkeypatc
 
 def test_a_gymnasium_evaluation_is_bounded_before_it_starts(tmp_path, monkeypatch, capsys):
     """Host episodes are played one after another, so ``episodes`` x the step limit is at most ``HOST_EVAL_STEPS``
-    (``rtrl eval --episodes 2147483647`` on a Gymnasium environment once passed every check and ran for days). By
-    hand: a limit of 5 steps (no limit of its own: ``HOST_STEPS``) and a bound of 10 steps allow 2 episodes, each
-    returning 5; 3 are refused by name, nothing played. The command with the real bound (100,000 steps an episode,
-    1,000,000 in all: 10 episodes) refuses 11 in one line."""
+    (``rtrl eval --episodes 2147483647`` on a Gymnasium environment once passed every check and ran for days): as
+    documented, 1,000,000 steps, 10 episodes of 100,000 (``HOST_STEPS``) where the environment has no limit. By
+    hand, with a limit of 5 steps and a bound of 10: 2 episodes are played, each returning 5; 3 are refused by
+    name, in one line by the command, nothing played."""
     from rtrl.run import rollout
 
+    assert (rollout.HOST_EVAL_STEPS, rollout.HOST_STEPS) == (1_000_000, 100_000)  # as --episodes' help says
     name = film_env(endless=True)
     run = tmp_path / "endless"
     assert main(f"rl --env gymnasium:{name} --hidden 2 --envs 1 --record-every 6 --steps 6 --quiet --out {run}"
                 .split()) == 0
-    capsys.readouterr()
-    assert main(["eval", str(run), "--episodes", "11"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.splitlines() == [err] and err.endswith(
-        f"episodes must be at most 10 on gymnasium:{name}, whose episodes are played one after another on the host, "
-        "each up to 100,000 steps (1,000,000 steps in all), got 11")
-    trained = always_action_one(rtrl.load(run))
     monkeypatch.setattr(rollout, "HOST_STEPS", 5)
     monkeypatch.setattr(rollout, "HOST_EVAL_STEPS", 10)
+    capsys.readouterr()
+    assert main(["eval", str(run), "--episodes", "3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and err.endswith(
+        f"episodes must be at most 2 on gymnasium:{name}, whose episodes are played one after another on the host, "
+        "each up to 5 steps (10 steps in all), got 3")
+    trained = always_action_one(rtrl.load(run))
     played, seeds = [], np.random.SeedSequence
     monkeypatch.setattr(np.random, "SeedSequence", lambda *a: played.append(a) or seeds(*a))
     assert trained.evaluate(episodes=2, seed=0)["value"] == 5.0
