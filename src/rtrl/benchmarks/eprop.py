@@ -1,6 +1,7 @@
 """One batch of the e-prop paper's evidence accumulation under e-prop against BPTT, timed side by side.
 
-    python -m rtrl.benchmarks.eprop [--trial 2250] [--repeats 3] [--methods eprop-synaptic eprop bptt] [--plain]
+    python -m rtrl.benchmarks.eprop [--trial 2250] [--repeats 3] [--methods eprop-synaptic eprop eprop-window bptt]
+                                    [--plain]
 
 Each method is the preset ``evidence-eprop-paper/alif-METHOD`` (100 LIF and ALIF neurons, recurrent, batches of 64
 trials, one update per trial, the paper's filtered readout and rate regulariser) trained for one batch (one call of
@@ -8,7 +9,9 @@ trials, one update per trial, the paper's filtered readout and rate regulariser)
 least time of ``--repeats`` is reported with its ratio to ``bptt``'s. ``--trial`` below 2250 shortens each trial
 (one cue, ``episode_length`` = the trial; the cost per step does not depend on the cues). ``eprop-synaptic`` is
 e-prop on the cells' per-synapse hooks (``eprop_init / update / contract``, one contraction per example): the rule
-before the factorised traces (``rtrl.capabilities.FactoredEProp``), the same gradient. ``--plain`` reads the spikes
+before the factorised traces (``rtrl.capabilities.FactoredEProp``), the same gradient. ``eprop-window`` is the same
+gradient again over each window of one trial, without traces (``rtrl.methods.eprop.EPropWindow``: a forward scan,
+backward scans of per-neuron vectors and a matrix product per parameter). ``--plain`` reads the spikes
 as they are (no filtered readout, no rate regulariser: ``readout_decay`` and ``rate_weight`` 0), which leaves e-prop
 no per-synapse trace but ALIF's adaptation vectors.
 """
@@ -24,6 +27,7 @@ import jax
 
 from rtrl.methods import EProp
 from rtrl.methods.base import TraceRule
+from rtrl.methods.eprop import EPropWindow
 from rtrl.provenance import line
 from rtrl.training.assemble import assemble
 from rtrl.training.config import RunConfig
@@ -37,8 +41,12 @@ class SynapticEProp(EProp):
         return TraceRule(self, cell.eprop_init, cell.eprop_update, cell.eprop_contract, new_traces=True)
 
 
+VARIANTS = {"eprop-synaptic": SynapticEProp, "eprop-window": EPropWindow}  # e-prop's other forms, on its preset
+
+
 def trainer_of(method: str, trial: int, plain: bool = False):
-    """The preset's trainer of ``method`` (``eprop``, ``bptt`` or ``eprop-synaptic``) with trials of ``trial``."""
+    """The preset's trainer of ``method`` (``eprop``, ``bptt``, ``eprop-synaptic`` or ``eprop-window``) with trials of
+    ``trial``."""
     options = dict(PRESETS[f"evidence-eprop-paper/alif-{method.split('-')[0]}"].options)
     task_args = {} if trial == PAPER_TRIAL else {"episode_length": trial, "cues": 1}
     options.update(task_args=task_args, steps=trial, eval_every=trial,
@@ -46,8 +54,8 @@ def trainer_of(method: str, trial: int, plain: bool = False):
     if plain:
         options.update(readout_decay=0.0, rate_weight=0.0)
     assembly = assemble(RunConfig(**options))
-    if method == "eprop-synaptic":
-        assembly = assembly._replace(method=SynapticEProp())
+    if method in VARIANTS:
+        assembly = assembly._replace(method=VARIANTS[method]())
     return assembly.trainer()
 
 
@@ -71,7 +79,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trial", type=int, default=PAPER_TRIAL)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--methods", nargs="+", default=["eprop-synaptic", "eprop", "bptt"])
+    parser.add_argument("--methods", nargs="+", default=["eprop-synaptic", "eprop", "eprop-window", "bptt"])
     parser.add_argument("--plain", action="store_true", help="the spikes read as they are (no filtered readout)")
     args = parser.parse_args(argv)
     load = os.getloadavg()[0]

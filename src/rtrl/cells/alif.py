@@ -38,6 +38,19 @@ sensitivity with the reset's derivative through the spike and every path through
 With one leak for all neurons (not learnt) and no reset to a value, ``eps_v`` is LIF's ``zbar (x) 1`` (shared by the
 postsynaptic neurons) and ``eps_a`` reaches ``e`` only where ``beta != 0``: ``eprop_factored_*`` keep ``zbar``,
 ``psi`` and ``eps_a`` for the adapting neurons only, the same gradient (``SpikingCell.eprop_factorises``).
+
+e-prop over a window (``eprop_window``, ``rtrl.capabilities.WindowEProp``; derivation: docs/spiking.md, "e-prop
+over a window"): the factorised contractions summed over a window from zero traces need no trace. ``eps_a`` moves
+onto a per-neuron credit ``lambda``, backwards, then ``zbar`` onto the rows as ``LIF``'s::
+
+    w^t      = g_s^t psi^t beta                          (the credit on -eps_a^t)
+    lambda^t = w^t + (rho - psi^t beta) lambda^(t+1)      (cut where step t+1 starts an episode)
+    p^t      = g_v^t + g_s^t psi^t - psi^t lambda^(t+1)
+    sum_t contract^t = sum_t zbar^t (x) p^t = sum_t rows^t (x) P^t,    P^t = p^t + leak P^(t+1)
+
+(``sum_t w^t eps_a^t = sum_t psi^t zbar^t lambda^(t+1)``, from ``eps_a^(t+1) = (rho - psi^t beta) eps_a^t + psi^t
+zbar^t``.) ``lambda`` is zero where ``beta`` is. ``lambda`` and ``P`` are one backward scan
+(``SpikingCell.factored_eprop_window``, ``window_adaptation``), ``psi^t`` from the new carry (``window_threshold``).
 """
 
 from __future__ import annotations
@@ -184,3 +197,18 @@ class ALIF(SpikingCell):
                 for name, shape in self.param_shapes().items()}
         return {name: g.at[..., cols].add(-jnp.einsum(spec[name], traces["a"][name], drop))
                 for name, g in grads.items()}
+
+    def window_threshold(self, new_carries: Params):
+        """``threshold + beta a'``."""
+        a = new_carries["a"]
+        return self.values("threshold", new_carries["v"]) + self.beta(a) * a
+
+    def window_lambda(self, zeros: jax.Array) -> jax.Array:
+        """``lambda`` after the window's last step: zero."""
+        return zeros
+
+    def window_adaptation(self, lam: jax.Array, g: jax.Array, psi: jax.Array):
+        """``lambda^t = g^t beta + (rho - psi^t beta) lambda^(t+1)`` and ``drop^t = psi^t lambda^(t+1)`` (module
+        docstring; ``g^t = g_s^t psi^t``), ``lam`` being ``lambda^(t+1)``."""
+        beta, rho = self.beta(psi), self.values("adaptation_decay", psi)
+        return g * beta + (rho - psi * beta) * lam, psi * lam

@@ -31,6 +31,15 @@ eprop_update / eprop_contract`` hold it (with or without ``R``).
 With one leak for all neurons (not learnt) and no reset to a value, ``eps`` is the same for every postsynaptic
 neuron, ``zbar``, the presynaptic activity filtered by the leak, so ``e_ji = psi_j zbar_i``: ``eprop_factored_*``
 keep ``zbar`` and ``psi`` only, the same gradient (``SpikingCell.eprop_factorises``).
+
+e-prop over a window (``eprop_window``, ``rtrl.capabilities.WindowEProp``; derivation: docs/spiking.md, "e-prop
+over a window"): the factorised contractions summed over a window of steps from zero traces, with the credits
+``g_v^t, g_s^t`` on each step's new carry, need no trace at all. With ``p^t = g_v^t + g_s^t psi^t``::
+
+    sum_t zbar^t (x) p^t  =  sum_t rows^t (x) P^t,     P^t = p^t + leak P^(t+1)     (rows: x, 1, s_prev)
+
+a backward scan of per-neuron vectors and one matrix product per parameter (``SpikingCell.factored_eprop_window``;
+``psi^t`` from the new carry, ``u = v' - threshold``: ``window_threshold``).
 """
 
 from __future__ import annotations
@@ -103,3 +112,7 @@ class LIF(SpikingCell):
         """``g_v eps + g_s e = zbar (x) (g_v + g_s psi)``, summed over any leading axes of examples."""
         psi = traces["psi"]
         return self.summed_outer_rows(traces["z"], credit(g_carry["v"], psi) + credit(g_carry["s"], psi) * psi)
+
+    def window_threshold(self, new_carries: Params):
+        """``threshold``."""
+        return self.values("threshold", new_carries["v"])

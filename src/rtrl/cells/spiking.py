@@ -189,6 +189,7 @@ class SpikingCell(Cell):
         if self.eprop_factorises and hasattr(self, "factored_eprop_init"):  # rtrl.capabilities.FactoredEProp
             for name in ("init", "update", "contract", "output"):
                 object.__setattr__(self, "eprop_factored_" + name, getattr(self, "factored_eprop_" + name))
+            object.__setattr__(self, "eprop_window", self.factored_eprop_window)  # rtrl.capabilities.WindowEProp
 
     # -- shared pieces of the step ----------------------------------------------------------------------
     def values_at(self, name: str, k: int) -> float:
@@ -324,6 +325,71 @@ class SpikingCell(Cell):
         return {name: jnp.einsum("...i,...j->ij" if len(self.param_shapes()[name]) == 2 else "...,...j->j", row, column)
                 for name, row in rows.items()}
 
+    # -- e-prop over a window, no trace (rtrl.capabilities.WindowEProp; docs/spiking.md, "e-prop over a window") ----
+    # Over a window whose traces start at zero, the factorised contractions ``sum_t g^t . e^t`` need no trace: with
+    # ``zbar^t = leak zbar^(t-1) + rows^t`` (zeroed where an episode starts) the filter moves onto the per-neuron
+    # credit, backwards in time, ``sum_t zbar^t (x) p^t = sum_t rows^t (x) P^t``, ``P^t = p^t + leak P^(t+1)`` (cut
+    # where step t+1 starts an episode), one matrix product over the window's steps and examples for every parameter.
+    # ``p^t = g_v^t + g^t - drop^t``, ``g^t = c^t psi^t`` with ``c`` the credit on the spikes (and on the states that
+    # filter them, ``filters``) and ``drop`` the adaptation's (ALIF: ``window_adaptation``; none for LIF).
+    def factored_eprop_window(self, params: Params, carries: Params, new_carries: Params, xs: jax.Array,
+                              g_carries: Params, starts: jax.Array, filters=()) -> Params:
+        """``sum_t factored_eprop_contract(traces^t, g^t)`` over a window (leading axes ``(T, *batch)``: ``carries``
+        the carry each step starts from, ``new_carries`` the one it makes, ``g_carries`` the credit on that), the
+        traces zero at the window's start and where ``starts``. ``filters``: credits on states that low-pass filter
+        the spikes, ``(g, decay, weight)`` for ``o' = decay o + weight s'`` (a readout's: ``Filtered``), whose
+        eligibility traces are the spikes' filtered alike: their credit joins the spikes' filtered backwards,
+        ``c^t = g_s^t + sum weight G^t``, ``G^t = g^t + decay G^(t+1)``, in the same backward scan."""
+        if g_carries.get("a") is not None:
+            raise ValueError("e-prop over a window takes credits on the membrane and the spikes only (as "
+                             "eprop_factored_contract); a credit on the adaptation needs eprop_contract")
+        filters = tuple(f for f in filters if f[0] is not None)
+        like = new_carries["v"]
+        leak = self.leak_of(params, like)
+        steps = {"new": {k: new_carries[k] for k in ("v", "a") if k in new_carries},
+                 "r": carries["r"] if self.refractory else None, "g_s": g_carries["s"], "g_v": g_carries["v"],
+                 "filters": tuple(g for g, _, _ in filters), "keep": 1 - starts.astype(like.dtype)[..., None]}
+
+        def back(later, step):  # P^(t+1), lambda^(t+1), G^(t+1): zero where step t+1 starts an episode
+            P, lam, G = later
+            psi = self.window_psi({"r": step["r"]}, step["new"])
+            G = tuple(g + decay * f for g, f, (_, decay, _) in zip(step["filters"], G, filters, strict=True))
+            c = credit(step["g_s"], psi) + sum(weight * f for f, (_, _, weight) in zip(G, filters, strict=True))
+            lam, drop = self.window_adaptation(lam, c * psi, psi)
+            P = credit(step["g_v"], psi) + c * psi - drop + leak * P
+            keep = step["keep"]
+            return jax.tree.map(lambda a: a * keep, (P, lam, G)), P
+
+        zeros = jnp.zeros_like(like[0])
+        later = (zeros, self.window_lambda(zeros), tuple(zeros for _ in filters))
+        return self.window_rows(carries, xs, jax.lax.scan(back, later, steps, reverse=True)[1])
+
+    def window_lambda(self, zeros: jax.Array):
+        """The adaptation's backward state at the window's end (none; ALIF's ``lambda``)."""
+        return ()
+
+    def window_adaptation(self, lam, g: jax.Array, psi: jax.Array):
+        """One backward step of the adaptation's credit: ``(lambda^t, drop^t)`` (none for a neuron without one)."""
+        return (), 0.0
+
+    def window_psi(self, carries: Params, new_carries: Params) -> jax.Array:
+        """Each step's ``psi`` from the carry it starts from and its new one, without the current: ``psi(u) free``,
+        ``u = v' - threshold'`` (``window_threshold``; the membrane carried on is ``d`` where e-prop factorises, no
+        reset to a value), ``free = [r == 0]`` of the carry the step starts from (``integrate``)."""
+        psi = self.psi(new_carries["v"] - self.window_threshold(new_carries))
+        return psi * (carries["r"] <= 0).astype(psi.dtype) if self.refractory else psi
+
+    def window_threshold(self, new_carries: Params):
+        """The threshold the step's spikes were fired against, from its new carry (each cell's)."""
+        raise NotImplementedError
+
+    def window_rows(self, carries: Params, xs: jax.Array, P: jax.Array) -> Params:
+        """``sum_t rows^t (x) P^t`` over the window's steps and examples (leading axes ``(T, *batch)`` of
+        ``carries``, the carry each step starts from, ``xs`` and ``P``): one matrix product per parameter."""
+        rows = self.presynaptic_rows(carries, xs)
+        return self.summed_outer_rows({name: jnp.broadcast_to(row, P.shape[:-1]) if jnp.ndim(row) == 0 else row
+                                       for name, row in rows.items()}, P)
+
     # -- the membrane's traces, shared (derivation: docs/spiking.md, "Resets") ------------------------------
     # Per parameter ``ed = dd/dtheta`` (the membrane the spike reads); per neuron, from the last step, ``psi``,
     # ``gate = dv/dd`` and ``jump = dv/ds`` (how the carried membrane follows d and the spike). Then
@@ -381,3 +447,4 @@ class SpikingCell(Cell):
 def credit(g: jax.Array | None, like: jax.Array) -> jax.Array:
     """A credit leaf, ``None`` (no credit) read as zeros."""
     return jnp.zeros_like(like) if g is None else g
+

@@ -30,7 +30,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from rtrl.capabilities import BellecEProp, EPropOutput, FactoredEProp, HasOutput
+from rtrl.capabilities import BellecEProp, EPropOutput, FactoredEProp, HasOutput, WindowEProp
 from rtrl.cells.base import Cell, Params, glorot
 from rtrl.cells.spiking import check_number
 from rtrl.frozen import Frozen
@@ -77,6 +77,8 @@ class Filtered(Cell):
                 if isinstance(self.cell, FactoredEProp):  # the same over the cell's factorised traces
                     object.__setattr__(self, "eprop_factored_" + name,
                                        functools.partial(getattr(self, "filtered_eprop_" + name), factored=True))
+        if isinstance(self.cell, WindowEProp):
+            object.__setattr__(self, "eprop_window", self.filtered_eprop_window)
 
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
         return self.cell.param_shapes()
@@ -137,6 +139,18 @@ class Filtered(Cell):
         batch_ndim = jnp.ndim(g_carry[read[0]]) - 1
         filtered = contract_summed(example, {k: traces[k] for k in read}, {k: g_carry[k] for k in read}, batch_ndim)
         return jax.tree.map(jnp.add, grads, filtered)
+
+
+    def filtered_eprop_window(self, params: Params, carries, new_carries, xs: jax.Array, g_carries,
+                              starts: jax.Array) -> Params:
+        """``rtrl.capabilities.WindowEProp``: ``g_o e_bar + g_n sum(e)`` summed over the window is ``e`` times the
+        credits on ``o`` and ``n`` filtered backwards, ``(1 - decay) G_o^t + G_n^t``, ``G_o^t = g_o^t + decay
+        G_o^(t+1)``, ``G_n^t = g_n^t + G_n^(t+1)`` (cut where step t+1 starts an episode): the cell's window takes
+        them as filters of its spikes (``o' = decay o + (1 - decay) s'``, ``n' = n + s'``), in its own backward
+        scan (``e`` contracts as a credit on the spikes: ``eprop_output``)."""
+        filters = ((g_carries["o"], self.decay, 1 - self.decay), (g_carries["n"], 1.0, 1.0))
+        return self.cell.eprop_window(params, carries["cell"], new_carries["cell"], xs, g_carries["cell"], starts,
+                                      filters=filters)
 
 
 class Readout(Frozen):
@@ -209,8 +223,27 @@ class ReadoutModel(Cell):
             "readout": init_readout(k_out, self.read_size, self.hidden_size - self.readout.extra, dtype),
         }
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.cell, WindowEProp) and isinstance(self.cell, HasOutput):
+            object.__setattr__(self, "output", self.read_output)
+            object.__setattr__(self, "eprop_window", self.readout_eprop_window)
+
     def initial_carry(self, batch_shape=(), dtype=None):
         return self.cell.initial_carry(batch_shape, dtype)
+
+    def read_output(self, params: Params, carry, x: jax.Array) -> jax.Array:
+        """The outputs of the new carry (``rtrl.capabilities.HasOutput``, where the cell has e-prop over a window)."""
+        return self.readout(params["readout"], self.cell.output(params["cell"], carry, x[..., :-1]))
+
+    def readout_eprop_window(self, params: Params, carries, new_carries, xs: jax.Array, g_carries,
+                             starts: jax.Array) -> Params:
+        """``rtrl.capabilities.WindowEProp``: the cell's, the carry each step starts from zeroed where the reset flag
+        is set (an episode's start, as ``step``), the readout's part none (it comes through ``output``)."""
+        reset = xs[..., -1] > 0.5
+        grads = self.cell.eprop_window(params["cell"], zero_where(reset, carries), new_carries, xs[..., :-1],
+                                       g_carries, starts | reset)
+        return {"cell": grads, "readout": jax.tree.map(jnp.zeros_like, params["readout"])}
 
     def step(self, params: Params, carry, x: jax.Array):
         self.check_input(x)
