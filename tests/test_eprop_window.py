@@ -62,13 +62,14 @@ def problem(cell, seed=0):
     return Episodes(xs, targets, weights), done
 
 
-def windows(cell, decay=0.9, rate_weight=0.5):
-    """The trainer's two windows of ``cell`` with the paper's readout: online e-prop and e-prop over the window."""
+def windows(cell, decay=0.9, rate_weight=0.5, chunk=50):
+    """The trainer's two windows of ``cell`` with the paper's readout: online e-prop and e-prop over the window (in
+    chunks of ``chunk`` steps: by default two and a shorter last one)."""
     readout = Readout(decay, rate_weight, 0.05, 50)
     learned = readout.learned(cell)
     model = ReadoutModel.of(learned, O, readout)
-    return (TraceWindow(online(learned, EProp()), readout, score, B), SequenceWindow(EPropWindow(), model, score, B),
-            model)
+    return (TraceWindow(online(learned, EProp()), readout, score, B),
+            SequenceWindow(EPropWindow(chunk), model, score, B), model)
 
 
 def params_of(model, seed=0):
@@ -81,10 +82,10 @@ def relative(a, b):
                for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
 
 
-def both(cell, decay=0.9, rate_weight=0.5, started=False):
+def both(cell, decay=0.9, rate_weight=0.5, started=False, chunk=50):
     """The two windows' gradients and losses on one window of ``problem``; ``started``: from the state a first
     window left (a carry and traces that the episode's start at step 0 zeroes)."""
-    online_window, window, model = windows(cell, decay, rate_weight)
+    online_window, window, model = windows(cell, decay, rate_weight, chunk)
     params = params_of(model)
     episodes, done = problem(cell)
     memory, carry = online_window.init(params), window.init(params)
@@ -123,6 +124,14 @@ def test_the_window_without_a_filter_or_without_the_regulariser(decay, rate_weig
     assert relative(g_window, g_online) <= 1e-9, relative(g_window, g_online)
 
 
+@pytest.mark.parametrize("chunk", [1, 7, 40, 120, 500])
+def test_the_window_in_chunks_of_any_size(chunk):
+    """Chunks of one step, chunks with a last one of a step, chunks that divide the window, the window whole, one
+    chunk longer than the window: the same gradient, the backward state handed from chunk to chunk."""
+    g_window, g_online, _ = both(CASES["alif_paper"], chunk=chunk)
+    assert relative(g_window, g_online) <= 1e-9, relative(g_window, g_online)
+
+
 def test_the_bare_cell_over_a_sequence_is_online_eprop():
     """``rtrl.sequence_grad`` of a bare cell under ``EPropWindow`` from a nonzero carry: online e-prop's, whose
     traces start at zero there too."""
@@ -149,10 +158,10 @@ def test_a_window_without_the_readout_filter_is_caught():
     cell = CASES["alif_paper"]
     g_online = both(cell)[1]
 
-    def unfiltered(self, params, carries, new_carries, xs, g_carries, starts):
+    def unfiltered(self, params, carries, new_carries, xs, g_carries, starts, later=None):
         g_cell = {**g_carries["cell"], "s": g_carries["cell"]["s"] + (1 - self.decay) * g_carries["o"]
                   + g_carries["n"]}
-        return self.cell.eprop_window(params, carries["cell"], new_carries["cell"], xs, g_cell, starts)
+        return self.cell.eprop_window(params, carries["cell"], new_carries["cell"], xs, g_cell, starts, later)
 
     original = Filtered.filtered_eprop_window
     try:
@@ -174,4 +183,6 @@ def test_which_cells_have_a_window():
         rtrl.methods.resolve(EPropWindow(), per_synapse)
     with pytest.raises(ValueError, match="method 'eprop_window' needs"):
         EPropWindow().check(rtrl.cells.Elman(4, 6))
+    with pytest.raises(ValueError, match="chunk"):
+        EPropWindow(chunk=0)
     assert dataclasses.replace(CASES["lif_plain"]).eprop_window  # bound again on a copy

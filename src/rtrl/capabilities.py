@@ -31,12 +31,14 @@ of its members and the cell itself gets them at construction (``rtrl.cells.spiki
 * ``FactoredEProp``: ``eprop_factored_init / update / contract``, the same e-prop in a smaller layout of the cell's
   choosing (``LIF`` and ``ALIF`` with one leak and no reset to a value: ``e_ji = psi_j zbar_i``), the contraction
   summed over a batch at once; the ``eprop`` method prefers it where the cell has it.
-* ``WindowEProp``: ``eprop_window(params, carries, new_carries, xs, g_carries, starts)``, the sum of a
+* ``WindowEProp``: ``eprop_window(params, carries, new_carries, xs, g_carries, starts, later=None)``, the sum of a
   ``FactoredEProp`` cell's contractions over a window of steps whose traces start at zero (leading axes
   ``(T, *batch)``: the carry each step starts from, the one it makes, its input, the credit on the new carry, and
   where the traces are zeroed before a step, an episode's start), without traces: the filters move onto the
-  credit, backwards in time (the spiking cells, ``Filtered`` and the trainer's ``ReadoutModel`` around them). The
-  ``eprop_window`` method (``rtrl.methods.eprop.EPropWindow``) uses it.
+  credit, backwards in time (the spiking cells, ``Filtered`` and the trainer's ``ReadoutModel`` around them). It
+  returns the gradient and the backward state at the window's first step, which the window before takes as
+  ``later`` (so a window may be taken in pieces, last to first). The ``eprop_window`` method
+  (``rtrl.methods.eprop.EPropWindow``) uses it.
 * ``Spiking``: a cell whose ``h`` is its spikes (0 or 1), fired by ``fire(u)`` with a surrogate derivative
   (``rtrl.cells.LIF``, ``ALIF``, ``SpikingIIR2``); a trainer reports the firing rate of its held-out episodes.
 * ``Layered``: a cell made of recurrent layers (``rtrl.cells.Stack``, ``rtrl.cells.Network``), which
@@ -150,8 +152,10 @@ class WindowEProp(Protocol):
     ``carries`` are the carries the steps start from, ``new_carries`` the ones they make, ``xs`` their inputs,
     ``g_carries`` the credits on their new carries (a leaf ``None``: no credit), ``starts`` (``(T, *batch)`` bools)
     the steps before which the traces are zeroed (an episode's start; the window's first step starts from zero
-    traces in any case). The spiking cells also take ``filters``: credits on states that low-pass filter their
+    traces in any case), ``later`` the backward state that the window just after this one returned (``None``:
+    none, the last window). The spiking cells also take ``filters``: credits on states that low-pass filter their
     spikes (a readout's, ``rtrl.training.model.Filtered``), taken in the same backward scan."""
 
-    def eprop_window(self, params, carries, new_carries, xs, g_carries, starts) -> Any:
-        """The window's gradient, laid out like ``params``, summed over its steps and examples."""
+    def eprop_window(self, params, carries, new_carries, xs, g_carries, starts, later=None) -> Any:
+        """``(grads, earlier)``: the window's gradient, laid out like ``params``, summed over its steps and examples,
+        and the backward state at its first step (the ``later`` of the window before)."""

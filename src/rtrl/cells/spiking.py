@@ -333,13 +333,15 @@ class SpikingCell(Cell):
     # ``p^t = g_v^t + g^t - drop^t``, ``g^t = c^t psi^t`` with ``c`` the credit on the spikes (and on the states that
     # filter them, ``filters``) and ``drop`` the adaptation's (ALIF: ``window_adaptation``; none for LIF).
     def factored_eprop_window(self, params: Params, carries: Params, new_carries: Params, xs: jax.Array,
-                              g_carries: Params, starts: jax.Array, filters=()) -> Params:
-        """``sum_t factored_eprop_contract(traces^t, g^t)`` over a window (leading axes ``(T, *batch)``: ``carries``
-        the carry each step starts from, ``new_carries`` the one it makes, ``g_carries`` the credit on that), the
-        traces zero at the window's start and where ``starts``. ``filters``: credits on states that low-pass filter
-        the spikes, ``(g, decay, weight)`` for ``o' = decay o + weight s'`` (a readout's: ``Filtered``), whose
-        eligibility traces are the spikes' filtered alike: their credit joins the spikes' filtered backwards,
-        ``c^t = g_s^t + sum weight G^t``, ``G^t = g^t + decay G^(t+1)``, in the same backward scan."""
+                              g_carries: Params, starts: jax.Array, later=None, filters=()):
+        """``(grads, earlier)``: ``sum_t factored_eprop_contract(traces^t, g^t)`` over a window (leading axes
+        ``(T, *batch)``: ``carries`` the carry each step starts from, ``new_carries`` the one it makes, ``g_carries``
+        the credit on that), the traces zero at the window's start and where ``starts``, and the backward state at
+        its first step (``P``, ``lambda``, the filtered credits), which a window just before this one takes as its
+        ``later`` (``None``: zero, the last window). ``filters``: credits on states that low-pass filter the spikes,
+        ``(g, decay, weight)`` for ``o' = decay o + weight s'`` (a readout's: ``Filtered``), whose eligibility traces
+        are the spikes' filtered alike: their credit joins the spikes' filtered backwards, ``c^t = g_s^t + sum weight
+        G^t``, ``G^t = g^t + decay G^(t+1)``, in the same backward scan."""
         if g_carries.get("a") is not None:
             raise ValueError("e-prop over a window takes credits on the membrane and the spikes only (as "
                              "eprop_factored_contract); a credit on the adaptation needs eprop_contract")
@@ -360,9 +362,11 @@ class SpikingCell(Cell):
             keep = step["keep"]
             return jax.tree.map(lambda a: a * keep, (P, lam, G)), P
 
-        zeros = jnp.zeros_like(like[0])
-        later = (zeros, self.window_lambda(zeros), tuple(zeros for _ in filters))
-        return self.window_rows(carries, xs, jax.lax.scan(back, later, steps, reverse=True)[1])
+        if later is None:
+            zeros = jnp.zeros_like(like[0])
+            later = (zeros, self.window_lambda(zeros), tuple(zeros for _ in filters))
+        earlier, P = jax.lax.scan(back, later, steps, reverse=True)
+        return self.window_rows(carries, xs, P), earlier
 
     def window_lambda(self, zeros: jax.Array):
         """The adaptation's backward state at the window's end (none; ALIF's ``lambda``)."""

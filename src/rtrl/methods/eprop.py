@@ -31,11 +31,14 @@ adaptation's vector per synapse for its adapting neurons only). Every other cell
 
 **e-prop over a window** (``EPropWindow``, a sequence method): where the update closes a window whose traces start
 at zero (the trainer's ``update_every`` = the episode, every window starting at an episode's start), online e-prop's
-gradient over the window is a sum that needs no per-synapse state. The method runs the window forward once keeping
-the carries, takes each step's credit on its new carry through ``output`` (one ``vjp`` for the whole window), and
-hands carries, inputs and credits to the cell's ``eprop_window`` (``rtrl.capabilities.WindowEProp``), which moves
-the traces' filters onto the credits (backward scans of per-neuron vectors) and contracts them with the presynaptic
-rows in one matrix product per parameter (docs/spiking.md, "e-prop over a window"). The gradient is the online rule's
+gradient over the window is a sum that needs no per-synapse state. The method runs the window forward keeping the
+carries, takes each step's credit on its new carry through ``output`` (one ``vjp`` for all the steps), and hands
+carries, inputs and credits to the cell's ``eprop_window`` (``rtrl.capabilities.WindowEProp``), which moves the
+traces' filters onto the credits (a backward scan of per-neuron vectors) and contracts them with the presynaptic
+rows in one matrix product per parameter (docs/spiking.md, "e-prop over a window"). It does so in chunks of
+``chunk`` steps, last to first, each run forward again from its first carry (kept by a first forward scan), the
+backward state handed from chunk to chunk: memory is a chunk's carries, and the arrays stay small enough for the
+caches (a whole window at once was twice as slow). The gradient is the online rule's
 exactly where the window's traces start at zero (tested against it); a window that starts inside an episode starts
 from zero traces here, as ``bptt`` over windows starts from a zero adjoint (online e-prop would carry them on).
 """
@@ -50,6 +53,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from rtrl.capabilities import BellecEProp, FactoredEProp, HasOutput, WindowEProp
+from rtrl.checks import check_positive_int
 from rtrl.methods.base import SequenceMethod, TraceMethod, TraceRule
 from rtrl.methods.sensitivity import SnAp
 from rtrl.structure import unread_as_none
@@ -83,10 +87,18 @@ class EProp(SnAp):
 
 
 class EPropWindow(SequenceMethod):
-    """Online e-prop's gradient over a window whose traces start at zero, without traces: a forward scan, each step's
-    credit through the cell's ``output``, and the cell's ``eprop_window`` (see the module docstring)."""
+    """Online e-prop's gradient over a window whose traces start at zero, without traces (see the module docstring):
+    the window in chunks of ``chunk`` steps (default 50), last to first. A forward scan keeps the carry at each
+    chunk's start only; each chunk is then run forward again keeping its carries, its steps' credits are taken
+    through the cell's ``output`` and the cell's ``eprop_window`` turns them into the chunk's gradient, handing the
+    backward state of the chunk's first step (its filtered credits) to the chunk before. Memory: ``chunk`` steps of
+    carries, whatever the window's length."""
 
+    chunk: int = 50
     name: ClassVar[str] = "eprop_window"
+
+    def __check_init__(self) -> None:
+        check_positive_int("chunk", self.chunk)
 
     def check(self, cell) -> None:
         if not (isinstance(cell, WindowEProp) and isinstance(cell, HasOutput)):
@@ -96,18 +108,48 @@ class EPropWindow(SequenceMethod):
 
     def sequence_grad(self, cell, params, xs, targets, loss_fn, carry):
         self.check(cell)
-        _, after = lax.scan(lambda c, x: (cell.step(params, c, x)[0],) * 2, carry, xs)
-        before = jax.tree.map(lambda c0, c: jnp.concatenate([c0[None], c[:-1]]), carry, after)
+        steps = jnp.shape(xs)[0]
+        size = min(self.chunk, steps)
+        n, rest = divmod(steps, size)
 
-        def window_loss(p, after):
-            hs = jax.vmap(cell.output, in_axes=(None, 0, 0))(p, after, xs)
-            return jnp.sum(jax.vmap(loss_fn)(hs, targets))
+        def advance(c, chunk_xs):
+            return lax.scan(lambda c, x: (cell.step(params, c, x)[0], None), c, chunk_xs)[0]
 
-        loss, pull = jax.vjp(window_loss, params, after)
-        g_params, g_after = pull(jnp.ones_like(loss))
-        unread = unread_as_none(lambda c: cell.output(params, c, xs[0]), jax.tree.map(lambda a: a[0], g_after))
-        g_after = jax.tree.map(lambda read, g: None if read is None else g, unread, g_after,
-                               is_leaf=lambda a: a is None)
-        starts = jnp.zeros(xs.shape[:-1], bool)  # the window's traces start at zero: no step restarts them
-        grads = cell.eprop_window(params, before, after, xs, g_after, starts)
-        return loss, jax.tree.map(jnp.add, g_params, grads)
+        def chunk(start, chunk_xs, chunk_targets, later):
+            """``(loss, grads, earlier)`` of one chunk from the carry ``start``, ``later`` the backward state of the
+            chunk after it (``None``: none, the window's last chunk)."""
+            _, after = lax.scan(lambda c, x: (cell.step(params, c, x)[0],) * 2, start, chunk_xs)
+            before = jax.tree.map(lambda c0, c: jnp.concatenate([c0[None], c[:-1]]), start, after)
+
+            def chunk_loss(p, after):
+                hs = jax.vmap(cell.output, in_axes=(None, 0, 0))(p, after, chunk_xs)
+                return jnp.sum(jax.vmap(loss_fn)(hs, chunk_targets))
+
+            loss, pull = jax.vjp(chunk_loss, params, after)
+            g_params, g_after = pull(jnp.ones_like(loss))
+            unread = unread_as_none(lambda c: cell.output(params, c, chunk_xs[0]),
+                                    jax.tree.map(lambda a: a[0], g_after))
+            g_after = jax.tree.map(lambda read, g: None if read is None else g, unread, g_after,
+                                   is_leaf=lambda a: a is None)
+            starts = jnp.zeros(chunk_xs.shape[:-1], bool)  # the window's traces start at zero: no step restarts them
+            grads, earlier = cell.eprop_window(params, before, after, chunk_xs, g_after, starts, later)
+            return loss, jax.tree.map(jnp.add, g_params, grads), earlier
+
+        def whole(a):  # the first n * size steps as n chunks
+            return a[: n * size].reshape((n, size) + a.shape[1:])
+
+        full = (whole(xs), jax.tree.map(whole, targets))
+        end, firsts = lax.scan(lambda c, chunk_xs: (advance(c, chunk_xs), c), carry, full[0])
+        later = None
+        if rest:  # the last steps, fewer than a chunk
+            loss, grads, later = chunk(end, xs[n * size:], jax.tree.map(lambda a: a[n * size:], targets), None)
+        if later is None:
+            shapes = jax.eval_shape(lambda: chunk(carry, full[0][0], jax.tree.map(lambda a: a[0], full[1]), None))
+            loss, grads, later = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
+
+        def back(acc, inputs):
+            loss, grads, later = chunk(*inputs, acc[2])
+            return (acc[0] + loss, jax.tree.map(jnp.add, acc[1], grads), later), None
+
+        loss, grads, _ = lax.scan(back, (loss, grads, later), (firsts, *full), reverse=True)[0]
+        return loss, grads

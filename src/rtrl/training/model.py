@@ -142,7 +142,7 @@ class Filtered(Cell):
 
 
     def filtered_eprop_window(self, params: Params, carries, new_carries, xs: jax.Array, g_carries,
-                              starts: jax.Array) -> Params:
+                              starts: jax.Array, later=None):
         """``rtrl.capabilities.WindowEProp``: ``g_o e_bar + g_n sum(e)`` summed over the window is ``e`` times the
         credits on ``o`` and ``n`` filtered backwards, ``(1 - decay) G_o^t + G_n^t``, ``G_o^t = g_o^t + decay
         G_o^(t+1)``, ``G_n^t = g_n^t + G_n^(t+1)`` (cut where step t+1 starts an episode): the cell's window takes
@@ -150,7 +150,7 @@ class Filtered(Cell):
         scan (``e`` contracts as a credit on the spikes: ``eprop_output``)."""
         filters = ((g_carries["o"], self.decay, 1 - self.decay), (g_carries["n"], 1.0, 1.0))
         return self.cell.eprop_window(params, carries["cell"], new_carries["cell"], xs, g_carries["cell"], starts,
-                                      filters=filters)
+                                      later, filters=filters)
 
 
 class Readout(Frozen):
@@ -237,13 +237,13 @@ class ReadoutModel(Cell):
         return self.readout(params["readout"], self.cell.output(params["cell"], carry, x[..., :-1]))
 
     def readout_eprop_window(self, params: Params, carries, new_carries, xs: jax.Array, g_carries,
-                             starts: jax.Array) -> Params:
+                             starts: jax.Array, later=None):
         """``rtrl.capabilities.WindowEProp``: the cell's, the carry each step starts from zeroed where the reset flag
         is set (an episode's start, as ``step``), the readout's part none (it comes through ``output``)."""
         reset = xs[..., -1] > 0.5
-        grads = self.cell.eprop_window(params["cell"], zero_where(reset, carries), new_carries, xs[..., :-1],
-                                       g_carries, starts | reset)
-        return {"cell": grads, "readout": jax.tree.map(jnp.zeros_like, params["readout"])}
+        grads, earlier = self.cell.eprop_window(params["cell"], zero_where(reset, carries), new_carries,
+                                                xs[..., :-1], g_carries, starts | reset, later)
+        return {"cell": grads, "readout": jax.tree.map(jnp.zeros_like, params["readout"])}, earlier
 
     def step(self, params: Params, carry, x: jax.Array):
         self.check_input(x)
