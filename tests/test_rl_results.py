@@ -1,6 +1,7 @@
 """The RL results runner's bookkeeping: table order whatever order runs finish in, resuming from runs.jsonl, and
 the figures it prints (final return, first wall time at the target, spread)."""
 
+import contextlib
 import json
 
 import pytest
@@ -90,29 +91,236 @@ def test_missing_seeds_of_a_jitted_row_run_as_consecutive_groups_and_a_host_row_
     assert results.jobs_of("host-row", [0, 1]) == [("host-row", (0,)), ("host-row", (1,))]
 
 
+class Inline:
+    """The pool, in this process: each job runs when it is submitted."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def submit(self, fn, *args):
+        future = results.concurrent.futures.Future()
+        future.set_result(fn(*args))
+        return future
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        pass
+
+
 def test_rows_choose_the_methods_run_and_an_unknown_row_is_refused_by_name(tmp_path, monkeypatch, capsys):
     ran = []
     monkeypatch.setattr(results, "run_records", lambda preset, seeds: ran.append((preset, seeds)) or [
         [record(10, 0.5, 1.0), record(20, 0.5, 2.0)] for _ in seeds])
 
-    class Inline:  # the pool, in this process (the stand-in above is not picklable)
-        def __init__(self, *args, **kwargs):
-            pass
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def submit(self, fn, *args):
-            future = results.concurrent.futures.Future()
-            future.set_result(fn(*args))
-            return future
-
-    monkeypatch.setattr(results.concurrent.futures, "ProcessPoolExecutor", Inline)
+    monkeypatch.setattr(results.concurrent.futures, "ProcessPoolExecutor", Inline)  # the stand-in: not picklable
     results.main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "memoryless", "--seeds", "2"])
     assert ran == [("memory-chain-16-memoryless", (0, 1))]
     with pytest.raises(SystemExit):
         results.main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "snap1"])
     assert "--rows" in capsys.readouterr().err
+
+
+def finished(preset, seeds):
+    """A stand-in for ``run_records``: two records of return 0.5 for each seed."""
+    return [[record(10, 0.5, 1.0), record(20, 0.5, 2.0)] for _ in seeds]
+
+
+def test_a_finished_row_is_in_runs_jsonl_before_its_line_is_printed(tmp_path, monkeypatch):
+    """When a row's line appears, the row is in runs.jsonl already, so a Ctrl-C on seeing it cannot lose it [the line
+    printed before the write, as it was: the row is missing when its line is printed]."""
+    monkeypatch.setattr(results, "run_records", finished)
+    monkeypatch.setattr(results.concurrent.futures, "ProcessPoolExecutor", Inline)
+    seen = []
+
+    class Probe:  # stdout: which rows runs.jsonl holds as each line begins to be printed
+        line, rows = "", []
+
+        def write(self, text):
+            if not self.line:
+                path = tmp_path / "runs.jsonl"
+                self.rows = results.read_runs(str(path)) if path.exists() else []
+            self.line += text
+            if self.line.endswith("\n"):
+                seen.append((self.line, self.rows))
+                self.line = ""
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr("sys.stdout", Probe())
+    status = results.main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "memoryless",
+                           "--seeds", "2"])
+    (line, rows), = [(line, rows) for line, rows in seen if "final" in line]
+    assert json.loads(line.split(" final")[0]) == {"preset": "memory-chain-16-memoryless", "seeds": [0, 1]}
+    assert [(r["preset"], r["seed"]) for r in rows] == [("memory-chain-16-memoryless", 0),
+                                                          ("memory-chain-16-memoryless", 1)]
+    assert status == 0
+
+
+def test_a_ctrl_c_while_a_finished_row_is_written_stops_once_it_is_in(tmp_path, monkeypatch, capsys):
+    """A Ctrl-C arriving while a finished row is written (as the watcher thread delivers it, ``on_interrupt``): the
+    row is in runs.jsonl and its line printed, no other row is kept, exit status 130 with one line saying where the
+    rows are [the write outside ``interrupts.deferred``: the process ends with the row unwritten; the ``poll`` left
+    out: the Ctrl-C is swallowed and the next row is written]."""
+    from rtrl import interrupts, ledger
+
+    monkeypatch.setattr(interrupts, "quit_now", lambda message: pytest.fail(f"ended at once: {message}"))
+    monkeypatch.setattr(results, "run_records", finished)
+    monkeypatch.setattr(results.concurrent.futures, "ProcessPoolExecutor", Inline)
+    write = ledger.write
+
+    def interrupted_write(path, rows):
+        write(path, rows)
+        interrupts.on_interrupt()
+
+    monkeypatch.setattr(ledger, "write", interrupted_write)
+    status = results.main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "memoryless", "rtrl",
+                           "--seeds", "1"])
+    assert status == 130
+    rows = [json.loads(line)["preset"] for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    out, err = capsys.readouterr()
+    assert len(rows) == 1 and [json.loads(line.split(" final")[0])["preset"] for line in out.splitlines()] == rows
+    assert err.strip().splitlines()[-1] == (f"rtrl: interrupted; {tmp_path / 'runs.jsonl'} holds every row finished "
+                                            "(the same command resumes)")
+
+
+def test_a_ctrl_c_while_rows_run_ends_the_command_with_one_line_and_keeps_no_row_after_it(tmp_path, monkeypatch,
+                                                                                        capfd):
+    """A Ctrl-C while a row runs in its worker (as the watcher thread delivers it, ``on_interrupt``): acted on in the
+    command's own thread, which stops its workers and ends through its clean-up, exit status 130 and the one line
+    "rtrl: interrupted" (said once, by the command; nothing at the Ctrl-C itself), no row finished after it kept
+    [the wait on the rows not deferred: ``quit_now``, ended at once, fails; deferred but not quiet: a second line]."""
+    from rtrl import interrupts
+
+    monkeypatch.setattr(interrupts, "quit_now", lambda message: pytest.fail(f"ended at once: {message}"))
+
+    def interrupted(preset, seeds):
+        interrupts.on_interrupt()
+        return finished(preset, seeds)
+
+    monkeypatch.setattr(results, "run_records", interrupted)
+    monkeypatch.setattr(results.concurrent.futures, "ProcessPoolExecutor", Inline)
+    status = results.main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "memoryless",
+                           "--seeds", "1"])
+    out, err = capfd.readouterr()
+    assert (status, out, err.strip()) == (130, "", "rtrl: interrupted")
+    assert not (tmp_path / "runs.jsonl").exists()
+
+
+# The rtrl command, run from a file named ``rtrl`` (as the console script is, so ``import rtrl`` takes over Ctrl-C in
+# the command and in the workers it spawns, which run this file's top level too) with a tiny table: memory-chain-16's
+# rtrl row cut to 64 steps without the fidelity check (its compilation, seconds), its memoryless row made 1,000,000
+# steps (minutes: the row a Ctrl-C lands in).
+TINY_RTRL = '''
+import sys
+from rtrl.rl import presets
+for name, options in (("memory-chain-16", {"steps": 64, "record_every": 32, "fidelity_every": 0}),
+                      ("memory-chain-16-memoryless", {"steps": 1_000_000, "record_every": 500_000})):
+    presets.PRESETS[name] = presets.PRESETS[name]._replace(options={**presets.PRESETS[name].options, **options})
+if __name__ == "__main__":
+    from rtrl.cli import main
+    raise SystemExit(main(["results", "rl", *sys.argv[1:]]))
+'''
+
+
+def workers_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux's /proc)."""
+    import os
+
+    children = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if entry.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            children.append(int(entry))
+    return children
+
+
+def running_jax(pid: int) -> bool:
+    """Whether the process ``pid`` has loaded jaxlib (so it has imported rtrl: ``import rtrl`` imports jax)."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return "jaxlib" in f.read()
+    except OSError:
+        return False
+
+
+def gone(pid: int) -> bool:
+    """No such process, or one that has ended (a zombie not yet reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_mid_row_ends_the_command_and_its_workers_at_once_and_it_resumes(tmp_path):
+    """``rtrl results rl`` sent SIGINT on its process group (a terminal's Ctrl-C: the command and its worker) while
+    its second row runs, the first row's line printed: it ends within seconds, its worker with it, exit status 130,
+    the one line "rtrl: interrupted", no traceback and no warning (from the worker or multiprocessing's resource
+    tracker either); runs.jsonl holds the first row, every line whole JSON. The same command again resumes (the
+    first row not rerun: nothing printed) and, killed outright (``kill -9`` of the command alone) while the second
+    row runs in its worker, leaves no worker running on [the workers given the command's Ctrl-C handling (the
+    ``spawned()`` test of ``interrupts.install`` false): each prints a line of its own, fails; the rows' wait not
+    deferred: the command ends at once and the resource tracker warns of leaked semaphores, fails; the workers'
+    ``end_with`` left out: the worker runs on after ``kill -9`` and the test times out]."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "bin").mkdir()
+    command = tmp_path / "bin" / "rtrl"
+    command.write_text(TINY_RTRL)
+    env = {**os.environ, "PYTHONPATH": os.path.join(os.path.dirname(__file__), "..", "src"), "JAX_PLATFORMS": "cpu"}
+    out_dir = tmp_path / "out"
+    args = [sys.executable, str(command), "--out", str(out_dir), "--tables", "memory-chain-16", "--rows",
+            "memoryless", "rtrl", "--seeds", "1"]
+
+    def interrupted(kill: bool):
+        run = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)  # its own process group, so the test's is not signalled
+        try:
+            line = ""
+            if not kill:
+                line = run.stdout.readline()
+                assert line.startswith('{"preset": "memory-chain-16", "seeds": [0]} final'), line
+            deadline = time.monotonic() + 60
+            while not any(map(running_jax, workers_of(run.pid))) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            workers = workers_of(run.pid)
+            assert any(map(running_jax, workers)), "no worker started"
+            time.sleep(1.0)  # the memoryless row has begun (its worker compiling, then 1,000,000 steps)
+            sent = time.monotonic()
+            if kill:
+                run.kill()
+            else:
+                os.killpg(run.pid, signal.SIGINT)
+            out, err = run.communicate(timeout=20)  # returns once every process holding the pipes has ended
+            assert time.monotonic() - sent < 10
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(run.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while not all(gone(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert all(gone(pid) for pid in workers)
+        return run.returncode, line + out, err
+
+    status, out, err = interrupted(kill=False)
+    assert status == 130 and err.strip() == "rtrl: interrupted", (status, out, err)
+    text = (out_dir / "runs.jsonl").read_text()
+    assert text.endswith("\n") and [json.loads(line)["preset"] for line in text.splitlines()] == ["memory-chain-16"]
+    status, out, err = interrupted(kill=True)
+    assert status == -signal.SIGKILL and "Traceback" not in err and out == "", (status, out, err)  # resumed
+    assert (out_dir / "runs.jsonl").read_text() == text

@@ -5,7 +5,8 @@ checks every line before anything runs: a torn or garbage line, a line that is n
 value of the wrong kind, a key given twice, a folder where the file belongs: one ``LedgerError`` naming the file,
 the line and the field. Writers hold ``locked(folder)`` for the whole command, so a second command on the same
 folder is refused at once instead of both finishing and the ledger keeping only the last writer's rows; they
-rewrite the ledger whole and atomically (``rtrl.files``), so a stopped command leaves the rows it finished.
+rewrite the ledger whole and atomically (``rtrl.files``), so a stopped command leaves the rows it finished, and
+``keep`` writes a finished row before its line is printed and before a Ctrl-C is acted on.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import contextlib
 import json
 import math
 import os
-from collections.abc import Callable, Iterator
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import filelock
 
+from rtrl import interrupts
 from rtrl.files import atomic_write_text
 
 NAME = "runs.jsonl"
@@ -110,6 +113,25 @@ def write(path: str | os.PathLike, rows: list[dict]) -> None:
     """The ledger at ``path`` rewritten whole, atomically, with ``rows``; a row holding a non-finite number is a bug
     of the writer, refused (``ValueError``), never written for a later reader to print as a result."""
     atomic_write_text(path, "".join(json.dumps(row, allow_nan=False) + "\n" for row in rows))
+
+
+def keep(path: str | os.PathLike, rows: list[dict], line: str, also: Iterable[tuple[str, str]] = ()) -> bool:
+    """Write the ledger at ``path`` with ``rows`` (a finished row among them) and each ``(file, text)`` of ``also``
+    (atomically), then print ``line``, the row's: a Ctrl-C meanwhile is acted on once they are in (``rtrl.interrupts``),
+    so a row whose line was seen is never lost. False where one came, said in one line on stderr: the caller stops
+    there, exit status ``interrupts.STATUS``."""
+    try:
+        with interrupts.deferred():
+            write(path, rows)
+            for file, text in also:
+                atomic_write_text(file, text)
+            print(line, flush=True)
+            interrupts.poll()
+    except KeyboardInterrupt:
+        print(f"rtrl: interrupted; {path} holds every row finished (the same command resumes)", file=sys.stderr,
+              flush=True)
+        return False
+    return True
 
 
 @contextlib.contextmanager

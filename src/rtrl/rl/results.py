@@ -9,6 +9,10 @@ row, the final return (mean of the last two records' returns, then mean and spre
 (the best record's: far above the final one, the run collapsed), the wall time at
 which the return first reached the table's target, and the mean fidelity cosines. Runs already in
 ``DIR/runs.jsonl`` are kept and not run again, so an interrupted table resumes where it stopped.
+
+Ctrl-C (``rtrl.interrupts``): while rows run, the command stops its workers and ends within a moment, with one line
+and exit status 130 (the workers ignore it and end with the command); a finished row is in runs.jsonl before its
+line is printed, and a Ctrl-C while it is written is acted on once it is in.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import math
 import multiprocessing
 import os
 import statistics
+import sys
 
 from rtrl import interrupts, ledger, provenance
 from rtrl.files import atomic_write_text
@@ -127,8 +132,9 @@ def read_runs(path: str) -> list[dict]:
                        known=lambda r: None if r["preset"] in PRESETS else f"unknown preset {r['preset']!r}")
 
 
-def main(argv=None, prog: str = "python -m rtrl.rl.results", parser_class=argparse.ArgumentParser) -> None:
-    """The tables' command (``rtrl results rl``); ``parser_class`` makes its parser."""
+def main(argv=None, prog: str = "python -m rtrl.rl.results", parser_class=argparse.ArgumentParser) -> int:
+    """The tables' command (``rtrl results rl``); ``parser_class`` makes its parser; the exit status (130: stopped
+    by a Ctrl-C, every finished row kept)."""
     parser = parser_class(prog=prog, description=__doc__)
     parser.add_argument("--out", required=True)
     parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES),
@@ -142,12 +148,23 @@ def main(argv=None, prog: str = "python -m rtrl.rl.results", parser_class=argpar
         parser.error(f"--seeds and --jobs must be positive integers, got {args.seeds} and {args.jobs}")
     os.makedirs(args.out, exist_ok=True)
     with ledger.locked(args.out):  # a second command on the same folder is refused, not raced
-        write_tables(args, parser)
+        return write_tables(args, parser)
 
 
-def write_tables(args, parser) -> None:
+def finishing(futures):
+    """``futures`` as each finishes, with ``interrupts.poll()`` every 0.1 s meanwhile: a Ctrl-C while rows run is
+    acted on here, in this thread, within 0.1 s."""
+    waiting = set(futures)
+    while waiting:
+        done, waiting = concurrent.futures.wait(waiting, timeout=0.1,
+                                                return_when=concurrent.futures.FIRST_COMPLETED)
+        interrupts.poll()
+        yield from done
+
+
+def write_tables(args, parser) -> int:
     """Run the rows ``args`` asks for that ``args.out``'s runs.jsonl lacks, writing it and results.md as each
-    finishes."""
+    finishes; the exit status."""
     at = provenance.commit()  # the code the runs are measured on: read once, before the first
     runs_path = os.path.join(args.out, ledger.NAME)
     runs = read_runs(runs_path)
@@ -158,21 +175,39 @@ def write_tables(args, parser) -> None:
                      f"{' '.join(args.rows)}")
     todo = [job for p in PRESETS if ROWS[p][0] in args.tables and (args.rows is None or ROWS[p][1] in args.rows)
             for job in jobs_of(p, [seed for seed in range(args.seeds) if (p, seed) not in done])]
-    # spawn, not fork: a forked child would inherit jax's threads
-    with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(run_records, *job): job for job in todo}
-        for future in concurrent.futures.as_completed(futures):
-            (preset, seeds), per_seed = futures[future], future.result()
-            runs = in_table_order([*runs, *({"preset": preset, "seed": seed, "records": records}
-                                            for seed, records in zip(seeds, per_seed, strict=True))])
-            finals = " ".join(f"{mean_return(records, last=2):.3f}" for records in per_seed)
-            print(json.dumps({"preset": preset, "seeds": list(seeds)}),
-                  f"final {finals} wall {per_seed[0][-1]['wall_s']:.0f}s", flush=True)
-            ledger.write(runs_path, runs)
-            atomic_write_text(os.path.join(args.out, "results.md"), table(runs, args.out, at))
+    # spawn, not fork: a forked child would inherit jax's threads. Each worker ignores Ctrl-C and ends with this
+    # process (interrupts.install, in a spawned process): this one stops them.
+    pool = concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn"),
+                                                  initializer=interrupts.install)
+    futures = {}
+    try:
+        # A Ctrl-C while rows run: acted on by finishing's poll, within 0.1 s, so that this process ends through
+        # the pool's clean-up (ended at once, it would leave the pool's semaphores to multiprocessing's resource
+        # tracker, which prints a warning).
+        with interrupts.deferred(quiet=True):
+            futures = {pool.submit(run_records, *job): job for job in todo}
+            for future in finishing(futures):
+                (preset, seeds), per_seed = futures[future], future.result()
+                runs = in_table_order([*runs, *({"preset": preset, "seed": seed, "records": records}
+                                                for seed, records in zip(seeds, per_seed, strict=True))])
+                finals = " ".join(f"{mean_return(records, last=2):.3f}" for records in per_seed)
+                line = (f"{json.dumps({'preset': preset, 'seeds': list(seeds)})} final {finals} wall "
+                        f"{per_seed[0][-1]['wall_s']:.0f}s")
+                if not ledger.keep(runs_path, runs, line,
+                                   [(os.path.join(args.out, "results.md"), table(runs, args.out, at))]):
+                    return interrupts.STATUS  # a Ctrl-C while the row was written: it is in, and nothing after it
+    except KeyboardInterrupt:
+        print("rtrl: interrupted", file=sys.stderr, flush=True)
+        return interrupts.STATUS
+    finally:
+        if any(not future.done() for future in futures):  # leaving early: no row runs on that nobody will keep
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.kill()
+        pool.shutdown(wait=True, cancel_futures=True)
     atomic_write_text(os.path.join(args.out, "results.md"), table(in_table_order(runs), args.out, at))
+    return 0
 
 
 if __name__ == "__main__":
-    interrupts.install()  # Ctrl-C: the process ends at once; every finished run is in runs.jsonl already
-    main()
+    interrupts.install()  # Ctrl-C: see the module's docstring
+    raise SystemExit(main())
