@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 
 import jax
@@ -238,15 +237,10 @@ def main(argv=None, prog: str = "python -m rtrl.rl.suite", parser_class=argparse
                 run = run_row(task, row, args.steps, args.seed, args.seeds)  # a Ctrl-C here: ended at once
                 runs = [r for r in runs if (r["task"], r["row"]) != (task, row)] + [run]
                 scores = [f"{normalised(task, v):.2f}" if v is not None else "-" for v in run["finals"]]
-                try:
-                    with interrupts.deferred():  # a finished row is written before a Ctrl-C is acted on
-                        ledger.write(runs_path, runs)
-                        atomic_write_text(os.path.join(args.out, "suite.md"), table(runs, command, at))
-                        print(f"{task}Easy {row}: normalised {' '.join(scores)}, {run['wall_s']:.0f} s", flush=True)
-                        interrupts.poll()
-                except KeyboardInterrupt:
-                    print(f"rtrl: interrupted; {runs_path} holds every row finished (the same command resumes)",
-                          file=sys.stderr, flush=True)
+                line = f"{task}Easy {row}: normalised {' '.join(scores)}, {run['wall_s']:.0f} s"
+                # a finished row is written before its line is printed and before a Ctrl-C is acted on
+                if not ledger.keep(runs_path, runs, line, [(os.path.join(args.out, "suite.md"),
+                                                            table(runs, command, at))]):
                     return interrupts.STATUS
         atomic_write_text(os.path.join(args.out, "suite.md"), table(runs, command, at))
     return 0
