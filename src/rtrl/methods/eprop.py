@@ -37,8 +37,9 @@ carries, inputs and credits to the cell's ``eprop_window`` (``rtrl.capabilities.
 traces' filters onto the credits (a backward scan of per-neuron vectors) and contracts them with the presynaptic
 rows in one matrix product per parameter (docs/spiking.md, "e-prop over a window"). It does so in chunks of
 ``chunk`` steps, last to first, each run forward again from its first carry (kept by a first forward scan), the
-backward state handed from chunk to chunk: memory is a chunk's carries, and the arrays stay small enough for the
-caches (a whole window at once was twice as slow). The gradient is the online rule's
+backward state handed from chunk to chunk: memory is a chunk's carries, whatever the window's length (the whole
+window at once, keeping every step's carries, was slower than ``bptt`` at the paper's scale; in chunks it is faster:
+docs/performance.md, "e-prop over a window"). The gradient is the online rule's
 exactly where the window's traces start at zero (tested against it); a window that starts inside an episode starts
 from zero traces here, as ``bptt`` over windows starts from a zero adjoint (online e-prop would carry them on).
 """
