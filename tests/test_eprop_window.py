@@ -27,6 +27,8 @@ from rtrl.methods.eprop import EPropWindow
 from rtrl.online import online
 from rtrl.training.model import Filtered, Readout, ReadoutModel
 from rtrl.training.tasks.base import Episodes
+from rtrl.training.tasks.evidence_poisson import EvidencePoisson
+from rtrl.training.trainer import Trainer
 from rtrl.training.windows import SequenceWindow, TraceWindow
 
 jax.config.update("jax_enable_x64", True)
@@ -186,3 +188,20 @@ def test_which_cells_have_a_window():
     with pytest.raises(ValueError, match="chunk"):
         EPropWindow(chunk=0)
     assert dataclasses.replace(CASES["lif_plain"]).eprop_window  # bound again on a copy
+
+
+def test_a_trainer_with_the_window_trains_as_online_eprop():
+    """The trainer end to end (the paper's task at a small scale, its readout and regulariser, an update per trial,
+    Adam): two updates with ``EPropWindow`` leave the parameters that two updates of online e-prop leave."""
+    task = EvidencePoisson(cues=1, cue_steps=10, spacing=15, episode_length=40, recall_steps=10, channels=2, rate=0.3)
+    cell = ALIF(task.input_size, 8, leak=0.95, recurrent=True, lif_neurons=4, adaptation=0.5, adaptation_decay=0.99,
+                refractory=2, **TRIANGLE)
+    states = []
+    for method in (EProp(), EPropWindow(chunk=16)):
+        trainer = Trainer(task, cell, method, batch=3, update_every=task.length, readout_decay=0.9, rate_weight=0.5,
+                          rate_target=0.05)
+        states.append(trainer.train(trainer.init(), 2 * task.length)[0])
+    first = jax.tree.leaves(Trainer(task, cell, "eprop", batch=3).init().params)
+    moved = [float(jnp.abs(a - b).max()) for a, b in zip(jax.tree.leaves(states[0].params), first, strict=True)]
+    assert min(moved) > 0  # every parameter learnt something
+    assert relative(states[1].params, states[0].params) <= 1e-9, relative(states[1].params, states[0].params)
