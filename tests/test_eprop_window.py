@@ -205,3 +205,20 @@ def test_a_trainer_with_the_window_trains_as_online_eprop():
     moved = [float(jnp.abs(a - b).max()) for a, b in zip(jax.tree.leaves(states[0].params), first, strict=True)]
     assert min(moved) > 0  # every parameter learnt something
     assert relative(states[1].params, states[0].params) <= 1e-9, relative(states[1].params, states[0].params)
+
+
+def test_the_method_is_named_eprop_window_and_refuses_a_cell_without_a_window():
+    """``--method eprop_window`` is the window; the paper presets' rows ``alif-eprop-window`` are e-prop's rows with
+    it (an update per trial); a cell without the hooks is refused by name, pointing at online ``eprop``."""
+    from rtrl.training.assemble import assemble
+    from rtrl.training.config import RunConfig
+    from rtrl.training.presets import PRESETS
+
+    assert rtrl.methods.resolve("eprop_window") == EPropWindow()
+    for experiment in ("evidence-eprop-paper", "store-recall-eprop-paper"):
+        window, online_row = (PRESETS[f"{experiment}/alif-eprop{s}"].options for s in ("-window", ""))
+        assert window["method"] == "eprop_window" and window["update_every"] is None
+        assert {k: v for k, v in window.items() if k not in ("method", "update_every")} == {
+            k: v for k, v in online_row.items() if k not in ("method", "update_every")}
+    with pytest.raises(ValueError, match="method 'eprop_window' needs a cell with e-prop over a window.*use 'eprop'"):
+        assemble(RunConfig(cell="elstm", method="eprop_window"))

@@ -23,14 +23,17 @@ def loss_fn(h, y):
 
 
 APPLICABLE = [m for m in rtrl.METHODS if m != "layer_local"]  # layer_local applies to stacks only
+LIF = rtrl.cells.LIF(3, 4, recurrent=True)  # eprop_window applies to LIF and ALIF only
+CELLS = {"eprop_window": (LIF, LIF.init(jax.random.PRNGKey(0)))}
 
 
 @pytest.mark.parametrize("method", APPLICABLE)
 def test_integer_and_boolean_inputs_are_the_float_inputs_for_every_method(method):
+    cell, params = CELLS.get(method, (CELL, PARAMS))
     floats = XS.astype(jnp.float64)
-    expected = rtrl.sequence_grad(CELL, PARAMS, floats, YS, loss_fn, method=method)
+    expected = rtrl.sequence_grad(cell, params, floats, YS, loss_fn, method=method)
     for xs in (XS, XS.astype(bool)):
-        got = rtrl.sequence_grad(CELL, PARAMS, xs, YS, loss_fn, method=method)
+        got = rtrl.sequence_grad(cell, params, xs, YS, loss_fn, method=method)
         assert relative_error(got, expected) == 0.0, (method, xs.dtype)
 
 

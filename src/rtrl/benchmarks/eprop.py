@@ -6,14 +6,14 @@
 Each method is the preset ``evidence-eprop-paper/alif-METHOD`` (100 LIF and ALIF neurons, recurrent, batches of 64
 trials, one update per trial, the paper's filtered readout and rate regulariser) trained for one batch (one call of
 ``Trainer.train`` over one trial) after a first, compiling call; the calls of every method are interleaved, and the
-least time of ``--repeats`` is reported with its ratio to ``bptt``'s. ``--trial`` below 2250 shortens each trial
-(one cue, ``episode_length`` = the trial; the cost per step does not depend on the cues). ``eprop-synaptic`` is
-e-prop on the cells' per-synapse hooks (``eprop_init / update / contract``, one contraction per example): the rule
-before the factorised traces (``rtrl.capabilities.FactoredEProp``), the same gradient. ``eprop-window`` is the same
-gradient again over each window of one trial, without traces (``rtrl.methods.eprop.EPropWindow``: a forward scan,
-backward scans of per-neuron vectors and a matrix product per parameter). ``--plain`` reads the spikes
-as they are (no filtered readout, no rate regulariser: ``readout_decay`` and ``rate_weight`` 0), which leaves e-prop
-no per-synapse trace but ALIF's adaptation vectors.
+least time of ``--repeats`` is reported with its ratio to ``bptt``'s. ``--trial`` below 2250 shortens each trial (one
+cue, ``episode_length`` = the trial; the cost per step does not depend on the cues). ``eprop-synaptic`` is e-prop on
+the cells' per-synapse hooks (``eprop_init / update / contract``, one contraction per example): the rule before the
+factorised traces (``rtrl.capabilities.FactoredEProp``), the same gradient. ``eprop-window`` is the same gradient
+again over each window of one trial, without traces (the preset's row ``alif-eprop-window``,
+``rtrl.methods.EPropWindow``: a forward scan, backward scans of per-neuron vectors and a matrix product per
+parameter). ``--plain`` reads the spikes as they are (no filtered readout, no rate regulariser: ``readout_decay`` and
+``rate_weight`` 0), which leaves e-prop no per-synapse trace but ALIF's adaptation vectors.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import jax
 
 from rtrl.methods import EProp
 from rtrl.methods.base import TraceRule
-from rtrl.methods.eprop import EPropWindow
 from rtrl.provenance import line
 from rtrl.training.assemble import assemble
 from rtrl.training.config import RunConfig
@@ -41,13 +40,14 @@ class SynapticEProp(EProp):
         return TraceRule(self, cell.eprop_init, cell.eprop_update, cell.eprop_contract, new_traces=True)
 
 
-VARIANTS = {"eprop-synaptic": SynapticEProp, "eprop-window": EPropWindow}  # e-prop's other forms, on its preset
+VARIANTS = {"eprop-synaptic": SynapticEProp}  # e-prop in another form, on its preset
 
 
 def trainer_of(method: str, trial: int, plain: bool = False):
     """The preset's trainer of ``method`` (``eprop``, ``bptt``, ``eprop-synaptic`` or ``eprop-window``) with trials of
     ``trial``."""
-    options = dict(PRESETS[f"evidence-eprop-paper/alif-{method.split('-')[0]}"].options)
+    preset = f"evidence-eprop-paper/alif-{method}"  # eprop-window is the preset's own row
+    options = dict(PRESETS[preset if preset in PRESETS else "evidence-eprop-paper/alif-eprop"].options)
     task_args = {} if trial == PAPER_TRIAL else {"episode_length": trial, "cues": 1}
     options.update(task_args=task_args, steps=trial, eval_every=trial,
                    update_every=trial if options.get("update_every") else None)

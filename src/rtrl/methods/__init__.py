@@ -17,7 +17,7 @@ from rtrl.methods.bptt import BPTT
 from rtrl.methods.chunked import Chunked
 from rtrl.methods.closed_form import ClosedForm
 from rtrl.methods.diagonal import Diagonal
-from rtrl.methods.eprop import EProp
+from rtrl.methods.eprop import EProp, EPropWindow
 from rtrl.methods.layer_local import LayerLocal
 from rtrl.methods.sensitivity import DenseRTRL, Sensitivity, SnAp
 from rtrl.methods.tbptt import TBPTT
@@ -32,6 +32,7 @@ REGISTRY: dict[str, Callable[..., Method]] = {
     "snap1": SnAp,
     "snap2": functools.partial(SnAp, n=2),
     "eprop": EProp,
+    "eprop_window": EPropWindow,
     "uoro": UORO,
     "tbptt": TBPTT,
     "chunked": Chunked,
@@ -59,5 +60,5 @@ def resolve(method: str | Method, cell=None) -> Method:
 
 
 __all__ = ["BPTT", "TRACE_DTYPES", "Auto", "Chunked", "METHODS", "REGISTRY", "TBPTT", "UORO", "ClosedForm", "DenseRTRL",
-           "Diagonal", "EProp", "LayerLocal", "Method", "Sensitivity", "SequenceMethod", "SnAp", "TraceMethod",
-           "TraceRule", "resolve"]
+           "Diagonal", "EProp", "EPropWindow", "LayerLocal", "Method", "Sensitivity", "SequenceMethod", "SnAp",
+           "TraceMethod", "TraceRule", "resolve"]

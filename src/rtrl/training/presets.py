@@ -76,16 +76,22 @@ def per_episode(length: int) -> tuple[Row, ...]:
     return Row("elman", "bptt", None, FULL_BPTT), Row("elman", "closed_form", length, EPISODE_UPDATES)
 
 
-def spiking(experiment: str, cell: str, cell_args: tuple[tuple[str, object], ...], every: int = 1) -> tuple[Row, ...]:
+def spiking(experiment: str, cell: str, cell_args: tuple[tuple[str, object], ...], every: int = 1,
+            window: bool = False) -> tuple[Row, ...]:
     """A spiking cell under exact RTRL (``auto``: dense ``rtrl`` with recurrent weights, closed-form traces without),
     Bellec et al.'s e-prop (the cell's own, ``rtrl.methods.EProp``), both updating ``every`` steps, and full BPTT, on
     one budget; named ``EXPERIMENT/CELL-rtrl``, ``-eprop``, ``-bptt`` (the cell's options are in the table, not in
-    the name)."""
-    return (Row(cell, "auto", every, "exact RTRL through the surrogate", cell_args=cell_args,
+    the name). ``window``: also ``-eprop-window``, e-prop's gradient computed over each episode at its end
+    (``rtrl.methods.EPropWindow``), where the update closes every episode (``every`` its length)."""
+    rows = (Row(cell, "auto", every, "exact RTRL through the surrogate", cell_args=cell_args,
                 name=f"{experiment}/{cell}-rtrl"),
             Row(cell, "eprop", every, "e-prop (Bellec et al. 2020): no path through spikes", cell_args=cell_args,
                 name=f"{experiment}/{cell}-eprop"),
             Row(cell, "bptt", None, FULL_BPTT, cell_args=cell_args, name=f"{experiment}/{cell}-bptt"))
+    if window:
+        rows += (Row(cell, "eprop_window", None, "e-prop's gradient (as -eprop's) over each trial, without traces",
+                     cell_args=cell_args, name=f"{experiment}/{cell}-eprop-window"),)
+    return rows
 
 
 # A recurrent ALIF remembers beyond the membrane's time constant (leak 0.9: 10 steps) through its spikes and its
@@ -200,7 +206,7 @@ EXPERIMENTS = (
         "cue's start, 100 LIF and ALIF neurons; an update per batch of 64 trials, 2,000 batches at most",
         {"task": "evidence_poisson", "hidden": 100, "batch": 64, "lr": 5e-3, "clip": None,
          "steps": 2000 * PAPER_TRIAL, "eval_every": 50 * PAPER_TRIAL, **PAPER_READOUT},
-        spiking("evidence-eprop-paper", "alif", PAPER_ALIF, every=PAPER_TRIAL),
+        spiking("evidence-eprop-paper", "alif", PAPER_ALIF, every=PAPER_TRIAL, window=True),
         long=True,
     ),
     Experiment(
@@ -210,7 +216,7 @@ EXPERIMENTS = (
         {"task": "store_recall_poisson", "hidden": 100, "batch": 128, "lr": 1e-2, "clip": None,
          "steps": 1000 * STORE_RECALL_TRIAL, "eval_every": 50 * STORE_RECALL_TRIAL, **PAPER_READOUT,
          "rate_weight": 0.01},
-        spiking("store-recall-eprop-paper", "alif", STORE_RECALL_ALIF, every=STORE_RECALL_TRIAL),
+        spiking("store-recall-eprop-paper", "alif", STORE_RECALL_ALIF, every=STORE_RECALL_TRIAL, window=True),
         long=True,
     ),
     Experiment(
