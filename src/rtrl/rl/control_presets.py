@@ -15,7 +15,8 @@ of its own (one line), so their rows are presets, named and run as every other t
 * ``hopper-p``, ``walker2d-p``, ``halfcheetah-p``, ``ant-p``: Gymnasium's MuJoCo v5 tasks (the ``mujoco`` extra) on
   the host route, 2M frames (8 environments x 250k steps; Farr et al. 2026 report 2M-frame figures), the same
   agent on a width-128 minGRU under exact RTRL (``auto``: its closed-form traces), gamma 0.99 and lambda 0.99 (their
-  5M-frame Hopper-P: 262 at lambda 0.8, 1550 at 0.99). Not yet measured to 2M frames here; the intentional update
+  5M-frame Hopper-P: 262 at lambda 0.8, 1550 at 0.99). ``hopper-p`` reached 156 at 2M frames in one seed (its
+  memoryless row 121; docs/rl-results.md), far from their 1296; the others are not measured; the intentional update
   (their best at 2M, actor constant 0.01) is ``--optimizer intentional --lr 0.01``, one constant for the actor and
   the critic here, and did not learn Pendulum at 0.01 or 0.1 (docs/rl-history.md).
 """
