@@ -46,6 +46,7 @@ def test_a_table_whose_runs_are_all_recorded_resumes_without_running_any(tmp_pat
     # seeds 0 and 1: finals (mean of the last two returns) 0 and 0.15
     # final, solved (final > 0.5: neither), then peak (seed 0: 0.0, seed 1: 0.2)
     assert "| 0.075 ± 0.11 | 0/2 | 0.1 ± 0.14 |" in text
+    assert f"`rtrl results rl --out {tmp_path} --tables memory-chain-128 --seeds 2` at" in text  # every row: no --rows
 
 
 @pytest.mark.parametrize("flag", ["--jobs", "--seeds"])
@@ -120,6 +121,9 @@ def test_rows_choose_the_methods_run_and_an_unknown_row_is_refused_by_name(tmp_p
     monkeypatch.setattr(results.concurrent.futures, "ProcessPoolExecutor", Inline)  # the stand-in: not picklable
     results.main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "memoryless", "--seeds", "2"])
     assert ran == [("memory-chain-16-memoryless", (0, 1))]
+    # the table's provenance line reruns the rows it shows, and only those [without --rows it would run them all]
+    assert "`rtrl results rl --out " + str(tmp_path) + " --tables memory-chain-16 --rows memoryless --seeds 2` at" in (
+        tmp_path / "results.md").read_text()
     with pytest.raises(SystemExit):
         results.main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "snap1"])
     assert "--rows" in capsys.readouterr().err

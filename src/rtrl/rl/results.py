@@ -81,7 +81,10 @@ def table(runs: list[dict], out: str = "DIR", at: str | None = None) -> str:
                          f"({sum(x is not None for x in reach)}/{len(rs)}) | {spread(cos['cos_value'])} | "
                          f"{spread(cos['cos_policy'])} | {spread([r['records'][-1]['wall_s'] for r in rs])} |")
         seeds = len({r["seed"] for r in runs if ROWS[r["preset"]][0] == name})
-        lines += ["", provenance.line(f"rtrl results rl --out {out} --tables {name} --seeds {seeds}", at), ""]
+        # the command that runs the rows shown, and only those (rows not run would be run by a bare --tables)
+        ran = [m for m in setting.methods if any(r["preset"] == preset_name(name, m) for r in runs)]
+        rows = "" if ran == list(setting.methods) else f" --rows {' '.join(ran)}"
+        lines += ["", provenance.line(f"rtrl results rl --out {out} --tables {name}{rows} --seeds {seeds}", at), ""]
     return "\n".join(lines)
 
 
