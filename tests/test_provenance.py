@@ -95,7 +95,7 @@ def test_the_rl_tables_carry_the_line_that_reruns_them():
     text = rl_results.table(runs, "runs/rl", "0123abc")
     found = provenance.PATTERN.search(text)
     assert (found["command"], found["commit"]) == (
-        "rtrl results rl --out runs/rl --tables memory-chain-40-long --seeds 2", "0123abc")
+        "rtrl results rl --out runs/rl --tables memory-chain-40-long --rows rtrl --seeds 2", "0123abc")  # one row ran
 
 
 def test_the_popgym_suite_table_carries_the_line_that_reruns_it():
