@@ -163,7 +163,7 @@ def metrics_kept(before: dict, after: dict, folder: Path, old_metrics: bytes | N
     return lost
 
 
-def message_class(text: str, words: str, refused_ok_status: bool) -> tuple[str, str]:
+def message_class(text: str, words: str, refused_ok_status: bool, expected: int = 2) -> tuple[str, str]:
     """Class and reason of a refusal from its message."""
     if not text.strip():
         return "silent", "refused with no message"
@@ -175,7 +175,7 @@ def message_class(text: str, words: str, refused_ok_status: bool) -> tuple[str, 
     if words and not any(w.lower() in text.lower() for w in words.split("|")):
         return "poor", f"does not name {words!r}"
     if not refused_ok_status:
-        return "poor", "exit status is not 2"
+        return "poor", f"exit status is not {expected}"
     return "clear", ""
 
 
@@ -234,10 +234,11 @@ def run_cli_case(case: dict, repo: Path, templates: dict[str, Path], keep: bool 
         if refuse:
             if done.returncode == 0:
                 return result(case, "silent", "exit status 0", err or out, 0, seconds)
-            cls, why = message_class(err, case.get("words", ""), done.returncode == 2)
+            expected = case.get("status", 2)  # a refusal's; a run that fails mid-way says 1
+            cls, why = message_class(err, case.get("words", ""), done.returncode == expected, expected)
             new = sorted({str(p.relative_to(work)) for p in work.rglob("*")} - before_paths)
             new = [p for p in new if not p.startswith("__pycache__")]
-            if cls == "clear" and new:
+            if cls == "clear" and new and not case.get("keeps"):  # keeps: the run folder a failure keeps
                 cls, why = "poor", "left behind: " + ", ".join(new[:4])
             return result(case, cls, why, err, done.returncode, seconds)
         if done.returncode != 0:

@@ -436,7 +436,8 @@ cli("bench-steps-option", "bench --quick --steps 2", "steps|unrecognized", fix=F
 cli("bench-out-run", "bench --quick --out r", "r|run|out", fix=F, folders=R1)
 
 F = "cli/browse.py"
-cli("list-extra", "list cells", "cells|unrecognized", fix=F)
+cli("list-extra", "list cells extra", "extra|SECTION", fix=F)  # `list cells` is a section since round 5
+ok("list-cells", "list cells", fix=F)
 cli("list-verbose", "list --verbose", "verbose|unrecognized", fix=F)
 cli("list-task-option", "list --task copy", "task|unrecognized", fix=F)
 ok("list-plain", "list", fix=F)
@@ -849,8 +850,10 @@ for id, fault, words in [("ctor", "", "constructor broke|Raises"), ("reset", "re
     env = "gymnasium:badenv34:Raises-v0" if id == "ctor" else "gymnasium:badenv34:Bad-v0"
     arg = f"--env-arg fault={fault}" if fault else ""
     cli(f"i34-gym-fault-{id}", f"rl --env {env} {arg} {GYM} --out o", words, fix=F, files=BAD_ENVS)
+# a run that fails after its first record is a failure, not a refusal: exit status 1 (as a divergence), the run
+# folder kept with its last good checkpoint
 cli("i34-gym-fault-step-late", f"rl --env gymnasium:badenv34:Bad-v0 --env-arg fault=step --env-arg at=3 {GYM} "
-    "--out o", "step", fix=F, files=BAD_ENVS)
+    "--out o", "step", fix=F, files=BAD_ENVS, status=1, keeps=True)
 
 F = "training/tasks"
 for id, cmd in [("evidence-delay", "--task evidence --task-arg delay=100000000"),
