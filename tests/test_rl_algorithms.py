@@ -142,6 +142,14 @@ def steps_against(run, state, oracle, cuts_as_expected):
     return ends, truncations
 
 
+def scripted_episodes(truncating: bool) -> tuple[list, list]:
+    """The scripted case's ends and truncations, step by step: environment 0 ends at steps 2 and 5, environment 1 at
+    step 4; under ``Truncating`` the ends at steps 2 (environment 0) and 4 (environment 1) are truncations."""
+    ends = [[False, False], [True, False], [False, False], [False, True], [True, False]]
+    truncations = [[False, False], [truncating, False], [False, False], [False, truncating], [False, False]]
+    return ends, truncations
+
+
 Q_BASE = {**{k: v for k, v in BASE.items() if k not in ("entropy", "value_coef")}, "algorithm": "q", "epsilon": 0.5,
           "explore_steps": 1, "lam": 0.8}  # the actor-critic's options refused
 
@@ -155,10 +163,8 @@ def test_every_step_is_the_written_out_q_lambda_update(optimizer, env):
     oracle = QOracle(config, state.params, isinstance(env, Truncating))
     ends, truncations = steps_against(run, state, oracle,
                                       lambda state, t: np.array_equal(state.pending.exploratory, oracle.explored))
-    assert ends == [[False, False], [True, False], [False, False], [False, True], [True, False]]
     truncating = isinstance(env, Truncating)
-    assert truncations == [[False, False], [truncating, False], [False, False], [False, truncating],
-                           [False, False]]
+    assert (ends, truncations) == scripted_episodes(truncating)
     # the case holds what it guards: a non-greedy action before a step that does not begin an episode (a Watkins
     # cut), and a greedy one (no cut), the owed values non-zero where truncated, TD errors non-zero
     explored = np.array(oracle.explored_seen[:-1])

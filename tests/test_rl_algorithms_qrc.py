@@ -31,7 +31,7 @@ from rtrl.cli import main
 from rtrl.rl.algorithms import QRCAgent
 from rtrl.rl.config import RLConfig
 from rtrl.rl.transforms import QRCState
-from test_rl_algorithms import Q_BASE, QOracle, Truncating
+from test_rl_algorithms import Q_BASE, QOracle, Truncating, scripted_episodes
 from test_rl_rules import STEPS, E, Scripted, assert_close, scripted_run
 
 N, A = 2, 3
@@ -170,9 +170,7 @@ def test_every_step_is_the_written_out_qrc_lambda_update(optimizer, clip, env):
         assert_close(ours.h_sum, oracle.e, f"sum of h after step {t}")
         step = np.sqrt(sum(((oracle.hw[k] - before[k]) ** 2).sum() for k in before))
         clipped.append(clip is not None and np.isclose(step, config.h_lr * clip, rtol=1e-9))
-    assert ends == [[False, False], [True, False], [False, False], [False, True], [True, False]]
-    assert truncations == [[False, False], [truncating, False], [False, False], [False, truncating],
-                           [False, False]]
+    assert (ends, truncations) == scripted_episodes(truncating)
     explored, fresh = np.array(oracle.explored_seen[:-1]), np.array(ends[:-1])
     assert (explored & ~fresh).any() and (~explored & ~fresh).any(), (explored, fresh)  # a Watkins cut, and none
     # the correction is there to see: large against the tolerance at every step from the second
