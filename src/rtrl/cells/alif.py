@@ -151,12 +151,14 @@ class ALIF(SpikingCell):
             return slice(int(neurons[0]), int(neurons[-1]) + 1) if neurons.size else slice(0, 0)
         return neurons
 
+    def adapting_count(self) -> int:
+        """How many neurons adapt (``adapting``)."""
+        return np.arange(self.hidden_size)[self.adapting()].size
+
     def factored_eprop_init(self, params: Params, carry: Params) -> Params:
-        dtype = carry["v"].dtype
-        m = np.arange(self.hidden_size)[self.adapting()].size
-        return {"z": {name: jnp.zeros(jnp.shape(p)[:-1], dtype) for name, p in params.items()},
-                "a": {name: jnp.zeros(jnp.shape(p)[:-1] + (m,), dtype) for name, p in params.items()},
-                "psi": jnp.zeros((self.hidden_size,), dtype)}
+        m, dtype = self.adapting_count(), carry["v"].dtype
+        return {**self.factored_zeros(params, carry),
+                "a": {name: jnp.zeros(jnp.shape(p)[:-1] + (m,), dtype) for name, p in params.items()}}
 
     def factored_eprop_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
         """``ea' = rho ea + psi (zbar (x) 1 - beta ea)`` on the adapting columns (``adaptation_trace``)."""
@@ -190,7 +192,7 @@ class ALIF(SpikingCell):
         cols, psi = self.adapting(), traces["psi"]
         g_s = credit(g_carry["s"], psi) * psi
         grads = self.summed_outer_rows(traces["z"], credit(g_carry["v"], psi) + g_s)
-        if not np.arange(self.hidden_size)[cols].size:  # no adapting neuron
+        if not self.adapting_count():
             return grads
         drop = (g_s * self.beta(psi))[..., cols]
         spec = {name: "...ik,...k->ik" if len(shape) == 2 else "...k,...k->k"

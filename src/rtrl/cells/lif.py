@@ -98,9 +98,7 @@ class LIF(SpikingCell):
     # -- e-prop factorised (rtrl.capabilities.FactoredEProp; SpikingCell.eprop_factorises): the same eligibility --
     # traces from ``zbar`` (per presynaptic entry) and ``psi`` (per neuron): ``eps = zbar (x) 1``, ``e = zbar (x) psi``
     def factored_eprop_init(self, params: Params, carry: Params) -> Params:
-        dtype = carry["v"].dtype
-        return {"z": {name: jnp.zeros(jnp.shape(p)[:-1], dtype) for name, p in params.items()},
-                "psi": jnp.zeros((self.hidden_size,), dtype)}
+        return self.factored_zeros(params, carry)
 
     def factored_eprop_update(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
         return {"z": self.filtered_rows(params, carry, traces, x), "psi": self.eprop_psi(params, carry, x)}

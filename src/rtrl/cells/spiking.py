@@ -306,6 +306,12 @@ class SpikingCell(Cell):
         """Whether e-prop's membrane eligibility vectors are shared by all postsynaptic neurons (see above)."""
         return isinstance(self.leak, float) and not self.learn_tau and self.reset != "value"
 
+    def factored_zeros(self, params: Params, carry: Params) -> Params:
+        """The factorised traces every spiking cell keeps, zero: ``zbar`` per presynaptic entry, ``psi`` per neuron."""
+        dtype = carry["v"].dtype
+        return {"z": {name: jnp.zeros(jnp.shape(p)[:-1], dtype) for name, p in params.items()},
+                "psi": jnp.zeros((self.hidden_size,), dtype)}
+
     def filtered_rows(self, params: Params, carry: Params, traces: Params, x: jax.Array) -> Params:
         """``zbar' = leak zbar + rows``: the presynaptic rows filtered by the membrane's one leak."""
         leak = self.leak_of(params, carry["v"])
@@ -451,4 +457,3 @@ class SpikingCell(Cell):
 def credit(g: jax.Array | None, like: jax.Array) -> jax.Array:
     """A credit leaf, ``None`` (no credit) read as zeros."""
     return jnp.zeros_like(like) if g is None else g
-

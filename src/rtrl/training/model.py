@@ -140,7 +140,6 @@ class Filtered(Cell):
         filtered = contract_summed(example, {k: traces[k] for k in read}, {k: g_carry[k] for k in read}, batch_ndim)
         return jax.tree.map(jnp.add, grads, filtered)
 
-
     def filtered_eprop_window(self, params: Params, carries, new_carries, xs: jax.Array, g_carries,
                               starts: jax.Array, later=None):
         """``rtrl.capabilities.WindowEProp``: ``g_o e_bar + g_n sum(e)`` summed over the window is ``e`` times the
