@@ -129,6 +129,52 @@ def test_the_drive_is_the_gradient_of_value_and_log_policy_written_out():
     np.testing.assert_allclose(many.std(0), np.exp([0.2, -0.5]), rtol=0.03)
 
 
+def test_with_a_critic_constant_the_value_and_policy_gradients_come_apart():
+    """``critic_lr`` (Farr et al.'s intentional actor-critic): ``stepped`` gives the update rule ``grad v_t`` and
+    ``grad log pi(u_t)`` apart (``value_grads``, ``policy_grads``), each written out here from the cell's step and
+    the density's formula, and the drive their sum ``c grad v + grad log pi`` as before. One step from a zero
+    carry, two environments, a Box of 2. [guards: the two swapped; the value's cotangent kept in the policy's]"""
+    cell = MinGRU(3, 4)
+    agent = GaussianActorCritic(cell, 2, method="rtrl", head_hidden=3)
+    params = agent.init(jax.random.PRNGKey(1), jnp.float64)
+    params["log_std"] = jnp.array([0.2, -0.5])
+    x = jnp.array([[0.3, -1.0, 0.5], [1.0, 0.2, -0.4]], jnp.float64)
+    config = RLConfig(optimizer="intentional", lr=0.05, critic_lr=0.5, value_coef=0.7, entropy=0.0)
+    stepped = agent.stepped(params, agent.memory(params, 2), x, jax.random.PRNGKey(2), config, jnp.array(0))
+
+    def mean_and_value(p, xe):
+        _, h = cell.step(p["torso"], cell.initial_carry((), jnp.float64), xe)
+        hidden = jnp.tanh(h @ p["head"]["W"] + p["head"]["b"])
+        return hidden @ p["policy"]["W"] + p["policy"]["b"], (hidden @ p["value"]["W"] + p["value"]["b"])[0]
+
+    def log_policy(p, xe, u):
+        mean, std = mean_and_value(p, xe)[0], jnp.exp(p["log_std"])
+        return jnp.sum(-((u - mean) ** 2) / (2 * std ** 2) - p["log_std"] - 0.5 * jnp.log(2 * jnp.pi))
+
+    def close(got, want):
+        for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+    for e in range(2):
+        g_v = jax.grad(lambda p, e=e: mean_and_value(p, x[e])[1])(params)
+        g_pi = jax.grad(log_policy)(params, x[e], stepped.action[e])
+        assert float(jnp.abs(g_v["log_std"]).max()) == 0 and float(jnp.abs(g_pi["value"]["W"]).max()) == 0
+        close(jax.tree.map(lambda a, e=e: a[e], stepped.extra["value_grads"]), g_v)
+        close(jax.tree.map(lambda a, e=e: a[e], stepped.extra["policy_grads"]), g_pi)
+        close(jax.tree.map(lambda a, e=e: a[e], stepped.drive), jax.tree.map(lambda v, q: 0.7 * v + q, g_v, g_pi))
+    assert agent.stepped(params, agent.memory(params, 2), x, jax.random.PRNGKey(2), RLConfig(),
+                         jnp.array(0)).extra is None  # one constant: nothing apart
+
+
+def test_critic_lr_is_refused_where_nothing_reads_it():
+    with pytest.raises(ValueError, match="critic_lr does nothing here: optimizer 'adam' does not read it"):
+        RLConfig(critic_lr=0.5)
+    with pytest.raises(ValueError, match="critic_lr needs algorithm 'ac'"):
+        RLConfig(algorithm="q", optimizer="intentional", critic_lr=0.5)
+    with pytest.raises(ValueError, match="critic_lr must be at most 1"):
+        RLConfig(optimizer="intentional", critic_lr=2.0)
+
+
 @pytest.mark.parametrize("cell", ["mingru", "elman"])
 def test_exact_rtrl_equals_bptt_on_the_continuous_agent(cell):
     """The online gradients of v_t, log pi(u_t) and the entropy after 12 steps of an episode (the torso's exact

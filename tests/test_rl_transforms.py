@@ -57,9 +57,9 @@ def run(rule, bonus=None, deltas=DELTAS):
     return outs, states
 
 
-def oracle_traces(decay=GAMMA_LAMBDA):
+def oracle_traces(decay=GAMMA_LAMBDA, grads=GRADS):
     """``(z_{t-1}, z_t)`` of every step: ``z_t = decay * (1 - cut_t) * z_{t-1} + g_t`` per environment, from zero
-    (``decay``: gamma * lambda)."""
+    (``decay``: gamma * lambda; ``grads``: the g_t)."""
     z = {k: np.zeros((E, *s)) for k, s in SHAPES.items()}
     rows = []
     for t in range(STEPS):
@@ -67,7 +67,7 @@ def oracle_traces(decay=GAMMA_LAMBDA):
         for e in range(E):
             keep = 0.0 if CUTS[t][e] else decay
             for k in z:
-                z[k][e] = keep * z[k][e] + GRADS[t][k][e]
+                z[k][e] = keep * z[k][e] + grads[t][k][e]
         rows.append((before, {k: v.copy() for k, v in z.items()}))
     return rows
 
@@ -174,28 +174,32 @@ def oracle_adaptive(lr, kappa, beta2, eps, bonus):
     return rows
 
 
-def oracle_intentional(deltas, mult, eta, decay, beta2, beta_clip, eps, bonus=BONUS):
-    """Farr et al.'s intentional step, step by step: ``(update, clip ceiling)`` of every step (see the test below)."""
+def oracle_intentional(deltas, mult, eta, decay, beta2, beta_clip, eps, bonus=BONUS, grads=GRADS, beta_norm=None):
+    """Farr et al.'s intentional step, step by step: ``(update, clip ceiling)`` of every step (see the test below);
+    ``beta_norm``: the clipped TD errors divided by their running mean absolute value at that rate (none if None)."""
     v = {k: np.zeros(s) for k, s in SHAPES.items()}
-    sigma, sq, n = 0.0, 1.0, 0
+    sigma, sq, n, absolute = 0.0, 1.0, 0, 0.0
     rows = []
     for t in range(STEPS):
-        z = oracle_traces(decay)[t][0]
+        z = oracle_traces(decay, grads)[t][0]
         M = {k: np.sqrt(v[k] / (1 - beta2 ** n if n else 1.0)) + eps for k in v}
         sig = sigma / (1 - decay ** n) if n else sigma
         sq = beta_clip * sq + (1 - beta_clip) * np.mean(deltas[t] ** 2)
         ceiling = mult * np.sqrt(sq / (1 - beta_clip ** (t + 1)))
         update = {k: np.array(0.0 if bonus is None else bonus[k]) for k in z}
+        clipped = [np.sign(deltas[t][e]) * min(abs(deltas[t][e]), ceiling) for e in range(E)]
+        if beta_norm is not None:
+            absolute = beta_norm * absolute + (1 - beta_norm) * np.mean(np.abs(clipped))
+            clipped = [c / max(absolute / (1 - beta_norm ** (t + 1)), 1e-12) for c in clipped]
         for e in range(E):
             norm = sum((z[k][e] ** 2 / M[k]).sum() for k in z)
             step = eta / max(np.sqrt(sig * norm), eps)
-            clipped = np.sign(deltas[t][e]) * min(abs(deltas[t][e]), ceiling)
             for k in z:
-                update[k] = update[k] + clipped * step * z[k][e] / M[k] / E
+                update[k] = update[k] + clipped[e] * step * z[k][e] / M[k] / E
         n += 1
-        v = {k: beta2 * v[k] + (1 - beta2) * np.mean(GRADS[t][k] ** 2, axis=0) for k in v}
+        v = {k: beta2 * v[k] + (1 - beta2) * np.mean(grads[t][k] ** 2, axis=0) for k in v}
         M = {k: np.sqrt(v[k] / (1 - beta2 ** n)) + eps for k in v}
-        g_norm = np.mean([sum((GRADS[t][k][e] ** 2 / M[k]).sum() for k in v) for e in range(E)])
+        g_norm = np.mean([sum((grads[t][k][e] ** 2 / M[k]).sum() for k in v) for e in range(E)])
         sigma = sigma + (1 - decay) * (g_norm - sigma)
         rows.append((update, ceiling))
     return rows
@@ -228,6 +232,64 @@ def test_intentional_moves_each_output_by_the_intended_fraction_with_its_estimat
     assert rows[3][1] < 1e4
     outs, _ = run(rule(1.0), BONUS, big)
     assert_close(outs[3], rows[3][0], "update at step 3, clipped")
+
+
+def test_intentional_normalize_delta_divides_the_clipped_error_by_its_running_mean_absolute_value():
+    """Farr et al.'s actor optimiser (``normalize_delta``): the clipped TD errors over its running mean absolute
+    value (bias-corrected, this step's errors in it, their mean over E). By hand at step 1 (the first with an
+    error; step 0's errors are 0 and enter the mean as 0): the mean absolute error is (0.7 + 2.5) / 2 = 1.6, so
+    ``a = (1 - b) 1.6 + b (1 - b) 0`` over ``1 - b^2``: 1.6 / (1 + b), and the errors become 0.7 (1 + b) / 1.6 and
+    -2.5 (1 + b) / 1.6. [guards: the mean absolute error without its bias correction; of the errors before the
+    clip; before this step's errors enter it; normalised where not asked]"""
+    eta, beta2, beta_clip, eps, beta_norm = 0.5, 0.9, 0.8, 1e-8, 0.6
+    rule = optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E),
+                       T.intentional(eta, GAMMA_LAMBDA, beta2, beta_clip, 20.0, eps, normalize_delta=True,
+                                     beta_norm=beta_norm))
+    outs, states = run(rule, BONUS)
+    rows = oracle_intentional(DELTAS, 20.0, eta, GAMMA_LAMBDA, beta2, beta_clip, eps, beta_norm=beta_norm)
+    plain = oracle_intentional(DELTAS, 20.0, eta, GAMMA_LAMBDA, beta2, beta_clip, eps)
+    for t, (want, _) in enumerate(rows):
+        assert_close(outs[t], want, f"update at step {t}")
+    np.testing.assert_allclose(float(states[1][1].absolute_delta), (1 - beta_norm) * 1.6, rtol=1e-12)
+    # step 1 by hand: each environment's share of the update is scaled by (1 + b) / 1.6 against the plain step's
+    # (the bonus, the same in both, taken out)
+    for k in SHAPES:
+        np.testing.assert_allclose(np.asarray(outs[1][k]) - BONUS[k], (plain[1][0][k] - BONUS[k]) * (1 + beta_norm)
+                                   / 1.6, rtol=1e-10, err_msg=k)
+    # a clip that binds enters the mean clipped: one RMS, as in the test above
+    big = [*DELTAS[:3], np.array([1e4, 0.4])]
+    rule = optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E),
+                       T.intentional(eta, GAMMA_LAMBDA, beta2, beta_clip, 1.0, eps, normalize_delta=True,
+                                     beta_norm=beta_norm))
+    outs, _ = run(rule, BONUS, big)
+    want = oracle_intentional(big, 1.0, eta, GAMMA_LAMBDA, beta2, beta_clip, eps, beta_norm=beta_norm)[3][0]
+    assert_close(outs[3], want, "update at step 3, clipped then normalised")
+
+
+GRADS_PI = [{k: RNG.normal(size=(E, *s)) for k, s in SHAPES.items()} for _ in range(STEPS)]  # the policy's g_t
+
+
+def test_split_intentional_steps_the_critic_and_the_actor_apart():
+    """Farr et al.'s intentional actor-critic: the value's gradients and the policy's in traces of their own, the
+    critic's step at its constant, the actor's at its own with the TD error normalised, the bonus added once; the
+    combined drive given as the input is not read. [guards: one constant for both; the actor's error not
+    normalised; the critic's normalised; the bonus twice; a shared trace or shared statistics]"""
+    decay, actor_eta, critic_eta = GAMMA_LAMBDA, 0.05, 0.5
+    rule = optax.chain(T.eligibility_traces(decay, E), T.split_intentional(actor_eta, critic_eta, decay, E))
+    state = rule.init(PARAMS)
+    critic = oracle_intentional(DELTAS, 20.0, critic_eta, decay, 0.999, 0.9998, 1e-8, bonus=None)
+    actor = oracle_intentional(DELTAS, 20.0, actor_eta, decay, 0.999, 0.9998, 1e-8, bonus=None, grads=GRADS_PI,
+                               beta_norm=0.9998)
+    for t in range(STEPS):
+        g_v, g_pi = (jax.tree.map(jnp.asarray, g[t]) for g in (GRADS, GRADS_PI))
+        junk = jax.tree.map(lambda a: 1e3 * jnp.ones_like(a), g_v)  # the combined drive: not read
+        out, state = rule.update(junk, state, PARAMS, delta=jnp.asarray(DELTAS[t]), cut=jnp.asarray(CUTS[t]),
+                                 bonus=jax.tree.map(jnp.asarray, BONUS), grads=junk, value_grads=g_v,
+                                 policy_grads=g_pi)
+        want = {k: critic[t][0][k] + actor[t][0][k] + BONUS[k] for k in SHAPES}
+        assert_close(out, want, f"update at step {t}")
+    with pytest.raises(ValueError, match="critic_lr is read by optimizer 'intentional' only, got optimizer 'adam'"):
+        T.update_rule("adam", lr=0.5, decay=decay, envs=E, critic_lr=0.5)
 
 
 def test_update_rule_names_and_refusals():

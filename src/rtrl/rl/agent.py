@@ -68,6 +68,14 @@ def heads(params, h: jax.Array) -> tuple[jax.Array, jax.Array]:
     return h @ params["policy"]["W"] + params["policy"]["b"], (h @ params["value"]["W"] + params["value"]["b"])[0]
 
 
+def split_drive(pullback, d_policy, dtype) -> dict:
+    """``{"value": grad v_t, "policy": grad log pi(a_t)}`` from one environment's ``pullback`` of ``(policy
+    output, value)``, ``d_policy`` the cotangent of ``log pi(a_t)`` w.r.t. the policy's output: two pullbacks, for
+    a step rule that moves the critic and the actor apart (``rtrl.rl.transforms.split_intentional``)."""
+    zero = jax.tree.map(jnp.zeros_like, d_policy)
+    return {"value": pullback((zero, jnp.ones((), dtype)))[0], "policy": pullback((d_policy, jnp.zeros((), dtype)))[0]}
+
+
 def objectives(logits: jax.Array, action: jax.Array) -> jax.Array:
     """``[log pi(action), entropy]`` of the policy ``softmax(logits)``."""
     logp = jax.nn.log_softmax(logits)
@@ -217,12 +225,14 @@ class ActorCritic(RecurrentAgent):
         action = jax.random.categorical(key, logits)
         return action, *self.objective_grads(params, memory, x, action)
 
-    def step(self, params, memory, x: jax.Array, keys: jax.Array, value_coef: float, entropy: bool = True):
+    def step(self, params, memory, x: jax.Array, keys: jax.Array, value_coef: float, entropy: bool = True,
+             split: bool = False):
         """All E environments (leading axis of ``memory``, ``x`` (E, D), ``keys`` (E,)) at once, what the update
         needs: ``(action, value, drive, entropy_grad, memory', entropy)``, with ``drive`` per environment (leading
         axis E) the gradient of ``value_coef * v_t + log pi(a_t)`` (what enters the eligibility traces) and
         ``entropy_grad`` the gradient of the mean entropy over the environments (one tree, no E axis; ``None``
-        unless ``entropy``).
+        unless ``entropy``). With ``split`` (a Python bool), ``drive`` is ``{"value": grad v_t, "policy": grad log
+        pi(a_t)}`` instead, two pullbacks (``split_drive``).
 
         One forward pass per environment, its pullback kept for the drive (the action is drawn from its logits);
         the entropy's gradient, where asked for, is one pullback of the batch with the parameters shared, whose
@@ -235,7 +245,10 @@ class ActorCritic(RecurrentAgent):
             (logits, value), pullback, memory_next = jax.vjp(lambda p: self.forward(p, m, xe), params, has_aux=True)
             action = jax.random.categorical(key, logits)
             d_logp = jax.grad(lambda l: objectives(l, action)[0])(logits)
-            drive = pullback((d_logp, jnp.asarray(value_coef, value.dtype)))[0]
+            if split:
+                drive = split_drive(pullback, d_logp, value.dtype)
+            else:
+                drive = pullback((d_logp, jnp.asarray(value_coef, value.dtype)))[0]
             return action, value, drive, memory_next, logits
 
         action, value, drives, memory_next, logits = jax.vmap(one)(memory, x, keys)
@@ -253,10 +266,15 @@ class ActorCritic(RecurrentAgent):
         take ``value_coef * g_v + g_logp``, every update the ascent ``entropy * grad mean_e H_e``; the TD target
         bootstraps from ``v_t``; no action is exploratory (no cut but at episode ends)."""
         E = x.shape[0]
+        split = config.critic_lr is not None  # the critic's and the actor's steps apart (``split_intentional``)
         action, value, drive, entropy_grad, memory, entropy = self.step(params, memory, x, jax.random.split(key, E),
-                                                                        config.value_coef, config.entropy > 0)
+                                                                        config.value_coef, config.entropy > 0, split)
         bonus = None if entropy_grad is None else jax.tree.map(lambda h: config.entropy * h, entropy_grad)
-        return Stepped(action, value, value, drive, bonus, jnp.zeros((E,), bool), memory, entropy)
+        extra = None
+        if split:
+            extra = {"value_grads": drive["value"], "policy_grads": drive["policy"]}
+            drive = jax.tree.map(lambda v, p: config.value_coef * v + p, drive["value"], drive["policy"])
+        return Stepped(action, value, value, drive, bonus, jnp.zeros((E,), bool), memory, entropy, extra)
 
     def value(self, params, memory, x: jax.Array) -> jax.Array:
         """One environment's ``V(h)`` after the torso's step on ``x`` from ``memory`` (no gradient, nothing kept): the

@@ -43,7 +43,8 @@ def method_or_name(value):
     return value if isinstance(value, Method) else one_of(REGISTRY)(value)
 
 
-STEP_OPTIONS = {"kappa": ("obgd", "adaptive_obgd"), "clip": ("adam", "sgd")}  # option -> the step rules that read it
+# option -> the step rules that read it
+STEP_OPTIONS = {"kappa": ("obgd", "adaptive_obgd"), "clip": ("adam", "sgd"), "critic_lr": ("intentional",)}
 ALGORITHM_OPTIONS = tuple(dict.fromkeys(name for cls in ALGORITHMS.values() for name in cls.options
                                         if name not in STEP_OPTIONS))
 
@@ -123,6 +124,10 @@ class RLConfig(Config):
     lr: float = option(1e-3, "learning rate, any positive step (intentional: the fraction eta in (0, 1] of the TD "
                        "error a step intends)",
                        positive_float, "LR")
+    critic_lr: float | None = option(None, "intentional, ac: the critic's fraction eta, --lr then the actor's, "
+                                     "each with traces of its own and the actor's TD error normalised (Farr et "
+                                     "al.'s intentional actor-critic; default: one --lr, one trace of both)",
+                                     optional(positive_float), "LR")
     kappa: float = option(2.0, "obgd / adaptive_obgd: the overshooting bound", positive_float, "K")
     clip: float | None = option(1.0, "adam / sgd: clip the update's global norm to this, qrc: h's step too "
                                 "(`--no-clip`: do not)",
@@ -157,6 +162,13 @@ class RLConfig(Config):
         if self.optimizer == "intentional" and self.lr > 1:
             raise OptionError(f"lr must be at most 1 under optimizer 'intentional' (the fraction eta of the TD error "
                               f"a step intends), got {self.lr}", "lr")
+        if self.critic_lr is not None:
+            if self.algorithm != "ac":
+                raise OptionError(f"critic_lr needs algorithm 'ac' (an actor and a critic), got {self.algorithm!r}",
+                                  "critic_lr")
+            if self.critic_lr > 1:
+                raise OptionError(f"critic_lr must be at most 1 (the fraction eta of the TD error a step intends), "
+                                  f"got {self.critic_lr}", "critic_lr")
         if self.algorithm == "qrc" and self.optimizer in PER_ENVIRONMENT:
             raise ValueError(f"optimizer must be adam, sgd or obgd under algorithm 'qrc' (its correction is added to "
                              f"the TD ascent), got {self.optimizer!r}")

@@ -40,7 +40,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from rtrl.rl.agent import ActorCritic, heads
+from rtrl.rl.agent import ActorCritic, heads, split_drive
 
 
 def gaussian_objectives(mean: jax.Array, log_std: jax.Array, u: jax.Array) -> jax.Array:
@@ -98,17 +98,22 @@ class GaussianActorCritic(ActorCritic):
         action = self.act(params, memory, x, key)[0]
         return action, *self.objective_grads(params, memory, x, action)
 
-    def step(self, params, memory, x: jax.Array, keys: jax.Array, value_coef: float, entropy: bool = True):
+    def step(self, params, memory, x: jax.Array, keys: jax.Array, value_coef: float, entropy: bool = True,
+             split: bool = False):
         """All E environments at once (``ActorCritic.step``'s contract): ``(action, value, drive, entropy_grad,
         memory', entropy)``, ``action`` (E, A) the draws ``u``; one forward pass and one pullback per environment.
-        The entropy's gradient needs no pass: 1 for each ``log_std``, 0 elsewhere."""
+        The entropy's gradient needs no pass: 1 for each ``log_std``, 0 elsewhere. ``split``: ``drive`` the value's
+        and the policy's gradients apart (``ActorCritic.step``)."""
 
         def one(m, xe, key):
             (dist, value), pullback, memory_next = jax.vjp(lambda p: self.forward(p, m, xe), params, has_aux=True)
             mean, log_std = dist
             action = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
             d_dist = jax.grad(lambda d: gaussian_objectives(*d, action)[0])(dist)
-            drive = pullback((d_dist, jnp.asarray(value_coef, value.dtype)))[0]
+            if split:
+                drive = split_drive(pullback, d_dist, value.dtype)
+            else:
+                drive = pullback((d_dist, jnp.asarray(value_coef, value.dtype)))[0]
             return action, value, drive, memory_next, gaussian_objectives(mean, log_std, action)[1]
 
         action, value, drives, memory_next, entropies = jax.vmap(one)(memory, x, keys)

@@ -201,7 +201,7 @@ class Program:
         """The update rule for ``envs`` environments (an optax chain: the traces, the TD ascent, the step)."""
         c = self.config
         return update_rule(c.optimizer, lr=c.lr, decay=c.gamma * c.lam, envs=envs, clip=c.clip, kappa=c.kappa,
-                           every_k=c.update_every, correction=self.agent.correction(c, envs))
+                           every_k=c.update_every, correction=self.agent.correction(c, envs), critic_lr=c.critic_lr)
 
     @functools.cached_property
     def sharding(self):

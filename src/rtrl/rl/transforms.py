@@ -228,10 +228,12 @@ class IntentionalState(NamedTuple):
     count: jax.Array  # g's seen
     squared_delta: jax.Array  # running mean of delta^2, for the clip
     clips: jax.Array  # TD errors seen
+    absolute_delta: jax.Array  # running mean of |clip(delta)|, for ``normalize_delta`` (0 without it)
 
 
 def intentional(eta: float = 0.5, decay: float = 0.8, beta2: float = 0.999, beta_clip: float = 0.9998,
-                clip_multiplier: float = 20.0, eps: float = 1e-8) -> optax.GradientTransformationExtraArgs:
+                clip_multiplier: float = 20.0, eps: float = 1e-8, normalize_delta: bool = False,
+                beta_norm: float = 0.9998) -> optax.GradientTransformationExtraArgs:
     """The intentional update (Farr et al. 2026; ``streamlet.optimizers.Intentional`` with its defaults): a step
     that moves each environment's output by the fraction ``eta`` of its (clipped) TD error, the change of the
     output estimated with the preconditioner ``M = sqrt(v / (1 - beta2^n)) + eps`` (``v`` the running second moment
@@ -242,16 +244,23 @@ def intentional(eta: float = 0.5, decay: float = 0.8, beta2: float = 0.999, beta
 
     ``clip(delta) = sign(delta) min(|delta|, 20 * rms(delta))`` (a running RMS, rate ``1 - beta_clip``, from 1).
     The statistics of ``g_{t-1}``, the gradient whose TD error ``delta_{t-1}`` this step corrects, are in the
-    state; after the step they take ``g_t`` (the extra argument ``grads``, per environment, averaged over E)."""
+    state; after the step they take ``g_t`` (the extra argument ``grads``, per environment, averaged over E).
+
+    ``normalize_delta`` (Farr et al.'s actor optimiser, ``IntentionalConfig(normalize_delta=True)``): the clipped TD
+    error is divided by the running mean of its absolute value (rate ``1 - beta_norm``, bias-corrected, this step's
+    errors included, their mean over E), so the actor's step does not grow and shrink with the critic's error::
+
+        a <- beta_norm a + (1 - beta_norm) mean_e |clip(delta_e)|,   clip(delta_e) / max(a / (1 - beta_norm^n), 1e-12)
+    """
     for name, value in (("eta", eta), ("clip_multiplier", clip_multiplier), ("eps", eps)):
         checked(name, positive_float, value)
-    for name, value in (("decay", decay), ("beta2", beta2), ("beta_clip", beta_clip)):
+    for name, value in (("decay", decay), ("beta2", beta2), ("beta_clip", beta_clip), ("beta_norm", beta_norm)):
         checked(name, unit_interval, value)
 
     def init(params):
         zero = jnp.zeros((), jax.tree.leaves(params)[0].dtype)
         return IntentionalState(jax.tree.map(jnp.zeros_like, params), zero, jnp.zeros((), jnp.int32), zero + 1.0,
-                                jnp.zeros((), jnp.int32))
+                                jnp.zeros((), jnp.int32), zero)
 
     def preconditioner(moment, count):
         bias = bias_correction(beta2, count, jax.tree.leaves(moment)[0])
@@ -271,13 +280,51 @@ def intentional(eta: float = 0.5, decay: float = 0.8, beta2: float = 0.999, beta
         squared_delta = beta_clip * state.squared_delta + (1 - beta_clip) * jnp.mean(delta ** 2)
         ceiling = clip_multiplier * jnp.sqrt(squared_delta / bias_correction(beta_clip, clips, squared_delta))
         clipped = jnp.sign(delta) * jnp.minimum(jnp.abs(delta), ceiling)
+        absolute_delta = state.absolute_delta
+        if normalize_delta:
+            absolute_delta = beta_norm * absolute_delta + (1 - beta_norm) * jnp.mean(jnp.abs(clipped))
+            scale = absolute_delta / bias_correction(beta_norm, clips, absolute_delta)
+            clipped = clipped / jnp.maximum(scale, 1e-12)
         updates = plus(jax.tree.map(lambda a, m: a / m, weighted_mean(clipped * step, z), M), bonus)
         # the statistics take g_t
         count = state.count + 1
         moment = jax.tree.map(lambda v, g: beta2 * v + (1 - beta2) * jnp.square(g).mean(0), state.moment, grads)
         g_norm = norms(grads, preconditioner(moment, count)).mean()
         new_sigma = state.sigma + (1 - decay) * (g_norm - state.sigma)
-        return updates, IntentionalState(moment, new_sigma, count, squared_delta, clips)
+        return updates, IntentionalState(moment, new_sigma, count, squared_delta, clips, absolute_delta)
+
+    return optax.GradientTransformationExtraArgs(init, update)
+
+
+class SplitState(NamedTuple):
+    critic: Any  # the value's traces and intentional state (``optax.chain``'s)
+    actor: Any  # the policy's
+
+
+def split_intentional(actor_eta: float, critic_eta: float, decay: float, envs: int
+                      ) -> optax.GradientTransformationExtraArgs:
+    """Farr et al.'s intentional actor-critic (``RecurrentACLambda`` with an actor and a critic ``Intentional``):
+    the value's gradients ``g_v`` and the policy's ``g_pi`` (the extra arguments ``value_grads`` and
+    ``policy_grads``, per environment) in traces of their own, each with its own intentional step::
+
+        z^v_t = decay (1 - cut) z^v_{t-1} + g_v,t,     z^pi_t = decay (1 - cut) z^pi_{t-1} + g_pi,t
+        update = intentional(critic_eta)(z^v) + intentional(actor_eta, normalize_delta)(z^pi) + bonus
+
+    Why apart: the intentional step sizes a step by the norm of the trace it moves along, and the value's and the
+    policy's outputs differ in scale and in how far a step should move them (their best at 2M frames: the actor's
+    constant 0.01 to 0.05, the critic's 0.5); one trace of their sum takes one constant for both. The actor's TD
+    error is normalised by its running mean absolute value (``intentional``'s ``normalize_delta``), as theirs is.
+    Its input (the traces of the sum, which the loop keeps for its health figures) is not read."""
+    critic = optax.chain(eligibility_traces(decay, envs), intentional(critic_eta, decay))
+    actor = optax.chain(eligibility_traces(decay, envs), intentional(actor_eta, decay, normalize_delta=True))
+
+    def init(params):
+        return SplitState(critic.init(params), actor.init(params))
+
+    def update(z, state, params=None, *, value_grads, policy_grads, grads=None, bonus=None, **extra):
+        v, critic_state = critic.update(value_grads, state.critic, params, grads=value_grads, **extra)
+        pi, actor_state = actor.update(policy_grads, state.actor, params, grads=policy_grads, bonus=bonus, **extra)
+        return jax.tree.map(jnp.add, v, pi), SplitState(critic_state, actor_state)
 
     return optax.GradientTransformationExtraArgs(init, update)
 
@@ -347,14 +394,17 @@ def qrc(gamma: float, decay: float, envs: int, features: int, actions: int, h_lr
 # -- a run's rule ------------------------------------------------------------------------------------------------
 
 def update_rule(name: str, *, lr: float, decay: float, envs: int, clip: float | None = 1.0, kappa: float = 2.0,
-                every_k: int = 1, correction: optax.GradientTransformationExtraArgs | None = None
-                ) -> optax.GradientTransformationExtraArgs:
+                every_k: int = 1, correction: optax.GradientTransformationExtraArgs | None = None,
+                critic_lr: float | None = None) -> optax.GradientTransformationExtraArgs:
     """The chain of a run: ``eligibility_traces(decay, envs)``, then the step-size rule ``name`` (``STEP_RULES``;
     ``lr`` is intentional's ``eta``); ``adam``, ``sgd`` and ``obgd`` take ``td_ascent``, the algorithm's
     ``correction`` of the ascent if any (QRC's, ``qrc``) and ``every(every_k)``, the per-environment rules take the
-    traces themselves and refuse ``every_k > 1`` and a correction."""
+    traces themselves and refuse ``every_k > 1`` and a correction. ``critic_lr`` (``intentional`` only): the
+    critic's constant, ``lr`` the actor's, in traces of their own (``split_intentional``)."""
     if name not in STEP_RULES:
         raise ValueError(f"optimizer must be one of {sorted(STEP_RULES)}, got {name!r}")
+    if critic_lr is not None and name != "intentional":
+        raise ValueError(f"critic_lr is read by optimizer 'intentional' only, got optimizer {name!r}")
     traces = eligibility_traces(decay, envs)
     if name in PER_ENVIRONMENT:
         if correction is not None:
@@ -363,6 +413,8 @@ def update_rule(name: str, *, lr: float, decay: float, envs: int, clip: float | 
         if every_k != 1:
             raise ValueError(f"update_every must be 1 under optimizer {name!r} (its step reads each step's traces), "
                              f"got {every_k}")
+        if critic_lr is not None:
+            return optax.chain(traces, split_intentional(lr, critic_lr, decay, envs))
         rule = adaptive_obgd(lr, kappa) if name == "adaptive_obgd" else intentional(lr, decay)
         return optax.chain(traces, rule)
     # Adam and its clip on one flat vector (the ascent has no environment axis, so raveling it is cheap): a few
