@@ -190,21 +190,48 @@ def test_which_cells_have_a_window():
     assert dataclasses.replace(CASES["lif_plain"]).eprop_window  # bound again on a copy
 
 
-def test_a_trainer_with_the_window_trains_as_online_eprop():
+SMALL_EVIDENCE = EvidencePoisson(cues=1, cue_steps=10, spacing=15, episode_length=40, recall_steps=10, channels=2,
+                                 rate=0.3)
+SMALL_ALIF = ALIF(SMALL_EVIDENCE.input_size, 8, leak=0.95, recurrent=True, lif_neurons=4, adaptation=0.5,
+                  adaptation_decay=0.99, refractory=2, **TRIANGLE)
+
+
+def trainer_of(method, **options):
+    return Trainer(SMALL_EVIDENCE, SMALL_ALIF, method, batch=3, readout_decay=0.9, rate_weight=0.5, rate_target=0.05,
+                   **{"update_every": SMALL_EVIDENCE.length, **options})
+
+
+@pytest.mark.parametrize("method", ["eprop", EPropWindow(chunk=16)])
+def test_a_trainer_with_the_window_trains_as_online_eprop(method):
     """The trainer end to end (the paper's task at a small scale, its readout and regulariser, an update per trial,
-    Adam): two updates with ``EPropWindow`` leave the parameters that two updates of online e-prop leave."""
-    task = EvidencePoisson(cues=1, cue_steps=10, spacing=15, episode_length=40, recall_steps=10, channels=2, rate=0.3)
-    cell = ALIF(task.input_size, 8, leak=0.95, recurrent=True, lif_neurons=4, adaptation=0.5, adaptation_decay=0.99,
-                refractory=2, **TRIANGLE)
-    states = []
-    for method in (EProp(), EPropWindow(chunk=16)):
-        trainer = Trainer(task, cell, method, batch=3, update_every=task.length, readout_decay=0.9, rate_weight=0.5,
-                          rate_target=0.05)
-        states.append(trainer.train(trainer.init(), 2 * task.length)[0])
-    first = jax.tree.leaves(Trainer(task, cell, "eprop", batch=3).init().params)
+    Adam): two updates with ``EPropWindow`` (which plain ``eprop`` uses there) leave the parameters that two updates
+    of online e-prop's per-step traces leave."""
+    length = SMALL_EVIDENCE.length
+    reference, trainer = trainer_of(EProp(window=False)), trainer_of(method)
+    assert isinstance(reference.window, TraceWindow) and isinstance(trainer.computed_by, EPropWindow)
+    states = [t.train(t.init(), 2 * length)[0] for t in (reference, trainer)]
+    first = jax.tree.leaves(trainer_of("eprop").init().params)
     moved = [float(jnp.abs(a - b).max()) for a, b in zip(jax.tree.leaves(states[0].params), first, strict=True)]
     assert min(moved) > 0  # every parameter learnt something
     assert relative(states[1].params, states[0].params) <= 1e-9, relative(states[1].params, states[0].params)
+
+
+def test_plain_eprop_takes_the_window_only_where_every_window_starts_an_episode():
+    """``eprop`` keeps its per-step traces where a window can start inside an episode (an update more often than an
+    episode, or not at a multiple of its length; staggered streams), where asked (``window=False``), where the traces
+    are rounded (``trace_dtype``) and on a cell without e-prop over a window."""
+    length = SMALL_EVIDENCE.length
+    assert isinstance(trainer_of("eprop", update_every=2 * length).computed_by, EPropWindow)
+    for options in ({"update_every": 1}, {"update_every": length // 2}, {"update_every": 3 * length // 2},
+                    {"stagger": True}):
+        assert isinstance(trainer_of("eprop", **options).window, TraceWindow), options
+    assert isinstance(trainer_of(EProp(window=False)).window, TraceWindow)
+    assert isinstance(trainer_of(EProp(trace_dtype="bfloat16")).window, TraceWindow)
+    elman = Trainer(SMALL_EVIDENCE, rtrl.cells.Elman(SMALL_EVIDENCE.input_size, 4), "eprop", batch=2,
+                    update_every=SMALL_EVIDENCE.length)
+    assert isinstance(elman.window, TraceWindow) and elman.computed_by == EProp()
+    with pytest.raises(TypeError, match="window must be True or False"):
+        EProp(window="yes")
 
 
 def test_the_method_is_named_eprop_window_and_refuses_a_cell_without_a_window():

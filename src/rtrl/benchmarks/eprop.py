@@ -1,18 +1,20 @@
 """One batch of the e-prop paper's evidence accumulation under e-prop against BPTT, timed side by side.
 
-    python -m rtrl.benchmarks.eprop [--trial 2250] [--repeats 3] [--methods eprop-synaptic eprop eprop-window bptt]
-                                    [--plain]
+    python -m rtrl.benchmarks.eprop [--trial 2250] [--repeats 3]
+                                    [--methods eprop-synaptic eprop-traces eprop eprop-window bptt] [--plain]
 
 Each method is the preset ``evidence-eprop-paper/alif-METHOD`` (100 LIF and ALIF neurons, recurrent, batches of 64
 trials, one update per trial, the paper's filtered readout and rate regulariser) trained for one batch (one call of
 ``Trainer.train`` over one trial) after a first, compiling call; the calls of every method are interleaved, and the
 least time of ``--repeats`` is reported with its ratio to ``bptt``'s. ``--trial`` below 2250 shortens each trial (one
-cue, ``episode_length`` = the trial; the cost per step does not depend on the cues). ``eprop-synaptic`` is e-prop on
-the cells' per-synapse hooks (``eprop_init / update / contract``, one contraction per example): the rule before the
-factorised traces (``rtrl.capabilities.FactoredEProp``), the same gradient. ``eprop-window`` is the same gradient
-again over each window of one trial, without traces (the preset's row ``alif-eprop-window``,
-``rtrl.methods.EPropWindow``: a forward scan, backward scans of per-neuron vectors and a matrix product per
-parameter). ``--plain`` reads the spikes as they are (no filtered readout, no rate regulariser: ``readout_decay`` and
+cue, ``episode_length`` = the trial; the cost per step does not depend on the cues). ``eprop`` is the preset's row as
+the trainer runs it: every window (a trial) starts an episode, so the trainer computes it as ``EPropWindow`` does
+(``rtrl.training.windows.window_for``). ``eprop-traces`` is the same gradient from the factorised per-step traces
+(``EProp(window=False)``), ``eprop-synaptic`` from the cells' per-synapse hooks (``eprop_init / update / contract``,
+one contraction per example): the rule before the factorised traces (``rtrl.capabilities.FactoredEProp``).
+``eprop-window`` is the preset's row ``alif-eprop-window`` (``rtrl.methods.EPropWindow`` named: a forward scan,
+backward scans of per-neuron vectors and a matrix product per parameter).
+``--plain`` reads the spikes as they are (no filtered readout, no rate regulariser: ``readout_decay`` and
 ``rate_weight`` 0), which leaves e-prop no per-synapse trace but ALIF's adaptation vectors.
 """
 
@@ -40,11 +42,12 @@ class SynapticEProp(EProp):
         return TraceRule(self, cell.eprop_init, cell.eprop_update, cell.eprop_contract, new_traces=True)
 
 
-VARIANTS = {"eprop-synaptic": SynapticEProp}  # e-prop in another form, on its preset
+# e-prop in another form, on its preset, with per-step traces
+VARIANTS = {"eprop-synaptic": lambda: SynapticEProp(window=False), "eprop-traces": lambda: EProp(window=False)}
 
 
 def trainer_of(method: str, trial: int, plain: bool = False):
-    """The preset's trainer of ``method`` (``eprop``, ``bptt``, ``eprop-synaptic`` or ``eprop-window``) with trials of
+    """The preset's trainer of ``method`` (``eprop``, ``bptt``, ``eprop-window`` or a variant) with trials of
     ``trial``."""
     preset = f"evidence-eprop-paper/alif-{method}"  # eprop-window is the preset's own row
     options = dict(PRESETS[preset if preset in PRESETS else "evidence-eprop-paper/alif-eprop"].options)
@@ -79,7 +82,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trial", type=int, default=PAPER_TRIAL)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--methods", nargs="+", default=["eprop-synaptic", "eprop", "eprop-window", "bptt"])
+    parser.add_argument("--methods", nargs="+", choices=["eprop", "eprop-window", "bptt", *VARIANTS],
+                        default=["eprop-synaptic", "eprop-traces", "eprop", "eprop-window", "bptt"])
     parser.add_argument("--plain", action="store_true", help="the spikes read as they are (no filtered readout)")
     args = parser.parse_args(argv)
     load = os.getloadavg()[0]

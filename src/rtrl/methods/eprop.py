@@ -62,9 +62,17 @@ from rtrl.structure import unread_as_none
 
 class EProp(SnAp):
     """The cell's own e-prop where it has one (``BellecEProp``), else SnAp-1's sparse traces carried by the diagonal
-    of the recurrence Jacobian only."""
+    of the recurrence Jacobian only. ``window`` (default on): where the trainer's every window starts with an
+    episode and the model has e-prop over a window (``WindowEProp``), the trainer computes each window's gradient
+    as ``EPropWindow`` does, the same gradient without per-step traces (``rtrl.training.windows.window_for``);
+    ``window=False`` keeps the per-step traces there too."""
 
     n: int = dataclasses.field(default=1, init=False, repr=False)
+    window: bool = True
+
+    def __check_init__(self) -> None:
+        if not isinstance(self.window, bool):
+            raise TypeError(f"window must be True or False, got {self.window!r}")
 
     @property
     def name(self) -> str:

@@ -67,7 +67,7 @@ class TrainRun(Run):
     def describe(self) -> str:
         config, task = self.config, self.assembly.task
         return (f"{task.name} ({task.metric_name}, chance {task.chance:.3g}) | {config.cell} hidden {config.hidden} "
-                f"| {config.method}{chosen(config.method, self.assembly.method)}, update every "
+                f"| {config.method}{chosen(config.method, self.trainer.computed_by)}, update every "
                 f"{config.update_every} | batch {config.batch}, {config.steps} steps | {computed_on()}")
 
     def status(self, record: dict) -> str:

@@ -10,7 +10,8 @@ streams::
 How a window of k steps becomes a gradient is one of two small objects (``rtrl.training.windows``): traces
 (``TraceWindow``: carry and traces run on across updates, k = 1 is fully online RTRL) or a whole-window method
 (``SequenceWindow``: ``bptt``, ``tbptt`` over each window from the carried carry, so the gradient is truncated at
-window boundaries; ``bptt`` with ``k`` = the episode length is full BPTT).
+window boundaries; ``bptt`` with ``k`` = the episode length is full BPTT; ``eprop`` where every window starts with an
+episode, ``EPropWindow``'s, the same gradient: ``rtrl.training.windows.window_for``).
 
 With ``k > 1`` the two differ by design: traces keep the credit of steps before the window (as RTRL does), BPTT
 windows drop it; where every window starts with an episode they agree exactly (tested).
@@ -44,11 +45,11 @@ from rtrl.config import checked, flag, random_seed, step_count
 from rtrl.devices import batch_axes, mesh, shardings, split, tracing
 from rtrl.driver import Diverged, drive, finite_or_diverged
 from rtrl.methods import Method, resolve
-from rtrl.online import online, steps_per_body
+from rtrl.online import steps_per_body
 from rtrl.optim import make_optimizer
 from rtrl.training.model import Readout, ReadoutModel, with_reset_flag
 from rtrl.training.tasks import Task, stream_chunk
-from rtrl.training.windows import SequenceWindow, TraceWindow
+from rtrl.training.windows import SequenceWindow, TraceWindow, window_for
 from rtrl.validate import check_cell, describe, same_tree, what
 
 
@@ -114,14 +115,20 @@ class Trainer:
         self.batch, self.update_every, self.seed = batch, update_every, seed
         self.optimizer = optimizer if optimizer is not None else make_optimizer()
         self.model = ReadoutModel.of(self.learned, task.output_size, self.readout)
-        self.window = (TraceWindow(online(self.learned, self.method), self.readout, self.scored, batch)
-                       if self.method.online
-                       else SequenceWindow(self.method, self.model, self.scored, batch))
+        # with stagger an episode starts at another step in each stream; without it, at every multiple of its length
+        self.window = window_for(self.method, self.model, self.scored, batch,
+                                 starts_episodes=not stagger and update_every % task.length == 0)
         self.offsets = (jnp.arange(batch) * task.length) // batch if stagger else jnp.zeros((batch,), jnp.int32)
         self.eval_size = eval_size
         self.mesh = mesh(devices, batch)
         self._train = jax.jit(self._train_chunk, static_argnums=1)
         self._evaluate = jax.jit(self._evaluate_impl)
+
+    @property
+    def computed_by(self) -> Method:
+        """The method that computes each window's gradient: ``method``, or ``EPropWindow`` where ``window_for`` gave
+        online ``eprop`` a window (the same gradient)."""
+        return self.window.method if isinstance(self.window, SequenceWindow) else self.method
 
     @functools.cached_property
     def eval_set(self):
@@ -207,7 +214,7 @@ class Trainer:
         # As many online steps per compiled body as the cell wants (rtrl.online.steps_per_body), also when each
         # update takes fewer.
         per_body = (steps_per_body(self.learned, state.params["cell"], state.memory.carry, episodes.xs[0])
-                    if self.method.online else 1)
+                    if isinstance(self.window, TraceWindow) else 1)
         (params, opt_state, memory), (losses, weights) = lax.scan(
             update, (state.params, state.opt_state, state.memory), windows, unroll=per_body if k % per_body else 1
         )
