@@ -87,7 +87,7 @@ def test_the_eprop_paper_evidence_presets_are_its_network_and_task():
     """``evidence-eprop-paper/alif-{rtrl,eprop,bptt}``: the official code's 100 neurons (50 LIF, 50 ALIF; tau_m 20
     ms, tau_a 2,000 ms at 1 ms a step; threshold 0.6; beta 1.7 (1 - rho) / (1 - leak); its triangle
     pseudo-derivative; 5 ms refractory), 40 Poisson inputs, trials of 2,250 steps, batches of 64, one update per
-    batch."""
+    batch; the regulariser weighed against the task's loss as the paper weighs it."""
     methods = {}
     for method in ("rtrl", "eprop", "bptt"):
         config, task, cell, _ = assemble(RunConfig(**PRESETS[f"evidence-eprop-paper/alif-{method}"].options))
@@ -99,7 +99,8 @@ def test_the_eprop_paper_evidence_presets_are_its_network_and_task():
         assert cell.refractory == 5
         assert config.batch == 64 and config.lr == 5e-3 and config.steps == 2000 * 2250
         assert config.readout_decay == pytest.approx(0.951229, abs=1e-6)  # tau_out 20 ms
-        assert (config.rate_weight, config.rate_target) == (1.0, 0.01)  # reg_f 1, 10 Hz
+        # reg_f 1 at 10 Hz against the cross-entropy averaged over the recall window: 150 against its sum here
+        assert (config.rate_weight, config.rate_target) == (1.0 * task.recall_steps, 0.01)
         methods[method] = (config.method, config.update_every)
     assert methods == {"rtrl": ("auto", 2250), "eprop": ("eprop", 2250), "bptt": ("bptt", 2250)}  # bptt: the episode
 
