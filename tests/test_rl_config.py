@@ -20,7 +20,6 @@ REFUSED = [
     ({"algorithm": "q", "h_lr": 0.1}, "h_lr", "algorithm 'q' does not read it (only qrc)"),
     ({"algorithm": "q", "entropy": 0.0}, "entropy", "algorithm 'q' does not read it (only ac)"),
     ({"algorithm": "qrc", "value_coef": 2.0}, "value_coef", "algorithm 'qrc'"),
-    ({"algorithm": "q", "head_hidden": 8}, "head_hidden", "algorithm 'q'"),
     ({"kappa": 3.0}, "kappa", "optimizer 'adam' does not read it (only obgd or adaptive_obgd)"),
     ({"optimizer": "intentional", "kappa": 3.0}, "kappa", "optimizer 'intentional'"),
     ({"optimizer": "obgd", "clip": 0.5}, "clip", "optimizer 'obgd' does not read it (only adam or sgd, or algorithm "
@@ -40,6 +39,8 @@ ACCEPTED = [
     {"entropy": 0.0},
     {"value_coef": 2.0},
     {"head_hidden": 8},
+    {"algorithm": "q", "head_hidden": 8},
+    {"algorithm": "qrc", "head_hidden": 8},
     {"optimizer": "obgd", "kappa": 3.0},
     {"optimizer": "adaptive_obgd", "kappa": 3.0},
     {"optimizer": "sgd", "clip": 0.5},

@@ -1,6 +1,6 @@
-"""The actor-critic's shared tanh layer before its heads (``head_hidden``): the heads' arithmetic on a hand-checked
-case, the agent's drive equal to the gradient of the same objective written out here, its parameters, the run
-exact against BPTT, and the agents and values that refuse it."""
+"""The tanh layer before the heads (``head_hidden``) of the actor-critic and of the Q agents: the heads' arithmetic on
+a hand-checked case, the agents' drive equal to the gradient of the same objective written out here, their
+parameters, runs exact against BPTT, QRC's secondary weights on the layer, and the values that are refused."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from rtrl.cells import MinGRU
 from rtrl.rl.agent import ActorCritic, heads
-from rtrl.rl.algorithms import QAgent
+from rtrl.rl.algorithms import QAgent, QRCAgent
 from rtrl.rl.config import RLConfig
 from rtrl.rl.loop import record, runner
 
@@ -76,10 +76,69 @@ def test_a_run_with_the_layer_is_exact_against_bptt():
     assert rec["cos_value"] > 1 - 1e-9 and rec["cos_policy"] > 1 - 1e-9
 
 
-def test_agents_without_the_layer_and_bad_widths_are_refused():
-    with pytest.raises(ValueError, match="head_hidden must be 0 for QAgent"):
-        QAgent(MinGRU(3, 4), 2, head_hidden=3)
+def test_q_values_read_the_torso_through_the_layer():
+    """The Q agent on a torso whose output is its input (a one-step ``Elman`` with identity input weights and no
+    recurrence): h = tanh(x) for x = (1, -1); the layer W = [[1, 0], [0, 2]], b = (0, 1) gives u = tanh(tanh(1),
+    -2 tanh(1) + 1) = (0.6420, -0.4802); Q = u @ [[1, 2], [1, 0]] + (0.5, 0) = (0.6618, 1.2840)."""
+    from rtrl.cells import Elman
+
+    agent = QAgent(Elman(2, 2), 2, method="rtrl", head_hidden=2)
+    params = agent.init(jax.random.PRNGKey(0), jnp.float64)
+    params = {**params, "torso": {"W": jnp.eye(2), "R": jnp.zeros((2, 2)), "B": jnp.zeros(2)},
+              "head": {"W": jnp.array([[1.0, 0.0], [0.0, 2.0]]), "b": jnp.array([0.0, 1.0])},
+              "q": {"W": jnp.array([[1.0, 2.0], [1.0, 0.0]]), "b": jnp.array([0.5, 0.0])}}
+    assert set(params["torso"]) == set(agent.init(jax.random.PRNGKey(0))["torso"])
+    q, (_, phi) = agent.forward(params, agent.learner.init(params["torso"]), jnp.array([1.0, -1.0]))
+    t = np.tanh(1.0)
+    u = np.tanh([t, -2 * t + 1])
+    np.testing.assert_allclose(phi, u, rtol=1e-12)
+    np.testing.assert_allclose(q, [u.sum() + 0.5, 2 * u[0]], rtol=1e-12)
+    np.testing.assert_allclose(q, [0.6618, 1.2840], atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", [QAgent, QRCAgent])
+def test_the_q_drive_is_the_gradient_of_the_action_value_through_the_layer(kind):
+    """One step from a zero carry: each environment's drive is the gradient of ``Q(s, a)`` for the action taken,
+    written out here from the cell's step and the layer's formula; QRC's features are the layer's outputs."""
+    cell = MinGRU(3, 4)
+    agent = kind(cell, 2, method="rtrl", head_hidden=3)
+    params = agent.init(jax.random.PRNGKey(1), jnp.float64)
+    assert params["head"]["W"].shape == (4, 3) and params["q"]["W"].shape == (3, 2) and agent.features == 3
+    config = RLConfig(algorithm="qrc" if kind is QRCAgent else "q", epsilon=0.5, explore_steps=1)
+    x = jnp.array([[0.3, -1.0, 0.5], [1.0, 0.2, -0.4]], jnp.float64)
+    stepped = agent.epsilon_greedy(params, agent.memory(params, 2), x, jax.random.PRNGKey(2), config, jnp.array(5),
+                                   targets=True)
+
+    def layer(p, xe):
+        _, h = cell.step(p["torso"], cell.initial_carry((), jnp.float64), xe)
+        return jnp.tanh(h @ p["head"]["W"] + p["head"]["b"])
+
+    def q_of(p, xe):
+        return layer(p, xe) @ p["q"]["W"] + p["q"]["b"]
+
+    for e in range(2):
+        expected = jax.grad(lambda p, e=e: q_of(p, x[e])[stepped.action[e]])(params)
+        got = jax.tree.map(lambda a, e=e: a[e], stepped.drive)
+        for g, want in zip(jax.tree.leaves(got), jax.tree.leaves(expected), strict=True):
+            np.testing.assert_allclose(g, want, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(stepped.extra["features"][e], layer(params, x[e]), rtol=1e-12)
+    if kind is QRCAgent:  # QRC's h reads the layer's 3 outputs
+        assert agent.correction(RLConfig(algorithm="qrc"), 2).init(params).h["W"].shape == (3, 2)
+
+
+@pytest.mark.parametrize("algorithm", ["q", "qrc"])
+def test_a_q_run_with_the_layer_is_exact_against_bptt(algorithm):
+    """The fidelity check (the online gradient of Q(s_t, a_t), reaching the torso through the layer, against BPTT's
+    over the episode so far) at every step, with a vanishing step so the parameters hold still."""
+    config = RLConfig(env="tmaze", algorithm=algorithm, cell="mingru", hidden=6, head_hidden=5, envs=2, steps=40,
+                      record_every=40, fidelity_every=1, lr=1e-12, dtype="float64", method="rtrl")
+    run = runner(config)
+    rec = record(run.advance(run.init(0), 40))
+    assert rec["cos_value"] > 1 - 1e-9
+
+
+def test_bad_widths_are_refused():
+    with pytest.raises(ValueError, match="head_hidden must be a non-negative integer"):
+        QAgent(MinGRU(3, 4), 2, head_hidden=-3)
     with pytest.raises(ValueError, match="head_hidden"):
         RLConfig(head_hidden=-1)
-    with pytest.raises(ValueError, match="head_hidden does nothing here: algorithm 'q'"):
-        runner(RLConfig(env="tmaze", algorithm="q", head_hidden=4))

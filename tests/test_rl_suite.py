@@ -145,8 +145,9 @@ def test_the_q_row_is_intentional_q_on_the_suites_torso_and_runs(tmp_path):
     rtrl = suite.options("RepeatPrevious", "rtrl", 1000, 3, 2)
     assert (opts["algorithm"], opts["optimizer"], opts["lr"], opts["gamma"], opts["lam"]) == (
         "q", "intentional", 0.5, 0.99, 0.8)
-    assert opts["explore_steps"] == 100 and "entropy" not in opts and "head_hidden" not in opts
-    same = ("cell", "hidden", "envs", "extra_inputs", "env", "steps", "record_every", "seed", "seeds", "method")
+    assert opts["explore_steps"] == 100 and "entropy" not in opts
+    same = ("cell", "hidden", "head_hidden", "envs", "extra_inputs", "env", "steps", "record_every", "seed", "seeds",
+            "method")
     assert {k: opts[k] for k in same} == {k: rtrl[k] for k in same}
     assert RLConfig(**opts).algorithm == "q"
     main(["--out", str(tmp_path), "--tasks", "RepeatPrevious", "--rows", "q", "--seeds", "2", "--steps", "4"])

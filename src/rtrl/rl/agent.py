@@ -61,10 +61,24 @@ def learner_of(cell: Cell, method: str | Method | RollingTBPTT, truncation: int)
     return online(cell, method)
 
 
+def through_head(params, h: jax.Array) -> jax.Array:
+    """The torso's output ``h`` through the shared tanh layer ``tanh(h @ W + b)`` where ``params`` has one
+    (``"head"``: ``head_hidden``), else ``h``: what the heads read."""
+    return jnp.tanh(h @ params["head"]["W"] + params["head"]["b"]) if "head" in params else h
+
+
+def head_params(key: jax.Array, torso_size: int, head_hidden: int, dtype) -> dict:
+    """``{"head": {"W": (N, M), "b": (M,)}}`` for a tanh layer of ``M = head_hidden`` units (``{}`` for none), drawn
+    from its own key (``fold_in(key, 1)``), so the parameters without it are those of before it existed."""
+    if not head_hidden:
+        return {}
+    return {"head": {"W": glorot(jax.random.fold_in(key, 1), (torso_size, head_hidden), dtype),
+                     "b": jnp.zeros((head_hidden,), dtype)}}
+
+
 def heads(params, h: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``(logits, value)`` of one hidden state ``h`` (N,), through the shared tanh layer where ``params`` has one."""
-    if "head" in params:
-        h = jnp.tanh(h @ params["head"]["W"] + params["head"]["b"])
+    h = through_head(params, h)
     return h @ params["policy"]["W"] + params["policy"]["b"], (h @ params["value"]["W"] + params["value"]["b"])[0]
 
 
@@ -190,13 +204,10 @@ class ActorCritic(RecurrentAgent):
         N, A, M = self.cell.hidden_size, self.num_actions, self.head_hidden
         width = M or N
         # A small policy head starts near the uniform policy (as PPO's 0.01-scaled one does).
-        params = {"torso": self.cell.init(k_torso, dtype),
-                  "policy": {"W": 0.01 * glorot(k_policy, (width, A), dtype), "b": jnp.zeros((A,), dtype)},
-                  "value": {"W": glorot(k_value, (width, 1), dtype), "b": jnp.zeros((1,), dtype)}}
-        if M:
-            # its own key, so the parameters without it are those of before it existed
-            params["head"] = {"W": glorot(jax.random.fold_in(key, 1), (N, M), dtype), "b": jnp.zeros((M,), dtype)}
-        return params
+        return {"torso": self.cell.init(k_torso, dtype),
+                "policy": {"W": 0.01 * glorot(k_policy, (width, A), dtype), "b": jnp.zeros((A,), dtype)},
+                "value": {"W": glorot(k_value, (width, 1), dtype), "b": jnp.zeros((1,), dtype)},
+                **head_params(key, N, M, dtype)}
 
     def forward(self, params, memory, x: jax.Array):
         """One environment's ``((logits, value), memory')``: the torso's online step on ``x``, then the heads."""

@@ -100,8 +100,8 @@ class RLConfig(Config):
     method: Any = option("auto", "a trace method from `rtrl list` (auto: the cheapest exact one for the torso), "
                          "or tbptt (a rolling window of --truncation steps)", method_or_name, "NAME")
     truncation: int = option(8, "--method tbptt: its window", positive_int, "K")
-    head_hidden: int = option(0, "ac: width of a tanh layer between the torso and the policy and value heads (0: "
-                              "linear heads on the torso)", non_negative_int, "M")
+    head_hidden: int = option(0, "width of a tanh layer between the torso and the heads (the policy and value heads, "
+                              "or the action values; 0: linear heads on the torso)", non_negative_int, "M")
     envs: int = option(16, "environments stepped in parallel", positive_int, "E")
     steps: int = option(100_000, "environment steps per environment", positive_int, "S")
     gamma: float = option(0.99, "discount", unit_interval, "G")

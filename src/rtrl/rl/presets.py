@@ -78,9 +78,9 @@ def chain(length: int, steps: int, lr: float) -> Table:
 
 def learned_by(algorithm: str, options: dict, steps: int) -> dict:
     """The actor-critic's ``options`` learned by another algorithm (``Q_ALGORITHMS``) over ``steps`` steps: its
-    options over them, those only the actor-critic reads dropped (the entropy bonus; the tanh layer before the heads,
-    which the Q agents do not have), epsilon decaying over the first tenth of the run."""
-    kept = {k: v for k, v in options.items() if k not in ("entropy", "head_hidden")}
+    options over them (the tanh layer before the heads too, where it has one), the entropy bonus, which only the
+    actor-critic reads, dropped, epsilon decaying over the first tenth of the run."""
+    kept = {k: v for k, v in options.items() if k != "entropy"}
     return {**kept, **Q_ALGORITHMS[algorithm], "explore_steps": max(1, steps // 10)}
 
 

@@ -1,7 +1,8 @@
-"""Stream Q(lambda) with Watkins' cuts (``rtrl rl --algorithm q``): ``QAgent``, a head of A action values on the
-torso; the action is epsilon-greedy, epsilon falling linearly from 1 to ``epsilon`` over the first ``explore_steps``
-steps; the trace takes ``g_t = grad Q(s_t, a_t)``, the TD target is ``r + gamma * max_a Q(s', a)``, and the trace is
-cut after an action that was not greedy (as after an episode's end)::
+"""Stream Q(lambda) with Watkins' cuts (``rtrl rl --algorithm q``): ``QAgent``, a head of A action values on the torso
+(linear, or behind a tanh layer of ``head_hidden`` units, ``"head"``, as the actor-critic's); the action is
+epsilon-greedy, epsilon falling linearly from 1 to ``epsilon`` over the first ``explore_steps`` steps; the trace takes
+``g_t = grad Q(s_t, a_t)``, the TD target is ``r + gamma * max_a Q(s', a)``, and the trace is cut after an action that
+was not greedy (as after an episode's end)::
 
     delta_{t-1} = r_{t-1} + gamma * max_a Q(s_t, a) - Q(s_{t-1}, a_{t-1}),
     z_t = gamma * lambda * (1 - done_{t-1}) * (1 - explored_{t-1}) * z_{t-1} + g_t
@@ -15,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import glorot
-from rtrl.rl.agent import RecurrentAgent, Stepped
+from rtrl.rl.agent import RecurrentAgent, Stepped, head_params, through_head
 
 
 def epsilon(config, step: jax.Array) -> jax.Array:
@@ -26,9 +27,11 @@ def epsilon(config, step: jax.Array) -> jax.Array:
 
 
 class QAgent(RecurrentAgent):
-    """Stream Q(lambda)'s agent: a linear head of A action values on the torso, epsilon-greedy, Watkins' cuts."""
+    """Stream Q(lambda)'s agent: a head of A action values on the torso (linear, or behind a tanh layer of
+    ``head_hidden`` units), epsilon-greedy, Watkins' cuts."""
 
-    options = ("epsilon", "explore_steps")
+    heads_hidden = True
+    options = ("epsilon", "explore_steps", "head_hidden")
     checked = 1  # the fidelity check's gradient: Q(s_t, a_t)'s (recorded as ``cos_value``)
     epsilon: float | None = None  # the final exploration rate, what ``act`` explores with (``configure``)
 
@@ -36,12 +39,19 @@ class QAgent(RecurrentAgent):
         k_torso, k_q = jax.random.split(key)
         N, A = self.cell.hidden_size, self.num_actions
         return {"torso": self.cell.init(k_torso, dtype),
-                "q": {"W": glorot(k_q, (N, A), dtype), "b": jnp.zeros((A,), dtype)}}
+                "q": {"W": glorot(k_q, (self.features, A), dtype), "b": jnp.zeros((A,), dtype)},
+                **head_params(key, N, self.head_hidden, dtype)}
+
+    @property
+    def features(self) -> int:
+        """The width of what the head of action values reads, ``phi``: the tanh layer's, else the torso's."""
+        return self.head_hidden or self.cell.hidden_size
 
     def forward(self, params, memory, x: jax.Array):
-        """One environment's ``(Q(s, .), (memory', phi))``: the torso's online step on ``x`` (its output ``phi``),
-        then the head."""
-        phi, memory = self.learner.step(params["torso"], memory, x)
+        """One environment's ``(Q(s, .), (memory', phi))``: the torso's online step on ``x``, its output through the
+        tanh layer where there is one (``phi``), then the head."""
+        h, memory = self.learner.step(params["torso"], memory, x)
+        phi = through_head(params, h)
         return phi @ params["q"]["W"] + params["q"]["b"], (memory, phi)
 
     def configure(self, config) -> QAgent:
@@ -71,8 +81,8 @@ class QAgent(RecurrentAgent):
     def epsilon_greedy(self, params, memory, x: jax.Array, key: jax.Array, config, step: jax.Array,
                        targets: bool) -> Stepped:
         """``stepped``; with ``targets`` a second pullback per environment too, and ``extra`` holds ``action``,
-        ``features`` (the torso's outputs ``phi_t``, (E, N)) and ``target_grads`` (``grad max_a Q(s_t, a)`` per
-        environment): what QRC's correction reads."""
+        ``features`` (what the head reads, ``phi_t``, (E, ``features``)) and ``target_grads`` (``grad max_a Q(s_t, a)``
+        per environment): what QRC's correction reads."""
         A = self.num_actions
         rate = epsilon(config, step)
 
@@ -103,7 +113,7 @@ class QAgent(RecurrentAgent):
         the last one the current step's, the episode begun at ``xs[start]``."""
 
         def value(p):
-            return (self.unrolled(p["torso"], xs, start) @ p["q"]["W"] + p["q"]["b"])[action][None]
+            return (through_head(p, self.unrolled(p["torso"], xs, start)) @ p["q"]["W"] + p["q"]["b"])[action][None]
 
         return jax.jacrev(value)(params)
 

@@ -1,9 +1,10 @@
 """QRC(lambda) (``rtrl rl --algorithm qrc``), ``QRCAgent``: Q(lambda)'s agent and traces, its TD ascent corrected as in
 Patterson et al. 2022's QRC ("A robust gradient-TD algorithm"), with eligibility traces as Elelimy et al. 2025 and Farr
 et al. 2026 (RQRC; code: ``streamlet.algorithms.RecurrentQRCLambda``) write it (``rtrl.rl.transforms.qrc``). The
-secondary weights ``h`` estimate the expected TD error, ``h(s, a) = phi . W_h[:, a] + b_h[a]`` on the torso's output
-``phi``, zero at the start, their gradient not taken into the torso (Patterson et al.'s deep QRC; Farr et al. give ``h``
-a torso of its own). With ``h_t = h(s_t, a_t)`` and ``d_t = done_t`` (an episode ended)::
+secondary weights ``h`` estimate the expected TD error, ``h(s, a) = phi . W_h[:, a] + b_h[a]`` on what the head of
+action values reads, ``phi`` (the torso's output, or the tanh layer's with ``head_hidden``), zero at the start, their
+gradient not taken into the torso (Patterson et al.'s deep QRC; Farr et al. give ``h`` a torso of its own). With ``h_t =
+h(s_t, a_t)`` and ``d_t = done_t`` (an episode ended)::
 
     z^h_t = gamma * lambda * (1 - cut) * z^h_{t-1} + grad h_t,      e_t = gamma * lambda * (1 - cut) * e_{t-1} + h_t
     ascent of Q:  delta_t z_t - e_t grad delta_t - h_t g_t
@@ -31,7 +32,7 @@ class QRCAgent(QAgent):
     cuts), its TD ascent corrected with the secondary weights h, a linear head on the same torso held by the update
     rule."""
 
-    options = ("epsilon", "explore_steps", "h_lr", "h_beta", "clip")
+    options = (*QAgent.options, "h_lr", "h_beta", "clip")
 
     def stepped(self, params, memory, x: jax.Array, key: jax.Array, config, step: jax.Array) -> Stepped:
         """``QAgent.stepped`` with a second pullback per environment (``grad max_a Q(s_t, a)``) and the torso's
@@ -41,5 +42,5 @@ class QRCAgent(QAgent):
     def correction(self, config, envs: int):
         """``rtrl.rl.transforms.qrc``: the gradient correction and the secondary weights (``config``'s ``gamma``,
         ``lam``, ``h_lr``, ``h_beta`` and ``clip``)."""
-        return qrc(config.gamma, config.gamma * config.lam, envs, self.cell.hidden_size, self.num_actions,
+        return qrc(config.gamma, config.gamma * config.lam, envs, self.features, self.num_actions,
                    h_lr=config.h_lr, beta=config.h_beta, clip=config.clip)
