@@ -130,8 +130,8 @@ PAPER_TRIAL = 2250
 PAPER_READOUT = {"readout_decay": math.exp(-1 / 20), "rate_weight": 1.0, "rate_target": 0.01}
 # The paper's evidence loss is the cross-entropy averaged over the 150 ms recall window; the trainer sums it over the
 # window's steps, so the regulariser's weight 1 against that mean is 150 against the sum (Adam does not see the
-# common scale). At weight 1 against the sum, e-prop ended at 0.66-0.79 where BPTT reached 0.94-0.95 (docs/spiking.md,
-# "At the paper's scale").
+# common scale). At weight 1 against the sum, e-prop ended at 0.66-0.79 where BPTT reached 0.94-0.95; at 150, e-prop
+# 0.87-0.93 and BPTT 0.52-0.92, unstable (docs/spiking.md, "At the paper's scale").
 PAPER_RECALL_STEPS = 150
 PAPER_EVIDENCE_READOUT = {**PAPER_READOUT, "rate_weight": PAPER_READOUT["rate_weight"] * PAPER_RECALL_STEPS}
 # Store-recall as the LSNN tutorial (IGITUGraz/LSNN-official, bin/tutorial_storerecall_with_LSNN.py) and the e-prop
