@@ -18,9 +18,10 @@ of its own (one line), so their rows are presets, named and run as every other t
   0.99 (their 5M-frame Hopper-P: 262 at lambda 0.8, 1550 at 0.99), under Farr et al.'s intentional actor-critic
   with their MuJoCo constants (``--optimizer intentional --lr 0.05 --critic-lr 0.5``: the actor's and the critic's
   steps apart, ``rtrl.rl.transforms.split_intentional``), no entropy bonus (the intentional step adds it unscaled).
-  Measured (docs/rl-results.md, one seed): ``hopper-p`` 779 at 2M frames, where Adam at 3e-4 (the preset before)
-  reached 156 and ObGD 164; actor 0.2 and critic 1 rose faster (496 against 329 at 500k frames) but fell back to
-  533; far from their 1296 either way. The others are not measured.
+  Measured (docs/rl-results.md): ``hopper-p`` 779 at 2M frames in seed 0 and 475 in seed 1 (its memoryless row 533
+  in seed 0), where Adam at 3e-4 (the preset before) reached 156 and ObGD 164 in seed 0; actor 0.2 and critic 1 rose
+  faster (496 against 329 at 500k frames) but fell back to 533; far from their 1296 either way. The others are not
+  measured.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ FIDELITY_EVERY = 1000
 AGENT = {"cell": "mingru", "head_hidden": 64, "optimizer": "adam", "lr": 3e-4, "entropy": 0.0}
 PENDULUM = {**AGENT, "env": "pendulum-p", "hidden": 64, "envs": 16, "steps": 120_000, "record_every": 12_000,
             "gamma": 0.95, "lam": 0.9, "fidelity_every": FIDELITY_EVERY}
-# Farr et al.'s intentional actor-critic, their MuJoCo constants (actor 0.05, critic 0.5): on hopper-p 779 at 2M
-# frames where Adam at 3e-4 gave 156 (docs/rl-results.md)
+# Farr et al.'s intentional actor-critic, their MuJoCo constants (actor 0.05, critic 0.5): on hopper-p 779 and 475 at
+# 2M frames (seeds 0, 1) where Adam at 3e-4 gave 156 (seed 0; docs/rl-results.md)
 MUJOCO = {**AGENT, "optimizer": "intentional", "lr": 0.05, "critic_lr": 0.5, "hidden": 128, "envs": 8,
           "steps": 250_000, "record_every": 25_000, "gamma": 0.99, "lam": 0.99, "fidelity_every": 25_000}
 # task -> (Gymnasium ID, the return that counts as solved: the anchor's best 2M-frame figure where the issue quotes
