@@ -175,6 +175,12 @@ class TraceMethod(Method):
         params, carry = example_shapes(cell)
         return jax.eval_shape(bound(self, cell).init, params, carry)
 
+    def over_windows(self, cell) -> SequenceMethod | None:
+        """A sequence method that computes this method's gradient over a window whose traces start at zero, on
+        ``cell``, without per-step traces (a trainer whose every window starts an episode may take it instead), or
+        ``None`` where there is none (the default)."""
+        return None
+
 
 @functools.lru_cache(maxsize=64)
 def _bound(method: TraceMethod, cell, dtype) -> TraceRule:

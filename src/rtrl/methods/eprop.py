@@ -74,6 +74,13 @@ class EProp(SnAp):
         if not isinstance(self.window, bool):
             raise TypeError(f"window must be True or False, got {self.window!r}")
 
+    def over_windows(self, cell) -> SequenceMethod | None:
+        """``EPropWindow`` where ``window`` is on, the traces are kept at full precision and ``cell`` has e-prop
+        over a window (and an output); else ``None``."""
+        if self.window and self.trace_dtype is None and EPropWindow.applies(cell):
+            return EPropWindow()
+        return None
+
     @property
     def name(self) -> str:
         return "eprop"
@@ -109,8 +116,12 @@ class EPropWindow(SequenceMethod):
     def __check_init__(self) -> None:
         check_positive_int("chunk", self.chunk)
 
+    @staticmethod
+    def applies(cell) -> bool:
+        return isinstance(cell, WindowEProp) and isinstance(cell, HasOutput)
+
     def check(self, cell) -> None:
-        if not (isinstance(cell, WindowEProp) and isinstance(cell, HasOutput)):
+        if not self.applies(cell):
             raise ValueError(f"method 'eprop_window' needs a cell with e-prop over a window (rtrl.capabilities."
                              f"WindowEProp and an output: LIF or ALIF with one leak, not learnt, and no reset to a "
                              f"value, or a readout around one), and {cell.name} has none; use 'eprop'")
@@ -149,10 +160,9 @@ class EPropWindow(SequenceMethod):
 
         full = (whole(xs), jax.tree.map(whole, targets))
         end, firsts = lax.scan(lambda c, chunk_xs: (advance(c, chunk_xs), c), carry, full[0])
-        later = None
         if rest:  # the last steps, fewer than a chunk
             loss, grads, later = chunk(end, xs[n * size:], jax.tree.map(lambda a: a[n * size:], targets), None)
-        if later is None:
+        else:
             shapes = jax.eval_shape(lambda: chunk(carry, full[0][0], jax.tree.map(lambda a: a[0], full[1]), None))
             loss, grads, later = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
 

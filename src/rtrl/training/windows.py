@@ -14,8 +14,8 @@ objective's term and the task's loss times its weight (what the losses report).
 * ``SequenceWindow`` (``bptt``, ``tbptt``): ``method.sequence_grad`` of the ``ReadoutModel`` over the window from
   the carried carry, so the gradient is cut at window boundaries. ``memory`` is the carry.
 
-``window_for`` picks one. Online ``eprop`` is the one trace method it may give a ``SequenceWindow``: where every
-window starts with an episode, the traces start each window at zero, and ``EPropWindow`` computes the same gradient
+``window_for`` picks one. A trace method may name a sequence method that computes its gradient over a window whose
+traces start at zero (``TraceMethod.over_windows``); online ``eprop`` names ``EPropWindow``, which computes it
 (tested to 1e-9 in float64) from the window's carries without per-step traces, at under BPTT's cost where the
 per-step traces cost several BPTTs (docs/performance.md, "e-prop over a window").
 """
@@ -29,8 +29,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from rtrl.capabilities import WindowEProp
-from rtrl.methods import EProp, EPropWindow, Method, SequenceMethod
+from rtrl.methods import Method, SequenceMethod
 from rtrl.online import Learner, accumulate, online, steps_per_body
 from rtrl.training.model import ReadoutModel, with_reset_flag
 
@@ -85,12 +84,12 @@ class SequenceWindow(NamedTuple):
 
 def window_for(method: Method, model: ReadoutModel, score: Callable, batch: int, starts_episodes: bool):
     """The trainer's window for ``method`` on ``model`` (its readout's ``learned`` cell is what the traces follow):
-    a ``SequenceWindow`` for a sequence method; for ``eprop`` (``window=True``, traces at full precision) on a model
-    with e-prop over a window, where ``starts_episodes`` (every window starts with an episode), a ``SequenceWindow``
-    of ``EPropWindow`` (module docstring); else a ``TraceWindow``."""
+    a ``SequenceWindow`` for a sequence method, or for a trace method's ``over_windows`` where ``starts_episodes``
+    (every window starts with an episode, so the traces start each at zero: module docstring); else a
+    ``TraceWindow``."""
     if not method.online:
         return SequenceWindow(method, model, score, batch)
-    if (isinstance(method, EProp) and method.window and method.trace_dtype is None and starts_episodes
-            and isinstance(model, WindowEProp)):
-        return SequenceWindow(EPropWindow(), model, score, batch)
+    same = method.over_windows(model) if starts_episodes else None
+    if same is not None:
+        return SequenceWindow(same, model, score, batch)
     return TraceWindow(online(model.cell, method), model.readout, score, batch)
