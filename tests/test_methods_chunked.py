@@ -148,6 +148,35 @@ def test_chunked_is_exact_for_a_cell_without_vectors_over_two_batch_axes():
     assert error(got, bptt(cell, params, xs, ys, carry)) <= EXACT_TOL
 
 
+@pytest.mark.parametrize("kernel, names", [("xla", [*CELLS, "resonator"]), ("pallas", ["lru", "resonator"])])
+def test_forward_kernels_equal_bptt(kernel, names):
+    """``kernel="xla"`` / ``"pallas"``: the traces run forward through ``rtrl.kernels.trace_chunk`` (Pallas in
+    interpret mode here: slow, so on two cells), from a random carry over a batch with a last, shorter chunk, and
+    from a zero carry with no batch and one chunk longer than the sequence, and over two batch axes (the batch
+    folded into the neurons and summed back out). [Mutations, each caught: every carry leaf's tangent set at once
+    for ``J`` (all ones); the gradient summed over the neurons instead of the streams (``reshape((N, -1, D))``); the
+    credit of the step before (``g`` shifted by one).]"""
+    cells = {**CELLS, "resonator": Resonator(3, 4)}
+    found = {}
+    for name in names:
+        cell = cells[name]
+        for T, K, batch, carry_seed in ((11, 4, (2,), 5), (7, 16, (), None), (9, 3, (2, 3), 6)):
+            params, xs, ys = random_problem(cell, T, batch, 1)
+            params = perturbed(params, 2)
+            carry = (cell.initial_carry(batch, jnp.float64) if carry_seed is None
+                     else random_carry(cell, batch, carry_seed))
+            method = Chunked(K, kernel=kernel)
+            got = rtrl.sequence_grad(cell, params, xs, ys, squared_error, method=method, carry=carry)
+            found[name, T] = error(got, bptt(cell, params, xs, ys, carry))
+    assert max(found.values()) <= EXACT_TOL, found
+
+
+@pytest.mark.parametrize("kernel", ["triton", "", None, "Pallas"])
+def test_an_unknown_kernel_is_refused_by_name(kernel):
+    with pytest.raises(ValueError, match=r"^kernel must be one of \('adjoint', 'xla', 'pallas'\)"):
+        Chunked(kernel=kernel)
+
+
 def test_compiled_memory_is_flat_in_T():
     """Constant memory in T: the traces carried between chunks, never the sequence's activations (BPTT's grows 16x
     from T = 64 to 1024, tests/test_benchmarks.py). Both lengths leave a last, shorter chunk of 8 steps. [One chunk

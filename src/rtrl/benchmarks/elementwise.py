@@ -1,5 +1,5 @@
 """Per-step cost of the element-wise methods on ELSTM, AdaptiveIIR2 and a plain tanh cell (and, with ``--cells``,
-IIR2, LRU and RTU, which ``rtrl bench`` adds to its per-step section), as ratios to a forward-only step.
+IIR2, LRU, RTU and MinGRU, which ``rtrl bench`` adds to its per-step section), as ratios to a forward-only step.
 
     python -m rtrl.benchmarks.elementwise [--cells ELSTM LRU] [--sizes 64x256x32 32x64x8] [--steps 100]
     python -m rtrl.benchmarks.elementwise --diagonal-vs-closed-form [--cells IIR2 LRU RTU] [--steps 200]
@@ -31,7 +31,7 @@ import rtrl
 from rtrl.benchmarks.roofline import trace_bytes
 from rtrl.benchmarks.timing import per_step_seconds, random_problem
 from rtrl.cells.base import glorot
-from rtrl.methods import resolve
+from rtrl.methods import Chunked, resolve
 from rtrl.run.argtypes import size3
 from rtrl.validate import applies
 
@@ -57,17 +57,25 @@ def tanh_cell(D: int, N: int):
 # name -> cell of (input size, hidden size): the cells every section measures
 CELLS = {"ELSTM": rtrl.cells.ELSTM, "AdaptiveIIR2": rtrl.cells.AdaptiveIIR2, "ElementwiseTanh": tanh_cell}
 # and the other cells with closed-form traces, in the per-step section only
-PER_STEP_CELLS = {**CELLS, "IIR2": rtrl.cells.IIR2, "LRU": rtrl.cells.LRU, "RTU": rtrl.cells.RTU}
+PER_STEP_CELLS = {**CELLS, "IIR2": rtrl.cells.IIR2, "LRU": rtrl.cells.LRU, "RTU": rtrl.cells.RTU,
+                  "MinGRU": rtrl.cells.MinGRU}
 METHODS = ("closed_form", "diagonal", "chunked", "rtrl", "bptt")
 EXACT_ELEMENTWISE = ("closed_form", "diagonal", "chunked")  # the methods held to BPTT's price
+# chunked with its traces run forward by rtrl.kernels.trace_chunk: on request (--methods), since on a CPU Pallas
+# runs in interpret mode, a correctness path far slower than any other column
+VARIANTS = {"chunked-xla": Chunked(kernel="xla"), "chunked-pallas": Chunked(kernel="pallas")}
 
 
 def measure(cell, B: int, T: int, rtrl_steps: int | None, seed: int = 0, methods=METHODS) -> dict[str, float]:
     """Seconds per step of the forward pass and of each method (``rtrl`` on ``rtrl_steps`` steps, or not at
     all when ``None``), float32."""
     params, xs, ys = random_problem(cell, T, B, seed)
-    methods = tuple(m for m in methods if applies(resolve(m), cell) and (m != "rtrl" or rtrl_steps is not None))
-    return per_step_seconds(cell, params, xs, ys, methods, steps={"rtrl": rtrl_steps})
+    methods = tuple(m for m in methods if applies(resolve(VARIANTS.get(m, m)), cell)
+                    and (m != "rtrl" or rtrl_steps is not None))
+    seconds = per_step_seconds(cell, params, xs, ys, [VARIANTS.get(m, m) for m in methods],
+                               steps={"rtrl": rtrl_steps})
+    labels = {VARIANTS.get(m, m): m for m in methods}
+    return {labels.get(m, m): t for m, t in seconds.items()}
 
 
 def diagonal_against_closed_form(cell, B: int, T: int, seed: int = 0) -> dict[str, float]:
@@ -98,6 +106,8 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=100, help="sequence length T")
     parser.add_argument("--rtrl-max-hidden", type=int, default=64, help="largest N for dense rtrl")
     parser.add_argument("--rtrl-steps", type=int, default=10, help="sequence length for dense rtrl")
+    parser.add_argument("--methods", nargs="+", choices=[*METHODS, *VARIANTS], default=list(METHODS),
+                        help="the columns (chunked-xla, chunked-pallas: Chunked(kernel=...), on request)")
     parser.add_argument("--diagonal-vs-closed-form", action="store_true",
                         help="diagonal against closed_form: time ratio and trace bytes (default cells: IIR2 LRU RTU)")
     args = parser.parse_args(argv)
@@ -109,12 +119,14 @@ def main(argv=None) -> None:
         return
     print(f"float32, T={args.steps} (rtrl: T={args.rtrl_steps}); {jax.devices()[0].platform} "
           f"({platform.processor() or platform.machine()}); per-step time as a ratio to the forward-only step")
-    print(f"{'cell':>13} {'D x N x B':>12} {'forward (us)':>13} " + " ".join(f"{m:>12}" for m in METHODS))
+    width = max(12, *map(len, args.methods))
+    print(f"{'cell':>13} {'D x N x B':>12} {'forward (us)':>13} " + " ".join(f"{m:>{width}}" for m in args.methods))
     for name in args.cells:
         for D, N, B in args.sizes:
             rtrl_steps = args.rtrl_steps if N <= args.rtrl_max_hidden else None
-            t = measure(PER_STEP_CELLS[name](D, N), B, args.steps, rtrl_steps)
-            ratios = " ".join(f"{t[m] / t['forward']:>11.1f}x" if m in t else f"{'-':>12}" for m in METHODS)
+            t = measure(PER_STEP_CELLS[name](D, N), B, args.steps, rtrl_steps, methods=args.methods)
+            ratios = " ".join(f"{t[m] / t['forward']:>{width - 1}.2f}x" if m in t else f"{'-':>{width}}"
+                              for m in args.methods)
             print(f"{name:>13} {f'{D}x{N}x{B}':>12} {t['forward'] * 1e6:>13.1f} {ratios}", flush=True)
 
 

@@ -31,6 +31,14 @@ The traces are exact at every chunk boundary and memory is constant in ``T`` (``
 tensors and one set of traces ``(*batch, l, N, D)`` per projection); the gradient is BPTT's. Against
 ``closed_form`` the per-step read and write of the traces becomes matrix products once per chunk.
 A last chunk shorter than ``chunk`` takes the steps that remain.
+
+``kernel`` switches how a chunk's traces and gradient are computed. ``"adjoint"`` (the default) is the above.
+``"xla"`` and ``"pallas"`` run the trace recurrence forward instead, through ``rtrl.kernels.trace_chunk`` with that
+backend: the forward scan also keeps each step's per-neuron Jacobians (a ``jvp`` per carry leaf, projection and
+vector: ``J_t``, ``A_t[P]``, ``V_t[v]``), the credits ``g_t`` come from one ``vjp`` of the chunk's outputs, and
+``e_t = J_t e_{t-1} + D_t``, ``grad += g_t . e_t`` run in one launch per parameter (the batch folded into the
+neurons, the drive ``D_t = A_t[P] (x) x_t`` materialised for the chunk). ``"pallas"`` keeps each block of neurons'
+traces on chip for the whole chunk; on a CPU it runs in Pallas's interpret mode (a correctness path, slow).
 """
 
 from __future__ import annotations
@@ -45,7 +53,10 @@ from jax import lax
 
 from rtrl.capabilities import ElementwiseRecurrence
 from rtrl.checks import check_positive_int
+from rtrl.kernels import trace_chunk
 from rtrl.methods.base import SequenceMethod
+
+KERNELS = ("adjoint", "xla", "pallas")  # how a chunk's traces are computed: see the module docstring
 
 
 class Chunked(SequenceMethod):
@@ -53,11 +64,14 @@ class Chunked(SequenceMethod):
     carried between chunks, an adjoint within them."""
 
     chunk: int = 32  # of 8, 16, 32 and 64 the fastest or within 8% of it, at 64 x 256 x 32 and 32 x 64 x 8
+    kernel: str = "adjoint"  # or "xla" / "pallas": the traces run forward through rtrl.kernels.trace_chunk
     name: ClassVar[str] = "chunked"
     exact: ClassVar[bool] = True
 
     def __check_init__(self) -> None:
         check_positive_int("chunk", self.chunk)
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
 
     def applies(self, cell) -> bool:
         return isinstance(cell, ElementwiseRecurrence)
@@ -69,6 +83,8 @@ class Chunked(SequenceMethod):
                              "'closed_form' or 'diagonal' for an element-wise cell, 'rtrl' or 'bptt' for any cell")
 
     def sequence_grad(self, cell, params, xs, targets, loss_fn, carry):
+        if self.kernel != "adjoint":
+            return run_forward(cell, params, xs, targets, loss_fn, carry, self.chunk, self.kernel)
         loss, grads, _, _ = run(cell, params, xs, targets, loss_fn, carry, self.chunk)
         return loss, grads
 
@@ -84,28 +100,34 @@ def run(cell, params, xs, targets, loss_fn, carry, chunk: int):
     N = c.shape[-1]
     traces = (jnp.zeros(c.shape[:-1] + (len(projections), N, cell.input_size), dtype),
               jnp.zeros(c.shape[:-1] + (len(vectors), N), dtype))
-    zero = (jnp.zeros((), dtype), jax.tree.map(jnp.zeros_like, params))
     advance = functools.partial(chunk_grad, cell, params, loss_fn, tree)
+    c, (E, Ev), (loss, grads) = over_chunks(advance, c, traces, params, xs, targets, chunk)
+    traces = {**{name: jnp.swapaxes(E[..., p, :, :], -3, -2) for p, name in enumerate(projections)},
+              **{name: jnp.swapaxes(Ev[..., i, :], -1, -2) for i, name in enumerate(vectors)}}
+    return loss, grads, unstacked(tree, c), traces
+
+
+def over_chunks(advance, c, traces, params, xs, targets, chunk: int):
+    """``(c, traces, (loss, grads))`` after ``advance(c, traces, X, Y) -> (c, traces, (loss, grads))`` over the
+    sequence's chunks of ``chunk`` steps (the last one shorter where ``chunk`` does not divide ``T``), the chunks'
+    losses and gradients summed."""
+    dtype = jnp.result_type(*jax.tree.leaves(params), c)
+    zero = (jnp.zeros((), dtype), jax.tree.map(jnp.zeros_like, params))
 
     def body(acc, xy):
         c, traces, (loss, grads) = acc
         c, traces, (chunk_loss, chunk_grads) = advance(c, traces, *xy)
-        return (c, traces, (loss + chunk_loss, jax.tree.map(jnp.add, grads, chunk_grads))), None
+        return c, traces, (loss + chunk_loss, jax.tree.map(jnp.add, grads, chunk_grads))
 
     T = jnp.shape(xs)[0]
     K = min(chunk, T)
     chunks, tail = divmod(T, K)
 
     def whole(i, acc):  # chunk i sliced in place: a slice and reshape of the sequence would copy it whole
-        return body(acc, jax.tree.map(lambda a: lax.dynamic_slice_in_dim(a, i * K, K), (xs, targets)))[0]
+        return body(acc, jax.tree.map(lambda a: lax.dynamic_slice_in_dim(a, i * K, K), (xs, targets)))
 
     acc = lax.fori_loop(0, chunks, whole, (c, traces, zero))
-    if tail:
-        acc, _ = body(acc, jax.tree.map(lambda a: a[chunks * K:], (xs, targets)))
-    c, (E, Ev), (loss, grads) = acc
-    traces = {**{name: jnp.swapaxes(E[..., p, :, :], -3, -2) for p, name in enumerate(projections)},
-              **{name: jnp.swapaxes(Ev[..., i, :], -1, -2) for i, name in enumerate(vectors)}}
-    return loss, grads, unstacked(tree, c), traces
+    return body(acc, jax.tree.map(lambda a: a[chunks * K:], (xs, targets))) if tail else acc
 
 
 def unstacked(tree, c):
@@ -154,6 +176,20 @@ def leading_sum(a, axes: int):
     return (jnp.ones((rows,), a.dtype) @ a.reshape((rows, -1))).reshape(a.shape[axes:])
 
 
+def chunk_credit(cell, params, loss_fn, tree, cs, X, Y):
+    """``(loss, grads, g)`` of a chunk's steps from their carries ``cs`` (K, *batch, l, N): the loss, its gradient
+    through ``output`` alone (the carries held fixed) and the credit ``g_t = dL_t/dc_t`` on each carry."""
+
+    def chunk_loss(params, cs):
+        def one(c, x, y):
+            return loss_fn(cell.output(params, unstacked(tree, c), x), y)
+
+        return jax.vmap(one)(cs, X, Y).sum()
+
+    loss, (grads, g) = jax.value_and_grad(chunk_loss, argnums=(0, 1))(params, cs)
+    return loss, grads, g
+
+
 def chunk_grad(cell, params, loss_fn, tree, c0, traces, X, Y):
     """One chunk (see the module docstring): from the stacked carry ``c0`` (*batch, l, N) and its traces ``(E,
     Ev)`` ((*batch, l, |P|, N, D) and (*batch, l, |v|, N)), over the inputs ``X`` (K, *batch, D) and targets ``Y``,
@@ -176,13 +212,7 @@ def chunk_grad(cell, params, loss_fn, tree, c0, traces, X, Y):
 
     c_end, cs = lax.scan(forward, c0, U)
 
-    def chunk_loss(params, cs):
-        def one(c, x, y):
-            return loss_fn(cell.output(params, unstacked(tree, c), x), y)
-
-        return jax.vmap(one)(cs, X, Y).sum()
-
-    loss, (grads, g) = jax.value_and_grad(chunk_loss, argnums=(0, 1))(params, cs)
+    loss, grads, g = chunk_credit(cell, params, loss_fn, tree, cs, X, Y)
     before = jnp.concatenate([c0[None], cs[:-1]])  # the carry each step starts from
     l, batch = c0.shape[-2], c0.ndim - 2
     batch_vectors = {name: jnp.broadcast_to(v, c0.shape[:-2] + v.shape) for name, v in vectors.items()}
@@ -214,4 +244,64 @@ def chunk_grad(cell, params, loss_fn, tree, c0, traces, X, Y):
         grads[name] = grads[name] + G[p].T
     for i, name in enumerate(vectors):
         grads[name] = grads[name] + Gv[i]
+    return c_end, (E, Ev), (loss, grads)
+
+
+def run_forward(cell, params, xs, targets, loss_fn, carry, chunk: int, backend: str):
+    """``(loss, grads)`` as ``run``'s, each chunk's traces run forward by ``rtrl.kernels.trace_chunk`` on
+    ``backend``. The traces are laid out for the kernel, the batch folded into the neurons (``M = batch x N``):
+    ``{P: (l, M, D)}`` and ``{v: (l, M)}``."""
+    leaves, tree = jax.tree.flatten(carry)
+    c = jnp.stack(leaves, -2)
+    vectors, projections = cell.split_params(params)
+    dtype = jnp.result_type(*jax.tree.leaves(params), c)
+    l, M = c.shape[-2], math.prod(c.shape[:-2]) * c.shape[-1]
+    traces = ({name: jnp.zeros((l, M, cell.input_size), dtype) for name in projections},
+              {name: jnp.zeros((l, M), dtype) for name in vectors})
+    advance = functools.partial(forward_chunk_grad, cell, params, loss_fn, tree, backend)
+    _, _, (loss, grads) = over_chunks(advance, c, traces, params, xs, targets, chunk)
+    return loss, grads
+
+
+def forward_chunk_grad(cell, params, loss_fn, tree, backend, c0, traces, X, Y):
+    """One chunk with its traces run forward (see the module docstring): the last carry, the traces after the
+    chunk and ``(loss, grads)`` of its steps."""
+    vectors, projections = cell.split_params(params)
+    recur = stacked_recur(cell, tree)
+    U = cell.project(projections, X)
+    l, N = c0.shape[-2:]
+
+    def forward(c, u):
+        def along(dc=None, du=None, dv=None):  # dc'/d(one input), the others' tangents zero
+            tangents = jax.tree.map(jnp.zeros_like, (c, u, vectors))
+            tangents = tuple(t if d is None else d for t, d in zip(tangents, (dc, du, dv), strict=True))
+            return jax.jvp(lambda c, u, v: recur(v, c, u), (c, u, vectors), tangents)[1]
+
+        ones = {name: jnp.ones_like(a) for name, a in u.items()}
+        J = jnp.stack([along(dc=jnp.zeros_like(c).at[..., r, :].set(1)) for r in range(l)], -2)  # (*b, s, r, N)
+        A = {p: along(du={**jax.tree.map(jnp.zeros_like, u), p: ones[p]}) for p in projections}
+        V = {v: along(dv={**jax.tree.map(jnp.zeros_like, vectors), v: jnp.ones_like(vectors[v])}) for v in vectors}
+        new = recur(vectors, c, u)
+        return new, (new, J, A, V)
+
+    c_end, (cs, J, A, V) = lax.scan(forward, c0, U)
+    loss, grads, g = chunk_credit(cell, params, loss_fn, tree, cs, X, Y)
+    K, M = cs.shape[0], math.prod(c0.shape[:-2]) * N
+
+    def neurons_last(a, axes: int):
+        """(K, *batch, *middle, N) -> (K, *middle, M), ``axes`` counting the middle ones and N: the batch folded
+        into the neurons."""
+        a = jnp.moveaxis(a.reshape((K, -1) + a.shape[-axes:]), 1, -2)
+        return a.reshape(a.shape[:-2] + (M,))
+
+    J, g = neurons_last(J, 3), neurons_last(g, 2)
+    X_flat = X.reshape((K, -1, X.shape[-1]))  # (K, batch, D)
+    E, Ev = dict(traces[0]), dict(traces[1])
+    for p in projections:
+        drive = jnp.einsum("kbsn,kbd->ksbnd", A[p].reshape((K, -1, l, N)), X_flat).reshape((K, l, M, -1))
+        E[p], G = trace_chunk(J, drive, g, E[p], backend=backend)
+        grads[p] = grads[p] + G.reshape((-1, N, X.shape[-1])).sum(0).T
+    for v in vectors:
+        Ev[v], G = trace_chunk(J, neurons_last(V[v], 2), g, Ev[v], backend=backend)
+        grads[v] = grads[v] + G.reshape((-1, N)).sum(0)
     return c_end, (E, Ev), (loss, grads)
