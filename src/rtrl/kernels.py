@@ -26,8 +26,8 @@ Two backends compute the same function:
   keeps their traces in its registers (or on-chip memory) for all ``T`` steps, reading only that step's ``J``,
   ``I`` and ``g`` and writing ``e_T`` and ``grad`` once at the end: the traces' memory traffic of ``T`` steps falls
   to one read and one write. On a CPU, Pallas runs in interpret mode (``interpret=True``: a correctness path,
-  slow); on a GPU it compiles. **No GPU figure exists yet**: no GPU was lent when this was written, and the
-  compiled path is untested.
+  slow); on a GPU it compiles (through Triton, whose tiles are powers of two: the trailing axes are padded
+  with zero traces up to one).
 
 The grid splits the neurons only: the recurrence of one neuron is sequential in ``t`` and independent of every
 other neuron's, so blocks of neurons are the parallel work. ``block_n`` defaults to the largest power of two
@@ -86,8 +86,10 @@ def trace_chunk(J, I, g, e0, backend: str = "xla", block_n: int | None = None, i
     interpret = jax.default_backend() == "cpu" if interpret is None else interpret
     rest = I.shape[3:]
     R = math.prod(rest)
-    e_T, grad = _pallas(J, I.reshape(T, S, N, R), g, e0.reshape(S, N, R), block_n, interpret)
-    return e_T.reshape(e0.shape), grad.reshape((N, *rest))
+    pad = (1 << (R - 1).bit_length()) - R  # Triton's tiles are powers of two: zero traces pad the rest to one
+    I = jnp.pad(I.reshape(T, S, N, R), ((0, 0), (0, 0), (0, 0), (0, pad)))
+    e_T, grad = _pallas(J, I, g, jnp.pad(e0.reshape(S, N, R), ((0, 0), (0, 0), (0, pad))), block_n, interpret)
+    return e_T[..., :R].reshape(e0.shape), grad[:, :R].reshape((N, *rest))
 
 
 @jax.jit
