@@ -109,6 +109,14 @@ def test_the_default_block_is_the_largest_power_of_two_dividing_n_up_to_128():
     assert [default_block(n) for n in (256, 128, 96, 64, 6, 7)] == [128, 128, 32, 64, 2, 1]
 
 
+def test_the_default_block_keeps_its_traces_within_the_budget():
+    """``(order + 1) * block * width <= 16384`` where a block of one neuron fits: ELSTM at D = 64 keeps 128 neurons,
+    LRU (order 2) 64 and IIR2 (order 4) 32; at D = 32 LRU keeps 128 and IIR2 64; a width past the budget gets 1."""
+    assert [default_block(8192, order, width) for order, width in ((1, 64), (2, 64), (4, 64), (2, 32), (4, 32))] == \
+        [128, 64, 32, 128, 64]
+    assert default_block(8192, 4, 8192) == 1 and default_block(96, 4, 64) == 32
+
+
 def test_bad_arguments_are_named():
     J, I, g, e0 = random_chunk(2, 2, 4, (), seed=0)
     with pytest.raises(ValueError, match="J must have shape"):

@@ -31,10 +31,11 @@ Two backends compute the same function:
 
 The grid splits the neurons only: the recurrence of one neuron is sequential in ``t`` and independent of every
 other neuron's, so blocks of neurons are the parallel work. ``block_n`` defaults to the largest power of two
-that divides ``N``, at most 128: a GPU's tile dimensions are powers of two, 128 neurons fill four 32-lane warps
-(with ``rest`` as the second dimension of the tile), and a block of ``S * 128 * prod(rest)`` trace entries
-(64 KiB in float32 at ``S = 2``, ``rest = (64,)``) still fits one streaming multiprocessor's registers and
-shared memory, so the traces never leave the chip between steps.
+that divides ``N`` and keeps the block's traces and gradient, ``(S + 1) * block_n * R`` numbers (``R``: ``rest``
+padded to a power of two), within ``MAX_BLOCK_FLOATS``, and at most 128: a GPU's tile dimensions are powers of
+two, 128 neurons fill four 32-lane warps, and a program whose traces outgrow its registers spills them to memory.
+On an H100 a block of 128 neurons ran ELSTM (``S = 1``, ``R = 64``: 16384 numbers) 0.43x BPTT's time, and LRU
+(``S = 2``: 24576) and IIR2 (``S = 4``: 40960) slower than ``chunked``'s adjoint (docs/performance.md, "On a GPU").
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from jax import lax
 
 BACKENDS = ("xla", "pallas")
 MAX_BLOCK = 128
+MAX_BLOCK_FLOATS = 16384  # a block's traces and gradient: ELSTM's at 128 neurons, D = 64 (see the docstring)
 
 
 def check_shapes(J, I, g, e0) -> tuple[int, int, int]:
@@ -64,29 +66,32 @@ def check_shapes(J, I, g, e0) -> tuple[int, int, int]:
     return T, S, N
 
 
-def default_block(N: int) -> int:
-    """The largest power of two that divides ``N``, at most ``MAX_BLOCK`` (see the module docstring)."""
-    return math.gcd(N, MAX_BLOCK)
+def default_block(N: int, order: int = 1, width: int = 1) -> int:
+    """The largest power of two that divides ``N``, at most ``MAX_BLOCK``, whose ``(order + 1) * block * width``
+    trace and gradient numbers stay within ``MAX_BLOCK_FLOATS`` where any block does (see the module docstring)."""
+    fits = MAX_BLOCK_FLOATS // ((order + 1) * width)
+    cap = 1 << (max(fits, 1).bit_length() - 1)  # the largest power of two at most fits
+    return math.gcd(N, min(MAX_BLOCK, cap))
 
 
 def trace_chunk(J, I, g, e0, backend: str = "xla", block_n: int | None = None, interpret: bool | None = None):
     """``(e_T, grad)`` of ``T`` steps of the element-wise trace recurrence (see the module docstring).
 
     ``backend``: ``"xla"`` (a scan) or ``"pallas"`` (one kernel launch); ``block_n``: neurons per Pallas program
-    (default ``default_block(N)``; must divide ``N``); ``interpret``: run Pallas in interpret mode (default: on a
+    (default ``default_block(N, S, R)``; must divide ``N``); ``interpret``: run Pallas in interpret mode (default: on a
     CPU, where it has no compiled backend)."""
     T, S, N = check_shapes(J, I, g, e0)
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "xla":
         return _xla(J, I, g, e0)
-    block_n = default_block(N) if block_n is None else block_n
-    if isinstance(block_n, bool) or not isinstance(block_n, int) or block_n < 1 or N % block_n:
-        raise ValueError(f"block_n must be a positive integer that divides N = {N}, got {block_n!r}")
-    interpret = jax.default_backend() == "cpu" if interpret is None else interpret
     rest = I.shape[3:]
     R = math.prod(rest)
     pad = (1 << (R - 1).bit_length()) - R  # Triton's tiles are powers of two: zero traces pad the rest to one
+    block_n = default_block(N, S, R + pad) if block_n is None else block_n
+    if isinstance(block_n, bool) or not isinstance(block_n, int) or block_n < 1 or N % block_n:
+        raise ValueError(f"block_n must be a positive integer that divides N = {N}, got {block_n!r}")
+    interpret = jax.default_backend() == "cpu" if interpret is None else interpret
     I = jnp.pad(I.reshape(T, S, N, R), ((0, 0), (0, 0), (0, 0), (0, pad)))
     e_T, grad = _pallas(J, I, g, jnp.pad(e0.reshape(S, N, R), ((0, 0), (0, 0), (0, pad))), block_n, interpret)
     return e_T[..., :R].reshape(e0.shape), grad[:, :R].reshape((N, *rest))
