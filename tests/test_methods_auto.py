@@ -88,3 +88,72 @@ def test_inspect_tells_a_person_the_roles_and_the_memory():
     gru = rtrl.inspect(GRU(D, N))
     assert gru.trace_floats == N * sum(a.size for a in GRU(D, N).init(jax.random.PRNGKey(0)).values())
     assert "couples neurons" in gru.carry and "diagonal" not in gru.memory
+
+
+# -- whole sequences: the candidates timed on the call's shapes --------------------------------------------------
+@pytest.fixture
+def no_choices(monkeypatch):
+    """An empty store of measured choices, so each test measures afresh."""
+    monkeypatch.setattr(rtrl.sequence, "_choices", {})
+
+
+def test_the_candidates_for_a_whole_sequence_add_chunked_where_the_recurrence_is_declared_element_wise():
+    names = {name: tuple(m.name for m in rtrl.methods.Auto().sequence_candidates(make()))
+             for name, (make, _) in LIBRARY.items()}
+    assert names == {"Elman": ("closed_form",), "GRU": ("rtrl",), "IIR2": ("closed_form", "chunked"),
+                     "AdaptiveIIR2": ("closed_form", "chunked"), "ELSTM": ("closed_form", "chunked"),
+                     "Stack": ("rtrl",), "LRU": ("closed_form", "chunked"), "RTU": ("closed_form", "chunked")}
+    assert rtrl.methods.Auto(trace_dtype="bfloat16").sequence_candidates(ELSTM(D, N))[1:] == ()  # chunked takes none
+    assert len(rtrl.methods.Auto().sequence_candidates(plain("ELSTM")[0])) == 1  # a plain function declares nothing
+    assert "faster of closed_form and chunked" in str(rtrl.inspect(LRU(D, N)))
+    assert "faster of" not in str(rtrl.inspect(Elman(D, N)))
+
+
+@pytest.mark.usefixtures("no_choices")
+def test_the_candidate_timed_fastest_is_kept_and_measured_once_per_shape():
+    """A stub clock: whichever candidate it says is faster is chosen; a second call with the same shapes asks it
+    nothing and keeps the first choice; other shapes are measured again."""
+    cell = LRU(D, N)
+    params, xs, ys = random_problem(cell, 6, (2,), seed=0)
+    carry = cell.initial_carry((2,))
+    candidates = rtrl.methods.Auto().sequence_candidates(cell)
+    asked = []
+
+    def clock(costs):
+        def seconds(fn):
+            asked.append(fn.args[5].name)  # the method, as sequence._compiled takes it
+            return costs[fn.args[5].name]
+        return seconds
+
+    def pick(xs, ys, costs):
+        return rtrl.sequence.fastest(cell, candidates, params, xs, ys, squared_error, carry, clock(costs)).name
+
+    assert pick(xs, ys, {"closed_form": 2.0, "chunked": 1.0}) == "chunked"
+    assert asked == ["closed_form", "chunked"]
+    assert pick(xs, ys, {"closed_form": 1.0, "chunked": 2.0}) == "chunked" and len(asked) == 2  # kept, not re-timed
+    assert pick(xs[:5], ys[:5], {"closed_form": 1.0, "chunked": 2.0}) == "closed_form" and len(asked) == 4
+
+
+@pytest.mark.usefixtures("no_choices")
+def test_auto_on_a_whole_sequence_times_once_equals_bptt_and_says_what_it_chose():
+    cell = ELSTM(D, N)
+    params, xs, ys = random_problem(cell, 9, (2,), seed=3)
+    params = perturbed(params, 4)
+    assert rtrl.sequence.chosen(cell, params, xs, ys, squared_error) is None  # not yet measured
+    _, ours = rtrl.sequence_grad(cell, params, xs, ys, squared_error, method="auto")
+    _, bptt = rtrl.sequence_grad(cell, params, xs, ys, squared_error, method="bptt")
+    assert relative_error(ours, bptt) <= EXACT_TOL
+    assert rtrl.sequence.chosen(cell, params, xs, ys, squared_error).name in ("closed_form", "chunked")
+    assert len(rtrl.sequence._choices) == 1
+    rtrl.sequence_grad(cell, params, xs, ys, squared_error, method=rtrl.methods.Auto())  # the object: same key
+    assert len(rtrl.sequence._choices) == 1
+
+
+@pytest.mark.usefixtures("no_choices")
+def test_auto_inside_a_users_jit_takes_the_online_choice_without_timing():
+    cell = ELSTM(D, N)
+    params, xs, ys = random_problem(cell, 7, (2,), seed=5)
+    grads = jax.jit(lambda p: rtrl.sequence_grad(cell, p, xs, ys, squared_error, method="auto")[1])(params)
+    _, bptt = rtrl.sequence_grad(cell, params, xs, ys, squared_error, method="bptt")
+    assert relative_error(grads, bptt) <= EXACT_TOL
+    assert rtrl.sequence._choices == {}

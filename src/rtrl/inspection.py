@@ -3,7 +3,8 @@
 ``inspect(cell, params=None)`` returns an ``Inspection``: ``.method`` is what ``"auto"`` resolves to for the cell
 (a name from ``rtrl.METHODS``), ``.trace_floats`` the trace floats per example that method keeps,
 ``.memory`` the trace floats per example of every trace method that applies (``None`` where a method applies but
-its pattern was not probed: SnAp on a cell with more than ``PROBE_LIMIT`` sensitivity entries), ``.roles`` each
+its pattern was not probed: SnAp on a cell with more than ``PROBE_LIMIT`` sensitivity entries), ``.sequence`` the
+exact methods ``"auto"`` times against each other for a whole sequence (``rtrl.sequence``), ``.roles`` each
 parameter's role and ``.carry`` the carry's structure; ``str()`` says all of it for a person. Roles:
 
 * ``per-neuron``: every entry reaches its own neuron, one entry per neuron (an element-wise recurrent vector);
@@ -25,7 +26,7 @@ from typing import NamedTuple
 import jax
 
 from rtrl import structure, validate
-from rtrl.methods import REGISTRY, resolve
+from rtrl.methods import REGISTRY, Auto, resolve
 from rtrl.methods.sensitivity import PROBE_LIMIT  # noqa: F401 (where the docstring's limit lives; imported from here)
 
 
@@ -36,11 +37,15 @@ class Inspection(NamedTuple):
     memory: dict[str, int | None]
     roles: dict[str, str]
     carry: str
+    sequence: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         width = max(map(len, self.roles), default=0)
-        lines = [f"{self.cell}: auto -> {self.method} ({self.trace_floats:,} trace floats per example)",
-                 f"carry: {self.carry}", "parameters:"]
+        lines = [f"{self.cell}: auto -> {self.method} ({self.trace_floats:,} trace floats per example)"]
+        if len(self.sequence) > 1:
+            lines.append(f"whole sequences (rtrl.sequence_grad): auto -> the faster of {' and '.join(self.sequence)} "
+                         "on the call's shapes, timed at its first call")
+        lines += [f"carry: {self.carry}", "parameters:"]
         lines += [f"  {name:<{width}}  {role}" for name, role in self.roles.items()]
         lines.append("trace floats per example, by method:")
         lines += [f"  {name:<12} {'not probed (too large)' if n is None else f'{n:,}'}"
@@ -127,4 +132,5 @@ def inspect(cell, params=None) -> Inspection:
     method = resolve("auto", cell)
     by_method = memory(cell)
     role, carry_text = roles(cell, params, carry)
-    return Inspection(cell.name, method.name, by_method[method.name], by_method, role, carry_text)
+    sequence = tuple(m.name for m in Auto().sequence_candidates(cell))
+    return Inspection(cell.name, method.name, by_method[method.name], by_method, role, carry_text, sequence)

@@ -1,14 +1,25 @@
-"""``sequence_grad``: the loss summed over a sequence and its gradient under any method."""
+"""``sequence_grad``: the loss summed over a sequence and its gradient under any method.
+
+Under ``"auto"`` a whole sequence may have more than one exact path (``Auto.sequence_candidates``: the online
+choice, and ``chunked`` for a declared element-wise recurrence). Called with arrays, ``sequence_grad`` times each
+candidate on the call's own shapes (compiled first, then the least of ``TIMED_CALLS`` calls) and keeps the faster
+for every later call of that cell, loss, shapes, dtypes and device (``chosen`` says which); called while being
+traced (inside a user's ``jax.jit``) it cannot time, and takes the online choice."""
 
 from __future__ import annotations
 
+import time
 from functools import partial
 
 import jax
 
 from rtrl import validate
-from rtrl.methods import Method, resolve
+from rtrl.methods import Auto, Method, resolve
 from rtrl.online import online, stream_grad
+
+TIMED_CALLS = 3
+CHOICES_KEPT = 256  # the measured choices kept, oldest dropped first: a long-running process meets few shapes
+_choices: dict[tuple, Method] = {}
 
 
 def sequence_grad(cell, params, xs, targets, loss_fn, method: str | Method = "rtrl", carry=None):
@@ -18,9 +29,55 @@ def sequence_grad(cell, params, xs, targets, loss_fn, method: str | Method = "rt
     Computed in the promoted dtype of ``params``, ``xs`` and ``carry`` (as BPTT's type promotion does, for every
     method alike); each gradient is in its parameter's dtype."""
     validate.check_cell(cell)
+    auto = Auto() if method == "auto" else method
     method = resolve(method, cell)
     xs, carry = validate.sequence(cell, params, xs, targets, loss_fn, carry)
+    if isinstance(auto, Auto) and not _traced(params, xs, targets, carry):
+        method = fastest(cell, auto.sequence_candidates(cell), params, xs, targets, loss_fn, carry)
     return _compiled(cell, params, xs, targets, loss_fn, method, carry)
+
+
+def _traced(*trees) -> bool:
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(trees))
+
+
+def _signature(*trees) -> tuple:
+    return tuple((jax.tree.structure(t), tuple((jax.numpy.shape(a), jax.numpy.result_type(a))
+                                               for a in jax.tree.leaves(t))) for t in trees)
+
+
+def call_seconds(fn) -> float:
+    """The least of ``TIMED_CALLS`` timed calls of ``fn`` (awaited), after one untimed call that compiles it."""
+    jax.block_until_ready(fn())
+    best = float("inf")
+    for _ in range(TIMED_CALLS):
+        start = time.perf_counter()
+        jax.block_until_ready(fn())
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def fastest(cell, candidates, params, xs, targets, loss_fn, carry, seconds=call_seconds) -> Method:
+    """The candidate whose whole-sequence gradient ``seconds`` finds fastest on these arguments, measured once per
+    cell, loss, candidates, shapes, dtypes and backend (``chosen(...)`` reads the choice back)."""
+    if len(candidates) == 1:
+        return candidates[0]
+    key = (cell, loss_fn, tuple(candidates), jax.default_backend(), _signature(params, xs, targets, carry))
+    if key not in _choices:
+        timed = {m: seconds(partial(_compiled, cell, params, xs, targets, loss_fn, m, carry)) for m in candidates}
+        if len(_choices) >= CHOICES_KEPT:
+            del _choices[next(iter(_choices))]
+        _choices[key] = min(candidates, key=timed.__getitem__)
+    return _choices[key]
+
+
+def chosen(cell, params, xs, targets, loss_fn, carry=None) -> Method | None:
+    """What ``sequence_grad(..., method="auto")`` measured and runs for these arguments, or ``None`` before its
+    first call with them (or where there was nothing to choose between)."""
+    xs, carry = validate.sequence(cell, params, xs, targets, loss_fn, carry)
+    key = (cell, loss_fn, Auto().sequence_candidates(cell), jax.default_backend(),
+           _signature(params, xs, targets, carry))
+    return _choices.get(key)
 
 
 @partial(jax.jit, static_argnames=("cell", "loss_fn", "method"))
