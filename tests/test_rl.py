@@ -297,6 +297,29 @@ def test_health_figures_are_step_means_of_what_the_step_saw():
     np.testing.assert_allclose(per_env_norm(tree, E), [np.sqrt(0 + 1 + 1), np.sqrt(4 + 9 + 1), np.sqrt(16 + 25 + 1)])
 
 
+@pytest.mark.parametrize("options", [{}, {"optimizer": "intentional", "lr": 0.5},
+                                     {"optimizer": "intentional", "lr": 0.05, "critic_lr": 0.5},
+                                     {"optimizer": "obgd", "lr": 1.0}, {"algorithm": "qrc", "epsilon": 0.1}],
+                         ids=["adam", "intentional", "split-intentional", "obgd", "qrc"])
+def test_update_norm_is_the_norm_of_what_the_step_added_to_the_parameters(options):
+    """Under every step rule (QRC's correction and the intentional steps included, which an ascent recomputed
+    outside the chain would miss): three steps by hand in float64, the record's ``update_norm`` the mean over them
+    of ``||theta_{t+1} - theta_t||``."""
+    from rtrl.rl.loop import cleared, record
+
+    run = runner(RLConfig(**{**SMALL.__dict__, "fidelity_every": 0, "health_every": 1, "dtype": "float64",
+                             **options}))
+    state = cleared(run.init(0))
+    norms = []
+    for _ in range(3):
+        before = state.params
+        state = run.advance(state, 1)
+        norms.append(float(jnp.sqrt(sum(((a - b) ** 2).sum() for a, b in zip(jax.tree.leaves(state.params),
+                                                                            jax.tree.leaves(before), strict=True)))))
+    assert max(norms) > 0  # the steps did move the parameters
+    assert record(state)["update_norm"] == pytest.approx(np.mean(norms), rel=1e-9)
+
+
 def test_a_health_figure_that_overflows_stops_the_run_naming_it():
     from rtrl.driver import Diverged
     from rtrl.rl.loop import HEALTH, cleared, record

@@ -69,7 +69,7 @@ from rtrl.rl.assemble import RLAssembly, assemble
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs.gymnasium_env import Outcome
 from rtrl.rl.envs.normalize import chain, normalize_observations, scale_rewards
-from rtrl.rl.transforms import plus, update_rule, weighted_mean
+from rtrl.rl.transforms import update_rule
 from rtrl.validate import what
 
 CHUNK = 500  # steps per jitted call at most (a progress-bar tick; the parameters are checked after each)
@@ -94,7 +94,7 @@ class Pending(NamedTuple):
 HEALTH = ("value_scale",  # |v_t|
           "td_rms",  # sqrt of the mean squared TD error (of the scaled rewards)
           "entropy",  # of the policy
-          "update_norm",  # global L2 norm of the step's ascent, before the optimizer
+          "update_norm",  # global L2 norm of the step's update: what the rule (any optimizer) adds to the parameters
           "eligibility_norm",  # L2 norm of the parameter-space traces z of an environment
           "torso_norm",  # L2 norm of the torso's online state of an environment (its carry and traces)
           "param_norm")  # global L2 norm of the parameters
@@ -271,16 +271,16 @@ class Program:
         learned = agent.learn(p, stepped, c.gamma)  # the update rule's extra arguments: the TD error, the cut, ...
         delta = learned["delta"]
 
+        updates, opt_state = self.optimizer.update(stepped.drive, state.opt_state, params, **learned)
+
         def health(_):  # passes over the traces, the torso's state and the parameters: sampled (health_every)
-            ascent = plus(weighted_mean(delta, state.traces), stepped.bonus)
             return jnp.stack([jnp.abs(value).mean(), jnp.where(p.valid, (delta ** 2).mean(), 0.0),
-                              stepped.entropy.mean(), optax.tree.norm(ascent), per_env_norm(state.traces, E).mean(),
+                              stepped.entropy.mean(), optax.tree.norm(updates), per_env_norm(state.traces, E).mean(),
                               per_env_norm(state.memory, E).mean(), optax.tree.norm(params)]).astype(self.dtype)
 
         sampled = state.step % c.health_every == 0
         figures = lax.cond(sampled, health, lambda _: jnp.zeros((len(HEALTH),), self.dtype), None)
         tally = tally._replace(health=tally.health + figures, steps=tally.steps + sampled)
-        updates, opt_state = self.optimizer.update(stepped.drive, state.opt_state, params, **learned)
         params = optax.apply_updates(params, updates)
         memory = stepped.memory
 
