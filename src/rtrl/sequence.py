@@ -41,9 +41,12 @@ def _traced(*trees) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(trees))
 
 
-def _signature(*trees) -> tuple:
-    return tuple((jax.tree.structure(t), tuple((jax.numpy.shape(a), jax.numpy.result_type(a))
-                                               for a in jax.tree.leaves(t))) for t in trees)
+def _choice_key(cell, loss_fn, candidates, *arrays) -> tuple:
+    """What a measured choice holds for: the cell, loss, candidates and backend, and the arrays' structures, shapes
+    and dtypes (``arrays``: params, xs, targets, carry)."""
+    signature = tuple((jax.tree.structure(t), tuple((jax.numpy.shape(a), jax.numpy.result_type(a))
+                                                    for a in jax.tree.leaves(t))) for t in arrays)
+    return cell, loss_fn, tuple(candidates), jax.default_backend(), signature
 
 
 def call_seconds(fn) -> float:
@@ -62,7 +65,7 @@ def fastest(cell, candidates, params, xs, targets, loss_fn, carry, seconds=call_
     cell, loss, candidates, shapes, dtypes and backend (``chosen(...)`` reads the choice back)."""
     if len(candidates) == 1:
         return candidates[0]
-    key = (cell, loss_fn, tuple(candidates), jax.default_backend(), _signature(params, xs, targets, carry))
+    key = _choice_key(cell, loss_fn, candidates, params, xs, targets, carry)
     if key not in _choices:
         timed = {m: seconds(partial(_compiled, cell, params, xs, targets, loss_fn, m, carry)) for m in candidates}
         if len(_choices) >= CHOICES_KEPT:
@@ -75,9 +78,7 @@ def chosen(cell, params, xs, targets, loss_fn, carry=None) -> Method | None:
     """What ``sequence_grad(..., method="auto")`` measured and runs for these arguments, or ``None`` before its
     first call with them (or where there was nothing to choose between)."""
     xs, carry = validate.sequence(cell, params, xs, targets, loss_fn, carry)
-    key = (cell, loss_fn, Auto().sequence_candidates(cell), jax.default_backend(),
-           _signature(params, xs, targets, carry))
-    return _choices.get(key)
+    return _choices.get(_choice_key(cell, loss_fn, Auto().sequence_candidates(cell), params, xs, targets, carry))
 
 
 @partial(jax.jit, static_argnames=("cell", "loss_fn", "method"))

@@ -70,12 +70,11 @@ def measure(cell, B: int, T: int, rtrl_steps: int | None, seed: int = 0, methods
     """Seconds per step of the forward pass and of each method (``rtrl`` on ``rtrl_steps`` steps, or not at
     all when ``None``), float32."""
     params, xs, ys = random_problem(cell, T, B, seed)
-    methods = tuple(m for m in methods if applies(resolve(VARIANTS.get(m, m)), cell)
-                    and (m != "rtrl" or rtrl_steps is not None))
-    seconds = per_step_seconds(cell, params, xs, ys, [VARIANTS.get(m, m) for m in methods],
-                               steps={"rtrl": rtrl_steps})
-    labels = {VARIANTS.get(m, m): m for m in methods}
-    return {labels.get(m, m): t for m, t in seconds.items()}
+    timed = {label: VARIANTS.get(label, label) for label in methods}  # column -> method (a name or an object)
+    timed = {label: m for label, m in timed.items()
+             if applies(resolve(m), cell) and (m != "rtrl" or rtrl_steps is not None)}
+    seconds = per_step_seconds(cell, params, xs, ys, list(timed.values()), steps={"rtrl": rtrl_steps})
+    return {"forward": seconds["forward"], **{label: seconds[m] for label, m in timed.items()}}
 
 
 def diagonal_against_closed_form(cell, B: int, T: int, seed: int = 0) -> dict[str, float]:

@@ -272,16 +272,11 @@ def forward_chunk_grad(cell, params, loss_fn, tree, backend, c0, traces, X, Y):
     l, N = c0.shape[-2:]
 
     def forward(c, u):
-        def along(dc=None, du=None, dv=None):  # dc'/d(one input), the others' tangents zero
-            tangents = jax.tree.map(jnp.zeros_like, (c, u, vectors))
-            tangents = tuple(t if d is None else d for t, d in zip(tangents, (dc, du, dv), strict=True))
-            return jax.jvp(lambda c, u, v: recur(v, c, u), (c, u, vectors), tangents)[1]
-
-        ones = {name: jnp.ones_like(a) for name, a in u.items()}
-        J = jnp.stack([along(dc=jnp.zeros_like(c).at[..., r, :].set(1)) for r in range(l)], -2)  # (*b, s, r, N)
-        A = {p: along(du={**jax.tree.map(jnp.zeros_like, u), p: ones[p]}) for p in projections}
-        V = {v: along(dv={**jax.tree.map(jnp.zeros_like, vectors), v: jnp.ones_like(vectors[v])}) for v in vectors}
-        new = recur(vectors, c, u)
+        new, linear = jax.linearize(lambda c, u, v: recur(v, c, u), c, u, vectors)  # the step once, its jvps after
+        zero_c, zero_u, zero_v = jax.tree.map(jnp.zeros_like, (c, u, vectors))
+        J = jnp.stack([linear(zero_c.at[..., r, :].set(1), zero_u, zero_v) for r in range(l)], -2)  # (*b, s, r, N)
+        A = {p: linear(zero_c, {**zero_u, p: jnp.ones_like(u[p])}, zero_v) for p in projections}
+        V = {v: linear(zero_c, zero_u, {**zero_v, v: jnp.ones_like(vectors[v])}) for v in vectors}
         return new, (new, J, A, V)
 
     c_end, (cs, J, A, V) = lax.scan(forward, c0, U)
