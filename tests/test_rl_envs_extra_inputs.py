@@ -52,5 +52,67 @@ def test_extra_inputs_parts_and_options():
     parts = assemble(RLConfig(env="tmaze", extra_inputs=True))
     assert parts.env.obs_size == inner.obs_size + inner.num_actions + 2
     assert parts.agent.cell.input_size == parts.env.obs_size
-    with pytest.raises(ValueError, match="extra_inputs needs a jitted environment"):
-        assemble(RLConfig(env="gymnasium:CartPole-v1", extra_inputs=True))
+    host = assemble(RLConfig(env="gymnasium:CartPole-v1", extra_inputs=True))
+    assert host.env.obs_size == 4 + 2 + 2 and host.agent.cell.input_size == 8
+    box = assemble(RLConfig(env="gymnasium:Pendulum-v1", extra_inputs=True))
+    assert box.env.obs_size == 3 + 1 + 2
+    with pytest.raises(ValueError, match="extra_inputs gives the time over the episode's limit.*max_episode_steps"):
+        assemble(RLConfig(env="gymnasium:Blackjack-v1", extra_inputs=True))
+
+
+def test_extra_inputs_of_a_box_are_the_actions_the_environment_takes():
+    """pendulum-p (a jitted Box, actions in R^1 tanh-squashed onto [-2, 2]): the previous action's entry is the
+    squashed action, computed here by hand, then the reward and t / 200."""
+    env = assemble(RLConfig(env="pendulum-p", extra_inputs=True)).env
+    assert env.obs_size == 2 + 1 + 2
+    obs, state = env.reset(jax.random.PRNGKey(0))
+    np.testing.assert_array_equal(np.asarray(obs[2:]), [0.0, 0.0, 0.0])
+    for t, u in enumerate([0.3, -5.0, 1.2], start=1):
+        step = env.step(jax.random.PRNGKey(t), state, jnp.asarray([u]))
+        np.testing.assert_allclose(np.asarray(step.obs[2:]), [2 * np.tanh(u), float(step.reward), t / 200],
+                                   rtol=1e-6)
+        state = step.state
+
+
+@pytest.mark.parametrize("env_id, actions", [
+    ("CartPole-v1", [[1, 0], [0, 0], [1, 1], [0, 1], [1, 0]]),
+    ("Pendulum-v1", [[[0.3], [-5.0]], [[1.2], [0.0]], [[-0.4], [2.5]], [[0.1], [-0.1]], [[3.0], [-1.0]]]),
+])
+def test_extra_inputs_on_the_host_against_a_numpy_oracle(env_id, actions):
+    """The Gymnasium vector with ``extra_inputs``, two copies cut at 3 steps (two episode ends in 5 steps), against
+    the same environments stepped by hand: each observation is the raw one, the previous action (CartPole's
+    one-hot; Pendulum's squashed onto [-2, 2], by hand), the reward and t / 3; zeros and time 0 at a reset, and the
+    ended episode's last observation with its own extras in ``final_obs``. [Mutations: time not reset where done,
+    the final observation without its extras, the raw Box action in place of the squashed one -> fail]"""
+    import gymnasium
+    from gymnasium.vector import AutoresetMode
+
+    from rtrl.rl.envs.gymnasium_env import GymnasiumEnv
+
+    env = GymnasiumEnv(env_id, (("max_episode_steps", 3),), extra_inputs=True)
+    vector = env.vector(2)
+    by_hand = gymnasium.make_vec(env_id, num_envs=2, vectorization_mode="sync", max_episode_steps=3,
+                                 vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
+    A = 2 if env_id == "CartPole-v1" else 1
+    obs = vector.reset([4, 5])
+    raw, _ = by_hand.reset(seed=[4, 5])
+    np.testing.assert_allclose(obs, np.concatenate([raw, np.zeros((2, A + 2))], axis=1), rtol=1e-6)
+    time, ends = np.zeros(2), 0
+    for a in actions:
+        a = np.asarray(a)
+        taken = a if A == 2 else 2 * np.tanh(a)
+        raw, reward, terminated, truncated, info = by_hand.step(taken if A == 1 else a)
+        out = vector.step(a)
+        time += 1
+        action = np.eye(2)[a] if A == 2 else taken
+        done = terminated | truncated
+        for e in range(2):
+            extras = np.concatenate([action[e], [reward[e], time[e] / 3]])
+            last = info["final_obs"][e] if done[e] else raw[e]
+            np.testing.assert_allclose(out.final_obs[e], np.concatenate([last, extras]), rtol=1e-5, atol=1e-6)
+            expected = np.concatenate([raw[e], np.zeros(A + 2)]) if done[e] else np.concatenate([raw[e], extras])
+            np.testing.assert_allclose(out.obs[e], expected, rtol=1e-5, atol=1e-6)
+        ends += int(done.sum())
+        time[done] = 0
+    assert ends >= 2  # the cases at an episode's end were reached
+    vector.close()

@@ -225,8 +225,6 @@ def test_the_intentional_update_runs_on_the_continuous_agent():
 def test_a_box_refuses_what_needs_discrete_actions():
     with pytest.raises(ValueError, match="algorithm must be ac .* 'q' needs a Discrete action space"):
         runner(RLConfig(env="pendulum-p", algorithm="q"))
-    with pytest.raises(ValueError, match="extra_inputs needs a Discrete action space"):
-        runner(RLConfig(env="pendulum-p", extra_inputs=True))
 
 
 def test_the_pendulum_p_preset_runs_end_to_end(tmp_path):

@@ -3,6 +3,7 @@ once; every error a ``ValueError`` (or ``OptionError``) naming the option, raise
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import jax
@@ -47,12 +48,9 @@ def assemble(config: RLConfig) -> RLAssembly:
     env = make(config.env, **dict(config.env_args))
     if config.seeds > 1 and config.devices > 1:
         raise ValueError(f"seeds > 1 runs on one device; got seeds {config.seeds} with devices {config.devices}")
-    if config.extra_inputs and env.action_bounds is not None:  # its previous action is a one-hot
-        raise ValueError(f"extra_inputs needs a Discrete action space, and {env.name}'s actions are a Box")
     if config.extra_inputs:
-        if getattr(env, "host", False):
-            raise ValueError(f"extra_inputs needs a jitted environment, and {env.name} is stepped on the host")
-        env = EpisodeStats(ExtraInputs(env.env))
+        host = getattr(env, "host", False)
+        env = dataclasses.replace(env, extra_inputs=True) if host else EpisodeStats(ExtraInputs(env.env))
     if getattr(env, "host", False):
         if config.seeds != 1:
             raise ValueError(f"seeds must be 1 for {env.name}, a Python environment stepped on the host (several "

@@ -132,8 +132,8 @@ class RLConfig(Config):
     clip: float | None = option(1.0, "adam / sgd: clip the update's global norm to this, qrc: h's step too "
                                 "(`--no-clip`: do not)",
                                 optional(positive_float), "C")
-    extra_inputs: bool = option(False, "add the previous action (one-hot), the previous reward and the time in the "
-                                "episode to the observation (a jitted environment)", flag)
+    extra_inputs: bool = option(False, "add the previous action (a one-hot, or a Box action as the environment took "
+                                "it), the previous reward and the time in the episode to the observation", flag)
     normalize_obs: bool = option(True, "normalise observations by running mean and variance", flag)
     scale_rewards: bool = option(True, "scale rewards by the running deviation of the discounted return", flag)
     update_every: int = option(1, "an update every k steps (the ascents of k steps summed)", positive_int, "K")

@@ -18,6 +18,9 @@ such an environment is built, never by ``import rtrl`` or ``import rtrl.rl``.
 * Two options are rtrl's own, not ``gymnasium.make``'s: ``mask=P`` (velocities hidden) or ``mask=V`` (positions
   hidden) for the families of ``rtrl.rl.envs.masked.MASKS`` (Hopper, Walker2d, HalfCheetah, Ant, Pendulum,
   CartPole), and ``keep=0,2`` (the encoded observation's entries to keep, comma-separated) for any other.
+* ``extra_inputs`` (``rtrl rl --extra-inputs``) appends the previous action (a Discrete action's one-hot, a Box
+  action as the environment took it), the previous reward and the time in the episode over its limit to each
+  observation, as ``rtrl.rl.envs.extra_inputs`` does for a jitted environment (the same ``extended``).
 * ``terminated`` and ``truncated`` are told apart: ``truncated`` (and not ``terminated``) is the cut the loop
   bootstraps from ``final_obs``.
 * A Python environment's state is not a pytree, so a checkpoint cannot hold it: a resumed run re-seeds the
@@ -44,6 +47,7 @@ from rtrl.config import is_int
 from rtrl.driver import Stopped
 from rtrl.frozen import Frozen
 from rtrl.rl.envs.continuous import squash, unbounded
+from rtrl.rl.envs.extra_inputs import extended
 from rtrl.rl.envs.masked import check_keep, keep_of
 
 PREFIX = "gymnasium:"
@@ -277,11 +281,26 @@ class Vector:
         self.bounds = _probe(env.env_id, env.options).bounds
         self.returns = np.zeros(envs)
         self.batched = lambda last: concatenate(self.space, last, create_empty_array(self.space, len(last)))
+        self.extra_inputs, self.max_steps = env.extra_inputs, env.max_steps
+        self.time = np.zeros(envs, np.int64)  # steps taken in each episode under way (``extra_inputs``)
+
+    def fresh(self, obs: np.ndarray) -> np.ndarray:
+        """Episodes' first observations, with zero extras where ``extra_inputs``."""
+        if not self.extra_inputs:
+            return obs
+        zeros = np.zeros(len(obs))
+        return extended(obs, np.zeros((len(obs), self.width)), zeros, zeros, self.max_steps, xp=np)
+
+    @property
+    def width(self) -> int:
+        """The previous action's entries (``extra_inputs``)."""
+        return self.actions.n if self.bounds is None else len(self.bounds[0])
 
     def reset(self, seeds: list[int], step: int = 0) -> np.ndarray:
         self.returns[:] = 0.0
+        self.time[:] = 0
         try:
-            return self.encode(self.envs.reset(seed=seeds)[0])
+            return self.fresh(self.encode(self.envs.reset(seed=seeds)[0]))
         except Exception as e:  # noqa: BLE001 - an environment is code from outside: whatever it raises
             raise failed(self.name, "reset", e, step) from None
 
@@ -292,13 +311,21 @@ class Vector:
             raise failed(self.name, "step", e, step) from None
 
     def _step(self, actions: np.ndarray) -> Outcome:
-        obs, reward, terminated, truncated, info = self.envs.step(to_space(self.actions, self.bounds, actions))
+        taken = to_space(self.actions, self.bounds, actions)
+        obs, reward, terminated, truncated, info = self.envs.step(taken)
         obs, done = self.encode(obs), terminated | truncated
         final = obs.copy()
         ended = np.flatnonzero(done)
         if ended.size:
             last = [info["final_obs"][i] for i in ended]
             final[ended] = self.encode(self.batched(last))
+        if self.extra_inputs:
+            self.time += 1
+            action = (np.eye(self.width)[actions] if self.bounds is None
+                      else np.asarray(taken, np.float64).reshape(len(actions), -1))
+            final = extended(final, action, reward, self.time, self.max_steps, xp=np)
+            obs = np.where(done[:, None], self.fresh(obs), final)
+            self.time[done] = 0
         self.returns += reward
         episode_return = np.where(done, self.returns, 0.0)
         self.returns[done] = 0.0
@@ -314,11 +341,15 @@ class GymnasiumEnv(Frozen):
 
     env_id: str = "CartPole-v1"
     options: tuple[tuple[str, Any], ...] = ()
+    extra_inputs: bool = False  # the previous action and reward and the time appended (the module docstring)
 
     host = True
 
     def __post_init__(self) -> None:
         self.check()
+        if self.extra_inputs and self.max_steps is None:
+            raise ValueError(f"extra_inputs gives the time over the episode's limit, and {self.name} states none; "
+                             "give one with --env-arg max_episode_steps=N")
 
     @property
     def name(self) -> str:
@@ -329,7 +360,11 @@ class GymnasiumEnv(Frozen):
         space the agent cannot handle."""
         _probe(self.env_id, self.options)
 
-    obs_size = property(lambda self: _probe(self.env_id, self.options).obs_size)
+    @property
+    def obs_size(self) -> int:
+        probe = _probe(self.env_id, self.options)
+        return probe.obs_size + (probe.num_actions + 2 if self.extra_inputs else 0)
+
     num_actions = property(lambda self: _probe(self.env_id, self.options).num_actions)
     max_steps = property(lambda self: _probe(self.env_id, self.options).max_steps)
 
