@@ -3,7 +3,10 @@
 Parameters are ``{"torso": <the cell's>, "policy": {"W": (N, A), "b": (A,)}, "value": {"W": (N, 1), "b": (1,)}}``,
 with ``head_hidden = M > 0`` also ``"head": {"W": (N, M), "b": (M,)}``, a tanh layer both heads read
 (``u = tanh(h @ W + b)``, the heads (M, A) and (M, 1)): a non-linear readout of the torso that needs no traces (it
-does not recur), its gradient immediate.
+does not recur), its gradient immediate. With ``split_torso`` the policy reads the first half of the torso's units
+and the value the second half, each through a tanh layer of its own (``"head"``, ``"value_head"``): where the cell is
+element-wise (minGRU, LRU, RTU, ...; its units recur apart), the two halves are separate actor and critic networks,
+as Farr et al. 2026 run theirs, and neither's gradient reaches the other's units.
 One environment's step (``act_grads``) runs the torso's online step on the observation, samples an action and returns,
 besides it, the gradients w.r.t. all parameters of three per-step objectives of this step::
 
@@ -61,25 +64,34 @@ def learner_of(cell: Cell, method: str | Method | RollingTBPTT, truncation: int)
     return online(cell, method)
 
 
-def through_head(params, h: jax.Array) -> jax.Array:
-    """The torso's output ``h`` through the shared tanh layer ``tanh(h @ W + b)`` where ``params`` has one
-    (``"head"``: ``head_hidden``), else ``h``: what the heads read."""
-    return jnp.tanh(h @ params["head"]["W"] + params["head"]["b"]) if "head" in params else h
+def through_head(params, h: jax.Array, name: str = "head") -> jax.Array:
+    """The torso's output ``h`` through the tanh layer ``tanh(h @ W + b)`` ``params[name]`` where ``params`` has one
+    (``head_hidden``), else ``h``: what the heads read."""
+    return jnp.tanh(h @ params[name]["W"] + params[name]["b"]) if name in params else h
 
 
-def head_params(key: jax.Array, torso_size: int, head_hidden: int, dtype) -> dict:
+def head_params(key: jax.Array, torso_size: int, head_hidden: int, dtype, split: bool = False) -> dict:
     """``{"head": {"W": (N, M), "b": (M,)}}`` for a tanh layer of ``M = head_hidden`` units (``{}`` for none), drawn
-    from its own key (``fold_in(key, 1)``), so the parameters without it are those of before it existed."""
+    from its own key (``fold_in(key, 1)``), so the parameters without it are those of before it existed; with
+    ``split`` (``split_torso``) two of ``N / 2`` inputs, the value's ``"value_head"`` (``fold_in(key, 2)``)."""
     if not head_hidden:
         return {}
-    return {"head": {"W": glorot(jax.random.fold_in(key, 1), (torso_size, head_hidden), dtype),
-                     "b": jnp.zeros((head_hidden,), dtype)}}
+    reads = torso_size // 2 if split else torso_size
+    layers = {"head": 1, "value_head": 2} if split else {"head": 1}
+    return {name: {"W": glorot(jax.random.fold_in(key, i), (reads, head_hidden), dtype),
+                   "b": jnp.zeros((head_hidden,), dtype)} for name, i in layers.items()}
 
 
-def heads(params, h: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``(logits, value)`` of one hidden state ``h`` (N,), through the shared tanh layer where ``params`` has one."""
-    h = through_head(params, h)
-    return h @ params["policy"]["W"] + params["policy"]["b"], (h @ params["value"]["W"] + params["value"]["b"])[0]
+def heads(params, h: jax.Array, split: bool = False) -> tuple[jax.Array, jax.Array]:
+    """``(logits, value)`` of one hidden state ``h`` (N,), through the tanh layer where ``params`` has one; with
+    ``split`` (``split_torso``) the policy reads ``h[:N/2]`` and the value ``h[N/2:]``, each through its own."""
+    if split:
+        half = h.shape[-1] // 2
+        h_policy, h_value = through_head(params, h[:half]), through_head(params, h[half:], "value_head")
+    else:
+        h_policy = h_value = through_head(params, h)
+    return (h_policy @ params["policy"]["W"] + params["policy"]["b"],
+            (h_value @ params["value"]["W"] + params["value"]["b"])[0])
 
 
 def split_drive(pullback, d_policy, dtype) -> dict:
@@ -196,23 +208,32 @@ class ActorCritic(RecurrentAgent):
     ``head_hidden`` units), the traces of value and log-policy gradients, an entropy bonus (rtrl.rl.agent)."""
 
     heads_hidden = True
-    options = ("entropy", "value_coef", "head_hidden")
+    options = ("entropy", "value_coef", "head_hidden", "split_torso")
     checked = 2  # the fidelity check's gradients: the first two of ``objective_grads`` (v_t's, log pi(a_t)'s)
+    split = False  # ``split_torso``: the policy and the value read halves of the torso (``configure``)
+
+    def configure(self, config) -> ActorCritic:
+        """``config.split_torso``; ``ValueError`` naming it for a torso of an odd number of units."""
+        if config.split_torso and self.cell.hidden_size % 2:
+            raise ValueError(f"split_torso needs an even number of torso units (half for the policy, half for the "
+                             f"value), got hidden {self.cell.hidden_size}")
+        self.split = config.split_torso
+        return self
 
     def init(self, key: jax.Array, dtype=jnp.float32):
         k_torso, k_policy, k_value = jax.random.split(key, 3)
         N, A, M = self.cell.hidden_size, self.num_actions, self.head_hidden
-        width = M or N
+        width = M or (N // 2 if self.split else N)
         # A small policy head starts near the uniform policy (as PPO's 0.01-scaled one does).
         return {"torso": self.cell.init(k_torso, dtype),
                 "policy": {"W": 0.01 * glorot(k_policy, (width, A), dtype), "b": jnp.zeros((A,), dtype)},
                 "value": {"W": glorot(k_value, (width, 1), dtype), "b": jnp.zeros((1,), dtype)},
-                **head_params(key, N, M, dtype)}
+                **head_params(key, N, M, dtype, self.split)}
 
     def forward(self, params, memory, x: jax.Array):
         """One environment's ``((logits, value), memory')``: the torso's online step on ``x``, then the heads."""
         h, memory = self.learner.step(params["torso"], memory, x)
-        return heads(params, h), memory
+        return heads(params, h, self.split), memory
 
     def objective_grads(self, params, memory, x: jax.Array, action: jax.Array):
         """One environment's ``(value, grads, memory', entropy)`` for a given ``action``: ``grads`` stacks (leading
@@ -290,14 +311,14 @@ class ActorCritic(RecurrentAgent):
     def value(self, params, memory, x: jax.Array) -> jax.Array:
         """One environment's ``V(h)`` after the torso's step on ``x`` from ``memory`` (no gradient, nothing kept): the
         value of a truncated episode's last observation, which its TD target still owes."""
-        return heads(params, self.learner.step(params["torso"], memory, x)[0])[1]
+        return heads(params, self.learner.step(params["torso"], memory, x)[0], self.split)[1]
 
     def bptt_grads(self, params, xs: jax.Array, start: jax.Array, action: jax.Array) -> Any:
         """One environment's three gradients by BPTT: ``xs`` (H, D) the torso's inputs, the last one the current
         step's; the episode began at ``xs[start]`` (the carry is zeroed there; earlier inputs do not count)."""
 
         def values(p):
-            logits, value = heads(p, self.unrolled(p["torso"], xs, start))
+            logits, value = heads(p, self.unrolled(p["torso"], xs, start), self.split)
             return jnp.concatenate([value[None], objectives(logits, action)])
 
         return jax.jacrev(values)(params)

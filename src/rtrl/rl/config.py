@@ -114,6 +114,9 @@ class RLConfig(Config):
     h_lr: float = option(1e-5, "qrc: the step size of the secondary weights h (plain steps, clipped to --clip)",
                          positive_float, "LR")
     h_beta: float = option(1.0, "qrc: the regulariser beta of the secondary weights h", non_negative_float, "B")
+    split_torso: bool = option(False, "ac: the policy reads the first half of the torso's units and the value the "
+                               "second, each through its own --head-hidden layer (separate actor and critic networks "
+                               "where the cell is element-wise: minGRU, LRU, RTU, ...)", flag)
     entropy: float = option(0.01, "ac: weight of the policy's entropy", non_negative_float, "C")
     value_coef: float = option(1.0, "ac: weight of the value's gradient in the traces", non_negative_float, "C")
     # measured (docs/rl-history.md): obgd at lr 1, kappa 2 was slower on masked CartPole and did not learn

@@ -73,7 +73,7 @@ class GaussianActorCritic(ActorCritic):
     def forward(self, params, memory, x: jax.Array):
         """One environment's ``(((mean, log_std), value), memory')``: the torso's online step on ``x``, the heads."""
         h, memory = self.learner.step(params["torso"], memory, x)
-        mean, value = heads(params, h)
+        mean, value = heads(params, h, self.split)
         return ((mean, params["log_std"]), value), memory
 
     def objective_grads(self, params, memory, x: jax.Array, action: jax.Array):
@@ -128,7 +128,7 @@ class GaussianActorCritic(ActorCritic):
         ``u`` (A,)."""
 
         def values(p):
-            mean, value = heads(p, self.unrolled(p["torso"], xs, start))
+            mean, value = heads(p, self.unrolled(p["torso"], xs, start), self.split)
             return jnp.concatenate([value[None], gaussian_objectives(mean, p["log_std"], action)])
 
         return jax.jacrev(values)(params)
