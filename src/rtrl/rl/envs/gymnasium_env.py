@@ -353,7 +353,10 @@ class GymnasiumEnv(Frozen):
 
     @property
     def name(self) -> str:
-        return PREFIX + self.env_id + "".join(f" {k}={v}" for k, v in self.options)
+        """``gymnasium:ID`` and its options; ``ExtraInputs(...)`` around it where ``extra_inputs``, as a jitted
+        environment's name says it."""
+        name = PREFIX + self.env_id + "".join(f" {k}={v}" for k, v in self.options)
+        return f"ExtraInputs({name})" if self.extra_inputs else name
 
     def check(self) -> None:
         """``ValueError`` naming what is wrong: a missing package, an unknown ID, an option ``make`` refuses, a
