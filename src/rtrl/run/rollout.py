@@ -97,9 +97,10 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
                  video: Path | None = None) -> tuple[np.ndarray, int]:
     """The returns of ``episodes`` episodes of the Gymnasium environment ``env`` (an ``rtrl.rl.envs.GymnasiumEnv``),
     one after another, and how many were cut at ``HOST_STEPS`` (an environment without a limit of its own);
-    ``video``: each recorded into that folder (``check_video`` first). Observations are encoded and masked, and
-    actions mapped onto the action space, as the training loop's vector of environments does
-    (``rtrl.rl.envs.gymnasium_env``: ``encoder``, ``kept``, ``to_space``). Played one step at a time on the host,
+    ``video``: each recorded into that folder (``check_video`` first). Observations are encoded and masked (and
+    extended by the previous action, reward and time where the run had ``extra_inputs``), and actions mapped onto
+    the action space, as the training loop's vector of environments does (``rtrl.rl.envs.gymnasium_env``:
+    ``encoder``, ``kept``, ``to_space``; ``rtrl.rl.envs.extra_inputs.extended``). Played one step at a time on the host,
     so bounded: ``episodes`` times the step limit (``HOST_STEPS`` where the environment has none) at most
     ``HOST_EVAL_STEPS``, else a ``ValueError`` naming ``episodes`` and the most this environment allows, before
     anything is made."""
@@ -112,6 +113,7 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
     import gymnasium
     from gymnasium.vector.utils import concatenate, create_empty_array
 
+    from rtrl.rl.envs.extra_inputs import extended
     from rtrl.rl.envs.gymnasium_env import _probe, encoder, kept, made_options, to_space
 
     made = gymnasium.make(env.env_id, **made_options(env.options),
@@ -125,9 +127,10 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
         keep = kept(env.name, env.env_id, env.options, size)
         bounds = _probe(env.env_id, env.options).bounds
 
-        def observed(obs) -> np.ndarray:  # one observation as the vector encodes a batch of them
+        def observed(obs, action, reward, t) -> np.ndarray:  # one observation as the vector encodes a batch of them
             x = encode(concatenate(space, [obs], create_empty_array(space, 1)))[0]
-            return x if keep is None else x[list(keep)]
+            x = x if keep is None else x[list(keep)]
+            return extended(x, action, reward, t, env.max_steps, xp=np) if env.extra_inputs else x
 
         step = jax.jit(lambda memory, obs, key: policy.act(memory, policy.observe(obs), key, greedy))
         seeds = np.random.SeedSequence(seed).generate_state(episodes)
@@ -136,12 +139,15 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
         for i in range(episodes):
             obs, _ = made.reset(seed=int(seeds[i]))
             memory, total, done, t = policy.memory(), 0.0, False, 0
+            previous = np.zeros(env.num_actions), 0.0  # the extra inputs' action and reward at an episode's start
             while not done and t < limit:
                 key, k = jax.random.split(key)
-                action, memory = step(memory, observed(obs), k)
-                action = to_space(actions, bounds, np.asarray(action)[None])[0]  # shifted, or squashed onto a Box
-                obs, reward, terminated, truncated, _ = made.step(action)
+                action, memory = step(memory, observed(obs, *previous, t), k)
+                taken = to_space(actions, bounds, np.asarray(action)[None])[0]  # shifted, or squashed onto a Box
+                obs, reward, terminated, truncated, _ = made.step(taken)
                 total, done, t = total + float(reward), bool(terminated or truncated), t + 1
+                previous = (np.eye(env.num_actions)[int(action)] if bounds is None
+                            else np.asarray(taken, np.float64).ravel()), float(reward)
             cut += not done
             returns.append(total)
         return np.asarray(returns), cut

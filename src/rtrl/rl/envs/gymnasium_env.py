@@ -282,6 +282,7 @@ class Vector:
         self.returns = np.zeros(envs)
         self.batched = lambda last: concatenate(self.space, last, create_empty_array(self.space, len(last)))
         self.extra_inputs, self.max_steps = env.extra_inputs, env.max_steps
+        self.width = env.num_actions  # the previous action's entries (``extra_inputs``): n, or the Box's size
         self.time = np.zeros(envs, np.int64)  # steps taken in each episode under way (``extra_inputs``)
 
     def fresh(self, obs: np.ndarray) -> np.ndarray:
@@ -290,11 +291,6 @@ class Vector:
             return obs
         zeros = np.zeros(len(obs))
         return extended(obs, np.zeros((len(obs), self.width)), zeros, zeros, self.max_steps, xp=np)
-
-    @property
-    def width(self) -> int:
-        """The previous action's entries (``extra_inputs``)."""
-        return self.actions.n if self.bounds is None else len(self.bounds[0])
 
     def reset(self, seeds: list[int], step: int = 0) -> np.ndarray:
         self.returns[:] = 0.0
