@@ -257,3 +257,22 @@ def test_act_draws_from_the_policy_or_gives_its_mean():
     np.testing.assert_allclose(drawn, stepped[0][0], rtol=1e-12)
     for a, b in zip(jax.tree.leaves(kept), jax.tree.leaves(after), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_init_std_sets_the_policys_spread_at_the_start():
+    """``init_std`` 0.5: ``log_std`` starts at log 0.5 in every dimension, the draws spread by 0.5 about the mean;
+    refused on discrete actions and under an algorithm without a policy."""
+    from rtrl.rl.assemble import assemble
+
+    agent = assemble(RLConfig(env="pendulum-p", cell="mingru", hidden=4, init_std=0.5)).agent
+    params = agent.init(jax.random.PRNGKey(0))
+    np.testing.assert_allclose(params["log_std"], [math.log(0.5)], rtol=1e-6)
+    memory = agent.learner.init(params["torso"])
+    x = jnp.array([0.3, -0.2], params["log_std"].dtype)
+    draws = jax.vmap(lambda k: agent.act(params, memory, x, k)[0])(jax.random.split(jax.random.PRNGKey(1), 20_000))
+    np.testing.assert_allclose(float(draws.std()), 0.5, rtol=0.03)
+    assert float(assemble(RLConfig(env="pendulum-p", hidden=4)).agent.init(jax.random.PRNGKey(0))["log_std"][0]) == 0
+    with pytest.raises(ValueError, match="init_std is the Gaussian policy's, for a Box action space"):
+        assemble(RLConfig(env="tmaze", init_std=0.5))
+    with pytest.raises(ValueError, match="init_std does nothing here: algorithm 'q' does not read it"):
+        RLConfig(algorithm="q", init_std=0.5)

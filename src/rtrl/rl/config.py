@@ -117,6 +117,8 @@ class RLConfig(Config):
     split_torso: bool = option(False, "ac: the policy reads the first half of the torso's units and the value the "
                                "second, each through its own --head-hidden layer (separate actor and critic networks "
                                "where the cell is element-wise: minGRU, LRU, RTU, ...)", flag)
+    init_std: float = option(1.0, "ac on a Box action space: the Gaussian policy's standard deviation at the start "
+                             "(its log is learnt)", positive_float, "S")
     entropy: float = option(0.01, "ac: weight of the policy's entropy", non_negative_float, "C")
     value_coef: float = option(1.0, "ac: weight of the value's gradient in the traces", non_negative_float, "C")
     # measured (docs/rl-history.md): obgd at lr 1, kappa 2 was slower on masked CartPole and did not learn

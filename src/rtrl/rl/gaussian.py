@@ -10,7 +10,7 @@ with ``log_std`` (A,) a learnt parameter of its own, not a function of the state
 gradient never passes through the torso, so the standard deviation cannot shrink in the states one noisy streaming
 update happens to visit (an exploration collapse that the value's and the mean's errors would drive), and the
 policy's entropy and its gradient are exact in closed form, with no pass through the network; it is the choice of
-the on-policy continuous agents this one is measured beside (PPO's, stream AC's). ``log_std`` starts at 0 (std 1)
+the on-policy continuous agents this one is measured beside (PPO's, stream AC's). ``log_std`` starts at ``log(init_std)`` (``--init-std``, default 1)
 and is not clipped (a clip would freeze its gradient at the edge).
 
 The environment maps ``u`` onto the space's bounds (``rtrl.rl.envs.continuous``: tanh-squashed where both bounds
@@ -65,9 +65,16 @@ class GaussianActorCritic(ActorCritic):
     """Stream AC(lambda)'s agent with a Gaussian policy over ``R^A`` (the module's docstring): ``(cell, num_actions,
     method="rtrl", truncation=8, head_hidden=0)``, ``num_actions`` the Box's dimensions."""
 
+    init_std = 1.0  # the policy's standard deviation at the start (``configure``: ``RLConfig.init_std``)
+
+    def configure(self, config) -> GaussianActorCritic:
+        """``ActorCritic.configure``, and ``config.init_std``."""
+        self.init_std = config.init_std
+        return super().configure(config)
+
     def init(self, key: jax.Array, dtype=jnp.float32):
         params = super().init(key, dtype)
-        params["log_std"] = jnp.zeros((self.num_actions,), dtype)
+        params["log_std"] = jnp.full((self.num_actions,), math.log(self.init_std), dtype)
         return params
 
     def forward(self, params, memory, x: jax.Array):
