@@ -10,8 +10,8 @@ with ``log_std`` (A,) a learnt parameter of its own, not a function of the state
 gradient never passes through the torso, so the standard deviation cannot shrink in the states one noisy streaming
 update happens to visit (an exploration collapse that the value's and the mean's errors would drive), and the
 policy's entropy and its gradient are exact in closed form, with no pass through the network; it is the choice of
-the on-policy continuous agents this one is measured beside (PPO's, stream AC's). ``log_std`` starts at ``log(init_std)`` (``--init-std``, default 1)
-and is not clipped (a clip would freeze its gradient at the edge).
+the on-policy continuous agents this one is measured beside (PPO's, stream AC's). ``log_std`` starts at
+``log(init_std)`` (``--init-std``, default 1) and is not clipped (a clip would freeze its gradient at the edge).
 
 The environment maps ``u`` onto the space's bounds (``rtrl.rl.envs.continuous``: tanh-squashed where both bounds
 are finite, clipped to one finite bound, as it is where none is): the map is part of the environment, so the
