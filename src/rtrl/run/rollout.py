@@ -114,7 +114,7 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
     from gymnasium.vector.utils import concatenate, create_empty_array
 
     from rtrl.rl.envs.extra_inputs import extended
-    from rtrl.rl.envs.gymnasium_env import _probe, encoder, kept, made_options, to_space
+    from rtrl.rl.envs.gymnasium_env import _probe, encoder, kept, made_options, previous_action, to_space
 
     made = gymnasium.make(env.env_id, **made_options(env.options),
                           **({"render_mode": "rgb_array"} if video is not None else {}))
@@ -146,8 +146,7 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
                 taken = to_space(actions, bounds, np.asarray(action)[None])[0]  # shifted, or squashed onto a Box
                 obs, reward, terminated, truncated, _ = made.step(taken)
                 total, done, t = total + float(reward), bool(terminated or truncated), t + 1
-                previous = (np.eye(env.num_actions)[int(action)] if bounds is None
-                            else np.asarray(taken, np.float64).ravel()), float(reward)
+                previous = previous_action(bounds, env.num_actions, np.asarray(action)[None], taken[None])[0], reward
             cut += not done
             returns.append(total)
         return np.asarray(returns), cut

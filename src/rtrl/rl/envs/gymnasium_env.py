@@ -317,8 +317,7 @@ class Vector:
             final[ended] = self.encode(self.batched(last))
         if self.extra_inputs:
             self.time += 1
-            action = (np.eye(self.width)[actions] if self.bounds is None
-                      else np.asarray(taken, np.float64).reshape(len(actions), -1))
+            action = previous_action(self.bounds, self.width, actions, taken)
             final = extended(final, action, reward, self.time, self.max_steps, xp=np)
             obs = np.where(done[:, None], self.fresh(obs), final)
             self.time[done] = 0
@@ -390,6 +389,14 @@ def to_space(space, bounds: tuple | None, actions: np.ndarray) -> np.ndarray:
     if bounds is None:
         return actions + int(space.start)
     return squash(actions, *bounds, xp=np).reshape(len(actions), *space.shape).astype(space.dtype)
+
+
+def previous_action(bounds: tuple | None, width: int, actions: np.ndarray, taken: np.ndarray) -> np.ndarray:
+    """The extra inputs' previous action of a batch of ``width``-action steps, ``(E, width)``: a Discrete action's
+    one-hot (``actions``, the agent's integers), a Box action as the environment took it (``taken``, flattened)."""
+    if bounds is None:
+        return np.eye(width)[np.asarray(actions, np.int64)]
+    return np.asarray(taken, np.float64).reshape(len(taken), -1)
 
 
 def _probe(env_id: str, options: tuple) -> Probe:
