@@ -169,6 +169,15 @@ def test_a_config_json_written_before_head_hidden_reads_with_its_default():
         RLConfig.from_dict(written, complete=True)
 
 
+def test_a_config_json_written_before_split_torso_and_init_std_reads_with_their_defaults():
+    """Round 6 added ``split_torso`` and ``init_std``: a run folder from before them (this round's own hopper-p runs
+    included) is a run of shared heads and a starting spread of 1, and loads as one."""
+    written = RLConfig(env="pendulum-p", cell="mingru", hidden=4).to_dict()
+    del written["split_torso"], written["init_std"]
+    config = RLConfig.from_dict(written, complete=True)
+    assert (config.split_torso, config.init_std) == (False, 1.0)
+
+
 def test_presets_exist_and_every_row_of_the_results_tables_is_one():
     assert {"cartpole-masked", "memory-chain"} <= set(PRESETS)
     for name, preset in PRESETS.items():
