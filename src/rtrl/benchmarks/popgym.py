@@ -36,9 +36,7 @@ from rtrl.rl import RLConfig, suite, train
 from rtrl.rl.envs.gymnasium_env import encoder
 from rtrl.rl.envs.registry import make
 
-TASKS = ("RepeatPreviousEasy", "RepeatFirstEasy", "CountRecallEasy", "AutoencodeEasy", "HigherLowerEasy",
-         "ConcentrationEasy", "MultiarmedBanditEasy", "BattleshipEasy", "MineSweeperEasy",
-         "PositionOnlyCartPoleEasy", "NoisyPositionOnlyCartPoleEasy")
+TASKS = tuple(task + "Easy" for task in suite.TASKS)  # the suite's eleven, at their Easy level
 
 
 def jitted_runner(task: str, envs: int, steps: int):
