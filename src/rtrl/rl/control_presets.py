@@ -20,7 +20,7 @@ of its own (one line), so their rows are presets, named and run as every other t
   steps apart, ``rtrl.rl.transforms.split_intentional``), no entropy bonus (the intentional step adds it unscaled),
   and the previous action, reward and time as inputs (``extra_inputs``). Measured (docs/rl-results.md):
   ``hopper-p`` 1509, 2137, 1913, 1420 and 1126 at 2M frames in seeds 0-4 (mean 1621; Farr et al.'s 1296), its
-  memoryless row 1026 and 1453 in seeds 0 and 1; without the extra inputs the same agent reached 779, 475, 722
+  memoryless row 1026, 1453 and 1050 in seeds 0-2; without the extra inputs the same agent reached 779, 475, 722
   and 968 (seeds 0-3), and Adam at 3e-4 156 (seed 0). ``walker2d-p`` starts the policy's standard deviation at
   0.5 (``init_std``; at 1 it stayed near 280 in seed 0): 1095, 1000, 1001, 440 and 1268 in seeds 0-4 (Farr et
   al.'s 1011); hopper-p at 0.5 did worse than at 1 (1187 and 868 in seeds 0 and 1). ``halfcheetah-p`` 316 in
