@@ -18,13 +18,10 @@ of its own (one line), so their rows are presets, named and run as every other t
   0.99 (their 5M-frame Hopper-P: 262 at lambda 0.8, 1550 at 0.99), under Farr et al.'s intentional actor-critic
   with their MuJoCo constants (``--optimizer intentional --lr 0.05 --critic-lr 0.5``: the actor's and the critic's
   steps apart, ``rtrl.rl.transforms.split_intentional``), no entropy bonus (the intentional step adds it unscaled),
-  and the previous action, reward and time as inputs (``extra_inputs``). Measured (docs/rl-results.md):
-  ``hopper-p`` 1509, 2137, 1913, 1420 and 1126 at 2M frames in seeds 0-4 (mean 1621; Farr et al.'s 1296), its
-  memoryless row 1026, 1453 and 1050 in seeds 0-2; without the extra inputs the same agent reached 779, 475, 722
-  and 968 (seeds 0-3), and Adam at 3e-4 156 (seed 0). ``walker2d-p`` starts the policy's standard deviation at
-  0.5 (``init_std``; at 1 it stayed near 280 in seed 0): 1095, 1000, 1001, 440 and 1268 in seeds 0-4 (Farr et
-  al.'s 1011); hopper-p at 0.5 did worse than at 1 (1187 and 868 in seeds 0 and 1). ``halfcheetah-p`` 316 in
-  seed 0; ``ant-p`` -7 in seed 0 (not learnt).
+  and the previous action, reward and time as inputs (``extra_inputs``: without them hopper-p stayed below 1000 in
+  every seed). ``walker2d-p`` starts the policy's standard deviation at 0.5 (``init_std``: at 1 it did not leave
+  its first plateau; hopper-p did worse at 0.5 than at 1). Every figure, per seed, with its command and commit:
+  docs/rl-results.md, "Continuous control".
 """
 
 from __future__ import annotations
