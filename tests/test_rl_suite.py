@@ -266,3 +266,31 @@ def test_a_ctrl_c_mid_row_ends_the_suite_at_once_and_it_resumes(tmp_path):
     again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and again.stdout == "", (again.stdout, again.stderr)  # resumed: the row is done
     assert (tmp_path / "runs.jsonl").read_text() == text
+
+
+def test_the_best_column_names_the_learning_row_of_the_highest_iqm():
+    """Hand-checked on RepeatFirst's [-1, 1] scale (normalised (v + 1) / 2): rtrl's IQM 0.75 and small-lr's 0.9
+    beat memoryless's 0.5; uniform's 1.0 is no learning row and is never named; on CountRecall a tie of rtrl
+    and small-lr names rtrl, the first in ROWS's order. [guards: the uniform row counted; the last of equals kept;
+    a task with no learning row given a name]"""
+    runs = [{"task": "RepeatFirst", "row": "rtrl", "finals": [0.5, 0.5]},
+            {"task": "RepeatFirst", "row": "small-lr", "finals": [0.8, 0.8]},
+            {"task": "RepeatFirst", "row": "memoryless", "finals": [0.0]},
+            {"task": "RepeatFirst", "row": "uniform", "finals": [1.0]},
+            {"task": "CountRecall", "row": "small-lr", "finals": [0.2]},
+            {"task": "CountRecall", "row": "rtrl", "finals": [0.2]},
+            {"task": "HigherLower", "row": "uniform", "finals": [0.1]}]
+    lines = suite.table(runs, at="abc1234").splitlines()
+    head = [c.strip() for c in lines[0].split("|")]
+    best = head.index("best")
+    named = {cells[1]: cells[best] for cells in ([c.strip() for c in line.split("|")] for line in lines[2:5])}
+    assert named == {"RepeatFirstEasy": "small-lr", "CountRecallEasy": "rtrl", "HigherLowerEasy": "-"}
+    assert len(lines[1].split("|")) == len(lines[0].split("|"))  # the rule has one cell per column
+
+
+def test_the_small_lr_row_is_the_suites_agent_at_adams_3e_4():
+    """``small-lr`` differs from ``rtrl`` in Adam's step alone (3e-4 against the suite's 1e-3)."""
+    small = suite.options("Concentration", "small-lr", 1000, 0, 5)
+    rtrl = suite.options("Concentration", "rtrl", 1000, 0, 5)
+    assert (small["lr"], rtrl["lr"]) == (3e-4, 1e-3)
+    assert {k: v for k, v in small.items() if k != "lr"} == {k: v for k, v in rtrl.items() if k != "lr"}
