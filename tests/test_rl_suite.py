@@ -126,7 +126,13 @@ def test_a_suite_resumes_and_reruns_only_what_changed(tmp_path, capsys):
     runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == 1 and len(runs[0]["finals"]) == 2 and runs[0]["options"]["extra_inputs"] is True
     assert "MultiarmedBanditEasy" in (tmp_path / "suite.md").read_text()
-    capsys.readouterr()
+    # the curve: one point a record (every step at 4 steps), each seed's return; the finals are its last two's means
+    curve = runs[0]["curve"]
+    assert [p["step"] for p in curve] == [1, 2, 3, 4] and all(len(p["returns"]) == 2 for p in curve)
+    assert runs[0]["finals"] == final_returns([{"return": 0.0, "return_per_seed": p["returns"]} for p in curve])
+    err = capsys.readouterr().err
+    assert [line.split(",")[0].strip() for line in err.splitlines() if "step" in line] == [
+        f"MultiarmedBanditEasy memoryless: step {n} of 4" for n in (1, 2, 3, 4)]
     main(args)  # resumed: nothing left to run
     assert capsys.readouterr().out == ""
     main([*args[:-1], "5"])  # another budget: run anew, the old line replaced

@@ -11,9 +11,10 @@ lowest episodic return the task allows and 1 the optimal one, on Farr et al.'s o
 (IQM) over its seeds with a 95% bootstrap interval (``iqm``, ``bootstrap``), beside Farr et al.'s streaming agent
 with exact RTRL and PPO with the same RTU torso where they report the task (``FARR``).
 
-Writes ``DIR/runs.jsonl`` (one line per task and row: the seeds' final returns, the options) as each finishes, and
-``DIR/suite.md`` (the table). A (task, row) already in ``DIR/runs.jsonl`` with the same seeds and options is not run
-again, so an interrupted suite resumes where it stopped; one whose options changed is run anew.
+Writes ``DIR/runs.jsonl`` (one line per task and row: the seeds' final returns, the options; an agent's row its
+``curve`` too, each record's step and seeds' returns) as each finishes, and ``DIR/suite.md`` (the table); each
+record prints a line on stderr as it comes. A (task, row) already in ``DIR/runs.jsonl`` with the same seeds and
+options is not run again, so an interrupted suite resumes where it stopped; one whose options changed is run anew.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 
 import jax
@@ -153,17 +155,35 @@ def table(runs: list[dict], command: str = "python -m rtrl.rl.suite --out DIR", 
     return "\n".join(lines) + "\n\n" + provenance.line(command, at) + "\n"
 
 
+def curve_point(record: dict) -> dict:
+    """A record as the row's ``curve`` keeps it: the step and each seed's return (``None``: no episode ended)."""
+    return {"step": record["step"], "returns": record.get("return_per_seed", [record["return"]])}
+
+
+def progress(task: str, row: str, steps: int):
+    """``on_record`` for ``train``: a line on stderr per record (a 10M-frame row runs for hours on a CPU)."""
+
+    def on_record(state, record):
+        scores = [normalised(task, v) for v in curve_point(record)["returns"] if v is not None]
+        score = f"normalised IQM {iqm(scores):.3f}" if scores else "no episode ended yet"
+        print(f"  {task}Easy {row}: step {record['step']:,} of {steps:,}, {score}, {record['wall_s']:.0f} s",
+              file=sys.stderr, flush=True)
+
+    return on_record
+
+
 def run_row(task: str, row: str, steps: int, seed: int, seeds: int) -> dict:
-    """One (task, row) over ``seeds`` seeds in one call: its options, the seeds' final returns, the wall time."""
+    """One (task, row) over ``seeds`` seeds in one call: its options, the seeds' final returns, the wall time, and
+    for an agent's row its ``curve`` (every record's step and seeds' returns: ``curve_point``)."""
     opts = options(task, row, steps, seed, seeds)
     if ROWS[row] is None:
         start = time.perf_counter()
         finals = uniform_returns(opts["env"], list(range(seed, seed + seeds)), opts["steps"], opts["envs"])
         return {"task": task, "row": row, "options": opts, "finals": finals, "wall_s": time.perf_counter() - start}
     config = RLConfig(**opts)
-    records = train(config)[1]
+    records = train(config, on_record=progress(task, row, steps))[1]
     return {"task": task, "row": row, "options": config.to_dict(), "finals": final_returns(records),
-            "wall_s": records[-1]["wall_s"]}
+            "wall_s": records[-1]["wall_s"], "curve": [curve_point(r) for r in records]}
 
 
 def same_options(stored: dict, wanted: dict, uniform: bool) -> bool:
