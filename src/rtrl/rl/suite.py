@@ -38,7 +38,7 @@ from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import make
 from rtrl.rl.envs.popgym import NORMALISATION, normalise
 from rtrl.rl.loop import train
-from rtrl.rl.presets import POPGYM_STREAMING, ROW_OPTIONS, WINDOW, learned_by
+from rtrl.rl.presets import POPGYM, POPGYM_STREAMING, ROW_OPTIONS, WINDOW, learned_by
 
 TASKS = tuple(NORMALISATION)  # the eleven tasks of Farr et al.'s POPGym Easy suite
 # Farr et al. 2026 (arXiv 2605.24709), normalised IQM at 10M frames: (streaming agent with exact RTRL, PPO-RTU)
@@ -51,7 +51,7 @@ FARR = {"RepeatPrevious": (0.99, 0.81), "RepeatFirst": (0.48, 0.31), "CountRecal
 # agent at 1e-3 peaks near 0.54 and falls back, at 3e-4 it climbs to 0.67: docs/rl-results.md).
 ROWS = {"rtrl": {"method": "auto"}, "tbptt": {"method": "tbptt", "truncation": WINDOW},
         "memoryless": ROW_OPTIONS["memoryless"],
-        "uniform": None, "q": {"method": "auto", "algorithm": "q"}, "small-lr": {"method": "auto", "lr": 3e-4}}
+        "uniform": None, "q": {"method": "auto", "algorithm": "q"}, "small-lr": {"method": "auto", "lr": POPGYM["lr"]}}
 UNIFORM_STEPS, UNIFORM_ENVS = 2_000, 64  # per seed: 128,000 steps, at least 600 episodes of every task
 # The suite's agent: the popgym-repeat-* presets' (the streaming agent with its heads' tanh layer).
 AGENT = {k: v for k, v in POPGYM_STREAMING.items() if k not in ("steps", "record_every", "fidelity_every")}
@@ -98,9 +98,14 @@ def uniform_returns(env, seeds: list[int], steps: int = UNIFORM_STEPS, envs: int
     return [float(t) / int(n) for t, n in zip(totals, episodes, strict=True)]
 
 
+def seed_returns(record: dict) -> list[float | None]:
+    """Each seed's return in a record (one seed's record holds only ``return``; ``None``: no episode ended)."""
+    return record.get("return_per_seed", [record["return"]])
+
+
 def final_returns(records: list[dict]) -> list[float | None]:
     """Each seed's final return: the mean of its last two records' returns (those where episodes ended)."""
-    per_seed = list(zip(*(r.get("return_per_seed", [r["return"]]) for r in records[-2:]), strict=True))
+    per_seed = list(zip(*(seed_returns(r) for r in records[-2:]), strict=True))
     return [float(np.mean(known)) if (known := [v for v in seed if v is not None]) else None for seed in per_seed]
 
 
@@ -145,10 +150,10 @@ def table(runs: list[dict], command: str = "python -m rtrl.rl.suite --out DIR", 
             if not scores:
                 cells.append("-")
                 continue
-            low, high = bootstrap(scores)
-            cells.append(f"{iqm(scores):.2f} [{low:.2f}, {high:.2f}] ({len(scores)})")
+            (low, high), score = bootstrap(scores), iqm(scores)
+            cells.append(f"{score:.2f} [{low:.2f}, {high:.2f}] ({len(scores)})")
             if ROWS[row] is not None:
-                best[row] = iqm(scores)
+                best[row] = score
         named = max(best, key=best.get) if best else "-"  # max keeps the first of equals
         farr = FARR.get(task, ("-", "-"))
         lines.append(f"| {task}Easy | {' | '.join(cells)} | {named} | {farr[0]} | {farr[1]} |")
@@ -157,14 +162,14 @@ def table(runs: list[dict], command: str = "python -m rtrl.rl.suite --out DIR", 
 
 def curve_point(record: dict) -> dict:
     """A record as the row's ``curve`` keeps it: the step and each seed's return (``None``: no episode ended)."""
-    return {"step": record["step"], "returns": record.get("return_per_seed", [record["return"]])}
+    return {"step": record["step"], "returns": seed_returns(record)}
 
 
 def progress(task: str, row: str, steps: int):
     """``on_record`` for ``train``: a line on stderr per record (a 10M-frame row runs for hours on a CPU)."""
 
     def on_record(state, record):
-        scores = [normalised(task, v) for v in curve_point(record)["returns"] if v is not None]
+        scores = [normalised(task, v) for v in seed_returns(record) if v is not None]
         score = f"normalised IQM {iqm(scores):.3f}" if scores else "no episode ended yet"
         print(f"  {task}Easy {row}: step {record['step']:,} of {steps:,}, {score}, {record['wall_s']:.0f} s",
               file=sys.stderr, flush=True)
