@@ -294,9 +294,11 @@ def test_the_best_column_names_the_learning_row_of_the_highest_iqm():
     assert len(lines[1].split("|")) == len(lines[0].split("|"))  # the rule has one cell per column
 
 
-def test_the_small_lr_row_is_the_suites_agent_at_adams_3e_4():
-    """``small-lr`` differs from ``rtrl`` in Adam's step alone (3e-4 against the suite's 1e-3)."""
-    small = suite.options("Concentration", "small-lr", 1000, 0, 5)
-    rtrl = suite.options("Concentration", "rtrl", 1000, 0, 5)
-    assert (small["lr"], rtrl["lr"]) == (3e-4, 1e-3)
-    assert {k: v for k, v in small.items() if k != "lr"} == {k: v for k, v in rtrl.items() if k != "lr"}
+@pytest.mark.parametrize("small_row, row", [("small-lr", "rtrl"), ("memoryless-small-lr", "memoryless")])
+def test_the_small_lr_rows_differ_from_their_agents_in_adams_step_alone(small_row, row):
+    """``small-lr`` and ``memoryless-small-lr`` differ from ``rtrl`` and ``memoryless`` in Adam's step alone (3e-4
+    against the suite's 1e-3), so a pair of them measures the step and the other pair memory."""
+    small = suite.options("Concentration", small_row, 1000, 0, 5)
+    agent = suite.options("Concentration", row, 1000, 0, 5)
+    assert (small["lr"], agent["lr"]) == (3e-4, 1e-3)
+    assert {k: v for k, v in small.items() if k != "lr"} == {k: v for k, v in agent.items() if k != "lr"}

@@ -1,6 +1,7 @@
 """``python -m rtrl.rl.suite --out DIR [--tasks ...] [--rows ...] [--seeds 5] [--steps S]``: the POPGym Easy suite of
 Farr et al. (2026) on the jitted ports, each task's rows (exact RTRL, TBPTT(K), the memoryless agent; the row ``q``:
-exact RTRL under intentional Q(lambda); ``small-lr``: exact RTRL at Adam's 3e-4) over seeds run in one call under
+exact RTRL under intentional Q(lambda); ``small-lr``: exact RTRL at Adam's 3e-4, ``memoryless-small-lr`` the
+memoryless agent there) over seeds run in one call under
 ``jax.vmap`` (``rtrl rl --seeds``), scored as they score it, beside the uniform random policy's score (the row
 ``uniform``: what no learning reaches, ``uniform_returns``), each task's best learning row named.
 
@@ -48,10 +49,12 @@ FARR = {"RepeatPrevious": (0.99, 0.81), "RepeatFirst": (0.48, 0.31), "CountRecal
 # uniform random policy, played by ``uniform_returns``, not by an agent), and exact RTRL under intentional Q(lambda)
 # (``q``: the memory-chain-L-q presets' algorithm, ``rtrl.rl.presets.learned_by``), and exact RTRL at Adam's step
 # of the POPGym tables (``small-lr``: 3e-4 where the suite's agent takes 1e-3; on Concentration at 10M frames the
-# agent at 1e-3 peaks near 0.54 and falls back, at 3e-4 it climbs to 0.67: docs/rl-results.md).
+# agent at 1e-3 peaks near 0.54 and falls back, at 3e-4 it climbs to 0.67: docs/rl-results.md), and the memoryless
+# agent at that step (``memoryless-small-lr``: so that memory and step size are measured apart).
 ROWS = {"rtrl": {"method": "auto"}, "tbptt": {"method": "tbptt", "truncation": WINDOW},
         "memoryless": ROW_OPTIONS["memoryless"],
-        "uniform": None, "q": {"method": "auto", "algorithm": "q"}, "small-lr": {"method": "auto", "lr": POPGYM["lr"]}}
+        "uniform": None, "q": {"method": "auto", "algorithm": "q"}, "small-lr": {"method": "auto", "lr": POPGYM["lr"]},
+        "memoryless-small-lr": {**ROW_OPTIONS["memoryless"], "lr": POPGYM["lr"]}}
 UNIFORM_STEPS, UNIFORM_ENVS = 2_000, 64  # per seed: 128,000 steps, at least 600 episodes of every task
 # The suite's agent: the popgym-repeat-* presets' (the streaming agent with its heads' tanh layer).
 AGENT = {k: v for k, v in POPGYM_STREAMING.items() if k not in ("steps", "record_every", "fidelity_every")}
