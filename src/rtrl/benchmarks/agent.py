@@ -17,7 +17,8 @@ the first count's (one environment by default) of the same torso and width.
 A torso is a registered cell's name, or one of ``TORSOS``: ``rtu-concat`` and ``lru-concat`` are RTU and LRU with
 ``output_map="concat"`` (no N x N output matrix in the cell: the heads read the units' parts, so the agent keeps no
 N x N eligibility traces per environment), ``memoryless`` the memoryless rows' torso (``rtrl.rl.presets.ROW_OPTIONS``:
-no recurrence). Every width's torsos, the memoryless one always among them, and every environment count are timed
+no recurrence), ``mingru-tbptt1`` the minGRU under TBPTT(1) (no traces: what the torso's learning costs without
+them). Every width's torsos, the memoryless one always among them, and every environment count are timed
 in one interleaved call, so ``x memoryless``, each full step over the memoryless agent's full step with as many
 environments, compares timings taken under the same load.
 
@@ -52,6 +53,7 @@ TORSOS = {  # a torso's options beyond the streaming presets'; a registered cell
     BASELINE: {"cell": ROW_OPTIONS[BASELINE]["cell"], "method": ROW_OPTIONS[BASELINE]["method"], "cell_args": {}},
     "rtu-concat": {"cell": "rtu", "cell_args": {"output_map": "concat"}},
     "lru-concat": {"cell": "lru", "cell_args": {"output_map": "concat"}},
+    "mingru-tbptt1": {"cell": "mingru", "method": "tbptt", "truncation": 1},
 }
 CELLS = ("mingru", "rtu", "rtu-concat", "lru", "lru-concat")
 ENV = {"env": "memory-chain", "env_args": {"memory_length": 20}}
