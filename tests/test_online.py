@@ -201,14 +201,24 @@ def test_a_none_credit_contracts_as_a_zero_credit(method):
     assert relative_error(contract(params, state.traces, pruned), contract(params, state.traces, zeroed)) == 0.0
 
 
-SHIFTING = [(rtrl.cells.IIR2(3, 4), True), (rtrl.cells.AdaptiveIIR2(3, 4), True), (rtrl.cells.ELSTM(3, 4), False),
-            (rtrl.cells.Elman(3, 4), False),
-            (rtrl.cells.Network(layers=(rtrl.cells.LRU(4, 4), rtrl.cells.IIR2(4, 4)), input_size=3), True)]
+LRU, LIF = rtrl.cells.LRU(3, 4), rtrl.cells.LIF(3, 4)
+PER_BODY = [(rtrl.cells.IIR2(3, 4), "closed_form", 2), (rtrl.cells.IIR2(3, 4), "diagonal", 2),
+            (rtrl.cells.AdaptiveIIR2(3, 4), "closed_form", 2), (rtrl.cells.ELSTM(3, 4), "closed_form", 1),
+            (rtrl.cells.Elman(3, 4), "closed_form", 1), (rtrl.cells.MinGRU(3, 4), "closed_form", 1),
+            (LRU, "closed_form", 2), (LRU, "diagonal", 1), (rtrl.cells.RTU(3, 4), "closed_form", 2),
+            (LIF, "closed_form", 2), (LIF, "diagonal", 1),
+            (rtrl.cells.Network(layers=(rtrl.cells.ELSTM(4, 4), rtrl.cells.MinGRU(4, 4)), input_size=3), "auto", 1),
+            (rtrl.cells.Network(layers=(rtrl.cells.LRU(4, 4), rtrl.cells.IIR2(4, 4)), input_size=3), "auto", 2)]
 
 
-@pytest.mark.parametrize("cell, shifts", SHIFTING)
-def test_scans_compile_two_steps_per_body_exactly_where_a_carry_leaf_shifts(cell, shifts):
-    """IIR filters pass z1 on as z2 (and y1 as y2): two steps per body let those buffers alternate."""
+@pytest.mark.parametrize("cell, method, per_body", PER_BODY)
+def test_scans_compile_two_steps_per_body_where_carry_leaves_shift_or_cross_under_closed_form(cell, method, per_body):
+    """Two steps per body where a carry leaf is passed on to another place (IIR filters' z2' = z1, under any
+    method), and under closed_form where a new leaf reads another's old value (an LRU's rotation, a LIF neuron's
+    reset); a stack whose second layer reads the first's new carry crosses nothing. [guards: a read through a new
+    value counted as a read of the old one (the ELSTM-minGRU stack); crossing leaves ignored (LRU, LIF under
+    closed_form); the method's flag ignored (LRU, LIF under diagonal)]"""
     params = cell.init(jax.random.PRNGKey(0))
     carry = cell.initial_carry((2,))
-    assert steps_per_body(cell, params, carry, jnp.ones((2, cell.input_size))) == (2 if shifts else 1)
+    learner = rtrl.online(cell, method)
+    assert steps_per_body(learner, params, carry, jnp.ones((2, cell.input_size))) == per_body

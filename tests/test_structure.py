@@ -164,3 +164,23 @@ def test_complex_rotations_are_found_element_wise_at_every_size(cell):
     to a value that is a difference of two terms) and the tolerance of 1e3 eps refused them as coupled."""
     assert rtrl.inspect(cell).method == "closed_form"
     assert rtrl.online(cell, method="diagonal") is not None
+
+
+def test_old_values_read_counts_a_new_value_read_as_no_old_read():
+    """Hand-checked on steps of a carry (a, b): a stack (b' reads the new a', which read the old a) reads only a in
+    a' and only b in b'; a swap reads the other leaf in each; a shift passes a on as b'; a constant reads nothing.
+    [guards: a read through a new value counted as a read of what made it (the stack would read both); a leaf
+    passed on unchanged counted as no read]"""
+    from rtrl.structure import old_values_read
+
+    def reads(step):
+        return old_values_read(jax.make_jaxpr(step)(1.0, 2.0).jaxpr)
+
+    def stack(a, b):
+        new_a = jnp.tanh(a)
+        return new_a, 0.5 * b + new_a
+
+    assert reads(stack) == [frozenset({0}), frozenset({1})]
+    assert reads(lambda a, b: (b, a)) == [frozenset({1}), frozenset({0})]
+    assert reads(lambda a, b: (2.0 * a, a)) == [frozenset({0}), frozenset({0})]
+    assert reads(lambda a, b: (a + 1.0, 3.0)) == [frozenset({0}), frozenset()]

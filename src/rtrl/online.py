@@ -38,20 +38,27 @@ from rtrl import validate
 from rtrl.capabilities import HasOutput
 from rtrl.methods import TraceMethod, resolve
 from rtrl.methods.base import bound
-from rtrl.structure import unread_as_none
+from rtrl.structure import old_values_read, unread_as_none
 
 
-def steps_per_body(cell, params, carry, x) -> int:
-    """How many online steps a scan over them should compile into one loop body: 2 when the cell passes a carry
-    leaf on unchanged to another place (the IIR filters' ``z2' = z1``, ``y2' = y1``; found in the step's jaxpr),
-    else 1. With two steps per body a shifted carry and its traces alternate between two buffers, where one step
-    per body makes XLA copy every shifted array each step (AdaptiveIIR2 64x256x32 closed_form: 7.3 ms against
-    2.3 ms a step, one thread); without shifts, one step per body is the faster (ELSTM closed_form 0.65 ms against
-    0.88 ms, the tanh cell 134 us against 159 us).
+def steps_per_body(learner, params, carry, x) -> int:
+    """How many online steps of ``learner`` a scan over them should compile into one loop body: 2 where the
+    cell's step passes a carry leaf on unchanged to another place (the IIR filters' ``z2' = z1``, ``y2' = y1``),
+    or, under a method that gains from it (``two_steps_where_leaves_cross``: ``closed_form``), where a leaf of the
+    new carry reads the old value of another (an LRU's or RTU's rotation of its real and imaginary parts, a
+    spiking neuron's reset: ``rtrl.structure.old_values_read``); else 1. With two steps per body those leaves and
+    their traces alternate between two buffers, where one step per body makes XLA copy them every step
+    (AdaptiveIIR2 64x256x32 closed_form: 7.3 ms against 2.3 ms a step, one thread; LRU closed_form 0.79x);
+    where each leaf reads only itself, one step per body is the faster (ELSTM closed_form 0.65 ms against 0.88 ms,
+    the tanh cell 134 us against 159 us), and ``diagonal`` on LRU or LIF at 32x64x8 was 1.3x to 2.9x slower
+    with two.
     """
-    closed = jax.make_jaxpr(lambda c: cell.step(params, c, x)[0])(carry)
-    place = {id(v): i for i, v in enumerate(closed.jaxpr.invars)}
-    return 2 if any(place.get(id(v), i) != i for i, v in enumerate(closed.jaxpr.outvars)) else 1
+    jaxpr = jax.make_jaxpr(lambda c: learner.cell.step(params, c, x)[0])(carry).jaxpr
+    place = {id(v): i for i, v in enumerate(jaxpr.invars)}
+    if any(place.get(id(v), i) != i for i, v in enumerate(jaxpr.outvars)):
+        return 2
+    crossed = any(leaves - {i} for i, leaves in enumerate(old_values_read(jaxpr)))
+    return 2 if crossed and learner.method.two_steps_where_leaves_cross else 1
 
 
 # The contraction's loop over examples takes four per iteration: XLA then sums four examples' traces in one pass over
@@ -268,7 +275,7 @@ def stream_grad(learner: Learner, params, state: OnlineState, xs, targets, loss_
         return value, ((state, total + value), None)
 
     (state, loss), grads, _ = accumulate(step_loss, params, (state, jnp.zeros((), loss.dtype)), (xs, targets),
-                                         unroll=steps_per_body(learner.cell, params, state.carry, xs[0]))
+                                         unroll=steps_per_body(learner, params, state.carry, xs[0]))
     return loss, grads, state
 
 

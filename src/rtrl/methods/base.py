@@ -159,6 +159,10 @@ class Method(Frozen):
 
 class TraceMethod(Method):
     online: ClassVar[bool] = True
+    # Whether a scan of this method's steps compiles two per loop body where a leaf of the cell's new carry reads
+    # the old value of another (``rtrl.online.steps_per_body``): measured per method, as the gain depends on how
+    # its traces are laid out.
+    two_steps_where_leaves_cross: ClassVar[bool] = False
     trace_dtype: str | None = trace_dtype_option()
 
     def __check_init__(self) -> None:

@@ -213,7 +213,7 @@ class Trainer:
 
         # As many online steps per compiled body as the cell wants (rtrl.online.steps_per_body), also when each
         # update takes fewer.
-        per_body = (steps_per_body(self.learned, state.params["cell"], state.memory.carry, episodes.xs[0])
+        per_body = (steps_per_body(self.window.learner, state.params["cell"], state.memory.carry, episodes.xs[0])
                     if isinstance(self.window, TraceWindow) else 1)
         (params, opt_state, memory), (losses, weights) = lax.scan(
             update, (state.params, state.opt_state, state.memory), windows, unroll=per_body if k % per_body else 1

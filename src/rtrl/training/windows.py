@@ -53,7 +53,7 @@ class TraceWindow(NamedTuple):
             objective, weighted = self.score(self.read(p["readout"], h), ep.targets, ep.weights)
             return jnp.sum(objective) / B, (next_memory, (jnp.sum(weighted), jnp.sum(ep.weights)))
 
-        unroll = steps_per_body(learner.cell, params["cell"], memory.carry, episodes.xs[0])
+        unroll = steps_per_body(learner, params["cell"], memory.carry, episodes.xs[0])
         memory, grads, (losses, weights) = accumulate(step_loss, params, memory, (episodes, done), unroll=unroll)
         return memory, grads, losses, weights
 
