@@ -54,29 +54,25 @@ def passed_through(jaxpr) -> list[int | None]:
 
 def jaxpr_dependencies(jaxpr) -> list[frozenset[int]]:
     """``structural_dependencies`` of a jaxpr."""
-    deps = {v: frozenset([i]) for i, v in enumerate(jaxpr.invars)}
-
-    def of(v):
-        return frozenset() if isinstance(v, Literal) else deps.get(v, frozenset())
-
-    for eqn in jaxpr.eqns:
-        d = frozenset().union(*(of(v) for v in eqn.invars))
-        deps.update({v: d for v in eqn.outvars})
-    return [of(v) for v in jaxpr.outvars]
+    return dependencies_cut_at(jaxpr, set())
 
 
 def old_values_read(jaxpr) -> list[frozenset[int]]:
     """For each output of a step's ``jaxpr`` (its outputs the next values of its inputs), the inputs whose old
     value it reads, not counting reads through another output's new value (a layer that reads the new carry of
     the layer below does not read its old one); conservative as ``jaxpr_dependencies``."""
+    return dependencies_cut_at(jaxpr, {v for v in jaxpr.outvars if not isinstance(v, Literal)} - set(jaxpr.invars))
+
+
+def dependencies_cut_at(jaxpr, cut) -> list[frozenset[int]]:
+    """``jaxpr_dependencies``, where a later equation's read of a variable in ``cut`` depends on nothing."""
     deps = {v: frozenset([i]) for i, v in enumerate(jaxpr.invars)}
-    new_values = {v for v in jaxpr.outvars if not isinstance(v, Literal)} - set(jaxpr.invars)
 
     def of(v):
         return frozenset() if isinstance(v, Literal) else deps.get(v, frozenset())
 
-    def read(v):  # an input of a later equation: a new value reads nothing old
-        return frozenset() if not isinstance(v, Literal) and v in new_values else of(v)
+    def read(v):
+        return frozenset() if not isinstance(v, Literal) and v in cut else of(v)
 
     for eqn in jaxpr.eqns:
         d = frozenset().union(*(read(v) for v in eqn.invars))
