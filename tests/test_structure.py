@@ -19,6 +19,7 @@ import pytest
 import rtrl
 from oracle import EXACT_TOL, gradient_error, random_carry, random_problem, reset_error, worst_error
 from rtrl.cells import from_function
+from rtrl.structure import old_values_read
 
 D, N = 3, 5
 
@@ -171,7 +172,6 @@ def test_old_values_read_counts_a_new_value_read_as_no_old_read():
     a' and only b in b'; a swap reads the other leaf in each; a shift passes a on as b'; a constant reads nothing.
     [guards: a read through a new value counted as a read of what made it (the stack would read both); a leaf
     passed on unchanged counted as no read]"""
-    from rtrl.structure import old_values_read
 
     def reads(step):
         return old_values_read(jax.make_jaxpr(step)(1.0, 2.0).jaxpr)

@@ -38,7 +38,7 @@ from rtrl import validate
 from rtrl.capabilities import HasOutput
 from rtrl.methods import TraceMethod, resolve
 from rtrl.methods.base import bound
-from rtrl.structure import old_values_read, unread_as_none
+from rtrl.structure import old_values_read, passed_through, unread_as_none
 
 
 def steps_per_body(learner, params, carry, x) -> int:
@@ -54,8 +54,7 @@ def steps_per_body(learner, params, carry, x) -> int:
     with two.
     """
     jaxpr = jax.make_jaxpr(lambda c: learner.cell.step(params, c, x)[0])(carry).jaxpr
-    place = {id(v): i for i, v in enumerate(jaxpr.invars)}
-    if any(place.get(id(v), i) != i for i, v in enumerate(jaxpr.outvars)):
+    if any(j is not None and j != i for i, j in enumerate(passed_through(jaxpr))):
         return 2
     crossed = any(leaves - {i} for i, leaves in enumerate(old_values_read(jaxpr)))
     return 2 if crossed and learner.method.two_steps_where_leaves_cross else 1
