@@ -276,3 +276,90 @@ def test_init_std_sets_the_policys_spread_at_the_start():
         assemble(RLConfig(env="tmaze", init_std=0.5))
     with pytest.raises(ValueError, match="init_std does nothing here: algorithm 'q' does not read it"):
         RLConfig(algorithm="q", init_std=0.5)
+
+
+def test_a_state_dependent_spread_is_a_head_whose_gradients_are_written_out():
+    """``state_std``: ``log_std`` is A more columns of the policy head (weights 0, biases ``log(init_std)``: the
+    policy at the start is the state-independent one of the same key); the drive is the gradient of ``c v + log
+    pi(u)`` with ``log_std = hidden @ W_s + b_s``, and the entropy's gradient the mean over the environments of
+    ``d H / d log_std = 1`` pulled through the head: ``b_s`` 1, ``W_s`` the mean hidden state, the torso's its
+    pullback; both written out here from the cell's step. One step from a zero carry, two environments, a Box of 2.
+    [guards: log_std read from the mean's columns; the entropy's gradient left constant; W_s not starting at 0]"""
+    cell = MinGRU(3, 4)
+    plain = GaussianActorCritic(cell, 2, method="rtrl", head_hidden=3).configure(RLConfig(init_std=0.5))
+    agent = GaussianActorCritic(cell, 2, method="rtrl", head_hidden=3).configure(RLConfig(init_std=0.5,
+                                                                                          state_std=True))
+    params, before = agent.init(jax.random.PRNGKey(1), jnp.float64), plain.init(jax.random.PRNGKey(1), jnp.float64)
+    assert "log_std" not in params and params["policy"]["W"].shape == (3, 4)
+    np.testing.assert_array_equal(params["policy"]["W"][:, :2], before["policy"]["W"])
+    np.testing.assert_array_equal(params["policy"]["W"][:, 2:], 0)
+    np.testing.assert_allclose(params["policy"]["b"], [0, 0, math.log(0.5), math.log(0.5)], rtol=1e-12)
+    params["policy"]["W"] = params["policy"]["W"].at[:, 2:].set(jnp.array([[0.3, -0.2], [0.1, 0.4], [-0.5, 0.2]]))
+    x = jnp.array([[0.3, -1.0, 0.5], [1.0, 0.2, -0.4]], jnp.float64)
+    keys = jax.random.split(jax.random.PRNGKey(2), 2)
+    action, _, drive, bonus, _, entropy = agent.step(params, agent.memory(params, 2), x, keys, 0.7)
+
+    def hidden_state(p, xe):
+        _, h = cell.step(p["torso"], cell.initial_carry((), jnp.float64), xe)
+        return jnp.tanh(h @ p["head"]["W"] + p["head"]["b"])
+
+    def parts(p, xe):
+        hidden = hidden_state(p, xe)
+        W, b = p["policy"]["W"], p["policy"]["b"]
+        return (hidden @ W[:, :2] + b[:2], hidden @ W[:, 2:] + b[2:],
+                (hidden @ p["value"]["W"] + p["value"]["b"])[0])
+
+    def objective(p, xe, u):
+        mean, log_std, v = parts(p, xe)
+        logp = jnp.sum(-((u - mean) ** 2) / (2 * jnp.exp(2 * log_std)) - log_std - 0.5 * jnp.log(2 * jnp.pi))
+        return 0.7 * v + logp
+
+    def close(got, want):
+        for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+    for e in range(2):
+        close(jax.tree.map(lambda a, e=e: a[e], drive), jax.grad(objective)(params, x[e], action[e]))
+        log_std = parts(params, x[e])[1]
+        np.testing.assert_allclose(entropy[e], numpy_gaussian([0, 0], log_std, [0, 0])[1], rtol=1e-12)
+    close(bonus, jax.grad(lambda p: sum(jnp.sum(parts(p, xe)[1]) for xe in x) / 2)(params))
+    np.testing.assert_allclose(bonus["policy"]["b"], [0, 0, 1, 1], rtol=1e-12)
+    np.testing.assert_allclose(bonus["policy"]["W"][:, 2],
+                               (hidden_state(params, x[0]) + hidden_state(params, x[1])) / 2, rtol=1e-12)
+    assert float(jnp.abs(bonus["torso"]["W_h"]).max()) > 0  # it reaches the torso
+
+
+def test_exact_rtrl_equals_bptt_with_a_state_dependent_spread():
+    """As ``test_exact_rtrl_equals_bptt_on_the_continuous_agent`` with ``state_std``, the spread's head's weights
+    away from 0 so its gradient reaches the torso: v_t's, log pi(u_t)'s and the entropy's to 1e-9 relative."""
+    agent = GaussianActorCritic(MinGRU(3, 5), 2, method="rtrl").configure(RLConfig(state_std=True))
+    params = agent.init(jax.random.PRNGKey(4), jnp.float64)
+    params["policy"]["W"] = params["policy"]["W"] + 0.3 * jax.random.normal(jax.random.PRNGKey(6), (5, 4))
+    xs = jax.random.normal(jax.random.PRNGKey(5), (12, 3), jnp.float64)
+    memory = agent.learner.init(params["torso"])
+    for t in range(12):
+        online = agent.objective_grads(params, memory, xs[t], jnp.array([0.4 - 0.1 * t, 0.05 * t]))
+        memory = online[2]
+    bptt = agent.bptt_grads(params, xs, jnp.asarray(0), jnp.array([0.4 - 1.1, 0.55]))
+    assert float(jnp.abs(bptt["torso"]["W_h"][2]).max()) > 0  # the entropy's gradient reaches the torso
+    for a, b in zip(jax.tree.leaves(online[1]), jax.tree.leaves(bptt), strict=True):
+        scale = max(float(jnp.abs(b).max()), 1e-300)
+        assert float(jnp.abs(a - b).max()) / scale <= 1e-9
+
+
+def test_a_pendulum_run_with_a_state_dependent_spread_passes_the_fidelity_check():
+    """The loop's fidelity check at every step of a float64 ``state_std`` run on pendulum-p, across an episode
+    boundary: both cosines 1 to 1e-9; ``state_std`` refused on discrete actions and under Q."""
+    from rtrl.rl.assemble import assemble
+
+    config = RLConfig(env="pendulum-p", cell="mingru", hidden=6, envs=2, steps=230, record_every=230,
+                      fidelity_every=1, lr=1e-12, dtype="float64", method="auto", state_std=True)
+    run = runner(config)
+    state = run.advance(run.init(0), 230)
+    rec = record(state)
+    assert rec["cos_value"] > 1 - 1e-9 and rec["cos_policy"] > 1 - 1e-9 and rec["episodes"] == 2
+    assert state.params["policy"]["W"].shape == (6, 2) and "log_std" not in state.params
+    with pytest.raises(ValueError, match="state_std is the Gaussian policy's, for a Box action space"):
+        assemble(RLConfig(env="tmaze", state_std=True))
+    with pytest.raises(ValueError, match="state_std does nothing here: algorithm 'q' does not read it"):
+        RLConfig(algorithm="q", state_std=True)

@@ -208,7 +208,7 @@ class ActorCritic(RecurrentAgent):
     ``head_hidden`` units), the traces of value and log-policy gradients, an entropy bonus (rtrl.rl.agent)."""
 
     heads_hidden = True
-    options = ("entropy", "value_coef", "head_hidden", "split_torso", "init_std")
+    options = ("entropy", "value_coef", "head_hidden", "split_torso", "init_std", "state_std")
     checked = 2  # the fidelity check's gradients: the first two of ``objective_grads`` (v_t's, log pi(a_t)'s)
     split = False  # ``split_torso``: the policy and the value read halves of the torso (``configure``)
 

@@ -69,9 +69,10 @@ def assemble(config: RLConfig) -> RLAssembly:
     if cell.input_size != env.obs_size:
         raise ValueError(f"cell input_size must be the observation size {env.obs_size} of {env.name}, got "
                          f"{cell.input_size}")
-    if env.action_bounds is None and config.init_std != 1.0:
-        raise ValueError(f"init_std is the Gaussian policy's, for a Box action space; {env.name}'s actions are "
-                         f"discrete (a categorical policy), got init_std {config.init_std}")
+    for name, default in (("init_std", 1.0), ("state_std", False)):
+        if env.action_bounds is None and getattr(config, name) != default:
+            raise ValueError(f"{name} is the Gaussian policy's, for a Box action space; {env.name}'s actions are "
+                             f"discrete (a categorical policy), got {name} {getattr(config, name)}")
     kind = ALGORITHMS[config.algorithm] if env.action_bounds is None else agent_class(config.algorithm, env.name)
     agent = kind(cell, env.num_actions, config.method, config.truncation, config.head_hidden)
     agent = agent.configure(config)  # what its act reads of the configuration (Q's final epsilon)

@@ -119,6 +119,9 @@ class RLConfig(Config):
                                "where the cell is element-wise: minGRU, LRU, RTU, ...)", flag)
     init_std: float = option(1.0, "ac on a Box action space: the Gaussian policy's standard deviation at the start "
                              "(its log is learnt)", positive_float, "S")
+    state_std: bool = option(False, "ac on a Box action space: the Gaussian policy's log standard deviation is a head "
+                             "on the torso, as its mean is (Farr et al.'s state_dependent_std), not one learnt "
+                             "vector", flag)
     entropy: float = option(0.01, "ac: weight of the policy's entropy", non_negative_float, "C")
     value_coef: float = option(1.0, "ac: weight of the value's gradient in the traces", non_negative_float, "C")
     # measured (docs/rl-history.md): obgd at lr 1, kappa 2 was slower on masked CartPole and did not learn

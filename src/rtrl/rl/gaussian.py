@@ -12,6 +12,10 @@ update happens to visit (an exploration collapse that the value's and the mean's
 policy's entropy and its gradient are exact in closed form, with no pass through the network; it is the choice of
 the on-policy continuous agents this one is measured beside (PPO's, stream AC's). ``log_std`` starts at
 ``log(init_std)`` (``--init-std``, default 1) and is not clipped (a clip would freeze its gradient at the edge).
+With ``state_std`` (``--state-std``; Farr et al.'s MuJoCo agents' ``state_dependent_std``) ``log_std`` is a head on
+the torso instead, A more columns of the policy head (``[mean, log_std] = policy(h)``, their weights starting at 0
+and their biases at ``log(init_std)``, so the policy at the start is the same), and the entropy's gradient passes
+through the head and the torso as the log-probability's does.
 
 The environment maps ``u`` onto the space's bounds (``rtrl.rl.envs.continuous``: tanh-squashed where both bounds
 are finite, clipped to one finite bound, as it is where none is): the map is part of the environment, so the
@@ -66,22 +70,35 @@ class GaussianActorCritic(ActorCritic):
     method="rtrl", truncation=8, head_hidden=0)``, ``num_actions`` the Box's dimensions."""
 
     init_std = 1.0  # the policy's standard deviation at the start (``configure``: ``RLConfig.init_std``)
+    state_std = False  # ``log_std`` a head on the torso, as the mean (``configure``: ``RLConfig.state_std``)
 
     def configure(self, config) -> GaussianActorCritic:
-        """``ActorCritic.configure``, and ``config.init_std``."""
-        self.init_std = config.init_std
+        """``ActorCritic.configure``, and ``config.init_std`` and ``config.state_std``."""
+        self.init_std, self.state_std = config.init_std, config.state_std
         return super().configure(config)
 
     def init(self, key: jax.Array, dtype=jnp.float32):
+        """The actor-critic's parameters and ``"log_std"`` (A,) at ``log(init_std)``; with ``state_std`` the policy
+        head's A more columns instead, their weights 0 and biases ``log(init_std)`` (the same policy at the start)."""
         params = super().init(key, dtype)
-        params["log_std"] = jnp.full((self.num_actions,), math.log(self.init_std), dtype)
-        return params
+        log_std = jnp.full((self.num_actions,), math.log(self.init_std), dtype)
+        if not self.state_std:
+            return {**params, "log_std": log_std}
+        W, b = params["policy"]["W"], params["policy"]["b"]
+        return {**params, "policy": {"W": jnp.concatenate([W, jnp.zeros_like(W)], axis=1),
+                                     "b": jnp.concatenate([b, log_std])}}
+
+    def distribution(self, params, h: jax.Array):
+        """``((mean, log_std), value)`` of one hidden state ``h``: the heads, and the policy's ``log_std``."""
+        out, value = heads(params, h, self.split)
+        if self.state_std:
+            return (out[..., :self.num_actions], out[..., self.num_actions:]), value
+        return (out, jnp.broadcast_to(params["log_std"], out.shape)), value
 
     def forward(self, params, memory, x: jax.Array):
         """One environment's ``(((mean, log_std), value), memory')``: the torso's online step on ``x``, the heads."""
         h, memory = self.learner.step(params["torso"], memory, x)
-        mean, value = heads(params, h, self.split)
-        return ((mean, params["log_std"]), value), memory
+        return self.distribution(params, h), memory
 
     def objective_grads(self, params, memory, x: jax.Array, action: jax.Array):
         """One environment's ``(value, grads, memory', entropy)`` for a given ``action`` ``u`` (A,): ``grads`` stacks
@@ -109,7 +126,8 @@ class GaussianActorCritic(ActorCritic):
              split: bool = False):
         """All E environments at once (``ActorCritic.step``'s contract): ``(action, value, drive, entropy_grad,
         memory', entropy)``, ``action`` (E, A) the draws ``u``; one forward pass and one pullback per environment.
-        The entropy's gradient needs no pass: 1 for each ``log_std``, 0 elsewhere. ``split``: ``drive`` the value's
+        The entropy's gradient needs no pass (1 for each ``log_std``, 0 elsewhere) but with ``state_std``, where it
+        is one more pullback per environment, averaged. ``split``: ``drive`` the value's
         and the policy's gradients apart (``ActorCritic.step``)."""
 
         def one(m, xe, key):
@@ -121,11 +139,16 @@ class GaussianActorCritic(ActorCritic):
                 drive = split_drive(pullback, d_dist, value.dtype)
             else:
                 drive = pullback((d_dist, jnp.asarray(value_coef, value.dtype)))[0]
-            return action, value, drive, memory_next, gaussian_objectives(mean, log_std, action)[1]
+            # the entropy's gradient: through the head where log_std is one (``state_std``), else 1 for each log_std
+            d_entropy = pullback(((jnp.zeros_like(mean), jnp.ones_like(log_std)), jnp.zeros((), value.dtype)))[0] \
+                if entropy and self.state_std else None
+            return action, value, drive, memory_next, gaussian_objectives(mean, log_std, action)[1], d_entropy
 
-        action, value, drives, memory_next, entropies = jax.vmap(one)(memory, x, keys)
+        action, value, drives, memory_next, entropies, d_entropy = jax.vmap(one)(memory, x, keys)
         entropy_grad = None
-        if entropy:
+        if entropy and self.state_std:
+            entropy_grad = jax.tree.map(lambda g: g.mean(0), d_entropy)
+        elif entropy:
             entropy_grad = jax.tree.map(jnp.zeros_like, params)
             entropy_grad["log_std"] = jnp.ones_like(params["log_std"])
         return action, value, drives, entropy_grad, memory_next, entropies
@@ -135,8 +158,8 @@ class GaussianActorCritic(ActorCritic):
         ``u`` (A,)."""
 
         def values(p):
-            mean, value = heads(p, self.unrolled(p["torso"], xs, start), self.split)
-            return jnp.concatenate([value[None], gaussian_objectives(mean, p["log_std"], action)])
+            dist, value = self.distribution(p, self.unrolled(p["torso"], xs, start))
+            return jnp.concatenate([value[None], gaussian_objectives(*dist, action)])
 
         return jax.jacrev(values)(params)
 
