@@ -16,7 +16,8 @@ With ``state_std`` (``--state-std``; Farr et al.'s MuJoCo agents' ``state_depend
 the torso instead, A more columns of the policy head (``[mean, log_std] = policy(h)``, their weights starting at 0
 and their biases at ``log(init_std)``, so the policy at the start is the same), and the entropy's gradient passes
 through the head and the torso as the log-probability's does. On hopper-p it did worse than the vector in four of six
-seeds (mean 1411 against 1621 over seeds 0-4; docs/rl-results.md), its spread shrinking to about 0.5.
+seeds (mean 1411 against 1621 over seeds 0-4), its spread shrinking to about 0.5, and on walker2d-p in three of five
+(mean 887 against 961; docs/rl-results.md).
 
 The environment maps ``u`` onto the space's bounds (``rtrl.rl.envs.continuous``: tanh-squashed where both bounds
 are finite, clipped to one finite bound, as it is where none is): the map is part of the environment, so the
