@@ -36,7 +36,8 @@ term, which only penalises a mean far outside the squash's linear range). Its gr
 Everything else is the actor-critic's: the traces take ``value_coef * grad v_t + grad log pi(u_t)`` per environment,
 the TD error and the update rule (``adam``, ``sgd``, ``obgd``, ``adaptive_obgd``, ``intentional``) are the same, and
 the fidelity check compares ``grad v_t`` and ``grad log pi(u_t)`` with BPTT's. Parameters: the actor-critic's
-(``"policy"`` the mean's head, (M or N, A)) and ``"log_std"`` (A,).
+(``"policy"`` the mean's head, (M or N, A)) and ``"log_std"`` (A,); with ``state_std`` the policy head (M or N, 2A)
+and no ``"log_std"``.
 """
 
 from __future__ import annotations
