@@ -137,8 +137,9 @@ def test_options_are_the_fields_of_rlconfig_and_a_preset_gives_the_rest():
             "--out x").split()
     qrc = RLConfig(algorithm="qrc", epsilon=0.2, explore_steps=5, h_lr=0.01, h_beta=0.5, optimizer="sgd", clip=None)
     assert config_from_args(parser().parse_args(argv), RLConfig, PRESETS) == qrc
-    argv = "rl --optimizer intentional --lr 0.05 --critic-lr 0.5 --split-torso --init-std 0.5 --out x".split()
-    split = RLConfig(optimizer="intentional", lr=0.05, critic_lr=0.5, split_torso=True, init_std=0.5)
+    argv = ("rl --optimizer intentional --lr 0.05 --critic-lr 0.5 --split-torso --init-std 0.5 --state-std "
+            "--out x").split()
+    split = RLConfig(optimizer="intentional", lr=0.05, critic_lr=0.5, split_torso=True, init_std=0.5, state_std=True)
     assert config_from_args(parser().parse_args(argv), RLConfig, PRESETS) == split
     # every option above is not a default
     assert {f.name: any(getattr(c, f.name) != getattr(RLConfig(), f.name) for c in (ac, qrc, split))
