@@ -32,6 +32,12 @@ def numpy_gaussian(mean, log_std, u):
     return np.log(density), entropy, (u - mean) / std ** 2, ((u - mean) / std) ** 2 - 1
 
 
+def close(got, want):
+    """Every leaf of ``got`` equals ``want``'s to 1e-10 relative (1e-12 absolute)."""
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
 def test_log_probability_and_entropy_on_a_hand_checked_case():
     """mean (0.5, -1), std (1, 2), u (1, 1): log pi = -(0.5^2 / 2 + (2/2)^2 / 2) - log 2 - log(2 pi) = -3.1560;
     H = log 2 + log(2 pi e) = 3.5310."""
@@ -151,10 +157,6 @@ def test_with_a_critic_constant_the_value_and_policy_gradients_come_apart():
         mean, std = mean_and_value(p, xe)[0], jnp.exp(p["log_std"])
         return jnp.sum(-((u - mean) ** 2) / (2 * std ** 2) - p["log_std"] - 0.5 * jnp.log(2 * jnp.pi))
 
-    def close(got, want):
-        for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
-            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
-
     for e in range(2):
         g_v = jax.grad(lambda p, e=e: mean_and_value(p, x[e])[1])(params)
         g_pi = jax.grad(log_policy)(params, x[e], stepped.action[e])
@@ -175,14 +177,17 @@ def test_critic_lr_is_refused_where_nothing_reads_it():
         RLConfig(optimizer="intentional", critic_lr=2.0)
 
 
-@pytest.mark.parametrize("cell", ["mingru", "elman"])
-def test_exact_rtrl_equals_bptt_on_the_continuous_agent(cell):
+@pytest.mark.parametrize("cell, state_std", [("mingru", False), ("elman", False), ("mingru", True)])
+def test_exact_rtrl_equals_bptt_on_the_continuous_agent(cell, state_std):
     """The online gradients of v_t, log pi(u_t) and the entropy after 12 steps of an episode (the torso's exact
-    traces carried step by step) equal BPTT's over the same inputs, every parameter, to 1e-9 relative."""
+    traces carried step by step) equal BPTT's over the same inputs, every parameter, to 1e-9 relative; with
+    ``state_std`` the spread's head's weights away from 0, so the entropy's gradient reaches the torso."""
     from rtrl.cells.lookup import make_cell
 
-    agent = GaussianActorCritic(make_cell(cell, {}, 3, 5), 2, method="rtrl")
+    agent = GaussianActorCritic(make_cell(cell, {}, 3, 5), 2, method="rtrl").configure(RLConfig(state_std=state_std))
     params = agent.init(jax.random.PRNGKey(4), jnp.float64)
+    if state_std:
+        params["policy"]["W"] = params["policy"]["W"] + 0.3 * jax.random.normal(jax.random.PRNGKey(6), (5, 4))
     xs = jax.random.normal(jax.random.PRNGKey(5), (12, 3), jnp.float64)
     memory = agent.learner.init(params["torso"])
     for t in range(12):
@@ -190,6 +195,8 @@ def test_exact_rtrl_equals_bptt_on_the_continuous_agent(cell):
         online = agent.objective_grads(params, memory, xs[t], action)
         memory = online[2]
     bptt = agent.bptt_grads(params, xs, jnp.asarray(0), action)
+    if state_std:
+        assert float(jnp.abs(bptt["torso"]["W_h"][2]).max()) > 0  # the entropy's gradient reaches the torso
     for a, b in zip(jax.tree.leaves(online[1]), jax.tree.leaves(bptt), strict=True):
         scale = max(float(jnp.abs(b).max()), 1e-300)
         assert float(jnp.abs(a - b).max()) / scale <= 1e-9
@@ -314,10 +321,6 @@ def test_a_state_dependent_spread_is_a_head_whose_gradients_are_written_out():
         logp = jnp.sum(-((u - mean) ** 2) / (2 * jnp.exp(2 * log_std)) - log_std - 0.5 * jnp.log(2 * jnp.pi))
         return 0.7 * v + logp
 
-    def close(got, want):
-        for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
-            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
-
     for e in range(2):
         close(jax.tree.map(lambda a, e=e: a[e], drive), jax.grad(objective)(params, x[e], action[e]))
         log_std = parts(params, x[e])[1]
@@ -327,24 +330,6 @@ def test_a_state_dependent_spread_is_a_head_whose_gradients_are_written_out():
     np.testing.assert_allclose(bonus["policy"]["W"][:, 2],
                                (hidden_state(params, x[0]) + hidden_state(params, x[1])) / 2, rtol=1e-12)
     assert float(jnp.abs(bonus["torso"]["W_h"]).max()) > 0  # it reaches the torso
-
-
-def test_exact_rtrl_equals_bptt_with_a_state_dependent_spread():
-    """As ``test_exact_rtrl_equals_bptt_on_the_continuous_agent`` with ``state_std``, the spread's head's weights
-    away from 0 so its gradient reaches the torso: v_t's, log pi(u_t)'s and the entropy's to 1e-9 relative."""
-    agent = GaussianActorCritic(MinGRU(3, 5), 2, method="rtrl").configure(RLConfig(state_std=True))
-    params = agent.init(jax.random.PRNGKey(4), jnp.float64)
-    params["policy"]["W"] = params["policy"]["W"] + 0.3 * jax.random.normal(jax.random.PRNGKey(6), (5, 4))
-    xs = jax.random.normal(jax.random.PRNGKey(5), (12, 3), jnp.float64)
-    memory = agent.learner.init(params["torso"])
-    for t in range(12):
-        online = agent.objective_grads(params, memory, xs[t], jnp.array([0.4 - 0.1 * t, 0.05 * t]))
-        memory = online[2]
-    bptt = agent.bptt_grads(params, xs, jnp.asarray(0), jnp.array([0.4 - 1.1, 0.55]))
-    assert float(jnp.abs(bptt["torso"]["W_h"][2]).max()) > 0  # the entropy's gradient reaches the torso
-    for a, b in zip(jax.tree.leaves(online[1]), jax.tree.leaves(bptt), strict=True):
-        scale = max(float(jnp.abs(b).max()), 1e-300)
-        assert float(jnp.abs(a - b).max()) / scale <= 1e-9
 
 
 def test_a_pendulum_run_with_a_state_dependent_spread_passes_the_fidelity_check():

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.lookup import make_cell
+from rtrl.config import defaults
 from rtrl.devices import floats_of
 from rtrl.rl.agent import RecurrentAgent
 from rtrl.rl.algorithms import ALGORITHMS
@@ -69,8 +70,9 @@ def assemble(config: RLConfig) -> RLAssembly:
     if cell.input_size != env.obs_size:
         raise ValueError(f"cell input_size must be the observation size {env.obs_size} of {env.name}, got "
                          f"{cell.input_size}")
-    for name, default in (("init_std", 1.0), ("state_std", False)):
-        if env.action_bounds is None and getattr(config, name) != default:
+    default = defaults(RLConfig)
+    for name in ("init_std", "state_std"):  # the Gaussian policy's options
+        if env.action_bounds is None and getattr(config, name) != default[name]:
             raise ValueError(f"{name} is the Gaussian policy's, for a Box action space; {env.name}'s actions are "
                              f"discrete (a categorical policy), got {name} {getattr(config, name)}")
     kind = ALGORITHMS[config.algorithm] if env.action_bounds is None else agent_class(config.algorithm, env.name)

@@ -142,9 +142,9 @@ class GaussianActorCritic(ActorCritic):
                 drive = split_drive(pullback, d_dist, value.dtype)
             else:
                 drive = pullback((d_dist, jnp.asarray(value_coef, value.dtype)))[0]
-            # the entropy's gradient: through the head where log_std is one (``state_std``), else 1 for each log_std
-            d_entropy = pullback(((jnp.zeros_like(mean), jnp.ones_like(log_std)), jnp.zeros((), value.dtype)))[0] \
-                if entropy and self.state_std else None
+            d_entropy = None
+            if entropy and self.state_std:  # through the head (else 1 for each log_std, below)
+                d_entropy = pullback(((jnp.zeros_like(mean), jnp.ones_like(log_std)), jnp.zeros((), value.dtype)))[0]
             return action, value, drive, memory_next, gaussian_objectives(mean, log_std, action)[1], d_entropy
 
         action, value, drives, memory_next, entropies, d_entropy = jax.vmap(one)(memory, x, keys)
