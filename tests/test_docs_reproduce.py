@@ -17,19 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from rtrl.benchmarks.suite import cpu_model
+
 ROOT = Path(__file__).resolve().parent.parent
 TRAINING_ROW = "copy/iir2-auto-k1"  # the cheapest row of docs/results.md (about 8 s of training on 2 cores)
 RL_ROW, RL_SEEDS = "memory-chain", 3  # its table's seeds 0, 1, 2 in one call, as rtrl results rl runs them (20 s)
-
-
-def cpu_model() -> str:
-    """This machine's CPU model as /proc/cpuinfo names it ("" where it does not)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return ""
-    found = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
-    return found.group(1).strip() if found else ""
 
 
 def page_row(page: Path, preset: str) -> list[str]:
