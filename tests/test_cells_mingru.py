@@ -62,3 +62,14 @@ def test_chrono_initialisation_spreads_the_timescales():
     assert not MinGRU(3, 4).init(jax.random.PRNGKey(1))["b_z"].any()
     with pytest.raises(ValueError, match="max_timescale"):
         MinGRU(3, 4, max_timescale=-1.0)
+
+
+def test_min_timescale_keeps_fast_neurons():
+    """min_timescale = T0 < 2: tau uniform within [T0, T], so some neurons start faster than the default's 2 (z above
+    1/2); T0 of 1 or less (a neuron that does not even keep its input) is a ValueError naming the option."""
+    b = MinGRU(3, 2000, max_timescale=8.0, min_timescale=1.1).init(jax.random.PRNGKey(1), jnp.float64)["b_z"]
+    tau = 1 / np.asarray(jax.nn.sigmoid(b))
+    assert tau.min() >= 1.1 - 1e-9 and tau.max() <= 8 + 1e-9 and tau.min() < 1.2 and tau.max() > 7.9
+    assert abs(np.mean(tau < 2) - 0.9 / 6.9) < 0.03  # the share below the default's 2: uniform on [1.1, 8]
+    with pytest.raises(ValueError, match="min_timescale"):
+        MinGRU(3, 4, max_timescale=8.0, min_timescale=1.0)

@@ -10,9 +10,12 @@ The recurrence is element-wise and linear in ``h`` with the input-dependent coef
 stays stable (``0 < 1 - z < 1``) for any parameter value.
 
 Initialisation: ``W_z``, ``W_h`` Glorot-uniform, ``b_h = 0``; ``b_z = 0`` (each neuron keeps half its state a
-step) unless ``max_timescale = T > 2``: then the chrono initialisation (Tallec & Ollivier 2018), each neuron's
-timescale ``tau`` uniform in ``[2, T]`` and ``b_z = -log(tau - 1)``, so that ``z = 1 / tau`` at a zero input and
-the state keeps ``1 - 1/tau`` a step: memories of up to ``T`` steps from the start.
+step: a timescale of 2) unless ``max_timescale = T`` exceeds ``min_timescale = T0`` (default 2): then the chrono
+initialisation (Tallec & Ollivier 2018), each neuron's timescale ``tau`` uniform in ``[T0, T]`` and
+``b_z = -log(tau - 1)``, so that ``z = 1 / tau`` at a zero input and the state keeps ``1 - 1/tau`` a step: memories
+of up to ``T`` steps from the start. ``T0`` below 2 (but above 1) keeps fast neurons too, nearly the input itself
+(``tau`` near 1): a difference of a fast and a slow neuron is a rate of change of the input (a velocity where the
+input is a position), a linear read-out that neurons of one timescale do not offer.
 
 Closed-form traces (derivation: docs/derivations.md). ``dh'/dh = 1 - z`` per neuron, so each parameter keeps a
 trace of its own shape (projections neuron-major, ``(N, D)``), decayed by ``1 - z`` and driven by the immediate
@@ -41,19 +44,23 @@ def gate_and_candidate(vectors: Params, u: Params) -> tuple[jax.Array, jax.Array
 
 
 class MinGRU(ElementwiseCell):
-    """``MinGRU(input_size, hidden_size, max_timescale=0)``; see the module docstring."""
+    """``MinGRU(input_size, hidden_size, max_timescale=0, min_timescale=2)``; see the module docstring."""
 
     max_timescale: float = 0.0
+    min_timescale: float = 2.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not (isinstance(self.max_timescale, (int, float)) and 0 <= self.max_timescale < float("inf")):
             raise ValueError(f"max_timescale must be a finite number >= 0 (0: no chrono initialisation), got "
                              f"{self.max_timescale!r}")
+        if not (isinstance(self.min_timescale, (int, float)) and 1 < self.min_timescale < float("inf")):
+            raise ValueError(f"min_timescale must be a finite number > 1 (a neuron's shortest timescale at the "
+                             f"start), got {self.min_timescale!r}")
 
     def init_param(self, name, shape, key, dtype):
-        if name == "b_z" and self.max_timescale > 2:
-            tau = jax.random.uniform(key, shape, dtype, 2.0, self.max_timescale)
+        if name == "b_z" and self.max_timescale > self.min_timescale:
+            tau = jax.random.uniform(key, shape, dtype, self.min_timescale, self.max_timescale)
             return -jnp.log(tau - 1)
         return super().init_param(name, shape, key, dtype)
 
