@@ -84,10 +84,33 @@ def test_a_presets_switch_is_turned_off_by_its_no_switch():
     def config(*argv):
         return config_from_args(parser().parse_args(["rl", *argv, "--out", "o"]), RLConfig, PRESETS)
 
-    assert config("--preset", "popgym-repeat-first").extra_inputs is True
-    assert config("--preset", "popgym-repeat-first", "--no-extra-inputs").extra_inputs is False
-    assert config("--no-extra-inputs").extra_inputs is False
-    assert config("--extra-inputs").extra_inputs is True
+    assert config("--preset", "popgym-repeat-first").extra_inputs == ("action", "reward")
+    assert config("--preset", "popgym-repeat-first", "--no-extra-inputs").extra_inputs == ()
+    assert config("--no-extra-inputs").extra_inputs == ()
+    assert config("--extra-inputs").extra_inputs == ("action", "reward", "time")
+
+
+def test_extra_inputs_take_the_parts_named_in_their_order():
+    """``--extra-inputs PARTS`` chooses the extras by name, kept in the order they are appended whatever the order
+    given; the flag alone is all three; a name that is no part, or one given twice, is refused naming the flag.
+    [the bare flag's const dropped: None; the order kept as given: ('time', 'action')]"""
+    from rtrl.rl.config import RLConfig
+    from rtrl.rl.presets import PRESETS
+    from rtrl.run.options import config_from_args
+
+    def config(*argv):
+        return config_from_args(parser().parse_args(["rl", *argv, "--out", "o"]), RLConfig, PRESETS)
+
+    assert config("--extra-inputs", "time").extra_inputs == ("time",)
+    assert config("--extra-inputs", "time,action").extra_inputs == ("action", "time")
+    assert config("--extra-inputs", "--hidden", "4").extra_inputs == ("action", "reward", "time")
+    assert config("--preset", "hopper-p", "--extra-inputs", "reward,time").extra_inputs == ("reward", "time")
+    from rtrl.run.usage import UsageError
+
+    for bad in ("velocity", "time,time"):
+        with pytest.raises(UsageError, match=r"argument --extra-inputs: must be names from \['action', 'reward', "
+                                             r"'time'\].*got '" + bad):
+            parser().parse_args(["rl", "--extra-inputs", bad, "--out", "o"])
 
 
 def test_a_preset_given_twice_is_a_usage_error(tmp_path, capsys):

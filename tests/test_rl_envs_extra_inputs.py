@@ -49,6 +49,8 @@ def test_extra_inputs_parts_and_options():
     assert ExtraInputs(inner, previous_reward=False, time=False).obs_size == inner.obs_size + inner.num_actions
     with pytest.raises(ValueError, match="time must be True or False"):
         ExtraInputs(inner, time=1)
+    assert ExtraInputs.of(inner, ("time",)).obs_size == inner.obs_size + 1
+    assert ExtraInputs.of(inner, "action,reward").obs_size == inner.obs_size + inner.num_actions + 1
     parts = assemble(RLConfig(env="tmaze", extra_inputs=True))
     assert parts.env.obs_size == inner.obs_size + inner.num_actions + 2
     assert parts.agent.cell.input_size == parts.env.obs_size
@@ -116,3 +118,38 @@ def test_extra_inputs_on_the_host_against_a_numpy_oracle(env_id, actions):
         time[done] = 0
     assert ends >= 2  # the cases at an episode's end were reached
     vector.close()
+
+
+def test_parts_of_reads_every_spelling_and_refuses_the_rest():
+    """Older run folders hold a switch (true: all three); names come in PARTS' order; anything else is refused."""
+    from rtrl.rl.envs.extra_inputs import parts_of
+
+    assert parts_of(True) == ("action", "reward", "time") and parts_of(False) == () and parts_of("none") == ()
+    assert parts_of("time, action") == ("action", "time") and parts_of(["reward"]) == ("reward",)
+    for bad in ("velocity", ("time", "time"), 1, None, [1]):
+        with pytest.raises(ValueError, match="extra inputs"):
+            parts_of(bad)
+    assert RLConfig(extra_inputs="time").extra_inputs == ("time",)
+    assert RLConfig.from_dict({**RLConfig().to_dict(), "extra_inputs": True}).extra_inputs == (
+        "action", "reward", "time")
+    with pytest.raises(ValueError, match="extra_inputs must be names from"):
+        RLConfig(extra_inputs="speed")
+
+
+def test_only_the_parts_chosen_are_appended_on_a_jitted_env():
+    """TMaze (4 actions) with the time alone: [obs, t / limit]; with action and reward: [obs, one-hot, r], at the
+    first observation zeros and at the next step the action taken and its reward."""
+    import jax
+
+    inner = TMaze(length=2)
+    for parts, width in ((("time",), 1), (("action", "reward"), inner.num_actions + 1)):
+        env = ExtraInputs.of(inner, parts)
+        obs, state = env.reset(jax.random.PRNGKey(0))
+        raw_obs, raw_state = inner.reset(jax.random.PRNGKey(0))
+        np.testing.assert_array_equal(np.asarray(obs), np.concatenate([np.asarray(raw_obs), np.zeros(width)]))
+        step = env.step(jax.random.PRNGKey(1), state, 2)
+        raw = inner.step(jax.random.PRNGKey(1), raw_state, 2)
+        extras = ([1 / inner.max_steps] if parts == ("time",)
+                  else [*np.eye(inner.num_actions)[2], float(raw.reward)])
+        assert not bool(raw.done)
+        np.testing.assert_allclose(np.asarray(step.obs), np.concatenate([np.asarray(raw.obs), extras]), rtol=1e-6)

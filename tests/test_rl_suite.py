@@ -124,7 +124,7 @@ def test_a_suite_resumes_and_reruns_only_what_changed(tmp_path, capsys):
             "--steps", "4"]
     main(args)
     runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
-    assert len(runs) == 1 and len(runs[0]["finals"]) == 2 and runs[0]["options"]["extra_inputs"] is True
+    assert len(runs) == 1 and len(runs[0]["finals"]) == 2 and runs[0]["options"]["extra_inputs"] == ["action", "reward"]
     assert "MultiarmedBanditEasy" in (tmp_path / "suite.md").read_text()
     # the curve: one point a record (every step at 4 steps), each seed's return; the finals are its last two's means
     curve = runs[0]["curve"]

@@ -51,7 +51,8 @@ def assemble(config: RLConfig) -> RLAssembly:
         raise ValueError(f"seeds > 1 runs on one device; got seeds {config.seeds} with devices {config.devices}")
     if config.extra_inputs:
         host = getattr(env, "host", False)
-        env = dataclasses.replace(env, extra_inputs=True) if host else EpisodeStats(ExtraInputs(env.env))
+        env = (dataclasses.replace(env, extra_inputs=config.extra_inputs) if host
+               else EpisodeStats(ExtraInputs.of(env.env, config.extra_inputs)))
     if getattr(env, "host", False):
         if config.seeds != 1:
             raise ValueError(f"seeds must be 1 for {env.name}, a Python environment stepped on the host (several "

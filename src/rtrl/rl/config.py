@@ -12,6 +12,7 @@ from rtrl.checks import check_shares
 from rtrl.config import (
     MAX_SEED,
     Config,
+    Invalid,
     OptionError,
     checked,
     defaults,
@@ -30,6 +31,7 @@ from rtrl.config import (
 from rtrl.methods import REGISTRY, Method
 from rtrl.rl.algorithms import ALGORITHMS
 from rtrl.rl.envs import env_import, env_name
+from rtrl.rl.envs.extra_inputs import PARTS, parts_of
 from rtrl.rl.transforms import PER_ENVIRONMENT, STEP_RULES
 
 
@@ -41,6 +43,18 @@ def cell_or_name(value):
 def method_or_name(value):
     """A method object, or a name from ``rtrl.METHODS`` (``tbptt``: the rolling window of ``truncation`` steps)."""
     return value if isinstance(value, Method) else one_of(REGISTRY)(value)
+
+
+def extra_parts(value):
+    """The extra inputs (``rtrl.rl.envs.extra_inputs.parts_of``): names from ``PARTS`` as a tuple in their order;
+    ``True`` (older run folders' switch) all three, ``False`` none."""
+    try:
+        return parts_of(value)
+    except ValueError:
+        raise Invalid(f"names from {list(PARTS)} (comma-separated), or true or false") from None
+
+
+extra_parts.bare = PARTS  # the value of the flag given alone (rtrl.run.options)
 
 
 # option -> the step rules that read it
@@ -140,8 +154,10 @@ class RLConfig(Config):
     clip: float | None = option(1.0, "adam / sgd: clip the update's global norm to this, qrc: h's step too "
                                 "(`--no-clip`: do not)",
                                 optional(positive_float), "C")
-    extra_inputs: bool = option(False, "add the previous action (a one-hot, or a Box action as the environment took "
-                                "it), the previous reward and the time in the episode to the observation", flag)
+    extra_inputs: tuple = option((), "extras appended to the observation, comma-separated: action (the previous "
+                                 "action, a one-hot or a Box action as the environment took it), reward (the previous "
+                                 "reward), time (the time in the episode over its limit); the flag alone: all three",
+                                 extra_parts, "PARTS")
     normalize_obs: bool = option(True, "normalise observations by running mean and variance", flag)
     scale_rewards: bool = option(True, "scale rewards by the running deviation of the discounted return", flag)
     update_every: int = option(1, "an update every k steps (the ascents of k steps summed)", positive_int, "K")

@@ -48,11 +48,11 @@ WINDOW = 32  # the TBPTT row's window in the streaming agent's tables (a table's
 # heads (``head_hidden``) and the entropy bonus at 0.01. Measured on RepeatPrevious (docs/rl-history.md, three seeds,
 # 100k steps): linear heads held every seed at 0.03 (a bank of input-gated filters read linearly picks the card four
 # steps back only approximately); the layer took every seed to 0.85; without the bonus one seed of three stalled.
-# The previous action, reward and the time as inputs (``extra_inputs``, as Farr et al. give every task the previous
-# action and reward): on RepeatFirst every seed stayed below -0.25 for 200k steps without them and passed 0.89 by
-# 20k with them, the gate seeing the first step (its inputs are zeros only there).
-POPGYM_STREAMING = {**STREAMING, "head_hidden": 64, "entropy": 0.01, "extra_inputs": True, "steps": 200_000,
-                    "record_every": 20_000}
+# The previous action and reward as inputs (``extra_inputs``), as Farr et al. give every POPGym task (and no time):
+# on RepeatFirst every seed stayed below -0.25 for 200k steps without extras and passed 0.89 by 20k with them (the
+# time beside them then), the gate seeing the first step (its extras are zeros only there).
+POPGYM_STREAMING = {**STREAMING, "head_hidden": 64, "entropy": 0.01, "extra_inputs": ("action", "reward"),
+                    "steps": 200_000, "record_every": 20_000}
 
 
 class Table(NamedTuple):

@@ -49,10 +49,16 @@ def is_options(field: dataclasses.Field) -> bool:
     return field.metadata["check"] in (key_values, pairs)
 
 
+def switch(field: dataclasses.Field) -> bool:
+    """Whether the option is given as a switch: a flag, or a field whose check names the value of its flag given
+    alone (``bare``: ``--extra-inputs`` for all the extras, ``--extra-inputs time`` for one)."""
+    return field.metadata["check"] is flag or hasattr(field.metadata["check"], "bare")
+
+
 def negated(field: dataclasses.Field, default) -> bool:
-    """Whether the field also gets ``--no-NAME``: an optional one with a default, or any flag (a preset may turn
+    """Whether the field also gets ``--no-NAME``: an optional one with a default, or any switch (a preset may turn
     on one that is off by default: ``--preset popgym-repeat-first --no-extra-inputs``)."""
-    if field.metadata["check"] is flag:
+    if switch(field):
         return True
     return default is not None and field.type.endswith("| None")
 
@@ -91,7 +97,7 @@ def add_config_arguments(p: argparse.ArgumentParser, cls: type[Config] = RunConf
         value, help_text = default[field.name], field.metadata["help"]
         # A value and its --no-NAME contradict each other (`--clip 0.5 --no-clip` would drop the value given):
         # argparse refuses the pair. A switch and its negation keep the usual rule, the last one wins.
-        contradicts = negated(field, value) and field.metadata["check"] is not flag
+        contradicts = negated(field, value) and not switch(field)
         p = parser.add_mutually_exclusive_group() if contradicts else parser
         if is_options(field):
             p.add_argument(flag_of(field), dest=field.name, action="append", metavar=field.metadata["metavar"],
@@ -99,20 +105,24 @@ def add_config_arguments(p: argparse.ArgumentParser, cls: type[Config] = RunConf
         elif field.metadata["check"] is flag:
             p.add_argument(flag_of(field), dest=field.name, action="store_const", const=True, default=UNSET,
                            help=help_text)
+        elif switch(field):
+            p.add_argument(flag_of(field), dest=field.name, nargs="?", const=field.metadata["check"].bare,
+                           type=argument_type(field), default=UNSET, metavar=field.metadata["metavar"],
+                           help=help_text)
         else:
             shown = "" if value is None else f" (default {value})"
             p.add_argument(flag_of(field), dest=field.name, type=argument_type(field), default=UNSET,
                            metavar=field.metadata["metavar"], help=help_text + shown)
         if negated(field, value):
             p.add_argument(f"--no-{field.name.replace('_', '-')}", dest=field.name, action="store_const",
-                           const=None if field.metadata["check"] is not flag else False,
+                           const=False if switch(field) else None,
                            help=negated_help(field, value))
 
 
 def negated_help(field, value) -> str:
     """The help of ``--no-NAME``: a sentence saying what it turns off."""
     name = flag_of(field)
-    if field.metadata["check"] is flag:
+    if switch(field):
         return f"turn {name} off (it is on by default)" if value else f"turn {name} off (where a preset turns it on)"
     return f"no {name} at all (instead of the default {value})"
 

@@ -98,7 +98,7 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
     """The returns of ``episodes`` episodes of the Gymnasium environment ``env`` (an ``rtrl.rl.envs.GymnasiumEnv``),
     one after another, and how many were cut at ``HOST_STEPS`` (an environment without a limit of its own);
     ``video``: each recorded into that folder (``check_video`` first). Observations are encoded and masked (and
-    extended by the previous action, reward and time where the run had ``extra_inputs``), and actions mapped onto
+    extended by the extras the run had, ``extra_inputs``: the previous action, reward or time), and actions mapped onto
     the action space, as the training loop's vector of environments does (``rtrl.rl.envs.gymnasium_env``:
     ``encoder``, ``kept``, ``to_space``; ``rtrl.rl.envs.extra_inputs.extended``). Played one step at a time on the host,
     so bounded: ``episodes`` times the step limit (``HOST_STEPS`` where the environment has none) at most
@@ -130,7 +130,7 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
         def observed(obs, action, reward, t) -> np.ndarray:  # one observation as the vector encodes a batch of them
             x = encode(concatenate(space, [obs], create_empty_array(space, 1)))[0]
             x = x if keep is None else x[list(keep)]
-            return extended(x, action, reward, t, env.max_steps, xp=np) if env.extra_inputs else x
+            return extended(x, env.extra_inputs, action, reward, t, env.max_steps, xp=np) if env.extra_inputs else x
 
         step = jax.jit(lambda memory, obs, key: policy.act(memory, policy.observe(obs), key, greedy))
         seeds = np.random.SeedSequence(seed).generate_state(episodes)

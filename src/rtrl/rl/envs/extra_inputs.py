@@ -1,11 +1,12 @@
 """``ExtraInputs``: the observation extended by the previous action, the previous reward and the time in the episode,
-the inputs that streaming agents under partial observability add (Elsayed et al. 2024; Farr et al. 2026).
+the inputs that streaming agents under partial observability add (Elsayed et al. 2024; Farr et al. 2026: their
+masked MuJoCo agents read the time alone, their POPGym agents the previous action and reward alone).
 
 At step t of an episode (t = 0 at its first observation) the observation becomes::
 
     [obs_t, action(a_{t-1}), r_{t-1}, t / max_steps]          (zeros and 0 for the first observation)
 
-each part present where its option is on; ``action`` is the one-hot of a Discrete action (A entries) and, for a Box,
+each part present where it is chosen (``parts``: a subset of ``PARTS``, ``rtrl rl --extra-inputs action,reward``); ``action`` is the one-hot of a Discrete action (A entries) and, for a Box,
 the action as the environment takes it (its A floats, mapped onto the bounds: ``rtrl.rl.envs.continuous``). Where a
 step ends an episode, ``final_obs`` is the ended episode's last observation with its extras (the action and reward
 of that step, its time), and ``obs`` the next episode's first, with zeros and time 0. ``extended`` builds the row
@@ -23,19 +24,48 @@ import jax.numpy as jnp
 from rtrl.rl.envs.base import Env
 from rtrl.rl.envs.continuous import Squashed
 
+PARTS = ("action", "reward", "time")  # the extras in the order they are appended
 
-def extended(obs, action=None, reward=None, time=None, max_steps: int = 1, xp=jnp):
-    """``obs`` (..., D) with the parts given appended on its last axis: ``action`` (..., A) as it is, ``reward``
-    (...) and ``time / max_steps`` (...) as one entry each, in the observation's dtype; ``xp``: ``jax.numpy`` (a
-    jitted environment) or ``numpy`` (the host)."""
-    parts = [obs]
-    if action is not None:
-        parts.append(xp.asarray(action).astype(obs.dtype))
-    if reward is not None:
-        parts.append(xp.asarray(reward).astype(obs.dtype)[..., None])
-    if time is not None:
-        parts.append((xp.asarray(time) / max_steps).astype(obs.dtype)[..., None])
-    return xp.concatenate(parts, axis=-1)
+
+def parts_of(value) -> tuple[str, ...]:
+    """The extras ``value`` names, in ``PARTS``' order: a subset of ``PARTS`` (a tuple or list of names, or one
+    string of them comma-separated), ``True`` for all three (the one switch that older run folders hold) and
+    ``False``, ``""`` or ``"none"`` for none; ``ValueError`` for anything else."""
+    if value is True:
+        return PARTS
+    if value is False or value in ("", "none"):
+        return ()
+    names = value.split(",") if isinstance(value, str) else value
+    if not isinstance(names, (tuple, list)) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"the extra inputs must be names from {list(PARTS)} (comma-separated), true or false, got "
+                         f"{value!r}")
+    names = [n.strip() for n in names]
+    unknown = [n for n in names if n not in PARTS]
+    if unknown or len(set(names)) != len(names):
+        raise ValueError(f"the extra inputs must be distinct names from {list(PARTS)}, got {value!r}")
+    return tuple(p for p in PARTS if p in names)
+
+
+def named(name: str, parts: tuple[str, ...]) -> str:
+    """An environment's name with its extras: ``ExtraInputs(name)`` with all three, ``ExtraInputs[time](name)`` with
+    some, ``name`` with none."""
+    if not parts:
+        return name
+    return f"ExtraInputs({name})" if tuple(parts) == PARTS else f"ExtraInputs[{','.join(parts)}]({name})"
+
+
+def extended(obs, parts=PARTS, action=None, reward=None, time=None, max_steps: int = 1, xp=jnp):
+    """``obs`` (..., D) with the ``parts`` chosen (names from ``PARTS``) appended on its last axis, in that order:
+    ``action`` (..., A) as it is, ``reward`` (...) and ``time / max_steps`` (...) as one entry each, in the
+    observation's dtype; ``xp``: ``jax.numpy`` (a jitted environment) or ``numpy`` (the host)."""
+    columns = [obs]
+    if "action" in parts:
+        columns.append(xp.asarray(action).astype(obs.dtype))
+    if "reward" in parts:
+        columns.append(xp.asarray(reward).astype(obs.dtype)[..., None])
+    if "time" in parts:
+        columns.append((xp.asarray(time) / max_steps).astype(obs.dtype)[..., None])
+    return xp.concatenate(columns, axis=-1)
 
 
 class ExtraState(NamedTuple):
@@ -44,7 +74,8 @@ class ExtraState(NamedTuple):
 
 
 class ExtraInputs(Env):
-    """``ExtraInputs(env, previous_action=True, previous_reward=True, time=True)``; see the module docstring."""
+    """``ExtraInputs(env, previous_action=True, previous_reward=True, time=True)``; see the module docstring.
+    ``ExtraInputs.of(env, parts)`` chooses them by name."""
 
     env: Env = None
     previous_action: bool = True
@@ -58,7 +89,9 @@ class ExtraInputs(Env):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
-    name = property(lambda self: f"ExtraInputs({self.env.name})")
+    parts = property(lambda self: tuple(p for p, on in zip(PARTS, (self.previous_action, self.previous_reward,
+                                                                    self.time)) if on))
+    name = property(lambda self: named(self.env.name, self.parts))
     num_actions = property(lambda self: self.env.num_actions)
     max_steps = property(lambda self: self.env.max_steps)
     action_bounds = property(lambda self: self.env.action_bounds)
@@ -67,6 +100,12 @@ class ExtraInputs(Env):
     def obs_size(self) -> int:
         return (self.env.obs_size + self.env.num_actions * self.previous_action + self.previous_reward
                 + self.time)
+
+    @classmethod
+    def of(cls, env: Env, parts) -> ExtraInputs:
+        """``env`` with the extras ``parts`` names (``parts_of``)."""
+        parts = parts_of(parts)
+        return cls(env, "action" in parts, "reward" in parts, "time" in parts)
 
     def action_input(self, action) -> jax.Array:
         """The previous action's entries: a Discrete action's one-hot, a Box action as the environment takes it."""
@@ -77,8 +116,7 @@ class ExtraInputs(Env):
     def extend(self, obs: jax.Array, action, reward, time) -> jax.Array:
         """``obs`` with the extras of the chosen parts (``action`` ``None`` for none: all zeros)."""
         action = jnp.zeros(self.env.num_actions) if action is None else self.action_input(action)
-        return extended(obs, action if self.previous_action else None, reward if self.previous_reward else None,
-                        time if self.time else None, self.env.max_steps)
+        return extended(obs, self.parts, action, reward, time, self.env.max_steps)
 
     def reset(self, key):
         obs, state = self.env.reset(key)

@@ -18,9 +18,9 @@ such an environment is built, never by ``import rtrl`` or ``import rtrl.rl``.
 * Two options are rtrl's own, not ``gymnasium.make``'s: ``mask=P`` (velocities hidden) or ``mask=V`` (positions
   hidden) for the families of ``rtrl.rl.envs.masked.MASKS`` (Hopper, Walker2d, HalfCheetah, Ant, Pendulum,
   CartPole), and ``keep=0,2`` (the encoded observation's entries to keep, comma-separated) for any other.
-* ``extra_inputs`` (``rtrl rl --extra-inputs``) appends the previous action (a Discrete action's one-hot, a Box
-  action as the environment took it), the previous reward and the time in the episode over its limit to each
-  observation, as ``rtrl.rl.envs.extra_inputs`` does for a jitted environment (the same ``extended``).
+* ``extra_inputs`` (``rtrl rl --extra-inputs [PARTS]``) appends the chosen extras (``PARTS``: the previous action, a
+  Discrete action's one-hot or a Box action as the environment took it; the previous reward; the time in the episode
+  over its limit) to each observation, as ``rtrl.rl.envs.extra_inputs`` does for a jitted environment (the same ``extended``).
 * ``terminated`` and ``truncated`` are told apart: ``truncated`` (and not ``terminated``) is the cut the loop
   bootstraps from ``final_obs``.
 * A Python environment's state is not a pytree, so a checkpoint cannot hold it: a resumed run re-seeds the
@@ -47,7 +47,7 @@ from rtrl.config import is_int
 from rtrl.driver import Stopped
 from rtrl.frozen import Frozen
 from rtrl.rl.envs.continuous import squash, unbounded
-from rtrl.rl.envs.extra_inputs import extended
+from rtrl.rl.envs.extra_inputs import extended, named, parts_of
 from rtrl.rl.envs.masked import check_keep, keep_of
 
 PREFIX = "gymnasium:"
@@ -281,16 +281,16 @@ class Vector:
         self.bounds = _probe(env.env_id, env.options).bounds
         self.returns = np.zeros(envs)
         self.batched = lambda last: concatenate(self.space, last, create_empty_array(self.space, len(last)))
-        self.extra_inputs, self.max_steps = env.extra_inputs, env.max_steps
+        self.parts, self.max_steps = env.extra_inputs, env.max_steps
         self.width = env.num_actions  # the previous action's entries (``extra_inputs``): n, or the Box's size
         self.time = np.zeros(envs, np.int64)  # steps taken in each episode under way (``extra_inputs``)
 
     def fresh(self, obs: np.ndarray) -> np.ndarray:
         """Episodes' first observations, with zero extras where ``extra_inputs``."""
-        if not self.extra_inputs:
+        if not self.parts:
             return obs
         zeros = np.zeros(len(obs))
-        return extended(obs, np.zeros((len(obs), self.width)), zeros, zeros, self.max_steps, xp=np)
+        return extended(obs, self.parts, np.zeros((len(obs), self.width)), zeros, zeros, self.max_steps, xp=np)
 
     def reset(self, seeds: list[int], step: int = 0) -> np.ndarray:
         self.returns[:] = 0.0
@@ -315,10 +315,10 @@ class Vector:
         if ended.size:
             last = [info["final_obs"][i] for i in ended]
             final[ended] = self.encode(self.batched(last))
-        if self.extra_inputs:
+        if self.parts:
             self.time += 1
             action = previous_action(self.bounds, self.width, actions, taken)
-            final = extended(final, action, reward, self.time, self.max_steps, xp=np)
+            final = extended(final, self.parts, action, reward, self.time, self.max_steps, xp=np)
             obs = np.where(done[:, None], self.fresh(obs), final)
             self.time[done] = 0
         self.returns += reward
@@ -336,13 +336,14 @@ class GymnasiumEnv(Frozen):
 
     env_id: str = "CartPole-v1"
     options: tuple[tuple[str, Any], ...] = ()
-    extra_inputs: bool = False  # the previous action and reward and the time appended (the module docstring)
+    extra_inputs: tuple = ()  # the extras appended, names from ``PARTS`` (the module docstring)
 
     host = True
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "extra_inputs", parts_of(self.extra_inputs))
         self.check()
-        if self.extra_inputs and self.max_steps is None:
+        if "time" in self.extra_inputs and self.max_steps is None:
             raise ValueError(f"extra_inputs gives the time over the episode's limit, and {self.name} states none; "
                              "give one with --env-arg max_episode_steps=N")
 
@@ -350,8 +351,7 @@ class GymnasiumEnv(Frozen):
     def name(self) -> str:
         """``gymnasium:ID`` and its options; ``ExtraInputs(...)`` around it where ``extra_inputs``, as a jitted
         environment's name says it."""
-        name = PREFIX + self.env_id + "".join(f" {k}={v}" for k, v in self.options)
-        return f"ExtraInputs({name})" if self.extra_inputs else name
+        return named(PREFIX + self.env_id + "".join(f" {k}={v}" for k, v in self.options), self.extra_inputs)
 
     def check(self) -> None:
         """``ValueError`` naming what is wrong: a missing package, an unknown ID, an option ``make`` refuses, a
@@ -361,7 +361,8 @@ class GymnasiumEnv(Frozen):
     @property
     def obs_size(self) -> int:
         probe = _probe(self.env_id, self.options)
-        return probe.obs_size + (probe.num_actions + 2 if self.extra_inputs else 0)
+        parts = self.extra_inputs
+        return probe.obs_size + probe.num_actions * ("action" in parts) + ("reward" in parts) + ("time" in parts)
 
     num_actions = property(lambda self: _probe(self.env_id, self.options).num_actions)
     max_steps = property(lambda self: _probe(self.env_id, self.options).max_steps)
