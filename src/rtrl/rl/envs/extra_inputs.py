@@ -7,7 +7,8 @@ At step t of an episode (t = 0 at its first observation) the observation becomes
     [obs_t, action(a_{t-1}), r_{t-1}, t / max_steps]          (zeros and 0 for the first observation)
 
 each part present where it is chosen (``parts``: a subset of ``PARTS``, ``rtrl rl --extra-inputs action,reward``);
-``action`` is the one-hot of a Discrete action (A entries) and, for a Box, the action as the environment takes it (its A floats, mapped onto the bounds: ``rtrl.rl.envs.continuous``). Where a
+``action`` is the one-hot of a Discrete action (A entries) and, for a Box, the action as the environment takes it
+(its A floats, mapped onto the bounds: ``rtrl.rl.envs.continuous``). Where a
 step ends an episode, ``final_obs`` is the ended episode's last observation with its extras (the action and reward
 of that step, its time), and ``obs`` the next episode's first, with zeros and time 0. ``extended`` builds the row
 for a jitted environment (``ExtraInputs``) and for the Gymnasium vector on the host (``rtrl.rl.envs.gymnasium_env``)

@@ -20,7 +20,8 @@ such an environment is built, never by ``import rtrl`` or ``import rtrl.rl``.
   CartPole), and ``keep=0,2`` (the encoded observation's entries to keep, comma-separated) for any other.
 * ``extra_inputs`` (``rtrl rl --extra-inputs [PARTS]``) appends the chosen extras (``PARTS``: the previous action, a
   Discrete action's one-hot or a Box action as the environment took it; the previous reward; the time in the episode
-  over its limit) to each observation, as ``rtrl.rl.envs.extra_inputs`` does for a jitted environment (the same ``extended``).
+  over its limit) to each observation, as ``rtrl.rl.envs.extra_inputs`` does for a jitted environment (the same
+  ``extended``).
 * ``terminated`` and ``truncated`` are told apart: ``truncated`` (and not ``terminated``) is the cut the loop
   bootstraps from ``final_obs``.
 * A Python environment's state is not a pytree, so a checkpoint cannot hold it: a resumed run re-seeds the
