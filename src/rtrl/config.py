@@ -33,7 +33,7 @@ from rtrl.frozen import Frozen
 RESUME_KEYS = ("steps", "devices")  # may change between a run and its resumption: the budget, where it runs
 # options newer than some run folders: a config.json without them takes the default
 ADDED_KEYS = ("devices", "readout_decay", "rate_weight", "rate_target", "head_hidden", "split_torso", "init_std",
-              "state_std")
+              "state_std", "rate_form")
 # what a run folder's config.json says beside the options: where the run last computed (rtrl.provenance.platform);
 # no option, so ``from_dict`` leaves them out
 PLATFORM_KEYS = ("backend", "device")

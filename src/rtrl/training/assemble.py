@@ -42,7 +42,7 @@ class Assembly(NamedTuple):
         return Trainer(self.task, self.cell, self.method, batch=c.batch, update_every=c.update_every,
                        optimizer=make_optimizer(c.optimizer, c.lr, c.clip), eval_size=c.eval_size, stagger=c.stagger,
                        seed=c.seed, devices=c.devices, readout_decay=c.readout_decay, rate_weight=c.rate_weight,
-                       rate_target=c.rate_target)
+                       rate_target=c.rate_target, rate_form=c.rate_form)
 
     def memory_needed(self) -> int:
         """A lower bound of the bytes the run holds at once (``rtrl.devices.check_memory``): the model's state and,
@@ -72,6 +72,7 @@ def assemble(config: RunConfig) -> Assembly:
                          "a readout); use 'bptt', 'tbptt' or a trace method")
     if config.stagger and not method.online:
         raise ValueError(f"stagger needs a trace method; {config.method!r} updates on aligned windows")
+    readout.check_streams(config.stagger)
     k = config.update_every or (1 if method.online else task.length)
     every = config.eval_every or k * max(1, round(config.steps / 25 / k))
     resolved = config.replace(update_every=k, steps=-(-config.steps // k) * k, eval_every=-(-every // k) * k)
@@ -80,7 +81,7 @@ def assemble(config: RunConfig) -> Assembly:
 
 def readout_of(config: RunConfig, task: Task) -> Readout:
     """The trainer's readout that ``config`` asks for (``rtrl.training.model.Readout``)."""
-    return Readout(config.readout_decay, config.rate_weight, config.rate_target, task.length)
+    return Readout(config.readout_decay, config.rate_weight, config.rate_target, task.length, config.rate_form)
 
 
 def task_of(config: RunConfig) -> Task:

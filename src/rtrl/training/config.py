@@ -27,6 +27,7 @@ from rtrl.config import (
     step_count,
     unit_interval,
 )
+from rtrl.training.model import RATE_FORMS
 from rtrl.training.tasks import TASKS
 
 OPTIMIZERS = ("adam", "sgd")
@@ -68,6 +69,10 @@ class RunConfig(Config):
         "paper's; 0: none)", non_negative_float, "C")
     rate_target: float = option(0.01, "the regulariser's target rate in spikes per step (the paper's 10 Hz at its "
                                 "millisecond step: a hundredth)", unit_interval, "F")
+    rate_form: str = option(
+        "trial", "trial: the regulariser squares each stream's rate over its episode, then averages over the streams; "
+        "batch: it squares the streams' mean rate (the e-prop paper's code; needs episodes that start together, no "
+        "--stagger)", one_of(RATE_FORMS), "FORM")
     optimizer: str = option("adam", "adam or sgd (optax)", one_of(OPTIMIZERS), "NAME")
     lr: float = option(1e-3, "learning rate", positive_float, "LR")
     clip: float | None = option(1.0, "clip the global gradient norm to this (`--no-clip`: do not)",

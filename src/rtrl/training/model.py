@@ -21,6 +21,17 @@ telescoping term per step, ``c sum_j [(n_t,j / T - f)^2 - (n_{t-1},j / T - f)^2]
 ``h_t = n_t - n_{t-1}`` alone: over an episode the terms sum to ``L_reg - c N f^2`` (a constant), so the gradient
 of the whole episode is ``L_reg``'s, online, at every update interval. Derivation: docs/spiking.md ("The e-prop
 paper's readout").
+
+**The batch-mean rate** (``rate_form="batch"``, the official code's ``reg_f``): the regulariser squares the
+streams' mean rate, ``L_reg = c sum_j (mean_b n_T,b,j / T - f)^2``, where ``"trial"`` (the default) averages the
+streams' own squares ``mean_b c sum_j (n_T,b,j / T - f)^2``: the trial form also pays ``c sum_j Var_b(n_T,b,j / T)``.
+The streams of one update step together and share it: each step's term is the same telescoping term of the
+streams' mean counts ``nbar_t = mean_b n_t,b`` (``rate_counts``), carried by every stream's output, so the
+objective's mean over the streams counts it once. Its gradient reaches each stream through its own count: the
+credit on stream b's ``n_t`` is ``2c / (B T) (nbar_t / T - f)`` and on its ``n_t - s_t`` ``-2c / (B T) (nbar_{t-1} / T
+- f)``, the trial form's with the batch's rate in place of the stream's own, contracted with stream b's traces of
+``n``; over an episode they sum to ``2c / (B T) sum_b sum_j (nbar_T,j / T - f) dn_T,b,j / dtheta``, ``L_reg``'s
+gradient. The streams' episodes must start together (no ``stagger``: ``Readout.check_streams``).
 """
 
 from __future__ import annotations
@@ -33,8 +44,11 @@ import jax.numpy as jnp
 from rtrl.capabilities import BellecEProp, EPropOutput, FactoredEProp, HasOutput, WindowEProp
 from rtrl.cells.base import Cell, Params, glorot
 from rtrl.cells.spiking import check_number
+from rtrl.config import OptionError, checked, one_of
 from rtrl.frozen import Frozen
 from rtrl.online import contract_summed, zero_where
+
+RATE_FORMS = ("trial", "batch")  # the regulariser squares each stream's rate, or the streams' mean rate
 
 
 def init_readout(key: jax.Array, hidden_size: int, output_size: int, dtype) -> Params:
@@ -155,19 +169,34 @@ class Filtered(Cell):
 class Readout(Frozen):
     """How the trainer reads its cell (see the module docstring): ``decay`` in [0, 1) (0: the output as it is),
     ``rate_weight`` c >= 0 (0: no regulariser), ``rate_target`` f in [0, 1] (spikes per step: 10 Hz at 1 ms is
-    0.01), ``trial`` T, the episode's length. ``stateful`` when either is on: the learned cell is then
-    ``Filtered``."""
+    0.01), ``trial`` T, the episode's length, ``rate_form`` one of ``RATE_FORMS`` (``rate_counts``). ``stateful``
+    when the filter or the regulariser is on: the learned cell is then ``Filtered``."""
 
     decay: float = 0.0
     rate_weight: float = 0.0
     rate_target: float = 0.01
     trial: int = 1
+    rate_form: str = "trial"
 
     def __post_init__(self) -> None:
         for name, low, high, closed_high in (("decay", 0.0, 1.0, False), ("rate_weight", 0.0, float("inf"), False),
                                              ("rate_target", 0.0, 1.0, True)):
             object.__setattr__(self, name, check_number(name, getattr(self, name), low, high, open_low=False,
                                                         open_high=not closed_high))
+        checked("rate_form", one_of(RATE_FORMS), self.rate_form)
+
+    @property
+    def batch_rate(self) -> bool:
+        """Whether the regulariser squares the streams' mean rate (``rate_form="batch"``, with a regulariser)."""
+        return self.rate_form == "batch" and self.rate_weight > 0
+
+    def check_streams(self, stagger: bool) -> None:
+        """``OptionError`` naming ``rate_form`` where the batch's rate would mix streams whose episodes start at
+        different steps (``stagger``): its per-step terms then no longer sum to a penalty of whole episodes."""
+        if stagger and self.batch_rate:
+            raise OptionError("rate_form 'batch' squares the streams' mean rate over episodes that start together; "
+                              "stagger starts them at different steps (use rate_form 'trial', or no stagger)",
+                              "rate_form")
 
     @property
     def stateful(self) -> bool:
@@ -190,12 +219,22 @@ class Readout(Frozen):
         y = readout(params, o)
         if not self.extra:
             return y
-        now, before = n / self.trial - self.rate_target, (n - s) / self.trial - self.rate_target
+        now, before = (count / self.trial - self.rate_target for count in rate_counts(n, s, self.rate_form))
         term = self.rate_weight * jnp.sum(now**2 - before**2, axis=-1, keepdims=True)
-        return jnp.concatenate([y, term], axis=-1)
+        return jnp.concatenate([y, jnp.broadcast_to(term, y.shape[:-1] + (1,))], axis=-1)
 
 
 PLAIN = Readout()  # the output as it is, no regulariser
+
+
+def rate_counts(n: jax.Array, s: jax.Array, rate_form: str) -> tuple[jax.Array, jax.Array]:
+    """The spike counts the regulariser's term of a step squares (``n / T`` is the rate so far), after the step and
+    before it (``n - s``): each stream's own (``"trial"``), or, for ``"batch"``, their mean over every leading axis
+    of ``n`` (the streams of the step, so every stream gets the batch's term), the e-prop paper's batch-mean rate."""
+    counts = (n, n - s)
+    if rate_form == "trial":
+        return counts
+    return tuple(jnp.mean(c, axis=tuple(range(jnp.ndim(c) - 1)), keepdims=True) for c in counts)
 
 
 class ReadoutModel(Cell):

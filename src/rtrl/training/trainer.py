@@ -71,7 +71,8 @@ class Trainer:
     ``init()`` gives the first ``TrainState``; ``train(state, n_steps)`` advances it (``n_steps`` a multiple of
     ``update_every``) and returns the per-step weighted loss sums; ``evaluate(params)`` scores the task's
     held-out episodes from a zero carry. ``stagger=True`` starts stream ``b`` ``b * T // B`` steps into its
-    episodes (needs a trace method, as sequence windows should align with episodes). ``devices=N`` splits the
+    episodes (needs a trace method, as sequence windows should align with episodes, and the per-trial rate
+    regulariser, ``rate_form="trial"``: ``rtrl.training.model.Readout``). ``devices=N`` splits the
     streams over the first N of ``jax.devices()`` (``batch`` a multiple of N; see ``rtrl.devices``)."""
 
     def __init__(
@@ -90,6 +91,7 @@ class Trainer:
         readout_decay: float = 0.0,
         rate_weight: float = 0.0,
         rate_target: float = 0.01,
+        rate_form: str = "trial",
     ):
         if not isinstance(task, Task):
             raise TypeError(f"task must be a task object such as rtrl.training.tasks.Copy(), got {what(task)}")
@@ -107,7 +109,8 @@ class Trainer:
                 f"cell input_size must be the task's input size {task.input_size} ({task.name}), "
                 f"got {cell.input_size}"
             )
-        self.readout = Readout(readout_decay, rate_weight, rate_target, task.length)
+        self.readout = Readout(readout_decay, rate_weight, rate_target, task.length, rate_form)
+        self.readout.check_streams(stagger)
         self.learned = self.readout.learned(cell)  # the cell, with the readout's state where it has one
         self.task, self.cell, self.method = task, cell, resolve(method, self.learned)
         if stagger and not self.method.online:
