@@ -34,8 +34,7 @@ FRAMEWORKS = {
                  "`rockpool.nn.modules.torch.nir.to_nir(module)`, read with `from_nir(graph, dt=1e-3)`"),
 }
 
-SJ_RESET = ("refused: SpikingJelly starts the membrane at `v_reset` (NIR and rtrl at 0) and its LIF leaks towards "
-            "it; `to_nir` refuses `v_reset` other than 0")
+SJ_RESET = "refused: SpikingJelly starts the membrane at `v_reset`, NIR and rtrl at 0"
 SPYX_GAIN = ("refused: spyx writes `r = beta` for a network that adds its input unscaled (NIR's `r = tau/dt`), no "
              "mark of its reset by subtraction, and spikes one step late")
 ROCKPOOL_DECAY = "refused: Rockpool decays by `exp(-dt/tau)`, NIR's forward Euler by `1 - dt/tau`"
@@ -49,7 +48,7 @@ MATRIX = {
         "CubaLIF, reset to 0": (IDENTICAL, IDENTICAL),
         "CubaLIF, reset to 0, recurrent": (IDENTICAL, "refused: its exporter cannot trace a recurrent container "
                                                       "(torch.fx `TraceError`)"),
-        "IF, reset to v_reset != 0": (SJ_RESET, SJ_RESET),
+        "IF, reset to v_reset != 0": (SJ_RESET + "; `to_nir` refuses `v_reset` other than 0", SJ_RESET),
         "LIF, reset by subtraction": ("refused: its importer resets to `v_reset`; `to_nir` refuses the reset",
                                       "refused: its exporter raises `NotImplementedError` (NIR has no soft reset)"),
         "LIF, per-neuron leak or threshold": ("refused: its importer takes one value for all neurons; `to_nir` "
@@ -80,10 +79,11 @@ MATRIX = {
 
 # pip name -> why it is not in the interop extra and not tested
 NOT_INSTALLED = {
-    "sinabs": "sinabs 3.1.3 requires `nir<=1.0.4` and `samna>=0.33` (SynSense's hardware toolkit): pip would "
-              "downgrade nir 1.0.8 to 1.0.4, which SpikingJelly 2.0.0 (`nir>=1.0.7`) refuses, so it cannot share "
-              "the `interop` extra (Rockpool's own `nir` extra pins `nir<=1.0.4` too, and is not installed: "
-              "Rockpool's NIR module runs with nir 1.0.8)",
+    "sinabs": "sinabs 3.1.3 requires `nir<=1.0.4` (and `samna>=0.33`, SynSense's hardware toolkit): pip would "
+              "downgrade nir 1.0.8 to 1.0.4 and nirtorch 2.6 to 2.0.2, which SpikingJelly 2.0.0's NIR exchange "
+              "(`spikingjelly[nir]`: `nir>=1.0.7`, `nirtorch>=2.6`) refuses, so it cannot share the `interop` "
+              "extra. Rockpool's own `nir` extra pins `nir<=1.0.4` too; the extra installs Rockpool without it, "
+              "and Rockpool's NIR module runs with nir 1.0.8",
 }
 
 
@@ -97,9 +97,9 @@ def outcome(framework: str, row: str, direction: str) -> str:
 
 
 def versions() -> dict[str, str | None]:
-    """The installed version of each framework and of nir, nirtorch and torch; None where not installed."""
+    """The installed version of each framework (the ``interop`` extra pins them); None where not installed."""
     found = {}
-    for name in (*FRAMEWORKS, "nir", "nirtorch", "torch"):
+    for name in FRAMEWORKS:
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -125,8 +125,8 @@ def page(found: dict[str, str | None]) -> str:
         "`tests/interop_matrix.py`, whose cells the tests establish, and `tests/test_interop_matrix.py` fails when "
         "the page differs.",
         "",
-        "Versions: " + ", ".join(f"{FRAMEWORKS[name][0] if name in FRAMEWORKS else name} {found[name]}"
-                                 for name in found) + ".",
+        "Versions: " + ", ".join(f"{FRAMEWORKS[name][0]} {found[name]}" for name in found) + " (pinned by the "
+        "`interop` extra).",
         "",
     ]
     for name, (title, export_how, import_how) in FRAMEWORKS.items():
