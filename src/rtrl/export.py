@@ -50,7 +50,8 @@ poles in [0, 1); complex poles are refused by name), input projection -> ``Affin
 ``Linear(R^T)`` (its edges listed before the Output's); per-neuron options as per-neuron fields; ``v_leak = 0``; ``dt``
 in seconds in the graph's and the neuron's metadata, with ``time_unit``, ``target`` and what the target's importer
 assumes (``importer``). The surrogate derivative is not part of NIR; it travels in the neuron node's metadata.
-``target`` says whose importer is to run the graph with rtrl's spikes (checked against snnTorch 1.0.0 and Norse 1.1.0):
+``target`` says whose importer is to run the graph with rtrl's spikes (checked against snnTorch 1.0.0 and Norse 1.1.0
+by tests/test_interop.py, SpikingJelly 2.0.0 and spyx 1.0.0 by tests/test_interop_spikingjelly.py and _spyx.py):
 
 * ``"nir"`` (default, ``dt = 1``): ``r = tau / dt`` and ``w_in = tau_syn / dt`` (input gain 1);
 * ``"snntorch"`` (``dt = 1e-4``, the only one its importer runs at): as ``"nir"``, and a recurrent loop of three
@@ -110,8 +111,8 @@ def check_dt(dt, where: str = "dt") -> float:
 
 
 # -- to NIR -------------------------------------------------------------------------------------------------------
-# What each target reads (the importers of snnTorch 1.0 and Norse 1.1, read from their code): the time step it runs
-# at, whatever the file says, and what it makes of a neuron node.
+# What each target reads (the importers of snnTorch 1.0, Norse 1.1, SpikingJelly 2.0 and spyx 1.0, read from their
+# code): the time step it runs at, whatever the file says, and what it makes of a neuron node.
 TARGETS = ("nir", "snntorch", "norse", "spikingjelly", "spyx")
 DEFAULT_DT = {"nir": 1.0, "snntorch": 1e-4, "norse": 1e-3, "spikingjelly": 1e-4, "spyx": 1.0}
 IMPORTERS = {
