@@ -1,12 +1,12 @@
 """The NIR interoperability matrix: for each framework, each neuron (row) and each direction, what holds between
-rtrl and the real package. Each cell is established by one test in tests/test_interop_<framework>.py (``CHECKS``
-there has exactly these cells, tests/test_interop_matrix.py checks that), and docs/interop.md is generated from this
-table and the installed versions: ``python tests/interop_matrix.py`` writes it, and tests/test_interop_matrix.py fails
-when the page differs from what this module generates.
+rtrl and the real package. Each cell is established by one test in tests/test_interop_<framework>.py (snnTorch's
+and Norse's in tests/test_interop.py; ``CHECKS`` there has exactly these cells, a test checks that), and
+docs/interop.md is generated from this table and the installed versions: ``python tests/interop_matrix.py`` writes
+it, and tests/test_interop_matrix.py fails when the page differs from what this module generates.
 
 An outcome is ``IDENTICAL`` (spikes equal over 200 steps, a batch of 4, Poisson-like input spikes), ``SHIFTED``
-(equal, the framework's one step later), ``"refused: WHY"`` (the test shows the refusal or the difference) or
-``"none: WHY"`` (the framework has no such neuron; the test checks its NIR module maps none)."""
+(equal, the framework's one step later), ``CLOSE`` (an integrator's output), ``"refused: WHY"`` (the test shows
+the refusal or the difference) or ``"none: WHY"`` (the framework has no such neuron; the test checks that)."""
 
 from __future__ import annotations
 
@@ -18,12 +18,20 @@ from rtrl.files import atomic_write_text
 
 IDENTICAL = "identical"
 SHIFTED = "identical, one step later"
+CLOSE = "equal membranes to 1e-6 (no spikes; its weights are float32)"
 EXPORT, IMPORT = "rtrl -> framework", "framework -> rtrl"
 DIRECTIONS = (EXPORT, IMPORT)
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "interop.md"
 
 # pip name -> (the name on the page, how rtrl's graph is run there, how the framework's graph is written)
 FRAMEWORKS = {
+    "snntorch": ("snnTorch", "`to_nir(cell, params, target=\"snntorch\")`, run with "
+                 "`snntorch.import_nir.import_from_nir(graph)`",
+                 "`snntorch.export_nir.export_to_nir(net, example, ignore_dims=[0])`, read with "
+                 "`from_nir(graph, dt=1e-4)`"),
+    "norse": ("Norse", "`to_nir(cell, params, target=\"norse\")`, run with `norse.torch.from_nir(graph, dt=1e-3)`",
+              "`norse.torch.to_nir(net, example, dt=1.0)`, read with `from_nir(graph, dt=1.0)` (its file describes "
+              "its network only at `dt = 1`: it writes `tau = dt / tau_mem_inv`)"),
     "spikingjelly": ("SpikingJelly", "`to_nir(cell, params, target=\"spikingjelly\")`, run with "
                      "`spikingjelly.activation_based.nir_exchange.import_from_nir(graph, dt=1e-4)`",
                      "`export_to_nir(net, example, dt=1e-4)`, read with `from_nir(graph, dt=1e-4)`"),
@@ -40,6 +48,29 @@ SPYX_GAIN = ("refused: spyx writes `r = beta` for a network that adds its input 
 ROCKPOOL_DECAY = "refused: Rockpool decays by `exp(-dt/tau)`, NIR's forward Euler by `1 - dt/tau`"
 
 MATRIX = {
+    "snntorch": {
+        "LIF, reset to 0, per-neuron leak": (IDENTICAL, IDENTICAL),
+        "LIF, reset to 0, recurrent": (IDENTICAL, IDENTICAL),
+        "CubaLIF, reset to 0, per-neuron decays": (IDENTICAL, IDENTICAL),
+        "CubaLIF, reset to 0, recurrent": (IDENTICAL, "refused: its `RSynaptic` export fails inside snnTorch "
+                                                      "(`Cannot find the input of an empty graph`)"),
+        "LIF, per-neuron thresholds": ("refused: its importer takes one threshold for all neurons; `to_nir` refuses "
+                                       "them", IDENTICAL),
+        "LIF, reset by subtraction": ("refused: its importer resets to 0; `to_nir` refuses the reset",
+                                      "refused: snnTorch writes it as NIR's LIF, which resets to `v_reset`"),
+    },
+    "norse": {
+        "LIF, reset to 0, per-neuron leak and threshold": (IDENTICAL, IDENTICAL),
+        "LIF, reset to 0, recurrent": (IDENTICAL, "none: its only recurrent LIF is current-based (the CubaLIF "
+                                                  "rows)"),
+        "CubaLIF, reset to 0": (IDENTICAL, "refused: its `LIFCell` adds the input to the current after the membrane "
+                                           "reads it, NIR's CubaLIF before"),
+        "CubaLIF, reset to 0, recurrent": (IDENTICAL, "refused: it writes no node for its `LIFRecurrentCell` "
+                                                      "(`None`); `from_nir` refuses it"),
+        "IF, reset to 0": (IDENTICAL, IDENTICAL),
+        "LI (no spikes)": ("refused: `to_nir` writes no integrator for Norse (it reads `r` as 1, so the gain would "
+                           "have to be folded into the weights)", CLOSE),
+    },
     "spikingjelly": {
         "LIF, reset to 0": (IDENTICAL, IDENTICAL),
         "LIF, reset to 0, recurrent": (IDENTICAL, "refused: its exporter cannot trace a recurrent container "
@@ -115,11 +146,13 @@ def page(found: dict[str, str | None]) -> str:
         "What an rtrl cell exported with `rtrl.export.to_nir` does in another spiking framework, and what that "
         "framework's NIR export does in rtrl (`rtrl.export.from_nir`), neuron by neuron and in both directions, "
         "against the real packages. Every cell of the tables is one test in `tests/test_interop_<framework>.py` "
-        "(the `interop` extra installs the frameworks): **identical** means equal spikes over 200 steps for a batch "
-        "of 4 with random input spikes; *one step later* means the framework's spikes are rtrl's one step later "
-        "(spyx's neuron fires on the membrane before it adds the input); **refused** names what does not map and "
-        "why, and its test shows the refusal or the difference; **none** means the framework has no such neuron. "
-        "snnTorch and Norse are checked the same way in `tests/test_interop.py` ([Spiking neurons](spiking.md#nir)).",
+        "(`tests/test_interop.py` for snnTorch and Norse; the `interop` extra installs the frameworks): "
+        "**identical** means equal spikes over 200 steps for a batch of 4 with random input spikes; *one step "
+        "later* means the framework's spikes are rtrl's one step later (spyx's neuron fires on the membrane before "
+        "it adds the input); *equal membranes* is the output of a neuron without spikes; **refused** names what "
+        "does not map and why, and its test shows the refusal or the difference; **none** means the framework has "
+        "no such neuron. "
+        "What each `target` of `to_nir` writes, and why: [Spiking neurons](spiking.md#nir).",
         "",
         "This page is generated: `python tests/interop_matrix.py` writes it from the table in "
         "`tests/interop_matrix.py`, whose cells the tests establish, and `tests/test_interop_matrix.py` fails when "
