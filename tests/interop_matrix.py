@@ -164,7 +164,8 @@ def page(found: dict[str, str | None]) -> str:
     ]
     for name, (title, export_how, import_how) in FRAMEWORKS.items():
         lines += [f"## {title} {found[name]}", "", f"rtrl -> {title}: {export_how}. {title} -> rtrl: {import_how}.",
-                  "", f"| neuron | rtrl -> {title} | {title} -> rtrl |", "| --- | --- | --- |"]
+                  "", "<!-- figures: none: the tests' outcomes and tolerances, not measurements -->",
+                  f"| neuron | rtrl -> {title} | {title} -> rtrl |", "| --- | --- | --- |"]
         lines += [f"| {row} | {export} | {imported} |" for row, (export, imported) in MATRIX[name].items()]
         lines.append("")
     lines += ["## Not installed", ""]
