@@ -68,8 +68,7 @@ MATRIX = {
         "CubaLIF, reset to 0, recurrent": (IDENTICAL, "refused: it writes no node for its `LIFRecurrentCell` "
                                                       "(`None`); `from_nir` refuses it"),
         "IF, reset to 0": (IDENTICAL, IDENTICAL),
-        "LI (no spikes)": ("refused: `to_nir` writes no integrator for Norse (it reads `r` as 1, so the gain would "
-                           "have to be folded into the weights)", CLOSE),
+        "LI (no spikes)": ("refused: `to_nir` writes integrators for `target=\"nir\"` only", CLOSE),
     },
     "spikingjelly": {
         "LIF, reset to 0": (IDENTICAL, IDENTICAL),
