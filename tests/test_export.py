@@ -508,7 +508,7 @@ def test_each_targets_graph_spikes_as_the_cell_under_nirs_equations(name, target
     ("norse", LIF(2, 3, reset="none"), None, "Norse's NIR importer resets a neuron to 0 .* reset='none'"),
     ("norse", LIF(2, 3, reset="value", v_reset=(0.0, 0.0, -0.1)), None, r"v_reset=\(0.0, 0.0, -0.1\)"),
     ("nir", LIF(2, 3, leak=(1.0, 0.9, 0.9)), None, "leak = 1 for some neurons only has no NIR counterpart"),
-    ("onnx", LIF(2, 3), None, r"target must be one of \['nir', 'snntorch', 'norse'\]"),
+    ("onnx", LIF(2, 3), None, r"target must be one of \['nir', 'snntorch', 'norse', 'spikingjelly', 'spyx'\]"),
 ])
 def test_what_a_target_cannot_run_is_refused_by_name(target, cell, dt, message):
     with pytest.raises(ValueError, match=message):

@@ -50,7 +50,8 @@ poles in [0, 1); complex poles are refused by name), input projection -> ``Affin
 ``Linear(R^T)`` (its edges listed before the Output's); per-neuron options as per-neuron fields; ``v_leak = 0``; ``dt``
 in seconds in the graph's and the neuron's metadata, with ``time_unit``, ``target`` and what the target's importer
 assumes (``importer``). The surrogate derivative is not part of NIR; it travels in the neuron node's metadata.
-``target`` says whose importer is to run the graph with rtrl's spikes (checked against snnTorch 1.0.0 and Norse 1.1.0):
+``target`` says whose importer is to run the graph with rtrl's spikes (checked against snnTorch 1.0.0 and Norse 1.1.0
+by tests/test_interop.py, SpikingJelly 2.0.0 and spyx 1.0.0 by tests/test_interop_spikingjelly.py and _spyx.py):
 
 * ``"nir"`` (default, ``dt = 1``): ``r = tau / dt`` and ``w_in = tau_syn / dt`` (input gain 1);
 * ``"snntorch"`` (``dt = 1e-4``, the only one its importer runs at): as ``"nir"``, and a recurrent loop of three
@@ -61,6 +62,13 @@ assumes (``importer``). The surrogate derivative is not part of NIR; it travels 
   ``r = w_in = 1`` (Norse ignores both) with the gains folded into ``W``, ``b``, ``R`` per neuron; refused: a reset
   other than to 0 (Norse's LIF ignores ``v_reset``; its reset by subtraction acts in the spike's step, rtrl's one
   step later). An IF keeps ``r = 1/dt``: Norse's IAF adds its input as it is, which is what that ``r`` says.
+* ``"spikingjelly"`` (``dt = 1e-4``, its importer's default; ``import_from_nir(graph, dt=...)`` must be given the
+  same): as ``"nir"``; refused: a reset other than to 0 in the spike's step (its membrane starts at ``v_reset`` and
+  its LIF leaks towards it), per-neuron fields (it takes one value for all neurons);
+* ``"spyx"`` (``dt = 1``, ``spyx.nir.from_nir``'s default; it must be given the same): as ``"nir"``, LIF and IF,
+  feed-forward or recurrent, with ``reset="subtract"`` (spyx subtracts the threshold and reads no ``v_reset``);
+  spyx emits each spike one step later than rtrl (its step fires on the membrane before the input). Refused: other
+  resets, ``SpikingIIR2`` (spyx's CuBaLIF subtracts the threshold before the leak, rtrl's after).
 """
 
 from __future__ import annotations
@@ -103,16 +111,21 @@ def check_dt(dt, where: str = "dt") -> float:
 
 
 # -- to NIR -------------------------------------------------------------------------------------------------------
-# What each target reads (the importers of snnTorch 1.0 and Norse 1.1, read from their code): the time step it runs
-# at, whatever the file says, and what it makes of a neuron node.
-TARGETS = ("nir", "snntorch", "norse")
-DEFAULT_DT = {"nir": 1.0, "snntorch": 1e-4, "norse": 1e-3}
+# What each target reads (the importers of snnTorch 1.0, Norse 1.1, SpikingJelly 2.0 and spyx 1.0, read from their
+# code): the time step it runs at, whatever the file says, and what it makes of a neuron node.
+TARGETS = ("nir", "snntorch", "norse", "spikingjelly", "spyx")
+DEFAULT_DT = {"nir": 1.0, "snntorch": 1e-4, "norse": 1e-3, "spikingjelly": 1e-4, "spyx": 1.0}
 IMPORTERS = {
     "nir": "NIR's equations at the graph's dt",
     "snntorch": "snntorch.import_nir.import_from_nir(graph) runs every LIF and CubaLIF at dt = 1e-4 s whatever the "
                 "file says, with r = tau/dt and w_in = tau_syn/dt, resetting to zero in the spike's step",
     "norse": "norse.torch.from_nir(graph, dt=DT) runs at the dt it is given (1e-3 s by default, not the file's), reads "
              "r and w_in as 1 and resets to 0",
+    "spikingjelly": "spikingjelly.activation_based.nir_exchange.import_from_nir(graph, dt=DT) runs at the dt it is "
+                    "given (1e-4 s by default), with one value of each field for all neurons, resetting to v_reset "
+                    "in the spike's step",
+    "spyx": "spyx.nir.from_nir(graph, inputs, dt=DT) runs at the dt it is given (1 by default), adds the input as it "
+            "is and resets by subtraction; each spike comes one step later than rtrl's",
 }
 
 
@@ -142,7 +155,7 @@ def to_nir(cell, params: Params, dt: float | None = None, target: str = "nir"):
                                 for name in ("leak", "threshold", "v_reset"))
     if cell.learn_tau:  # the learnt time constants, as the cell computes them
         leak = np.asarray(cell.leak_of(params, jnp.zeros(N)), np.float64)
-    check_target(cell, target, dt, threshold, v_reset)
+    check_target(cell, target, dt, threshold, v_reset, leak)
     metadata = {"dt": dt, **{name: getattr(cell, name) for name in SURROGATE_OPTIONS}}
     if cell.reset in MARKED_RESETS:
         metadata["reset"] = cell.reset
@@ -163,6 +176,9 @@ def to_nir(cell, params: Params, dt: float | None = None, target: str = "nir"):
                 raise ValueError(f"SpikingIIR2's synapse: {error}") from None
             neuron, gain = membrane_node(nir, cell, leak, dt, target, common, metadata)
         else:
+            if target == "spikingjelly" and np.any(a0 != a0[0]):
+                raise ValueError(f"SpikingJelly's NIR importer takes one synaptic decay for all neurons; this "
+                                 f"{cell.name} has a0 = {a0.tolist()}")
             tau_syn, tau_mem = dt / (1 + a0), dt / (1 - leak)
             r, w_in = (ones, ones) if target == "norse" else (tau_mem / dt, tau_syn / dt)
             gain = (dt / tau_syn) * w_in * (dt / tau_mem) * r
@@ -269,11 +285,26 @@ def integrator_graph(nir, cell: IIR2, params: Params, dt: float, target: str):
                         metadata=metadata)
 
 
-def check_target(cell, target: str, dt: float, threshold: np.ndarray, v_reset: np.ndarray) -> None:
+def check_target(cell, target: str, dt: float, threshold: np.ndarray, v_reset: np.ndarray, leak: np.ndarray) -> None:
     """Refuse, naming the option, what ``target``'s importer cannot run as rtrl does."""
     if target == "nir":
         return
-    who = {"snntorch": "snnTorch's NIR importer", "norse": "Norse's NIR importer"}[target]
+    who = {"snntorch": "snnTorch's NIR importer", "norse": "Norse's NIR importer",
+           "spikingjelly": "SpikingJelly's NIR importer", "spyx": "spyx's NIR importer"}[target]
+    if target == "spyx":
+        if cell.reset != "subtract":
+            raise ValueError(f"{who} resets by subtracting the threshold and reads no v_reset, so only "
+                             f"reset='subtract' runs there as in rtrl; this {cell.name} has reset={cell.reset!r}")
+        if type(cell) is not LIF:
+            raise ValueError(f"{who} runs {cell.name} as its CuBaLIF, which subtracts the threshold before the leak "
+                             "(rtrl after it); only LIF cells run there as in rtrl")
+        return
+    if target == "spikingjelly":
+        for name, values in (("leak", leak), ("threshold", threshold)):
+            if np.any(values != values[0]):
+                raise ValueError(f"{who} takes one {name} for all neurons; this {cell.name} has {name}="
+                                 f"{getattr(cell, name)!r}" + (" (learn_tau=True)" if name == "leak" and
+                                                              cell.learn_tau else ""))
     if cell.reset != "value" or np.any(v_reset != 0):
         raise ValueError(f"{who} resets a neuron to 0 in the step it spikes, so only reset='value' with v_reset=0 "
                          f"runs there as in rtrl; this {cell.name} has reset={cell.reset!r}"
