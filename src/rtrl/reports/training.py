@@ -1,6 +1,6 @@
-"""The results tables: for every experiment, cells x methods on the same budget, final metric and wall time.
+"""``rtrl results training``: for every experiment, cells x methods on the same budget, final metric and wall time.
 
-    python -m rtrl.reports.results [--only EXPERIMENT ...] [--out docs/results.md] [--runs runs/results]
+    rtrl results training [--only EXPERIMENT ...] [--out docs/results.md] [--runs runs/results]
 
 The experiments and their rows are ``rtrl.training.presets.EXPERIMENTS``: every row is a preset (``rtrl train
 --preset NAME`` reruns it alone, and the table shows its name). Each row is an ordinary run folder under
@@ -162,8 +162,3 @@ def write_tables(args: argparse.Namespace, prog: str = "rtrl results training") 
         page = with_section(page, experiment.name, section)
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out, page)  # after every table: a stopped command keeps the tables it finished
-
-
-if __name__ == "__main__":
-    interrupts.install()  # the command's Ctrl-C: at the next safe point (rtrl.interrupts), never swallowed
-    raise SystemExit(main())

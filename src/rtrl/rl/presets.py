@@ -174,3 +174,6 @@ PRESETS: dict[str, Preset] = {
                  row_options(TABLES[t], m))
     for name, (t, m) in ROWS.items()
 }
+# The POPGym suite's agent (``rtrl results popgym``, the POPGym benchmark): the popgym-repeat-* presets' streaming
+# agent without their budget and records, which the suite sets per run.
+POPGYM_AGENT = {k: v for k, v in POPGYM_STREAMING.items() if k not in ("steps", "record_every", "fidelity_every")}
