@@ -25,10 +25,13 @@ from typing import NamedTuple
 
 from rtrl import provenance
 from rtrl.config import MAX_SEED
+from rtrl.devices import check_memory
 from rtrl.reports import protocol, scoring
-from rtrl.reports.results import Job, Kind, consecutive
+from rtrl.reports.kind import Job, Kind, consecutive
+from rtrl.rl.assemble import assemble
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs.popgym import LEVELS, NORMALISATION, normalise
+from rtrl.rl.loop import train
 from rtrl.rl.presets import POPGYM, POPGYM_AGENT, POPGYM_STREAMING, ROW_OPTIONS, WINDOW, learned_by
 from rtrl.rl.uniform import UNIFORM_ENVS, UNIFORM_STEPS, uniform_returns
 
@@ -126,8 +129,6 @@ def play(job: Job) -> list[list[dict]]:
         returns = uniform_returns(opts["env"], list(job.seeds), opts["steps"], opts["envs"])
         wall = time.perf_counter() - start
         return [[{"step": opts["steps"], "return": value, "wall_s": wall}] for value in returns]
-    from rtrl.rl.loop import train
-
     records = train(RLConfig(**opts), on_record=progress(job.table, job.row, opts["steps"]))[1]
     return scoring.split_seeds(records)
 
@@ -234,9 +235,6 @@ def check(args, parser) -> None:
     if not 0 <= args.seed <= MAX_SEED - args.seeds + 1:
         parser.error(f"--seed must be from 0 to 2**32 - seeds = {MAX_SEED - args.seeds + 1} (the seeds run are "
                      f"seed .. seed + seeds - 1), got {args.seed}")
-    from rtrl.devices import check_memory
-    from rtrl.rl.assemble import assemble
-
     try:
         check_memory(assemble(RLConfig(**options(args.tasks[0], "rtrl", args.steps, args.seed, args.seeds)))
                      .memory_needed(), smaller="--seeds")

@@ -22,49 +22,14 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import json
 import multiprocessing
 import os
 import sys
-from collections.abc import Callable
-from typing import NamedTuple
 
 from rtrl import interrupts, ledger, provenance
 from rtrl.files import atomic_write_text
-
-
-class Job(NamedTuple):
-    """One row of a table over ``seeds``, run in one call: ``options`` are what it runs, without the seed."""
-
-    kind: str
-    table: str
-    row: str
-    seeds: tuple[int, ...]
-    options: dict
-
-
-class Kind(NamedTuple):
-    """A kind of results: its name, what it makes, its options, its jobs, what a job runs, its table.
-
-    ``add_options(parser)``; ``check(args, parser)`` (``parser.error`` on bad options, before anything runs);
-    ``jobs(args, done)``: the jobs that make the rows ``args`` asks for, less the (table, row, seed) of ``done``
-    (each with the options it would run: ``done`` maps a key to its stored options); ``play(job)`` (in a worker):
-    each seed's records; ``said(job, per_seed)``: the line printed when a job is in; ``table(lines, args, at)``: the
-    page of the ledger's ``lines`` (``at``: the commit); ``known(line)``: what is wrong with a line of another
-    table or row, or ``None``; ``same(stored, wanted)``: whether stored options are those wanted."""
-
-    name: str
-    what: str
-    page: str  # the file of its tables in DIR
-    add_options: Callable
-    check: Callable
-    jobs: Callable
-    play: Callable
-    said: Callable
-    table: Callable
-    known: Callable
-    same: Callable
-
+from rtrl.reports import popgym, rl
+from rtrl.reports.kind import Job, Kind
 
 FIELDS = {"kind": ledger.text, "table": ledger.text, "row": ledger.text, "seed": ledger.whole,
           "options": ledger.a_dict, "records": ledger.a_list}  # a line of runs.jsonl, every kind
@@ -75,9 +40,7 @@ def key(line: dict) -> tuple[str, str, int]:
 
 
 def kinds() -> dict[str, Kind]:
-    """The kinds that write a ledger, by name (imported when asked for: each imports its own layer)."""
-    from rtrl.reports import popgym, rl
-
+    """The kinds that write a ledger, by name."""
     return {"rl": rl.KIND, "popgym": popgym.KIND}
 
 
@@ -107,17 +70,6 @@ def with_job(lines: list[dict], job: Job, per_seed: list[list[dict]], kind: Kind
                                            and (line["seed"] in job.seeds or not kind.same(line["options"],
                                                                                           job.options)))]
     return [*kept, *lines_of(job, per_seed)]
-
-
-def consecutive(seeds) -> list[tuple[int, ...]]:
-    """``seeds`` in runs of consecutive seeds (what one call under ``jax.vmap`` runs)."""
-    groups: list[list[int]] = []
-    for seed in sorted(seeds):
-        if groups and groups[-1][-1] == seed - 1:
-            groups[-1].append(seed)
-        else:
-            groups.append([seed])
-    return [tuple(g) for g in groups]
 
 
 def play(job: Job) -> list[list[dict]]:
@@ -188,9 +140,3 @@ def run(kind: Kind, args) -> int:
         pool.shutdown(wait=True, cancel_futures=True)
     atomic_write_text(page, kind.table(lines, args, at))
     return 0
-
-
-def job_line(job: Job, finals: list) -> str:
-    """A finished job's line: the row and seeds as JSON, then each seed's final figure."""
-    shown = " ".join("-" if v is None else f"{v:.3f}" for v in finals)
-    return f"{json.dumps({'table': job.table, 'row': job.row, 'seeds': list(job.seeds)})} final {shown}"

@@ -16,9 +16,10 @@ import json
 
 from rtrl import provenance
 from rtrl.reports import protocol, scoring
-from rtrl.reports.results import Job, Kind, consecutive, job_line
+from rtrl.reports.kind import Job, Kind, consecutive, job_line
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs.registry import is_gymnasium
+from rtrl.rl.loop import train
 from rtrl.rl.presets import PRESETS, ROWS, TABLES, preset_name
 
 
@@ -114,8 +115,6 @@ def jobs(args, done: dict) -> list[Job]:
 
 def play(job: Job) -> list[list[dict]]:
     """Each seed's records of the preset ``job`` names, run from its seeds in one call."""
-    from rtrl.rl.loop import train
-
     records = train(RLConfig(**{**job.options, "seed": job.seeds[0], "seeds": len(job.seeds)}))[1]
     return scoring.split_seeds(records)
 
