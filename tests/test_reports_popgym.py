@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from inline_pool import run_inline
+from inline_pool import ctrl_c_while_written, run_inline
 from rtrl.reports import popgym, results
 from rtrl.reports.popgym import TASKS, normalised
 from rtrl.reports.scoring import final_return, final_returns
@@ -170,20 +170,11 @@ def test_a_ctrl_c_while_a_finished_row_is_written_stops_once_it_is_in(tmp_path, 
     kept, exit status 130 with one line saying where the rows are [the write outside ``interrupts.deferred``: the
     process ends with the row unwritten; the ``poll`` left out: the Ctrl-C is swallowed and the next row is
     written]."""
-    from rtrl import interrupts, ledger
-
-    monkeypatch.setattr(interrupts, "quit_now", lambda message: pytest.fail(f"ended at once: {message}"))
     ran = []
     monkeypatch.setattr(results, "play", lambda job: ran.append(job.row) or [
         [{"step": 4, "return": 0.5, "wall_s": 1.0}] for _ in job.seeds])
     run_inline(monkeypatch)
-    write = ledger.write
-
-    def interrupted_write(path, rows):
-        write(path, rows)
-        interrupts.on_interrupt()
-
-    monkeypatch.setattr(ledger, "write", interrupted_write)
+    ctrl_c_while_written(monkeypatch)
     status = main(["--out", str(tmp_path), "--tasks", "RepeatPrevious", "--rows", "uniform", "memoryless",
                    "--seeds", "1", "--steps", "4"])
     assert status == 130 and ran == ["uniform", "memoryless"]

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from inline_pool import run_inline
+from inline_pool import ctrl_c_while_written, run_inline
 from rtrl.reports import results, rl
 from rtrl.rl.presets import PRESETS, ROWS, TABLES
 
@@ -164,18 +164,9 @@ def test_a_ctrl_c_while_a_finished_row_is_written_stops_once_it_is_in(tmp_path, 
     row is in runs.jsonl and its line printed, no other row is kept, exit status 130 with one line saying where the
     rows are [the write outside ``interrupts.deferred``: the process ends with the row unwritten; the ``poll`` left
     out: the Ctrl-C is swallowed and the next row is written]."""
-    from rtrl import interrupts, ledger
-
-    monkeypatch.setattr(interrupts, "quit_now", lambda message: pytest.fail(f"ended at once: {message}"))
     monkeypatch.setattr(results, "play", finished)
     run_inline(monkeypatch)
-    write = ledger.write
-
-    def interrupted_write(path, rows):
-        write(path, rows)
-        interrupts.on_interrupt()
-
-    monkeypatch.setattr(ledger, "write", interrupted_write)
+    ctrl_c_while_written(monkeypatch)
     status = main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "memoryless", "rtrl",
                    "--seeds", "1"])
     assert status == 130
