@@ -64,8 +64,8 @@ def lines_of(job: Job, per_seed: list[list[dict]]) -> list[dict]:
 
 
 def with_job(lines: list[dict], job: Job, per_seed: list[list[dict]], kind: Kind) -> list[dict]:
-    """``lines`` with a finished job's in: its seeds' lines replaced, its row's lines of other options gone, every
-    line in order of table, row and seed as the kind first wrote them (its jobs' order)."""
+    """``lines`` with a finished job's in (last): its seeds' lines replaced, its row's lines of other options gone
+    (each kind's table puts rows and seeds in its own order, whatever order they finished in)."""
     kept = [line for line in lines if not ((line["table"], line["row"]) == (job.table, job.row)
                                            and (line["seed"] in job.seeds or not kind.same(line["options"],
                                                                                           job.options)))]
