@@ -14,6 +14,7 @@ def test_results_popgym_runs_the_suite_writes_its_table_and_resumes(tmp_path, ca
     assert [(r["kind"], r["table"], r["row"], r["seed"]) for r in runs] == [("popgym", "RepeatPrevious", "uniform", s)
                                                                           for s in (0, 1)]
     table = (out / "suite.md").read_text()
+    assert table.startswith("**Protocol**: only the uniform random policy ran (no agent).")  # no agent's card
     assert "| RepeatPreviousEasy |" in table
     assert "`rtrl results popgym --out" in table  # the provenance names the command that was run
     before = (out / "runs.jsonl").stat().st_mtime_ns
@@ -55,3 +56,18 @@ def test_a_second_command_on_the_same_results_folder_is_refused(tmp_path, capsys
         assert main(argv) == 2
     assert "another command is writing these results" in capsys.readouterr().err
     assert not (out / "runs.jsonl").exists()
+
+
+def test_a_folder_of_another_kinds_results_is_refused_by_name(tmp_path, capsys):
+    """One ledger schema for every kind: a POPGym line read by ``rtrl results rl`` names both kinds and the way
+    out (another --out), and nothing runs."""
+    out = tmp_path / "suite"
+    out.mkdir()
+    line = {"kind": "popgym", "table": "RepeatPrevious", "row": "uniform", "seed": 0, "options": {},
+            "records": [{"step": 1, "return": 0.1, "wall_s": 1.0}]}
+    (out / "runs.jsonl").write_text(json.dumps(line) + "\n")
+    assert main(["results", "rl", "--out", str(out), "--tables", "memory-chain-16", "--seeds", "1"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"rtrl results rl: error: {out / 'runs.jsonl'}, line 1: a line of rtrl results popgym, not of rtrl results "
+        "rl: give this command another --out")
+    assert not (out / "results.md").exists()

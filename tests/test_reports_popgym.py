@@ -98,7 +98,12 @@ def test_a_suite_resumes_and_reruns_only_what_changed(tmp_path, capsys, monkeypa
         ("popgym", "MultiarmedBandit", "memoryless", 0), ("popgym", "MultiarmedBandit", "memoryless", 1)]
     assert all(r["options"] == popgym.stored("MultiarmedBandit", "memoryless", 4) for r in runs)
     assert "seed" not in runs[0]["options"] and runs[0]["options"]["env"] == "popgym:MultiarmedBanditEasy"
-    assert "MultiarmedBanditEasy" in (tmp_path / "suite.md").read_text()
+    suite = (tmp_path / "suite.md").read_text()
+    assert "MultiarmedBanditEasy" in suite
+    # the page opens with the card of the agent that ran, against Farr et al.'s POPGym protocol
+    assert suite.startswith("**Protocol** (generated from the configurations that ran; anchor: Farr et al. 2026, "
+                            "POPGym Easy)")
+    assert "- seeds: 2 (anchor: 10)" in suite and "- frames: 64 per seed (4 steps x 16 environments)" in suite
     # each seed's records: one a step at 4 steps, its own return; the seed's final return from its last two
     assert all([p["step"] for p in r["records"]] == [1, 2, 3, 4] for r in runs)
     assert [final_return(r["records"]) for r in runs] == final_returns(

@@ -55,6 +55,13 @@ def test_a_table_whose_runs_are_all_recorded_resumes_without_running_any(tmp_pat
     # final, solved (final > 0.5: neither), then peak (seed 0: 0.0, seed 1: 0.2)
     assert "| 0.075 ± 0.11 | 0/2 | 0.1 ± 0.14 |" in text
     assert f"`rtrl results rl --out {tmp_path} --tables memory-chain-128 --seeds 2` at" in text  # every row: no --rows
+    # the table opens with its protocol card, generated from the rows' options: two seeds, MemoryChain's own env
+    page = text.splitlines()
+    assert page[0].startswith("### `memory-chain-128`") and page[2].startswith("**Protocol** (generated from")
+    config = rl.options("memory-chain-128", "rtrl")
+    assert "- seeds: 2" in page and f"- discount: {config['gamma']:g}" in page
+    assert f"- frames: {config['steps'] * config['envs']:,} per seed ({config['steps']:,} steps x {config['envs']} " \
+           "environments)" in page
 
 
 def test_a_row_whose_preset_changed_runs_anew(tmp_path, monkeypatch):
