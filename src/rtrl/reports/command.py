@@ -7,9 +7,11 @@
 * ``rtrl results popgym --out DIR [--tasks ...] [--rows ...] [--seeds S]``: the POPGym Easy suite of Farr et al.
   (2026), normalised on their scale (``rtrl.reports.popgym``).
 
-The RL kinds run through one runner (``rtrl.reports.results``: one ledger, one interrupt model); every RL table
-opens with its protocol card (``rtrl.reports.protocol``). Every kind resumes: rows already finished in its output
-are kept and not run again. The options after ``KIND`` are that kind's own; ``rtrl results KIND --help`` lists them.
+The RL kinds run through one runner (``rtrl.reports.results``: one ledger, one interrupt model) and resume: a row
+and seed already in the ledger with the options it would run is kept and not run again; every RL table opens with
+its protocol card (``rtrl.reports.protocol``). ``training`` trains each row of the experiments it runs afresh, as
+run folders, and rewrites each table once it is finished. The options after ``KIND`` are that kind's own;
+``rtrl results KIND --help`` lists them.
 """
 
 from __future__ import annotations
