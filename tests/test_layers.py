@@ -46,7 +46,7 @@ APART = ({"cells", "methods"}, {"training", "rl"}, {"reports", "benchmarks"})
 
 def unit(module: str) -> str:
     """The part of the package a module belongs to: ``rtrl.training.tasks.copy`` -> ``training``; ``rtrl`` -> ``""``;
-    an entry point ``rtrl.rl.__main__`` -> ``__main__``."""
+    an entry point ``rtrl.__main__`` -> ``__main__``."""
     if module.endswith(".__main__"):
         return "__main__"
     parts = module.split(".")

@@ -11,8 +11,8 @@ import pytest
 from rtrl import provenance
 from rtrl.benchmarks import suite
 from rtrl.reports import fidelity
-from rtrl.reports import results as results_page
-from rtrl.rl import results as rl_results
+from rtrl.reports import rl as rl_results
+from rtrl.reports import training as results_page
 
 
 def git(folder, *args):
@@ -91,16 +91,22 @@ def test_make_results_writes_the_line_under_each_table_with_the_command_that_rer
 
 def test_the_rl_tables_carry_the_line_that_reruns_them():
     records = [{"step": 1, "return": 0.5, "wall_s": 2.0}]
-    runs = [{"preset": "memory-chain-40-long", "seed": s, "records": records} for s in (0, 1)]
-    text = rl_results.table(runs, "runs/rl", "0123abc")
+    runs = [{"kind": "rl", "table": "memory-chain-40-long", "row": "rtrl", "seed": s,
+             "options": rl_results.options("memory-chain-40-long", "rtrl"), "records": records} for s in (0, 1)]
+    text = rl_results.table(runs, argparse.Namespace(out="runs/rl"), "0123abc")
     found = provenance.PATTERN.search(text)
     assert (found["command"], found["commit"]) == (
         "rtrl results rl --out runs/rl --tables memory-chain-40-long --rows rtrl --seeds 2", "0123abc")  # one row ran
 
 
 def test_the_popgym_suite_table_carries_the_line_that_reruns_it():
-    from rtrl.rl import suite
+    from rtrl.reports import popgym
 
-    runs = [{"task": "RepeatPrevious", "row": "rtrl", "finals": [0.5, 1.0]}]
-    found = provenance.PATTERN.search(suite.table(runs, "python -m rtrl.rl.suite --out runs/s", "0123abc"))
-    assert (found["command"], found["commit"]) == ("python -m rtrl.rl.suite --out runs/s", "0123abc")
+    runs = [{"kind": "popgym", "table": "RepeatPrevious", "row": "rtrl", "seed": s,
+             "options": popgym.stored("RepeatPrevious", "rtrl", 4),
+             "records": [{"step": 4, "return": v, "wall_s": 1.0}]} for s, v in enumerate((0.5, 1.0))]
+    args = argparse.Namespace(prog="rtrl results popgym", out="runs/s", tasks=["RepeatPrevious"], rows=["rtrl"],
+                              seeds=2, seed=0, steps=4)
+    found = provenance.PATTERN.search(popgym.table(runs, args, "0123abc"))
+    assert (found["command"], found["commit"]) == (
+        "rtrl results popgym --out runs/s --tasks RepeatPrevious --rows rtrl --seeds 2 --seed 0 --steps 4", "0123abc")

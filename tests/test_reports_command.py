@@ -1,5 +1,5 @@
-"""``rtrl results KIND``: the one front end of the result tables dispatches to each kind's own runner, with the
-options after KIND, names itself in the tables' provenance, and resumes what is already done."""
+"""``rtrl results KIND``: the one front end of the result tables runs each kind with the options after KIND (the RL
+kinds through the one results runner), names itself in the tables' provenance, and resumes what is already done."""
 
 import json
 
@@ -11,8 +11,10 @@ def test_results_popgym_runs_the_suite_writes_its_table_and_resumes(tmp_path, ca
     argv = ["results", "popgym", "--out", str(out), "--tasks", "RepeatPrevious", "--rows", "uniform", "--seeds", "2"]
     assert main(argv) == 0
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
-    assert [(r["task"], r["row"], len(r["finals"])) for r in runs] == [("RepeatPrevious", "uniform", 2)]
+    assert [(r["kind"], r["table"], r["row"], r["seed"]) for r in runs] == [("popgym", "RepeatPrevious", "uniform", s)
+                                                                          for s in (0, 1)]
     table = (out / "suite.md").read_text()
+    assert table.startswith("**Protocol**: only the uniform random policy ran (no agent).")  # no agent's card
     assert "| RepeatPreviousEasy |" in table
     assert "`rtrl results popgym --out" in table  # the provenance names the command that was run
     before = (out / "runs.jsonl").stat().st_mtime_ns
@@ -33,8 +35,10 @@ def test_results_refuses_an_unknown_kind_and_passes_a_kinds_bad_option_to_its_pa
 def test_a_damaged_ledger_is_one_line_naming_file_and_line_and_nothing_runs(tmp_path, capsys):
     out = tmp_path / "suite"
     out.mkdir()
-    good = {"task": "RepeatPrevious", "row": "uniform", "options": {}, "finals": [0.1], "wall_s": 1.0}
-    (out / "runs.jsonl").write_text(json.dumps(good) + "\n" + '{"task": "RepeatFirst", "row": "unif\n')
+    good = {"kind": "popgym", "table": "RepeatPrevious", "row": "uniform", "seed": 0, "options": {},
+            "records": [{"step": 1, "return": 0.1, "wall_s": 1.0}]}
+    torn = '{"kind": "popgym", "table": "RepeatFirst", "row": "unif\n'
+    (out / "runs.jsonl").write_text(json.dumps(good) + "\n" + torn)
     argv = ["results", "popgym", "--out", str(out), "--tasks", "RepeatFirst", "--rows", "uniform", "--seeds", "1"]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -52,3 +56,18 @@ def test_a_second_command_on_the_same_results_folder_is_refused(tmp_path, capsys
         assert main(argv) == 2
     assert "another command is writing these results" in capsys.readouterr().err
     assert not (out / "runs.jsonl").exists()
+
+
+def test_a_folder_of_another_kinds_results_is_refused_by_name(tmp_path, capsys):
+    """One ledger schema for every kind: a POPGym line read by ``rtrl results rl`` names both kinds and the way
+    out (another --out), and nothing runs."""
+    out = tmp_path / "suite"
+    out.mkdir()
+    line = {"kind": "popgym", "table": "RepeatPrevious", "row": "uniform", "seed": 0, "options": {},
+            "records": [{"step": 1, "return": 0.1, "wall_s": 1.0}]}
+    (out / "runs.jsonl").write_text(json.dumps(line) + "\n")
+    assert main(["results", "rl", "--out", str(out), "--tables", "memory-chain-16", "--seeds", "1"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"rtrl results rl: error: {out / 'runs.jsonl'}, line 1: a line of rtrl results popgym, not of rtrl results "
+        "rl: give this command another --out")
+    assert not (out / "results.md").exists()

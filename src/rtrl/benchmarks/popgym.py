@@ -32,11 +32,13 @@ import time
 import jax
 import numpy as np
 
-from rtrl.rl import RLConfig, suite, train
+from rtrl.rl import RLConfig, train
 from rtrl.rl.envs.gymnasium_env import encoder
+from rtrl.rl.envs.popgym import NORMALISATION
 from rtrl.rl.envs.registry import make
+from rtrl.rl.presets import POPGYM_AGENT
 
-TASKS = tuple(task + "Easy" for task in suite.TASKS)  # the suite's eleven, at their Easy level
+TASKS = tuple(task + "Easy" for task in NORMALISATION)  # the suite's eleven, at their Easy level
 
 
 def jitted_runner(task: str, envs: int, steps: int):
@@ -111,9 +113,9 @@ def measure(task: str, envs: int, steps: int, repeats: int = 3) -> dict[str, flo
     return {side: envs * steps / statistics.median(t) for side, t in times.items()}
 
 
-# The suite's agent (rtrl.rl.suite.AGENT: the popgym-repeat-* presets' streaming agent), the fidelity check off and
-# without the extra inputs, which the host route does not take (its wrapper steps a jitted environment).
-AGENT = {**suite.AGENT, "extra_inputs": False, "fidelity_every": 0}
+# The suite's agent (rtrl.rl.presets.POPGYM_AGENT: the popgym-repeat-* presets' streaming agent), the fidelity check
+# off and without the extra inputs, which the host route does not take (its wrapper steps a jitted environment).
+AGENT = {**POPGYM_AGENT, "extra_inputs": False, "fidelity_every": 0}
 
 
 def agent_seconds(env: str, envs: int, steps: int, repeats: int) -> float:

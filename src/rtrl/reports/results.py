@@ -1,169 +1,142 @@
-"""The results tables: for every experiment, cells x methods on the same budget, final metric and wall time.
+"""The results runner: ``rtrl results rl`` and ``rtrl results popgym`` run their rows here, through one ledger, one
+interrupt model and one way of resuming; each kind (``rtrl.reports.rl``, ``rtrl.reports.popgym``) says only which
+rows it has, what each runs, and its table.
 
-    python -m rtrl.reports.results [--only EXPERIMENT ...] [--out docs/results.md] [--runs runs/results]
+A *job* is one row of a table over some of its seeds, run in one call (consecutive seeds under ``jax.vmap`` on a
+jitted environment, ``rtrl rl --seeds``; one seed a call on a host one). Jobs run ``--jobs N`` at a time, each in
+its own spawned worker process.
 
-The experiments and their rows are ``rtrl.training.presets.EXPERIMENTS``: every row is a preset (``rtrl train
---preset NAME`` reruns it alone, and the table shows its name). Each row is an ordinary run folder under
-``--runs`` (so ``rtrl plot`` can overlay any of them), trained from a fresh start; each experiment's table goes
-to stdout and into its own section of ``--out`` (between ``<!-- results:NAME -->`` markers: running some
-experiments rewrites only their sections, and the text outside the markers is kept), with one comparison plot
-per experiment beside the runs. A row that does not apply, or whose cell is not installed, is reported as skipped
-with the reason. Rows run one after another; without ``--only`` every experiment but the long ones runs (each
-table's wall time is written under it, with the command, commit and date: ``rtrl.provenance``); the long ones
-(minutes a row: deep networks) run when named.
+The ledger, ``DIR/runs.jsonl`` (``rtrl.ledger``), holds one line per row and seed, the same schema for every kind:
+``kind``, ``table`` (an RL table's name, a POPGym task), ``row``, ``seed``, ``options`` (the options its run read,
+without the seed) and ``records`` (the seed's records, as ``rtrl rl`` writes them). A (table, row, seed) already
+there with the options the command would run is kept and not run again, so a stopped command resumes where it
+stopped; one whose options changed is run anew and its line replaced, and once a row's new run is in, the row's lines
+of other options go.
 
-Each row shows a progress bar (on stderr). Ctrl-C stops the command at the next safe point (after a chunk of
-steps, between rows) with exit status 130: the tables finished before it are in ``--out``, the table under way is
-not written (nothing is rewritten after the Ctrl-C), and the rows' run folders resume with ``rtrl resume``; a
-second Ctrl-C stops at once.
+Ctrl-C (``rtrl.interrupts``): while jobs run, the command stops its workers and ends within a moment, with one line
+and exit status 130 (the workers ignore it and end with the command); a finished job is in runs.jsonl, with the
+table written, before its line is printed, and a Ctrl-C while it is written is acted on once it is in.
 """
 
 from __future__ import annotations
 
 import argparse
-import time
-from pathlib import Path
+import concurrent.futures
+import multiprocessing
+import os
+import sys
 
-from rtrl import interrupts, provenance
-from rtrl.driver import Diverged
+from rtrl import interrupts, ledger, provenance
 from rtrl.files import atomic_write_text
-from rtrl.run.folder import Run, read_metrics
-from rtrl.run.plot import Curve, plot_curves
-from rtrl.training.presets import EXPERIMENTS, Experiment, Row
-from rtrl.training.tasks.base import MissingPackage
+from rtrl.reports import popgym, rl
+from rtrl.reports.kind import Job, Kind
+
+FIELDS = {"kind": ledger.text, "table": ledger.text, "row": ledger.text, "seed": ledger.whole,
+          "options": ledger.a_dict, "records": ledger.a_list}  # a line of runs.jsonl, every kind
 
 
-def run_row(experiment: Experiment, row: Row, root: Path) -> dict:
-    """Train one row (its preset) from scratch; its result line (or the reason it was skipped)."""
-    name = experiment.preset_name(row)
-    try:
-        run = Run.create(root / name, experiment.options(row), overwrite=True)
-    except (ValueError, MissingPackage) as e:
-        return {"row": row, "name": name, "skipped": str(e)}
-    start = time.perf_counter()
-    diverged = None
-    from tqdm import tqdm
-
-    with tqdm(total=run.config.steps, desc=name, unit="step", leave=False, mininterval=1.0) as bar:
-        try:
-            run.train(on_eval=lambda state, record: bar.set_postfix_str(run.status(record)),
-                      on_chunk=lambda state, n: bar.update(n))
-        except Diverged as e:
-            diverged = str(e)
-    records = read_metrics(run.path)
-    return {
-        "row": row,
-        "name": name,
-        "method": run.trainer.method.name,
-        "k": run.config.update_every,
-        "run": run,
-        "metric": records[-1]["metric"],
-        "extra": {key: v for key, v in records[-1].items() if key in ("sequence_accuracy", "firing_rate")},
-        "steps": records[-1]["step"],
-        "wall_s": time.perf_counter() - start,
-        "diverged": diverged,
-    }
+def key(line: dict) -> tuple[str, str, int]:
+    return line["table"], line["row"], line["seed"]
 
 
-def table(experiment: Experiment, results: list[dict]) -> str:
-    first = next((r for r in results if "run" in r), None)
-    if first is None:
-        return f"### {experiment.name}\n\nno row could run.\n"
-    task, config = first["run"].trainer.task, first["run"].config.to_dict()
-    better = "higher" if task.higher_is_better else "lower"
-    lines = [
-        f"### {experiment.name}: {experiment.why}",
-        "",
-        f"Budget per row: {config['steps']} steps x {config['batch']} streams, hidden {config['hidden']}, "
-        f"Adam lr {config['lr']}, clip {config['clip']}. Metric: {task.metric_name} on {config['eval_size']} "
-        f"held-out episodes ({better} is better; chance {task.chance:.3g}). Rerun a row with "
-        f"`rtrl train --preset NAME --out DIR`.",
-        "",
-        f"| preset | cell | method | update every k | {task.metric_name} | wall s | note |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in results:
-        row = r["row"]
-        if "skipped" in r:
-            lines.append(f"| `{r['name']}` | {row.cell_label} | {row.method} | | skipped | | {r['skipped']} |")
-            continue
-        metric = f"{r['metric']:.4g}"
-        if r["extra"]:
-            metric += " (" + ", ".join(f"{k.replace('_', ' ')} {v:.3g}" for k, v in r["extra"].items()) + ")"
-        note = row.note + (f"; diverged: {r['diverged']}" if r["diverged"] else "")
-        lines.append(f"| `{r['name']}` | {row.cell_label} | {r['method']} | {r['k']} | {metric} | "
-                     f"{r['wall_s']:.0f} | {note} |")
-    return "\n".join(lines) + "\n"
+def kinds() -> dict[str, Kind]:
+    """The kinds that write a ledger, by name."""
+    return {"rl": rl.KIND, "popgym": popgym.KIND}
 
 
-def markers(name: str) -> tuple[str, str]:
-    return f"<!-- results:{name} -->", f"<!-- /results:{name} -->"
+def read_lines(out: str, kind: Kind) -> list[dict]:
+    """The lines already in ``out``'s runs.jsonl, every line checked (``rtrl.ledger.read``): a line of this kind,
+    of a table and row it has, one a (table, row, seed)."""
+
+    def known(line):
+        if line["kind"] != kind.name:
+            return (f"a line of rtrl results {line['kind']}, not of rtrl results {kind.name}: give this command "
+                    "another --out")
+        return kind.known(line)
+
+    return ledger.read(os.path.join(out, ledger.NAME), FIELDS, key=key, known=known)
 
 
-def with_section(page: str, name: str, section: str) -> str:
-    """``page`` with experiment ``name``'s section replaced by ``section`` (appended where it has none)."""
-    begin, end = markers(name)
-    block = f"{begin}\n{section.strip()}\n{end}"
-    if begin in page and end in page:
-        return page[:page.index(begin)] + block + page[page.index(end) + len(end):]
-    return page.rstrip("\n") + "\n\n" + block + "\n"
+def lines_of(job: Job, per_seed: list[list[dict]]) -> list[dict]:
+    """A finished job's ledger lines, one a seed."""
+    return [{"kind": job.kind, "table": job.table, "row": job.row, "seed": seed, "options": job.options,
+             "records": records} for seed, records in zip(job.seeds, per_seed, strict=True)]
 
 
-def run_experiment(experiment: Experiment, root: Path) -> str:
-    """Every row of ``experiment``, its comparison plot, and its table."""
-    results = []
-    for row in experiment.rows:
-        interrupts.poll()  # a safe point: between rows
-        result = run_row(experiment, row, root)
-        results.append(result)
-        shown = result.get("skipped") or f"{result['metric']:.4g} in {result['wall_s']:.0f} s"
-        print(f"{result['name']}: {result.get('method', row.method)} -> {shown}", flush=True)
-    ran = [r for r in results if "run" in r]
-    if ran:
-        task = ran[0]["run"].trainer.task
-        curves = [Curve(r["name"], read_metrics(r["run"].path), task.metric_name, task.chance) for r in ran]
-        plot_curves(curves, root / f"{experiment.name}.png", experiment.why)
-    return table(experiment, results)
+def with_job(lines: list[dict], job: Job, per_seed: list[list[dict]], kind: Kind) -> list[dict]:
+    """``lines`` with a finished job's in (last): its seeds' lines replaced, its row's lines of other options gone
+    (each kind's table puts rows and seeds in its own order, whatever order they finished in)."""
+    kept = [line for line in lines if not ((line["table"], line["row"]) == (job.table, job.row)
+                                           and (line["seed"] in job.seeds or not kind.same(line["options"],
+                                                                                          job.options)))]
+    return [*kept, *lines_of(job, per_seed)]
 
 
-def main(argv=None, prog: str = "rtrl results training", parser_class=argparse.ArgumentParser) -> int:
-    names = [e.name for e in EXPERIMENTS]
-    parser = parser_class(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="+", choices=names, metavar="EXPERIMENT",
-                        help=f"experiments to run, of {names} (default: all but the long ones)")
-    parser.add_argument("--out", default="docs/results.md", help="the Markdown page (default %(default)s)")
-    parser.add_argument("--runs", default="runs/results", help="where the run folders go (default %(default)s)")
+def play(job: Job) -> list[list[dict]]:
+    """Run ``job`` (in a worker process): each seed's records."""
+    return kinds()[job.kind].play(job)
+
+
+def finishing(futures):
+    """``futures`` as each finishes, with ``interrupts.poll()`` every 0.1 s meanwhile: a Ctrl-C while rows run is
+    acted on here, in this thread, within 0.1 s."""
+    waiting = set(futures)
+    while waiting:
+        done, waiting = concurrent.futures.wait(waiting, timeout=0.1,
+                                                return_when=concurrent.futures.FIRST_COMPLETED)
+        interrupts.poll()
+        yield from done
+
+
+def main(kind_name: str, argv=None, prog: str | None = None, parser_class=argparse.ArgumentParser) -> int:
+    """``rtrl results KIND [OPTIONS]`` for a kind that writes a ledger; ``parser_class`` makes its parser; the exit
+    status (130: stopped by a Ctrl-C, every finished row kept)."""
+    kind = kinds()[kind_name]
+    prog = prog or f"rtrl results {kind.name}"
+    parser = parser_class(prog=prog, description=kind.what)
+    parser.add_argument("--out", required=True, help=f"the folder of runs.jsonl and {kind.page} (resumed if there)")
+    kind.add_options(parser)
+    parser.add_argument("--jobs", type=int, default=1, help="rows run at a time, each in its own process (default 1)")
     args = parser.parse_args(argv)
+    args.prog = prog
+    if args.jobs < 1:
+        parser.error(f"--jobs must be a positive integer, got {args.jobs}")
+    kind.check(args, parser)
+    os.makedirs(args.out, exist_ok=True)
+    with ledger.locked(args.out):  # a second command on the same folder is refused, not raced
+        return run(kind, args)
+
+
+def run(kind: Kind, args) -> int:
+    """Run the jobs ``args`` asks for that ``args.out``'s ledger lacks, writing it and the kind's page as each
+    finishes; the exit status."""
+    at = provenance.commit()  # the code the runs are measured on: read once, before the first
+    path, page = os.path.join(args.out, ledger.NAME), os.path.join(args.out, kind.page)
+    lines = read_lines(args.out, kind)
+    todo = kind.jobs(args, {key(line): line["options"] for line in lines})
+    # spawn, not fork: a forked child would inherit jax's threads. Each worker ignores Ctrl-C and ends with this
+    # process (interrupts.install, in a spawned process): this one stops them.
+    pool = concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn"),
+                                                  initializer=interrupts.install)
+    futures = {}
     try:
-        with interrupts.deferred():
-            write_tables(args, prog)
+        # A Ctrl-C while rows run: acted on by finishing's poll, within 0.1 s, so that this process ends through
+        # the pool's clean-up (ended at once, it would leave the pool's semaphores to multiprocessing's resource
+        # tracker, which prints a warning).
+        with interrupts.deferred(quiet=True):
+            futures = {pool.submit(play, job): job for job in todo}
+            for future in finishing(futures):
+                job, per_seed = futures[future], future.result()
+                lines = with_job(lines, job, per_seed, kind)
+                if not ledger.keep(path, lines, kind.said(job, per_seed), [(page, kind.table(lines, args, at))]):
+                    return interrupts.STATUS  # a Ctrl-C while the row was written: it is in, and nothing after it
     except KeyboardInterrupt:
-        print(f"interrupted: {args.out} holds the tables finished before the Ctrl-C and nothing after it; the "
-              f"rows' run folders are in {args.runs}", flush=True)
+        print("rtrl: interrupted", file=sys.stderr, flush=True)
         return interrupts.STATUS
+    finally:
+        if any(not future.done() for future in futures):  # leaving early: no row runs on that nobody will keep
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.kill()
+        pool.shutdown(wait=True, cancel_futures=True)
+    atomic_write_text(page, kind.table(lines, args, at))
     return 0
-
-
-def write_tables(args: argparse.Namespace, prog: str = "rtrl results training") -> None:
-    """Run the experiments ``args`` names and write each table into ``args.out`` when it is finished, each with
-    its provenance line (``prog``: the command that reruns it)."""
-    out = Path(args.out)
-    page = out.read_text() if out.exists() else "# Results\n"
-    at = provenance.commit()  # the code the tables are measured on: read once, before the first row
-    for experiment in EXPERIMENTS:
-        if (experiment.name not in args.only) if args.only else experiment.long:
-            continue
-        start = time.perf_counter()
-        section = run_experiment(experiment, Path(args.runs))
-        section += (f"\n{provenance.line(f'{prog} --only {experiment.name}', at)} "
-                    f"Wall time of this table: {time.perf_counter() - start:.0f} s.\n")
-        interrupts.poll()  # not written if a Ctrl-C came while it was made
-        print(section, flush=True)
-        page = with_section(page, experiment.name, section)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out, page)  # after every table: a stopped command keeps the tables it finished
-
-
-if __name__ == "__main__":
-    interrupts.install()  # the command's Ctrl-C: at the next safe point (rtrl.interrupts), never swallowed
-    raise SystemExit(main())

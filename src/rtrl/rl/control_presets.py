@@ -3,7 +3,7 @@ velocities are hidden (``-P``, ``rtrl.rl.envs.masked``), each table with its ``-
 
 ``TABLES`` holds each table's fields as ``rtrl.rl.presets.Table`` takes them; ``rtrl.rl.presets`` makes them tables
 of its own (one line), so their rows are presets, named and run as every other table's (``pendulum-p``,
-``pendulum-p-memoryless``, ...), and ``python -m rtrl.rl.results`` runs them over seeds.
+``pendulum-p-memoryless``, ...), and ``rtrl results rl`` runs them over seeds.
 
 * ``pendulum-p``: gymnax's Pendulum-v1 with the angular velocity hidden (jitted, so ``--seeds`` runs seeds under one
   ``vmap``). Measured (docs/rl-results.md, "Continuous control"; docs/rl-history.md): with linear heads on a

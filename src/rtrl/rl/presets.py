@@ -1,6 +1,6 @@
 """Named online-RL configurations: ``rtrl rl --preset NAME`` (options given beside it override the preset's).
 
-Every row of the results tables in docs/rl-results.md is one preset, and ``python -m rtrl.rl.results`` runs exactly
+Every row of the results tables in docs/rl-results.md is one preset, and ``rtrl results rl`` runs exactly
 these (over seeds), so the tables and the presets cannot drift apart. A table is a setting (an environment, a budget, a
 network) and its rows are the methods compared on it: the row of online exact RTRL is named after the table
 (``memory-chain``), the others add the method (``memory-chain-tbptt``), or ``memoryless``: the same budget, heads and
@@ -174,3 +174,6 @@ PRESETS: dict[str, Preset] = {
                  row_options(TABLES[t], m))
     for name, (t, m) in ROWS.items()
 }
+# The POPGym suite's agent (``rtrl results popgym``, the POPGym benchmark): the popgym-repeat-* presets' streaming
+# agent without their budget and records, which the suite sets per run.
+POPGYM_AGENT = {k: v for k, v in POPGYM_STREAMING.items() if k not in ("steps", "record_every", "fidelity_every")}

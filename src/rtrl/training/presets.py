@@ -1,6 +1,6 @@
 """Named run configurations: ``rtrl train --preset NAME`` (options given beside it override the preset's).
 
-Every row of the results tables (``docs/results.md``, written by ``rtrl.reports.results``) is a preset, so a row
+Every row of the results tables (``docs/results.md``, written by ``rtrl results training``) is a preset, so a row
 is rerun alone with ``rtrl train --preset NAME --out DIR``, and the table and the presets cannot drift apart. An
 ``Experiment`` is one table: a task and a budget shared by its rows; a ``Row`` is what differs (cell, method,
 update interval). A row is named ``EXPERIMENT/CELL-METHOD-kK`` unless it has a short name of its own (``copy20``,

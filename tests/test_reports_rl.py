@@ -1,65 +1,96 @@
-"""The RL results runner's bookkeeping: table order whatever order runs finish in, resuming from runs.jsonl, and
-the figures it prints (final return, first wall time at the target, spread)."""
+"""``rtrl results rl``'s kind (``rtrl.reports.rl``) through the results runner: table order whatever order runs
+finish in, resuming from runs.jsonl, the jobs it makes, and the figures it prints (final return, first wall time
+at the target, spread)."""
 
+import argparse
 import contextlib
 import json
 
 import pytest
 
-from rtrl.rl import results
-from rtrl.rl.presets import PRESETS, ROWS
+from inline_pool import ctrl_c_while_written, run_inline
+from rtrl.reports import results, rl
+from rtrl.rl.presets import PRESETS, ROWS, TABLES
+
+
+def main(argv):
+    return results.main("rl", argv)
 
 
 def record(step, ret, wall):
     return {"step": step, "return": ret, "wall_s": wall, "cos_value": 1.0, "cos_policy": 0.5}
 
 
-def test_first_reaching_is_the_first_record_at_or_above_the_target():
-    records = [record(1, None, 1.0), record(2, 0.5, 2.0), record(3, 0.9, 3.0), record(4, 1.0, 4.0)]
-    assert results.first_reaching(records, 0.9) == 3.0
-    assert results.first_reaching(records, 1.5) is None
+def line_of(table, row, seed, records):
+    """A ledger line of ``table``'s row ``row`` run from ``seed``, with the preset's options."""
+    return {"kind": "rl", "table": table, "row": row, "seed": seed, "options": rl.options(table, row),
+            "records": records}
 
 
-def test_spread_is_mean_and_sample_deviation_ignoring_missing():
-    assert results.spread([1.0, 3.0, None, float("nan")]) == "2 ± 1.4"
-    assert results.spread([2.0]) == "2 ± 0"
-    assert results.spread([None]) == "-"
+def read_runs(path) -> list[dict]:
+    return results.read_lines(str(path), rl.KIND)
 
 
-def test_runs_are_put_in_preset_then_seed_order():
+def test_the_tables_rows_follow_the_presets_order_whatever_order_they_finished_in():
+    methods = TABLES["popgym-repeat-first"].methods
+    finished = [line_of("popgym-repeat-first", m, s, [record(1, 0.5, 1.0)]) for m in reversed(methods) for s in (1, 0)]
+    text = rl.table(finished, argparse.Namespace(out="DIR"), "abc1234")
     names = [p for p in PRESETS if ROWS[p][0] == "popgym-repeat-first"]
-    finished = [{"preset": names[2], "seed": 1}, {"preset": names[0], "seed": 2}, {"preset": names[0], "seed": 0}]
-    assert [(r["preset"], r["seed"]) for r in results.in_table_order(finished)] == [
-        (names[0], 0), (names[0], 2), (names[2], 1)]
+    assert [line.split("|")[1].strip(" `") for line in text.splitlines() if line.startswith("| `")] == names
 
 
-def test_a_table_whose_runs_are_all_recorded_resumes_without_running_any(tmp_path):
+def test_a_table_whose_runs_are_all_recorded_resumes_without_running_any(tmp_path, monkeypatch):
+    monkeypatch.setattr(results, "play", lambda job: pytest.fail(f"ran {job}"))
+    run_inline(monkeypatch)
     names = [p for p in PRESETS if ROWS[p][0] == "memory-chain-128"]
-    runs = [{"preset": p, "seed": s, "records": [record(10, 0.1 * s, 5.0), record(20, 0.2 * s, 9.0)]}
+    runs = [line_of("memory-chain-128", ROWS[p][1], s, [record(10, 0.1 * s, 5.0), record(20, 0.2 * s, 9.0)])
             for p in reversed(names) for s in range(2)]
     (tmp_path / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
-    results.main(["--out", str(tmp_path), "--tables", "memory-chain-128", "--seeds", "2"])
-    kept = results.read_runs(str(tmp_path / "runs.jsonl"))
-    assert len(kept) == len(runs)
+    main(["--out", str(tmp_path), "--tables", "memory-chain-128", "--seeds", "2"])
+    kept = read_runs(tmp_path)
+    assert kept == runs
     text = (tmp_path / "results.md").read_text()
     assert [line.split("|")[1].strip(" `") for line in text.splitlines() if line.startswith("| `")] == names
     # seeds 0 and 1: finals (mean of the last two returns) 0 and 0.15
     # final, solved (final > 0.5: neither), then peak (seed 0: 0.0, seed 1: 0.2)
     assert "| 0.075 ± 0.11 | 0/2 | 0.1 ± 0.14 |" in text
     assert f"`rtrl results rl --out {tmp_path} --tables memory-chain-128 --seeds 2` at" in text  # every row: no --rows
+    # the table opens with its protocol card, generated from the rows' options: two seeds, MemoryChain's own env
+    page = text.splitlines()
+    assert page[0].startswith("### `memory-chain-128`") and page[2].startswith("**Protocol** (generated from")
+    config = rl.options("memory-chain-128", "rtrl")
+    assert "- seeds: 2" in page and f"- discount: {config['gamma']:g}" in page
+    assert f"- frames: {config['steps'] * config['envs']:,} per seed ({config['steps']:,} steps x {config['envs']} " \
+           "environments)" in page
+
+
+def test_a_row_whose_preset_changed_runs_anew(tmp_path, monkeypatch):
+    """A line whose options are not the preset's any more (its steps changed) is run again, and replaced."""
+    ran = []
+    monkeypatch.setattr(results, "play", lambda job: ran.append((job.row, job.seeds)) or [
+        [record(10, 0.5, 1.0), record(20, 0.5, 2.0)] for _ in job.seeds])
+    run_inline(monkeypatch)
+    old = {**line_of("memory-chain-16", "memoryless", 0, [record(1, 0.0, 1.0)])}
+    old["options"] = {**old["options"], "steps": old["options"]["steps"] + 1}
+    fresh = line_of("memory-chain-16", "memoryless", 1, [record(1, 0.0, 1.0)])
+    (tmp_path / "runs.jsonl").write_text(json.dumps(old) + "\n" + json.dumps(fresh) + "\n")
+    main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "memoryless", "--seeds", "2"])
+    assert ran == [("memoryless", (0,))]
+    assert [(r["seed"], r["options"] == rl.options("memory-chain-16", "memoryless")) for r in read_runs(tmp_path)] == [
+        (1, True), (0, True)]
 
 
 @pytest.mark.parametrize("flag", ["--jobs", "--seeds"])
 def test_a_count_below_one_is_refused_by_name(tmp_path, flag, capsys):
     with pytest.raises(SystemExit):
-        results.main(["--out", str(tmp_path), flag, "0"])
+        main(["--out", str(tmp_path), flag, "0"])
     assert flag in capsys.readouterr().err
 
 
 def test_a_table_without_the_fidelity_check_shows_no_cosines():
-    runs = [{"preset": "memory-chain-40-long", "seed": 0,
-             "records": [{"step": 1, "return": 0.5, "wall_s": 2.0}, {"step": 2, "return": 0.9, "wall_s": 3.0}]}]
-    lines = results.table(runs).splitlines()
+    runs = [line_of("memory-chain-40-long", "rtrl", 0,
+                    [{"step": 1, "return": 0.5, "wall_s": 2.0}, {"step": 2, "return": 0.9, "wall_s": 3.0}])]
+    lines = rl.table(runs, argparse.Namespace(out="DIR")).splitlines()
     row = next(line for line in lines if line.startswith("| `memory-chain-40-long`"))
     assert row.split("|")[3:10] == [" 0.7 ± 0 ", " 1/1 ", " 0.9 ± 0 ", " 3 ± 0 (1/1) ", " - ", " - ", " 3 ± 0 "]
     # the table's other rows, not run, are shown as such
@@ -68,77 +99,46 @@ def test_a_table_without_the_fidelity_check_shows_no_cosines():
         [" `memory-chain-40-long-small-lr` ", " small-lr ", " not run "]]
 
 
-def test_a_vmapped_run_splits_into_each_seeds_records():
-    records = [{"step": 10, "return": 0.5, "episodes": 3, "wall_s": 4.0, "entropy": 0.6,
-                "return_per_seed": [0.25, None, 0.75], "episodes_per_seed": [1, 0, 2]},
-               {"step": 20, "return": 0.0, "episodes": 2, "wall_s": 9.0, "entropy": 0.4,
-                "return_per_seed": [-1.0, 1.0, 0.0], "episodes_per_seed": [1, 1, 0]}]
-    split = results.split_seeds(records)
-    assert split == [
-        [{"step": 10, "return": 0.25, "episodes": 1, "wall_s": 4.0, "entropy": 0.6},
-         {"step": 20, "return": -1.0, "episodes": 1, "wall_s": 9.0, "entropy": 0.4}],
-        [{"step": 10, "return": None, "episodes": 0, "wall_s": 4.0, "entropy": 0.6},
-         {"step": 20, "return": 1.0, "episodes": 1, "wall_s": 9.0, "entropy": 0.4}],
-        [{"step": 10, "return": 0.75, "episodes": 2, "wall_s": 4.0, "entropy": 0.6},
-         {"step": 20, "return": 0.0, "episodes": 0, "wall_s": 9.0, "entropy": 0.4}]]
-
-
 def test_missing_seeds_of_a_jitted_row_run_as_consecutive_groups_and_a_host_row_seed_by_seed(monkeypatch):
     jitted = "memory-chain-128"
-    assert results.jobs_of(jitted, [0, 1, 2, 4, 6, 7]) == [(jitted, (0, 1, 2)), (jitted, (4,)), (jitted, (6, 7))]
-    assert results.jobs_of(jitted, []) == []
-    monkeypatch.setitem(results.PRESETS, "host-row", PRESETS[jitted]._replace(
-        options={**PRESETS[jitted].options, "env": "gymnasium:CartPole-v1"}))
-    assert results.jobs_of("host-row", [0, 1]) == [("host-row", (0,)), ("host-row", (1,))]
-
-
-class Inline:
-    """The pool, in this process: each job runs when it is submitted."""
-
-    def __init__(self, *args, **kwargs):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def submit(self, fn, *args):
-        future = results.concurrent.futures.Future()
-        future.set_result(fn(*args))
-        return future
-
-    def shutdown(self, wait=True, cancel_futures=False):
-        pass
+    wanted = rl.options(jitted, "rtrl")
+    done = {(jitted, "rtrl", s): wanted for s in (3, 5)}
+    args = argparse.Namespace(tables=[jitted], rows=["rtrl"], seeds=8)
+    assert [(j.table, j.row, j.seeds) for j in rl.jobs(args, done)] == [
+        (jitted, "rtrl", (0, 1, 2)), (jitted, "rtrl", (4,)), (jitted, "rtrl", (6, 7))]
+    assert all(j.options == wanted for j in rl.jobs(args, done))
+    assert rl.jobs(argparse.Namespace(tables=[jitted], rows=["rtrl"], seeds=2),
+                   {(jitted, "rtrl", s): wanted for s in (0, 1)}) == []
+    monkeypatch.setitem(rl.PRESETS, jitted, PRESETS[jitted]._replace(
+        options={**PRESETS[jitted].options, "env": "gymnasium:CartPole-v1", "env_args": {}}))
+    assert [j.seeds for j in rl.jobs(argparse.Namespace(tables=[jitted], rows=["rtrl"], seeds=2), {})] == [(0,), (1,)]
 
 
 def test_rows_choose_the_methods_run_and_an_unknown_row_is_refused_by_name(tmp_path, monkeypatch, capsys):
     ran = []
-    monkeypatch.setattr(results, "run_records", lambda preset, seeds: ran.append((preset, seeds)) or [
-        [record(10, 0.5, 1.0), record(20, 0.5, 2.0)] for _ in seeds])
-
-    monkeypatch.setattr(results.concurrent.futures, "ProcessPoolExecutor", Inline)  # the stand-in: not picklable
-    results.main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "memoryless", "--seeds", "2"])
-    assert ran == [("memory-chain-16-memoryless", (0, 1))]
+    monkeypatch.setattr(results, "play", lambda job: ran.append((job.table, job.row, job.seeds)) or [
+        [record(10, 0.5, 1.0), record(20, 0.5, 2.0)] for _ in job.seeds])
+    run_inline(monkeypatch)  # the stand-in: not picklable
+    main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "memoryless", "--seeds", "2"])
+    assert ran == [("memory-chain-16", "memoryless", (0, 1))]
     # the table's provenance line reruns the rows it shows, and only those [without --rows it would run them all]
     assert "`rtrl results rl --out " + str(tmp_path) + " --tables memory-chain-16 --rows memoryless --seeds 2` at" in (
         tmp_path / "results.md").read_text()
     with pytest.raises(SystemExit):
-        results.main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "snap1"])
+        main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "snap1"])
     assert "--rows" in capsys.readouterr().err
 
 
-def finished(preset, seeds):
-    """A stand-in for ``run_records``: two records of return 0.5 for each seed."""
-    return [[record(10, 0.5, 1.0), record(20, 0.5, 2.0)] for _ in seeds]
+def finished(job):
+    """A stand-in for ``results.play``: two records of return 0.5 for each seed."""
+    return [[record(10, 0.5, 1.0), record(20, 0.5, 2.0)] for _ in job.seeds]
 
 
 def test_a_finished_row_is_in_runs_jsonl_before_its_line_is_printed(tmp_path, monkeypatch):
     """When a row's line appears, the row is in runs.jsonl already, so a Ctrl-C on seeing it cannot lose it [the line
     printed before the write, as it was: the row is missing when its line is printed]."""
-    monkeypatch.setattr(results, "run_records", finished)
-    monkeypatch.setattr(results.concurrent.futures, "ProcessPoolExecutor", Inline)
+    monkeypatch.setattr(results, "play", finished)
+    run_inline(monkeypatch)
     seen = []
 
     class Probe:  # stdout: which rows runs.jsonl holds as each line begins to be printed
@@ -147,7 +147,7 @@ def test_a_finished_row_is_in_runs_jsonl_before_its_line_is_printed(tmp_path, mo
         def write(self, text):
             if not self.line:
                 path = tmp_path / "runs.jsonl"
-                self.rows = results.read_runs(str(path)) if path.exists() else []
+                self.rows = read_runs(tmp_path) if path.exists() else []
             self.line += text
             if self.line.endswith("\n"):
                 seen.append((self.line, self.rows))
@@ -157,12 +157,12 @@ def test_a_finished_row_is_in_runs_jsonl_before_its_line_is_printed(tmp_path, mo
             pass
 
     monkeypatch.setattr("sys.stdout", Probe())
-    status = results.main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "memoryless",
-                           "--seeds", "2"])
+    status = main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "memoryless",
+                   "--seeds", "2"])
     (line, rows), = [(line, rows) for line, rows in seen if "final" in line]
-    assert json.loads(line.split(" final")[0]) == {"preset": "memory-chain-16-memoryless", "seeds": [0, 1]}
-    assert [(r["preset"], r["seed"]) for r in rows] == [("memory-chain-16-memoryless", 0),
-                                                          ("memory-chain-16-memoryless", 1)]
+    assert json.loads(line.split(" final")[0]) == {"table": "memory-chain-16", "row": "memoryless", "seeds": [0, 1]}
+    assert [(r["table"], r["row"], r["seed"]) for r in rows] == [("memory-chain-16", "memoryless", 0),
+                                                                 ("memory-chain-16", "memoryless", 1)]
     assert status == 0
 
 
@@ -171,24 +171,15 @@ def test_a_ctrl_c_while_a_finished_row_is_written_stops_once_it_is_in(tmp_path, 
     row is in runs.jsonl and its line printed, no other row is kept, exit status 130 with one line saying where the
     rows are [the write outside ``interrupts.deferred``: the process ends with the row unwritten; the ``poll`` left
     out: the Ctrl-C is swallowed and the next row is written]."""
-    from rtrl import interrupts, ledger
-
-    monkeypatch.setattr(interrupts, "quit_now", lambda message: pytest.fail(f"ended at once: {message}"))
-    monkeypatch.setattr(results, "run_records", finished)
-    monkeypatch.setattr(results.concurrent.futures, "ProcessPoolExecutor", Inline)
-    write = ledger.write
-
-    def interrupted_write(path, rows):
-        write(path, rows)
-        interrupts.on_interrupt()
-
-    monkeypatch.setattr(ledger, "write", interrupted_write)
-    status = results.main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "memoryless", "rtrl",
-                           "--seeds", "1"])
+    monkeypatch.setattr(results, "play", finished)
+    run_inline(monkeypatch)
+    ctrl_c_while_written(monkeypatch)
+    status = main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "memoryless", "rtrl",
+                   "--seeds", "1"])
     assert status == 130
-    rows = [json.loads(line)["preset"] for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    rows = [json.loads(line)["row"] for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
     out, err = capsys.readouterr()
-    assert len(rows) == 1 and [json.loads(line.split(" final")[0])["preset"] for line in out.splitlines()] == rows
+    assert len(rows) == 1 and [json.loads(line.split(" final")[0])["row"] for line in out.splitlines()] == rows
     assert err.strip().splitlines()[-1] == (f"rtrl: interrupted; {tmp_path / 'runs.jsonl'} holds every row finished "
                                             "(the same command resumes)")
 
@@ -203,14 +194,14 @@ def test_a_ctrl_c_while_rows_run_ends_the_command_with_one_line_and_keeps_no_row
 
     monkeypatch.setattr(interrupts, "quit_now", lambda message: pytest.fail(f"ended at once: {message}"))
 
-    def interrupted(preset, seeds):
+    def interrupted(job):
         interrupts.on_interrupt()
-        return finished(preset, seeds)
+        return finished(job)
 
-    monkeypatch.setattr(results, "run_records", interrupted)
-    monkeypatch.setattr(results.concurrent.futures, "ProcessPoolExecutor", Inline)
-    status = results.main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "memoryless",
-                           "--seeds", "1"])
+    monkeypatch.setattr(results, "play", interrupted)
+    run_inline(monkeypatch)
+    status = main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "memoryless",
+                   "--seeds", "1"])
     out, err = capfd.readouterr()
     assert (status, out, err.strip()) == (130, "", "rtrl: interrupted")
     assert not (tmp_path / "runs.jsonl").exists()
@@ -298,7 +289,7 @@ def test_a_ctrl_c_mid_row_ends_the_command_and_its_workers_at_once_and_it_resume
             line = ""
             if not kill:
                 line = run.stdout.readline()
-                assert line.startswith('{"preset": "memory-chain-16", "seeds": [0]} final'), line
+                assert line.startswith('{"table": "memory-chain-16", "row": "rtrl", "seeds": [0]} final'), line
             deadline = time.monotonic() + 60
             while not any(map(running_jax, workers_of(run.pid))) and time.monotonic() < deadline:
                 time.sleep(0.2)
@@ -324,7 +315,7 @@ def test_a_ctrl_c_mid_row_ends_the_command_and_its_workers_at_once_and_it_resume
     status, out, err = interrupted(kill=False)
     assert status == 130 and err.strip() == "rtrl: interrupted", (status, out, err)
     text = (out_dir / "runs.jsonl").read_text()
-    assert text.endswith("\n") and [json.loads(line)["preset"] for line in text.splitlines()] == ["memory-chain-16"]
+    assert text.endswith("\n") and [json.loads(line)["row"] for line in text.splitlines()] == ["rtrl"]
     status, out, err = interrupted(kill=True)
     assert status == -signal.SIGKILL and "Traceback" not in err and out == "", (status, out, err)  # resumed
     assert (out_dir / "runs.jsonl").read_text() == text
