@@ -22,6 +22,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from rtrl.checks import check_positive_int, check_shares
@@ -78,6 +79,20 @@ def tracing(mesh: Mesh | None):
     """The context to trace a step in: ``mesh`` made current (``jax.set_mesh``), so that code choosing between
     forms (``rtrl.online.contract_summed``) knows the batch is split; nothing for one device."""
     return contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh)
+
+
+def gathered(tree):
+    """``tree``'s leaves as whole host (NumPy) arrays: a leaf split over the devices of several processes is
+    gathered from them (``process_allgather``: collective, so every process must call this then), a replicated one
+    read from this process's copy."""
+    def leaf(a):
+        if not isinstance(a, jax.Array) or a.is_fully_addressable:
+            return np.asarray(a)
+        if a.is_fully_replicated:
+            return np.asarray(a.addressable_data(0))
+        return np.asarray(multihost_utils.process_allgather(a, tiled=True))
+
+    return jax.tree.map(leaf, tree)
 
 
 # -- what a run needs and what the machine has -------------------------------------------------------------------
