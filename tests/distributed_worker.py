@@ -1,17 +1,20 @@
-"""One process of a multi-process run on this machine: ``python distributed_worker.py ID PROCESSES PORT DIR``.
+"""One process of a multi-process run on this machine: ``python distributed_worker.py ID PROCESSES PORT DIR [rl]``.
 
 Each process has 2 forced CPU devices and joins the others through ``jax.distributed.initialize`` (gloo
 collectives), so the mesh spans 2 * PROCESSES devices in as many processes, as on several hosts. The run trains
 ``test_devices.trainer()`` for ``HALF`` steps, checkpoints (every process gathers, the first writes), loads
 the checkpoint back onto the devices and trains to ``2 * HALF``; the first process writes the final parameters
-and what it saw of the shardings to ``DIR``.
+and what it saw of the shardings to ``DIR``. With ``rl``: the RL agent's ``test_devices.SEEDS`` configuration on every
+device there is (the seeds split over them), its records and final parameters written by the first process.
 """
 
 import json
 import os
 import sys
 
-os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+# 2 host devices, and tests/conftest.py's flags that make compiling quick
+os.environ["XLA_FLAGS"] = ("--xla_force_host_platform_device_count=2 --xla_backend_optimization_level=0 "
+                           "--xla_cpu_use_fusion_emitters=false --xla_cpu_parallel_codegen_split_count=1")
 
 import jax  # noqa: E402
 
@@ -19,8 +22,11 @@ jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
 
 
-def main(process: int, processes: int, port: int, out: str) -> None:
-    jax.distributed.initialize(f"localhost:{port}", num_processes=processes, process_id=process)
+def main(process: int, processes: int, port: int, out: str, mode: str = "trainer") -> None:
+    jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=processes, process_id=process)
+    print(f"process {process} joined: {jax.device_count()} devices", flush=True)
+    if mode == "rl":
+        return rl(process, out)
     import numpy as np
 
     from rtrl.run import checkpoint
@@ -43,5 +49,24 @@ def main(process: int, processes: int, port: int, out: str) -> None:
             json.dump(seen, f)
 
 
+def rl(process: int, out: str) -> None:
+    import numpy as np
+
+    from rtrl.devices import gathered
+    from rtrl.rl import RLConfig, train
+    from test_devices import SEEDS
+
+    state, records = train(RLConfig(**SEEDS, devices=jax.device_count()))
+    params = jax.tree.leaves(gathered(state.runs.params))  # split over the processes: every one gathers
+    W = state.runs.params["torso"]["W"]
+    seen = {"devices": len(W.sharding.device_set), "spec": str(W.sharding.spec),
+            "local_shards": [list(s.data.shape) for s in W.addressable_shards], "records": records}
+    if process == 0:
+        np.savez(f"{out}/params.npz", *params)
+        with open(f"{out}/seen.json", "w") as f:
+            json.dump(seen, f)
+    print(f"process {process} done", flush=True)
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:])
