@@ -4,8 +4,8 @@ Each process has 2 forced CPU devices and joins the others through ``jax.distrib
 collectives), so the mesh spans 2 * PROCESSES devices in as many processes, as on several hosts. The run trains
 ``test_devices.trainer()`` for ``HALF`` steps, checkpoints (every process gathers, the first writes), loads
 the checkpoint back onto the devices and trains to ``2 * HALF``; the first process writes the final parameters
-and what it saw of the shardings to ``DIR``. With ``rl``: the RL agent's ``test_devices.SEEDS`` configuration on every
-device there is (the seeds split over them), its records and final parameters written by the first process.
+and what it saw of the shardings to ``DIR``. With ``rl``: ``rtrl rl --distributed`` of ``test_devices.SEEDS`` on
+every device there is (the seeds split over them) into the run folder ``DIR/run``, which the first process writes.
 """
 
 import json
@@ -23,10 +23,9 @@ jax.config.update("jax_cpu_collectives_implementation", "gloo")
 
 
 def main(process: int, processes: int, port: int, out: str, mode: str = "trainer") -> None:
-    jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=processes, process_id=process)
-    print(f"process {process} joined: {jax.device_count()} devices", flush=True)
     if mode == "rl":
-        return rl(process, out)
+        return rl(process, processes, port, out)
+    jax.distributed.initialize(f"localhost:{port}", num_processes=processes, process_id=process)
     import numpy as np
 
     from rtrl.run import checkpoint
@@ -49,23 +48,16 @@ def main(process: int, processes: int, port: int, out: str, mode: str = "trainer
             json.dump(seen, f)
 
 
-def rl(process: int, out: str) -> None:
-    import numpy as np
+def rl(process: int, processes: int, port: int, out: str) -> None:
+    from rtrl import cli
+    from test_devices import SEEDS_FLAGS
 
-    from rtrl.devices import gathered
-    from rtrl.rl import RLConfig, train
-    from test_devices import SEEDS
-
-    state, records = train(RLConfig(**SEEDS, devices=jax.device_count()))
-    params = jax.tree.leaves(gathered(state.runs.params))  # split over the processes: every one gathers
-    W = state.runs.params["torso"]["W"]
-    seen = {"devices": len(W.sharding.device_set), "spec": str(W.sharding.spec),
-            "local_shards": [list(s.data.shape) for s in W.addressable_shards], "records": records}
-    if process == 0:
-        np.savez(f"{out}/params.npz", *params)
-        with open(f"{out}/seen.json", "w") as f:
-            json.dump(seen, f)
-    print(f"process {process} done", flush=True)
+    status = cli.main(["rl", *SEEDS_FLAGS, "--devices", "4", "--out", f"{out}/run", "--quiet", "--distributed",
+                       "--coordinator", f"127.0.0.1:{port}", "--processes", str(processes),
+                       "--process-id", str(process)])
+    print(f"process {jax.process_index()} of {jax.process_count()}, {jax.local_device_count()} of "
+          f"{jax.device_count()} devices: exit status {status}", flush=True)
+    sys.exit(status)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,8 @@ RL = {"env": "tmaze", "env_args": (("length", 3),), "hidden": 4, "envs": B, "ste
 # 8 seeds of a tiny agent, 2 environments each: split over 4 devices, 2 seeds on each
 SEEDS = {"env": "tmaze", "env_args": (("length", 2),), "hidden": 2, "envs": 2, "seeds": 8, "steps": 8,
          "record_every": 4, "dtype": "float64", "health_every": 1}
+SEEDS_FLAGS = ["--env", "tmaze", "--env-arg", "length=2", "--hidden", "2", "--envs", "2", "--seeds", "8",
+               "--steps", "8", "--record-every", "4", "--dtype", "float64", "--health-every", "1"]  # SEEDS, as flags
 
 
 @functools.cache
@@ -327,24 +329,25 @@ def joined(processes: list[subprocess.Popen], timeout: float) -> list[str]:
 
 @pytest.mark.slow
 def test_two_processes_of_two_devices_run_eight_seeds_as_one_device(tmp_path):
-    """``SEEDS`` on 4 devices in 2 processes joined by jax.distributed over localhost: each process holds its 4
-    seeds (2 on each of its devices), the first writes what it gathered, and the parameters and records are the
-    one-device run's."""
+    """``rtrl rl --distributed`` of ``SEEDS`` (``SEEDS_FLAGS``) on 4 devices in 2 processes joined over localhost
+    (jax.distributed, gloo): the run folder, written by the first process alone (the other prints nothing of the
+    run), holds the one-device run's records and, in its checkpoint gathered from both, its parameters."""
     worker, port = Path(__file__).with_name("distributed_worker.py"), free_port()
     processes = [subprocess.Popen([sys.executable, str(worker), str(i), "2", str(port), str(tmp_path), "rl"],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
     outputs = joined(processes, 240)
     assert all(p.returncode == 0 for p in processes), "\n".join(outputs)
-    for i, output in enumerate(outputs):  # each joined the others, then finished
-        assert f"process {i} joined: 4 devices" in output and f"process {i} done" in output, output
-    seen = json.loads((tmp_path / "seen.json").read_text())
-    assert seen["devices"] == 4 and seen["spec"] == str(PartitionSpec("batch"))
-    assert seen["local_shards"] == [[2, *seeds_run(1)[0].runs.params["torso"]["W"].shape[1:]]] * 2
-    with np.load(tmp_path / "params.npz") as data:
-        params = [data[f"arr_{i}"] for i in range(len(data.files))]
+    for i, output in enumerate(outputs):
+        assert f"process {i} of 2, 2 of 4 devices: exit status 0" in output, output
+    run = tmp_path / "run"
+    assert f"{run}: " in outputs[0] and "mean return" in outputs[0]  # the first reports the run ...
+    assert str(run) not in outputs[1]  # ... the other does not
     one, records = seeds_run(1)
-    assert worst(params, jax.tree.leaves(one.runs.params)) <= TOL
-    assert same_records(seen["records"], records)
+    assert same_records(read_metrics(run), records)
+    state, _ = checkpoint.load(run / "checkpoint.npz", runner(RLConfig(**SEEDS)).init(0))
+    assert worst(state.runs.params, one.runs.params) <= TOL
+    assert worst(state.runs.opt_state, one.runs.opt_state) <= TOL
+    assert read_config(run) == RLConfig(**SEEDS, devices=4)
 
 
 def test_batch_axes_are_found_from_the_shapes_wherever_they_lie():
