@@ -397,6 +397,15 @@ def test_the_cli_refuses_more_devices_than_there_are_and_writes_nothing(tmp_path
     assert "batch must be a multiple of devices=4" in capsys.readouterr().err
 
 
+def test_the_options_of_several_processes_need_distributed_and_write_nothing(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert cli.main(["rl", "--coordinator", "127.0.0.1:1234", "--process-id", "0", "--out", str(out)]) == 2
+    assert "--coordinator, --process-id: only with --distributed" in capsys.readouterr().err
+    assert cli.main(["resume", str(out), "--processes", "2"]) == 2
+    assert "--processes: only with --distributed" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_the_benchmark_reruns_itself_with_the_host_devices_it_needs_and_keeps_other_flags(monkeypatch):
     monkeypatch.setattr(jax, "device_count", lambda: 1)  # as in a plain interpreter: 2 devices are not here
     (row,) = bench.run([2], cell="elman", method="rtrl", hidden=2, batch=2, steps=2)

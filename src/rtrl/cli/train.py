@@ -160,7 +160,7 @@ def join_processes(args) -> None:
     if not getattr(args, "distributed", False):
         if any(v is not None for v in given.values()):
             flags = ", ".join(f"--{k.replace('_', '-')}" for k, v in given.items() if v is not None)
-            raise UsageError(f"{flags} apply to a run spanning several processes: add --distributed")
+            raise UsageError(f"{flags}: only with --distributed (a run spanning several processes)")
         return
     try:
         join(given["coordinator"], given["processes"], given["process_id"])
