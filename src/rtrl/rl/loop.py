@@ -335,9 +335,10 @@ class Program:
         return self._observe(acted, outcome)._replace(env_state=step.state)
 
     def _advance_seeds(self, state: Seeds, n: int) -> Seeds:
-        """``_advance`` of every seed under one ``jax.vmap``, the step count shared (not mapped): what is due at a
-        step (the fidelity check, the health sample) stays a ``lax.cond`` taken once for all seeds, where a mapped
-        count would turn it into a ``select`` that computes the check at every step."""
+        """The steps of every seed under one ``jax.vmap`` (split over the mesh's devices by seed), the step count
+        shared (not mapped): what is due at a step (the fidelity check, the health sample) stays a ``lax.cond`` taken
+        once for all seeds, where a mapped count would turn it into a ``select`` that computes the check at every
+        step."""
         runs = jax.vmap(lambda run, step: self._steps(run._replace(step=step), n), in_axes=(0, None))
         return self._constrained(Seeds(runs(state.runs, state.step), state.step + n))
 
@@ -458,7 +459,7 @@ def record(state: RLState | Seeds) -> dict:
         step, tally = gathered((state.step, state.runs.tally))
         return seeds_record([record_of(step, jax.tree.map(lambda a, i=i: a[i], tally))
                              for i in range(len(tally.episodes))])
-    return record_of(state.step, jax.device_get(state.tally))
+    return record_of(*gathered((state.step, state.tally)))
 
 
 def record_of(step, t: Tally) -> dict:
