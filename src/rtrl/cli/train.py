@@ -202,7 +202,9 @@ def start(args, assembly) -> int:
 
 def discard(run: Run) -> None:
     """Remove a run this command made, under its lock: its files, then the folders ``Run.create`` made (only
-    those, and only if empty)."""
+    those, and only if empty); of a run spanning several processes, the first one does (it made them)."""
+    if not first_process():
+        return
     with run.locked():
         for name in FILES:
             with contextlib.suppress(OSError):
