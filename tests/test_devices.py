@@ -39,6 +39,11 @@ B, HALF, TOL = 8, 10, 1e-9
 SETUPS = {"rtrl": ("rtrl", 1, True), "bptt": ("bptt", 5, False)}
 RL = {"env": "tmaze", "env_args": (("length", 3),), "hidden": 4, "envs": B, "steps": 2 * HALF, "record_every": HALF,
       "dtype": "float64", "fidelity_every": 5}  # the fidelity check keeps a history (H, E, obs)
+# 8 seeds of a tiny agent, 2 environments each: split over 4 devices, 2 seeds on each
+SEEDS = {"env": "tmaze", "env_args": (("length", 2),), "hidden": 2, "envs": 2, "seeds": 8, "steps": 8,
+         "record_every": 4, "dtype": "float64", "health_every": 1}
+SEEDS_FLAGS = ["--env", "tmaze", "--env-arg", "length=2", "--hidden", "2", "--envs", "2", "--seeds", "8",
+               "--steps", "8", "--record-every", "4", "--dtype", "float64", "--health-every", "1"]  # SEEDS, as flags
 
 
 @functools.cache
@@ -249,6 +254,44 @@ def test_the_agent_on_four_devices_acts_as_on_one_with_its_environments_split(tm
     assert worst(train(configs[1], state)[0].params, whole.params) <= TOL
 
 
+def same_records(these: list[dict], those: list[dict]) -> bool:
+    """The same records but for their wall times: every figure equal to 1e-9, the per-seed lists item by item."""
+    def same(a, b):
+        return (all(close(x, y) for x, y in zip(a, b, strict=True)) if isinstance(a, list) and len(a) == len(b)
+                else close(a, b))
+
+    return len(these) == len(those) and all(
+        a.keys() == b.keys() and all(same(a[k], b[k]) for k in a if k != "wall_s")
+        for a, b in zip(these, those, strict=True))
+
+
+@functools.cache
+def seeds_run(devices: int):
+    """``SEEDS`` trained on ``devices`` devices: its final state and records."""
+    return train(RLConfig(**SEEDS, devices=devices))
+
+
+@pytest.mark.slow
+def test_eight_seeds_on_four_devices_run_as_on_one_two_seeds_on_each():
+    """``--seeds 8 --devices 4``: every leaf of the seeds' states split along the seeds (device ``i`` holds seeds
+    ``2i`` and ``2i + 1`` with their environments, though 2 environments do not split over 4 devices), the
+    parameters and records those of the one-device run, and a compiled step that moves nothing between devices
+    (the seeds never meet). Mutation tried by hand, killed: the seeds' states replicated (``Program.sharding``
+    giving every leaf of ``Seeds`` ``PartitionSpec()``)."""
+    (one, one_records), (four, four_records) = seeds_run(1), seeds_run(4)
+    assert worst(four.runs.params, one.runs.params) <= TOL
+    assert worst(four.runs.opt_state, one.runs.opt_state) <= TOL
+    assert same_records(four_records, one_records)
+    held = [a for a in jax.tree.leaves(four.runs) if a.size]  # XLA places an empty leaf (no history) as it likes
+    assert split(held, 4, SEEDS["seeds"]) and replicated(four.step, 4)
+    assert all(layout_is_contiguous(a, 4, 0) for a in held)
+    assert on_one_device(one)
+    run = runner(RLConfig(**SEEDS, devices=4))
+    with tracing(run.mesh):
+        text = run._compiled.lower(run.init(0), 2).compile().as_text()
+    assert moves(text) == dict.fromkeys(MOVES, 0) and collectives(text, "all-reduce") == 0
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("localhost", 0))
@@ -272,6 +315,41 @@ def test_two_processes_with_two_devices_each_train_as_one_device(tmp_path):
     assert worst(params, jax.tree.leaves(uninterrupted().params)) <= TOL
 
 
+def joined(processes: list[subprocess.Popen], timeout: float) -> list[str]:
+    """Each process's output once it has exited (within ``timeout`` seconds of waiting, all together: past it,
+    every one still running is killed and the test fails with what they wrote)."""
+    try:
+        return [p.communicate(timeout=timeout)[0] for p in processes]
+    except subprocess.TimeoutExpired:
+        for p in processes:
+            p.kill()
+        outputs = [p.communicate()[0] for p in processes]
+        pytest.fail(f"the processes did not finish within {timeout} s:\n" + "\n".join(outputs))
+
+
+@pytest.mark.slow
+def test_two_processes_of_two_devices_run_eight_seeds_as_one_device(tmp_path):
+    """``rtrl rl --distributed`` of ``SEEDS`` (``SEEDS_FLAGS``) on 4 devices in 2 processes joined over localhost
+    (jax.distributed, gloo): the run folder, written by the first process alone (the other prints nothing of the
+    run), holds the one-device run's records and, in its checkpoint gathered from both, its parameters."""
+    worker, port = Path(__file__).with_name("distributed_worker.py"), free_port()
+    processes = [subprocess.Popen([sys.executable, str(worker), str(i), "2", str(port), str(tmp_path), "rl"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
+    outputs = joined(processes, 240)
+    assert all(p.returncode == 0 for p in processes), "\n".join(outputs)
+    for i, output in enumerate(outputs):
+        assert f"process {i} of 2, 2 of 4 devices: exit status 0" in output, output
+    run = tmp_path / "run"
+    assert f"{run}: " in outputs[0] and "mean return" in outputs[0]  # the first reports the run ...
+    assert str(run) not in outputs[1]  # ... the other does not
+    one, records = seeds_run(1)
+    assert same_records(read_metrics(run), records)
+    state, _ = checkpoint.load(run / "checkpoint.npz", runner(RLConfig(**SEEDS)).init(0))
+    assert worst(state.runs.params, one.runs.params) <= TOL
+    assert worst(state.runs.opt_state, one.runs.opt_state) <= TOL
+    assert read_config(run) == RLConfig(**SEEDS, devices=4)
+
+
 def test_batch_axes_are_found_from_the_shapes_wherever_they_lie():
     def make(b):
         return {"lead": jnp.zeros((b, 3)), "middle": jnp.zeros((2, b, 3)), "last": jnp.zeros((3, b)),
@@ -293,6 +371,9 @@ def test_batch_axes_are_found_from_the_shapes_wherever_they_lie():
     (lambda: RunConfig(batch=16, devices=3), "batch must be a multiple of devices=3"),
     (lambda: RunConfig(devices=0), "devices must be a positive integer, got 0"),
     (lambda: RLConfig(envs=6, devices=4), "envs must be a multiple of devices=4"),
+    (lambda: RLConfig(seeds=6, devices=4), "seeds must be a multiple of devices=4 when there are several (the "
+     "devices split the seeds, each device an equal share of them with their environments), got seeds 6; choose "
+     "--seeds a multiple of --devices, or --devices a divisor of 6"),
     (lambda: runner(RLConfig(envs=8, devices=8)), "devices must be at most the 4 cpu device(s) available"),
 ])
 def test_bad_device_counts_are_refused_saying_what_to_do(make, message):
@@ -314,6 +395,15 @@ def test_the_cli_refuses_more_devices_than_there_are_and_writes_nothing(tmp_path
     assert not out.exists()
     assert cli.main(["train", "--batch", "6", "--devices", "4", "--out", str(out)]) == 2
     assert "batch must be a multiple of devices=4" in capsys.readouterr().err
+
+
+def test_the_options_of_several_processes_need_distributed_and_write_nothing(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert cli.main(["rl", "--coordinator", "127.0.0.1:1234", "--process-id", "0", "--out", str(out)]) == 2
+    assert "--coordinator, --process-id: only with --distributed" in capsys.readouterr().err
+    assert cli.main(["resume", str(out), "--processes", "2"]) == 2
+    assert "--processes: only with --distributed" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_the_benchmark_reruns_itself_with_the_host_devices_it_needs_and_keeps_other_flags(monkeypatch):

@@ -22,6 +22,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from rtrl.checks import check_positive_int, check_shares
@@ -34,15 +35,38 @@ def mesh(devices: int, batch: int, batch_name: str = "batch", share: str = "stre
     """The 1-D mesh over the first ``devices`` devices (``None`` for one device); ``ValueError`` when ``devices``
     is not a positive integer, exceeds the devices available, or does not divide ``batch`` (named
     ``batch_name``)."""
+    check_shares(batch, check_available(devices), batch_name, share)
+    return None if devices == 1 else Mesh(np.array(jax.devices()[:devices]), (AXIS,))
+
+
+def check_available(devices: int) -> int:
+    """``devices`` if it is a positive integer at most ``jax.device_count()`` (every process's devices, after
+    ``jax.distributed.initialize``); ``ValueError`` saying what to do otherwise."""
     check_positive_int("devices", devices)
-    check_shares(batch, devices, batch_name, share)
     available = jax.devices()
     if devices > len(available):
         raise ValueError(
             f"devices must be at most the {len(available)} {available[0].platform} device(s) available, got "
             f"{devices}; on CPU, set {MORE_CPU_DEVICES} in the environment before JAX starts for N host devices"
         )
-    return None if devices == 1 else Mesh(np.array(available[:devices]), (AXIS,))
+    return devices
+
+
+def join(coordinator: str | None = None, processes: int | None = None, process_id: int | None = None) -> None:
+    """Join the other processes of a run that spans several (``jax.distributed.initialize``; before JAX starts its
+    devices): the coordinator's ``HOST:PORT``, the count and this process's id as given, or, where ``None``, as
+    JAX finds them in the cluster's environment (SLURM, Open MPI, ...). On CPUs the collectives are gloo's.
+    Nothing where this process has joined already."""
+    if jax.distributed.is_initialized():
+        return
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator, processes, process_id)
+
+
+def first_process() -> bool:
+    """Whether this process writes what a run writes (records, checkpoints, plots): the only one, or the first of
+    a run spanning several (the others compute their share and write nothing)."""
+    return jax.process_index() == 0
 
 
 def batch_axes(make: Callable[[int], Any], batch: int):
@@ -78,6 +102,20 @@ def tracing(mesh: Mesh | None):
     """The context to trace a step in: ``mesh`` made current (``jax.set_mesh``), so that code choosing between
     forms (``rtrl.online.contract_summed``) knows the batch is split; nothing for one device."""
     return contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh)
+
+
+def gathered(tree):
+    """``tree``'s leaves as whole host (NumPy) arrays: a leaf split over the devices of several processes is
+    gathered from them (``process_allgather``: collective, so every process must call this then), a replicated one
+    read from this process's copy."""
+    def leaf(a):
+        if not isinstance(a, jax.Array) or a.is_fully_addressable:
+            return np.asarray(a)
+        if a.is_fully_replicated:
+            return np.asarray(a.addressable_data(0))
+        return np.asarray(multihost_utils.process_allgather(a, tiled=True))
+
+    return jax.tree.map(leaf, tree)
 
 
 # -- what a run needs and what the machine has -------------------------------------------------------------------

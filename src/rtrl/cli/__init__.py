@@ -31,7 +31,15 @@ from rtrl.cli.demo import add_demo_arguments, cmd_demo
 from rtrl.cli.eval import add_eval_arguments, cmd_eval
 from rtrl.cli.export import add_export_arguments, cmd_export
 from rtrl.cli.rl import add_rl_arguments, cmd_rl
-from rtrl.cli.train import add_resume_arguments, add_train_arguments, cmd_resume, cmd_train, one_line, out_of_memory
+from rtrl.cli.train import (
+    add_resume_arguments,
+    add_train_arguments,
+    cmd_resume,
+    cmd_train,
+    join_processes,
+    one_line,
+    out_of_memory,
+)
 from rtrl.reports import command as results_command
 from rtrl.reports import fidelity
 from rtrl.run.checkpoint import CheckpointError
@@ -98,6 +106,7 @@ def fail(message: str, prog: str = "rtrl") -> int:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
+        join_processes(args)  # --distributed: before JAX starts its devices
         startup.check_backend()  # JAX_PLATFORMS, before a command meets it at its first array
         return args.handler(args)
     except UsageError as e:

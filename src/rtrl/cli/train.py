@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import sys
 from pathlib import Path
 
 from rtrl.config import allowed_imports
-from rtrl.devices import check_memory
+from rtrl.devices import check_memory, first_process, join
 from rtrl.driver import Stopped
 from rtrl.run import loggers
-from rtrl.run.argtypes import import_path, path, positive_int
+from rtrl.run.argtypes import import_path, non_negative_int, path, positive_int
 from rtrl.run.folder import CONFIG, FILES, Run, read_metrics, remove_folders
 from rtrl.run.options import add_config_arguments, assembled, config_from_args
 from rtrl.run.usage import UsageError
@@ -46,6 +47,15 @@ def fits(assembly) -> None:
 
 
 def train_run(run: Run, quiet: bool = False, log=(), fresh: bool = False) -> int:
+    """``reported_run``; of a run spanning several processes, only the first one shows and logs it (the others
+    print nothing but errors)."""
+    if first_process():
+        return reported_run(run, quiet, log, fresh)
+    with contextlib.redirect_stdout(io.StringIO()):
+        return reported_run(run, True, (), fresh)
+
+
+def reported_run(run: Run, quiet: bool = False, log=(), fresh: bool = False) -> int:
     """Train with a progress bar, each record also sent to the loggers named in ``log`` (``rtrl.run.loggers``);
     the exit status (1 when the run diverged or its environment failed, 130 when interrupted). ``fresh``: this
     command made the run, so a run that stops before its first record is removed again (no folder holding only
@@ -125,6 +135,38 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace a different run already in --out")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_log_argument(p)
+    add_distributed_arguments(p)
+
+
+def add_distributed_arguments(p: argparse.ArgumentParser) -> None:
+    """A run spanning several processes (hosts): ``--distributed``, ``--coordinator``, ``--processes``,
+    ``--process-id`` (``join_processes``)."""
+    p.add_argument("--distributed", action="store_true",
+                   help="first join the run's other processes (jax.distributed.initialize; the coordinator, the "
+                        "count and this process's id from the cluster: SLURM, Open MPI), so that --devices counts "
+                        "every process's devices; the first process writes the run folder (docs/devices.md)")
+    p.add_argument("--coordinator", metavar="HOST:PORT",
+                   help="with --distributed: the first process's address (default: the cluster's, or "
+                        "JAX_COORDINATOR_ADDRESS)")
+    p.add_argument("--processes", type=positive_int, metavar="P", help="with --distributed: how many processes")
+    p.add_argument("--process-id", type=non_negative_int, metavar="I",
+                   help="with --distributed: this process's number, 0 to P - 1")
+
+
+def join_processes(args) -> None:
+    """Join the other processes (``rtrl.devices.join``) where ``args`` ask for it, before JAX starts its devices; a
+    ``UsageError`` naming the options when they cannot be joined as given."""
+    given = {name: getattr(args, name, None) for name in ("coordinator", "processes", "process_id")}
+    if not getattr(args, "distributed", False):
+        if any(v is not None for v in given.values()):
+            flags = ", ".join(f"--{k.replace('_', '-')}" for k, v in given.items() if v is not None)
+            raise UsageError(f"{flags}: only with --distributed (a run spanning several processes)")
+        return
+    try:
+        join(given["coordinator"], given["processes"], given["process_id"])
+    except (ValueError, TypeError, RuntimeError) as e:
+        raise UsageError(f"--distributed: the processes could not be joined ({one_line(e)}); give --coordinator, "
+                         "--processes and --process-id, or run under a cluster JAX knows (SLURM, Open MPI)") from None
 
 
 def add_log_argument(p: argparse.ArgumentParser) -> None:
@@ -160,7 +202,9 @@ def start(args, assembly) -> int:
 
 def discard(run: Run) -> None:
     """Remove a run this command made, under its lock: its files, then the folders ``Run.create`` made (only
-    those, and only if empty)."""
+    those, and only if empty); of a run spanning several processes, the first one does (it made them)."""
+    if not first_process():
+        return
     with run.locked():
         for name in FILES:
             with contextlib.suppress(OSError):
@@ -179,6 +223,7 @@ def add_resume_arguments(p: argparse.ArgumentParser) -> None:
                    help="continue on N devices (default: the run's own; docs/devices.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_log_argument(p)
+    add_distributed_arguments(p)
     p.add_argument("--allow-import", action="append", default=[], metavar="MODULE:NAME", type=import_path,
                    help="let the run's config.json import this cell (one it names by import path that is not an "
                         "rtrl, Flax or Equinox cell class; only for a run folder you trust; repeatable)")
@@ -196,4 +241,4 @@ def cmd_resume(args) -> int:
 
 
 __all__ = ["UsageError", "add_resume_arguments", "add_run_arguments", "add_train_arguments", "cmd_resume",
-           "cmd_train", "one_line", "out_of_memory", "start", "train_run"]
+           "cmd_train", "join_processes", "one_line", "out_of_memory", "start", "train_run"]

@@ -47,8 +47,6 @@ def assemble(config: RLConfig) -> RLAssembly:
     if not isinstance(config, RLConfig):
         raise TypeError(f"config must be an RLConfig, e.g. rl.assemble(rl.RLConfig(env='tmaze')), got {what(config)}")
     env = make(config.env, **dict(config.env_args))
-    if config.seeds > 1 and config.devices > 1:
-        raise ValueError(f"seeds > 1 runs on one device; got seeds {config.seeds} with devices {config.devices}")
     if config.extra_inputs:
         host = getattr(env, "host", False)
         env = (dataclasses.replace(env, extra_inputs=config.extra_inputs) if host

@@ -92,6 +92,19 @@ def unread(values: dict) -> list[tuple[str, str]]:
     return found
 
 
+def check_split(seeds: int, envs: int, devices: int) -> None:
+    """What ``devices`` split: the environments of one seed (``envs`` a multiple of ``devices``), or the seeds when
+    there are several, each device running an equal share of them with all their environments (``seeds`` a
+    multiple of ``devices``, ``envs`` anything); ``OptionError`` naming the option that does not divide."""
+    if seeds == 1:
+        check_shares(envs, devices, "envs", "environments")
+    elif seeds % devices:
+        raise OptionError(f"seeds must be a multiple of devices={devices} when there are several (the devices split "
+                          f"the seeds, each device an equal share of them with their environments), got seeds "
+                          f"{seeds}; choose --seeds a multiple of --devices, or --devices a divisor of {seeds}",
+                          "seeds")
+
+
 class RLConfig(Config):
     """Everything that defines a run (the run folder's ``config.json``; ``rtrl rl``'s options), as plain data:
     construction checks every field and builds nothing (``rtrl.rl.assemble`` builds the environment and the
@@ -168,15 +181,17 @@ class RLConfig(Config):
                                  "and sarsa: of Q(s_t, a_t)'s, as cos_value)",
                                  non_negative_int, "M")
     seed: int = option(0, "seed of the parameters, the environments and the actions", random_seed, "SEED")
-    seeds: int = option(1, "seeds run in one call under jax.vmap: SEED, SEED+1, ... (a jitted environment); a "
-                        "record's return is their mean, return_per_seed each one's", positive_int, "S")
+    seeds: int = option(1, "seeds run in one call under jax.vmap: SEED, SEED+1, ... (a jitted environment; with "
+                        "--devices, split over the devices); a record's return is their mean, return_per_seed each "
+                        "one's", positive_int, "S")
     dtype: str = option("float32", "float32 or float64", one_of(("float32", "float64")), "DTYPE")
-    devices: int = option(1, "devices to split the environments over (--envs a multiple of it; docs/devices.md)",
+    devices: int = option(1, "devices to split the environments over (--envs a multiple of it), or with --seeds "
+                          "S > 1 the seeds, each with its environments (S a multiple of it; docs/devices.md)",
                           positive_int, "N")
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_shares(self.envs, self.devices, "envs", "environments")
+        check_split(self.seeds, self.envs, self.devices)
         if self.seed + self.seeds - 1 > MAX_SEED:  # the last seed of the call must be a seed too
             raise OptionError(f"seed + seeds - 1 must be at most 2**32 - 1 = {MAX_SEED} (the seeds run are seed, "
                               f"seed + 1, ..., seed + seeds - 1), got seed {self.seed} with seeds {self.seeds}",

@@ -46,6 +46,9 @@ by the runs of one configuration (``runner``): another length, record_every, see
 
 ``devices = N`` splits the E environments over N devices (``rtrl.devices``): environment states, torso memory and
 the traces ``z`` along E, the parameters and statistics replicated; XLA reduces the means over E across the devices.
+With ``seeds = S > 1`` it splits the seeds instead: every leaf of ``Seeds.runs`` along S, S/N seeds and all their
+environments on each device, nothing exchanged between devices. The mesh spans every process's devices after
+``jax.distributed.initialize`` (each process then holds its devices' seeds or environments; docs/devices.md).
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ import numpy as np
 import optax
 from jax import lax
 
-from rtrl.devices import batch_axes, mesh, shardings, tracing
+from rtrl.devices import batch_axes, gathered, mesh, shardings, tracing
 from rtrl.driver import Diverged, drive, finite_or_diverged
 from rtrl.rl.assemble import RLAssembly, assemble
 from rtrl.rl.config import RLConfig
@@ -185,7 +188,8 @@ class Program:
                              "before anything else (rtrl rl does it)")
         self.dtype = jnp.dtype(config.dtype)
         self.history = self.env.max_steps if config.fidelity_every else 0
-        self.mesh = mesh(config.devices, config.envs, "envs", "environments")
+        self.mesh = (mesh(config.devices, config.seeds, "seeds", "seeds") if config.seeds > 1
+                     else mesh(config.devices, config.envs, "envs", "environments"))
         self.host = getattr(self.env, "host", False)
         if self.host:
             self._act_jit = jax.jit(self._act)
@@ -193,7 +197,8 @@ class Program:
             self._observe_act = jax.jit(lambda acted, outcome: self._act(self._observe(acted, outcome)))
         elif config.seeds > 1:
             self._compiled = jax.jit(self._advance_seeds)
-            self._init_seeds = jax.jit(jax.vmap(lambda s: self.fresh(s, config.envs)))
+            # each device makes its own seeds' states
+            self._init_seeds = jax.jit(self.stacked, **({} if self.mesh is None else {"out_shardings": self.sharding}))
         else:
             self._compiled = jax.jit(self._advance)
 
@@ -205,10 +210,19 @@ class Program:
 
     @functools.cached_property
     def sharding(self):
-        """``RLState``'s shardings: split along E where a leaf has that axis, else replicated."""
+        """The state's shardings: ``RLState``'s split along E where a leaf has that axis, else replicated; with
+        several seeds, ``Seeds.runs``'s split along S (the step replicated)."""
+        if self.config.seeds > 1:
+            return shardings(self.mesh, batch_axes(lambda S: self.stacked(np.arange(S, dtype=np.uint32)),
+                                                   self.config.seeds))
         return shardings(self.mesh, batch_axes(lambda envs: self.fresh(0, envs), self.config.envs))
 
-    def place(self, state: RLState) -> RLState:
+    def stacked(self, seeds) -> Seeds:
+        """The ``Seeds`` at step 0 of ``seeds`` (S of them, uint32): each the ``RLState`` its one-seed run starts
+        from."""
+        return Seeds(jax.vmap(lambda s: self.fresh(s, self.config.envs))(seeds), jnp.zeros((), jnp.int32))
+
+    def place(self, state: RLState | Seeds) -> RLState | Seeds:
         """``state`` on this run's devices (one from a checkpoint of any device count); unchanged on one."""
         return state if self.mesh is None else jax.device_put(state, self.sharding)
 
@@ -321,16 +335,22 @@ class Program:
         return self._observe(acted, outcome)._replace(env_state=step.state)
 
     def _advance_seeds(self, state: Seeds, n: int) -> Seeds:
-        """``_advance`` of every seed under one ``jax.vmap``, the step count shared (not mapped): what is due at a
-        step (the fidelity check, the health sample) stays a ``lax.cond`` taken once for all seeds, where a mapped
-        count would turn it into a ``select`` that computes the check at every step."""
-        runs = jax.vmap(lambda run, step: self._advance(run._replace(step=step), n), in_axes=(0, None))
-        return Seeds(runs(state.runs, state.step), state.step + n)
+        """The steps of every seed under one ``jax.vmap`` (split over the mesh's devices by seed), the step count
+        shared (not mapped): what is due at a step (the fidelity check, the health sample) stays a ``lax.cond`` taken
+        once for all seeds, where a mapped count would turn it into a ``select`` that computes the check at every
+        step."""
+        runs = jax.vmap(lambda run, step: self._steps(run._replace(step=step), n), in_axes=(0, None))
+        return self._constrained(Seeds(runs(state.runs, state.step), state.step + n))
 
     def _advance(self, state: RLState, n: int) -> RLState:
+        return self._constrained(self._steps(state, n))
+
+    def _steps(self, state: RLState, n: int) -> RLState:
         # a traced count (a while loop), not a static scan length: another chunk length (record_every, a resume off
         # a record boundary) runs the same compiled program
-        state = lax.fori_loop(0, n, self._one, state)
+        return lax.fori_loop(0, n, self._one, state)
+
+    def _constrained(self, state: RLState | Seeds) -> RLState | Seeds:
         return state if self.mesh is None else lax.with_sharding_constraint(state, self.sharding)
 
 
@@ -368,9 +388,8 @@ class OnlineActorCritic:
     def init(self, seed: int) -> RLState | Seeds:
         """The state at step 0 of the run with ``seed``: an ``RLState``, or with ``seeds = S > 1`` the ``Seeds`` of
         ``seed .. seed + S - 1`` (each the ``RLState`` that a one-seed run with that seed starts from)."""
-        if self.config.seeds > 1:
-            seeds = seed + jnp.arange(self.config.seeds, dtype=jnp.uint32)
-            return Seeds(self._init_seeds(seeds), jnp.zeros((), jnp.int32))
+        if self.config.seeds > 1:  # host values: under a mesh of several processes, the same on each
+            return self._init_seeds(seed + np.arange(self.config.seeds, dtype=np.uint32))
         state = self.place(self.fresh(seed, self.config.envs))
         if self.host:
             self._live = state.obs  # the environments were just reset for this state
@@ -434,13 +453,19 @@ def record(state: RLState | Seeds) -> dict:
     """The metrics record of the steps since the last one (``return`` is None where no episode ended); ``Diverged``
     where a health figure is not finite. Of ``Seeds``: ``return`` the mean over the seeds where episodes ended of
     each seed's return, ``episodes`` their sum, every other figure the mean over the seeds, and beside them
-    ``return_per_seed`` and ``episodes_per_seed`` (lists in the order of the seeds)."""
+    ``return_per_seed`` and ``episodes_per_seed`` (lists in the order of the seeds). Every process of a mesh that
+    spans several calls it (the seeds' tallies are gathered from all of them)."""
     if isinstance(state, Seeds):
-        count = state.runs.step.shape[0]
-        return seeds_record([record(jax.tree.map(lambda a, i=i: a[i], state.runs)) for i in range(count)])
-    t = jax.device_get(state.tally)
+        step, tally = gathered((state.step, state.runs.tally))
+        return seeds_record([record_of(step, jax.tree.map(lambda a, i=i: a[i], tally))
+                             for i in range(len(tally.episodes))])
+    return record_of(*gathered((state.step, state.tally)))
+
+
+def record_of(step, t: Tally) -> dict:
+    """``record`` of one run's step count and tally (host values)."""
     episodes = int(t.episodes)
-    rec = {"step": int(state.step), "return": float(t.returns) / episodes if episodes else None,
+    rec = {"step": int(step), "return": float(t.returns) / episodes if episodes else None,
            "episodes": episodes}
     if int(t.checks):
         rec.update((name, float(v) / int(t.checks)) for name, v in zip(("cos_value", "cos_policy"), t.cosines,
@@ -450,7 +475,7 @@ def record(state: RLState | Seeds) -> dict:
         means["td_rms"] = math.sqrt(means["td_rms"])
         bad = next((name for name, v in means.items() if not math.isfinite(v)), None)
         if bad is not None:  # e.g. the value estimate overflowed while the parameters are still finite
-            raise Diverged(int(state.step), means[bad], f"the health figure {bad}")
+            raise Diverged(int(step), means[bad], f"the health figure {bad}")
         rec.update(means)
     return rec
 
@@ -518,7 +543,7 @@ def train(config: RLConfig | RLAssembly, state: RLState | None = None,
 
     def advance(state, step, n):
         state = run.advance(state, n)
-        finite_or_diverged(step + n, state.runs.params if isinstance(state, Seeds) else state.params)
+        finite_or_diverged(step + n, gathered(state.runs.params if isinstance(state, Seeds) else state.params))
         return state
 
     def on(state, rec):

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 
+from rtrl.devices import gathered
 from rtrl.files import atomic_write
 
 META = "meta"
@@ -43,10 +44,7 @@ def named_leaves(tree) -> list[tuple[str, object]]:
 
 def host(leaf) -> np.ndarray:
     """A leaf as one host array, gathered from the other processes where it is split over them."""
-    leaf = jax.random.key_data(leaf) if is_key(leaf) else leaf
-    if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
-        return np.asarray(multihost_utils.process_allgather(leaf, tiled=True))
-    return np.asarray(leaf)
+    return gathered(jax.random.key_data(leaf) if is_key(leaf) else leaf)
 
 
 def placed(array: np.ndarray, like):

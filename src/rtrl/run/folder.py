@@ -25,6 +25,11 @@ actor-critic). Each kind registers itself in ``KINDS`` (its configuration class,
 * ``curve.png``: the learning curves (training loss and metric, chance dashed; an RL run's mean return);
 * ``.lock``: held (``filelock``) by the one process that writes the folder; a second writer is refused.
 
+A run spanning several processes (``jax.distributed``: ``rtrl rl --distributed``, docs/devices.md) has one writer,
+the first process: it makes the folder, holds the lock and writes every file; the others compute their share and
+write nothing, but each calls ``checkpoint.save`` (the gather is collective) and loads the checkpoint when the run
+resumes, so the folder must be on a filesystem that every process reads.
+
 A stopped run resumes from its checkpoint and replays exactly what the uninterrupted run would have done: the
 data (or the environments and the actions) is a pure function of the checkpointed keys and the step, and
 everything else is in the checkpoint.
@@ -286,10 +291,11 @@ def evaluation_options(episodes, seed, default_episodes: int, default_seed: int)
     return episodes, seed
 
 
-def check_devices(kind: type[Run], config: Config) -> None:
-    """``RunError`` unless this machine has the devices ``config`` splits its streams (or environments) over."""
+def check_devices(config: Config) -> None:
+    """``RunError`` unless this machine has the devices ``config`` splits its streams (or environments, or seeds)
+    over (that they divide them, the configuration checks itself)."""
     try:
-        devices.mesh(config.devices, getattr(config, kind.streams))
+        devices.check_available(config.devices)
     except ValueError as e:
         raise RunError(f"{e} (or run it on fewer: --devices)") from None
 
@@ -369,7 +375,7 @@ def check_target(path: Path, config: Config, overwrite: bool) -> None:
 
 def non_finite(state) -> tuple[str, float] | None:
     """The tree path and value of the first NaN or infinity among ``state``'s leaves; None if there is none."""
-    return first_non_finite((name, leaf) for name, leaf in checkpoint.named_leaves(state)
+    return first_non_finite((name, devices.gathered(leaf)) for name, leaf in checkpoint.named_leaves(state)
                             if not checkpoint.is_key(leaf))
 
 
@@ -395,12 +401,11 @@ class Run:
     (``trainer``) are built on first use.
 
     A kind names ``name``, ``config_class``, ``assemble`` (config -> its parts, ``.config`` the resolved
-    configuration) and ``streams`` (the option the devices split), and says how it ``build``s, starts (``fresh``)
+    configuration), and says how it ``build``s, starts (``fresh``)
     and advances (``fit``), and how its records read."""
 
     name: str
     config_class: type[Config]
-    streams: str
 
     def __init__(self, path: str | os.PathLike, assembly, trainer=None):
         self.path = Path(path)
@@ -494,7 +499,11 @@ class Run:
     @contextlib.contextmanager
     def locked(self):
         """Hold the folder's lock (re-entrant within this object); a ``RunError`` if another process holds it.
-        Temporary files that a killed writer left behind are removed once the lock is ours."""
+        Temporary files that a killed writer left behind are removed once the lock is ours. Of a run spanning
+        several processes, only the first holds it (the others write nothing)."""
+        if not devices.first_process():
+            yield
+            return
         try:
             with self.lock:
                 if self.lock.lock_counter == 1:
@@ -519,8 +528,10 @@ class Run:
         kind = kind_of(config)
         assembly = assembly if assembly is not None else kind.assemble(config)
         config = assembly.config
-        check_devices(kind, config)
+        check_devices(config)
         path = Path(path)
+        if not devices.first_process():  # of a run spanning several processes: the first makes the folder
+            return kind(path, assembly, trainer)
         check_target(path, config, overwrite)  # before anything is made; again below, under the lock
         made = made_folders(path)
         run = kind(path, assembly, trainer)
@@ -553,7 +564,7 @@ class Run:
             run = kind(path, kind.assemble(config), trainer)
         except ValueError as e:  # what the file names cannot be built (an option a task does not have, ...)
             raise RunError(f"{Path(path) / CONFIG}: {e}") from None
-        check_devices(kind, run.config)
+        check_devices(run.config)
         if steps is not None:
             run.check_budget(steps)
         return run
@@ -624,20 +635,23 @@ class Run:
         return file.exists() and file.stat().st_size > 0 and not file.read_bytes().endswith(b"\n")
 
     def rewrite_metrics(self, records: list[dict]) -> None:
-        atomic_write_text(self.path / METRICS, "".join(json.dumps(r, allow_nan=False) + "\n" for r in records))
+        if devices.first_process():
+            atomic_write_text(self.path / METRICS, "".join(json.dumps(r, allow_nan=False) + "\n" for r in records))
 
     def record(self, state, record: dict) -> None:
-        """After an evaluation: append the metrics line (one write), then checkpoint, so a checkpoint never runs
-        ahead of the records it comes with; ``Diverged`` instead, writing nothing, if the state is not all finite
-        (so the checkpoint kept is always a good one)."""
+        """After an evaluation: append the metrics line (one write; the first process's, of several), then
+        checkpoint (every process: ``checkpoint.save``), so a checkpoint never runs ahead of the records it comes
+        with; ``Diverged`` instead, writing nothing, if the state is not all finite (so the checkpoint kept is always
+        a good one)."""
         bad = non_finite(state)
         if bad:  # the parameters are checked as the run goes; the rest of the state (traces, moments) here
             raise Diverged(record["step"], bad[1], f"the state's {bad[0]}")
-        line = json.dumps(record, allow_nan=False) + "\n"
-        with naming(self.path / METRICS), open(self.path / METRICS, "a") as f:
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+        if devices.first_process():
+            line = json.dumps(record, allow_nan=False) + "\n"
+            with naming(self.path / METRICS), open(self.path / METRICS, "a") as f:
+                f.write(line)
+                f.flush()
+                os.fsync(f.fileno())
         meta = {"step": record["step"], "wall_s": record["wall_s"], **({"data": self.data} if self.data else {})}
         checkpoint.save(self.path / CHECKPOINT, state, meta)
 
@@ -657,7 +671,7 @@ class Run:
             self.check_budget(self.config.steps)  # checked on open too; here against the checkpoint as loaded
             with allowed_imports(self.config.imports()):  # this run's own code, already built (trusted or allowed)
                 changed = read_config(self.path) != self.config or read_platform(self.path) != platform()
-            if changed:  # a new budget or device, written once the run is known to continue
+            if changed and devices.first_process():  # a new budget or device, once the run is known to continue
                 write_config(self.path, self.config)
 
             def record(state, rec):
@@ -675,7 +689,7 @@ class Run:
                 interrupts.poll()
                 state = self.fit(state, wall_s, record, chunk)
             finally:
-                if read_metrics(self.path):
+                if devices.first_process() and read_metrics(self.path):
                     self.plot()
         return state
 

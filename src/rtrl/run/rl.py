@@ -32,7 +32,6 @@ class RLRun(Run):
 
     name = "rl"
     config_class = RLConfig
-    streams = "envs"
     assemble = staticmethod(assemble)
 
     def build(self):

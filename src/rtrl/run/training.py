@@ -17,7 +17,6 @@ class TrainRun(Run):
 
     name = "train"
     config_class = RunConfig
-    streams = "batch"
     assemble = staticmethod(assemble)
 
     def build(self):
