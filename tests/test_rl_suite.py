@@ -258,7 +258,10 @@ def test_a_ctrl_c_mid_row_ends_the_suite_at_once_and_it_resumes(tmp_path):
     try:
         line = suite_run.stdout.readline()
         assert line.startswith("RepeatPreviousEasy uniform: normalised"), line
-        time.sleep(0.5)  # the memoryless row has begun (compiling, then 20,000 steps)
+        # the memoryless row runs: its first record's progress line (a readiness signal, not a clock: a Ctrl-C
+        # still inside the first row's writing is a different, later stop)
+        running = suite_run.stderr.readline()
+        assert running.startswith("  RepeatPreviousEasy memoryless: step 2,000 of 20,000"), running
         sent = time.monotonic()
         suite_run.send_signal(signal.SIGINT)
         out, err = suite_run.communicate(timeout=15)
