@@ -75,18 +75,18 @@ def findings(page: Path) -> list[str]:
     """Every finding on ``page``, ``page:line: what``."""
     text = page.read_text(encoding="utf-8")
     name = page.relative_to(ROOT) if page.is_relative_to(ROOT) else page
-    found = []
+    found = []  # (line, what)
     for n, line in enumerate(text.splitlines(), 1):  # paths and issue numbers: code blocks too (they are copied)
         if MACHINE_PATH.search(line):
-            found.append(f"{name}:{n}: a path of one machine ({MACHINE_PATH.search(line).group(0)}...)")
+            found.append((n, f"a path of one machine ({MACHINE_PATH.search(line).group(0)}...)"))
         if ISSUE.search(line):
-            found.append(f"{name}:{n}: an issue reference ({ISSUE.search(line).group(0)!r})")
+            found.append((n, f"an issue reference ({ISSUE.search(line).group(0)!r})"))
     for n, line in enumerate(prose(text), 1):
         for target in LINK.findall(line):
             why = dead_link(page, target)
             if why:
-                found.append(f"{name}:{n}: {why}")
-    return found
+                found.append((n, why))
+    return [f"{name}:{n}: {what}" for n, what in sorted(found, key=lambda f: f[0])]
 
 
 def main(argv: list[str] | None = None) -> int:
