@@ -248,6 +248,24 @@ def running_jax(pid: int) -> bool:
         return False
 
 
+def pool_workers(pid: int) -> list[int]:
+    """The processes ``multiprocessing`` spawned for ``pid``'s pool (its resource tracker left out)."""
+    workers = []
+    for child in workers_of(pid):
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                if b"--multiprocessing-fork" in f.read().split(b"\0"):
+                    workers.append(child)
+        except OSError:
+            continue
+    return workers
+
+
+def ready(workers: list[int]) -> bool:
+    """Some workers, each of them running JAX."""
+    return bool(workers) and all(map(running_jax, workers))
+
+
 def gone(pid: int) -> bool:
     """No such process, or one that has ended (a zombie not yet reaped)."""
     try:
@@ -290,12 +308,12 @@ def test_a_ctrl_c_mid_row_ends_the_command_and_its_workers_at_once_and_it_resume
             if not kill:
                 line = run.stdout.readline()
                 assert line.startswith('{"table": "memory-chain-16", "row": "rtrl", "seeds": [0]} final'), line
+            # the pool's workers ready, not a clock: each has imported rtrl (its Ctrl-C ignored: running_jax)
             deadline = time.monotonic() + 60
-            while not any(map(running_jax, workers_of(run.pid))) and time.monotonic() < deadline:
+            while not ready(pool_workers(run.pid)) and time.monotonic() < deadline:
                 time.sleep(0.2)
             workers = workers_of(run.pid)
-            assert any(map(running_jax, workers)), "no worker started"
-            time.sleep(1.0)  # the memoryless row has begun (its worker compiling, then 1,000,000 steps)
+            assert ready(pool_workers(run.pid)), "no worker ready"
             sent = time.monotonic()
             if kill:
                 run.kill()

@@ -202,12 +202,31 @@ def test_rl_dtype_float64_runs_in_float64(tmp_path, monkeypatch):
 
 
 # -- Ctrl-C in the real command -------------------------------------------------------------------------------
-def command(out, *extra):
-    """`python -m rtrl train` (a bptt run, the audit's case) that runs until interrupted."""
+IMPORT_TIME = "import time:"  # the first words of each line ``python -X importtime`` writes on stderr
+
+
+def command(out, *python_options):
+    """`python -m rtrl train` (a bptt run, the audit's case) that runs until interrupted; ``python_options``: the
+    interpreter's own (``-X importtime``)."""
     env = {**os.environ, "PYTHONPATH": SRC, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1"}  # x64: as this process
-    argv = [sys.executable, "-m", "rtrl", *TINY_ARGS.replace("closed_form", "bptt").split(), "--steps", "1000000",
-            "--out", str(out), *extra]
+    argv = [sys.executable, *python_options, "-m", "rtrl", *TINY_ARGS.replace("closed_form", "bptt").split(),
+            "--steps", "1000000", "--out", str(out)]
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def importing_with_handler(process):
+    """Wait until ``process`` (started with ``-X importtime``) is importing with the command's Ctrl-C handling in
+    force: ``import rtrl`` imports ``rtrl.interrupts``, calls ``interrupts.install()`` and only then imports JAX
+    (``rtrl.startup.check``), so a module whose import ends after rtrl.interrupts' does (the next line) is
+    imported with the handler installed and JAX still loading. A readiness signal from the process, not a clock
+    (a signal sent on a clock lands before the handler on a busy machine: a KeyboardInterrupt traceback)."""
+    for line in process.stderr:
+        assert line.startswith(IMPORT_TIME), line
+        if line.rstrip().endswith(" rtrl.interrupts"):
+            line = process.stderr.readline()
+            assert line.startswith(IMPORT_TIME), line  # still importing
+            return
+    raise AssertionError("rtrl.interrupts was never imported")
 
 
 def wait_for(condition, timeout=120.0):
@@ -217,8 +236,11 @@ def wait_for(condition, timeout=120.0):
         time.sleep(0.02)
 
 
-def finished_with_130(process):
+def finished_with_130(process, err_read=""):
+    """The rest of ``process``'s output once it has ended (``err_read``: its stderr read so far, then the rest;
+    ``-X importtime``'s lines left out)."""
     out, err = process.communicate(timeout=120)
+    err = "".join(line for line in (err_read + err).splitlines(keepends=True) if not line.startswith(IMPORT_TIME))
     assert process.returncode == 130, (process.returncode, out, err)  # -11 was the segfault
     assert "Traceback" not in err and "Error" not in err, err
     return out, err
@@ -238,19 +260,20 @@ def test_ctrl_c_at_start_up_while_compiling_and_while_training(tmp_path):
     point, after a chunk of steps); the two run folders then resume [Python's own SIGINT handling restored
     (`interrupts.install` a no-op): the start-up case exits 1 with an ImportError traceback from jaxlib's
     initialisation and this fails]."""
-    early, compiling, training = (command(tmp_path / name) for name in ("early", "compiling", "training"))
-    time.sleep(0.3)
+    early = command(tmp_path / "early", "-X", "importtime")
+    compiling, training = (command(tmp_path / name) for name in ("compiling", "training"))
+    importing_with_handler(early)
     early.send_signal(signal.SIGINT)
+    _, err = finished_with_130(early)  # read at once: its stderr (a line per module) never fills the pipe
+    assert err.strip() == "rtrl: interrupted" and not (tmp_path / "early").exists()
     assert compiling.stdout.readline().startswith(str(tmp_path / "compiling"))  # built; compiling from here on
     compiling.send_signal(signal.SIGINT)
-    time.sleep(0.05)
-    compiling.send_signal(signal.SIGINT)
+    acted = compiling.stderr.readline()  # the first acted on: ended (end of file or its line), or its line said
+    compiling.send_signal(signal.SIGINT)  # (a no-op once it has ended)
     wait_for(lambda: len(steps_of(tmp_path / "training")) >= 2)
     training.send_signal(signal.SIGINT)
 
-    _, err = finished_with_130(early)
-    assert err.strip() == "rtrl: interrupted" and not (tmp_path / "early").exists()
-    _, err = finished_with_130(compiling)
+    _, err = finished_with_130(compiling, acted)
     assert "rtrl: interrupted" in err or "stopped at once" in err, err
     out, err = finished_with_130(training)
     assert "stopping after the current steps" in err and "continue from step" in out, (out, err)

@@ -10,6 +10,7 @@ import json
 import math
 
 from rtrl.run.argtypes import import_path, path, positive_int
+from rtrl.run.folder import computed_on
 from rtrl.run.usage import UsageError
 
 
@@ -87,7 +88,7 @@ def cmd_eval(args) -> int:
                + [f"{k} {shown(v)}" for k, v in result.get("metrics", {}).items() if k != "metric"])  # a training run's
     spread = f" ({', '.join(figures)})" if figures else ""
     print(f"{args.run} at step {trained.step}{which}: {result['metric']} {shown(result['value'])}{spread} over "
-          f"{result['episodes']} episodes drawn from seed {result['seed']}{how}")
+          f"{result['episodes']} episodes drawn from seed {result['seed']}{how}; {computed_on()}")
     if args.video is not None:
         print(f"videos: {args.video}")
     return 0

@@ -418,7 +418,7 @@ def update_rule(name: str, *, lr: float, decay: float, envs: int, clip: float | 
         rule = adaptive_obgd(lr, kappa) if name == "adaptive_obgd" else intentional(lr, decay)
         return optax.chain(traces, rule)
     # Adam and its clip on one flat vector (the ascent has no environment axis, so raveling it is cheap): a few
-    # kernels a step instead of a few per parameter leaf (docs/performance.md, the streaming agent's step)
+    # kernels a step instead of a few per parameter leaf (docs/performance-history.md, the streaming agent's step)
     step = obgd(lr, kappa) if name == "obgd" else descend(optax.flatten(make_optimizer(name, lr, clip)))
     corrected = () if correction is None else (correction,)
     return optax.chain(traces, td_ascent(measure=name == "obgd"), *corrected, every(every_k, step))
