@@ -28,7 +28,7 @@ from rtrl.config import (
     unit_interval,
 )
 from rtrl.methods import REGISTRY, Method
-from rtrl.rl.algorithms import ALGORITHMS
+from rtrl.rl.algorithms import ALGORITHMS, options_of
 from rtrl.rl.envs import env_import, env_name
 from rtrl.rl.transforms import PER_ENVIRONMENT, STEP_RULES
 
@@ -45,13 +45,13 @@ def method_or_name(value):
 
 # option -> the step rules that read it
 STEP_OPTIONS = {"kappa": ("obgd", "adaptive_obgd"), "clip": ("adam", "sgd"), "critic_lr": ("intentional",)}
-ALGORITHM_OPTIONS = tuple(dict.fromkeys(name for cls in ALGORITHMS.values() for name in cls.options
+ALGORITHM_OPTIONS = tuple(dict.fromkeys(name for algorithm in ALGORITHMS for name in options_of(algorithm)
                                         if name not in STEP_OPTIONS))
 
 
 def unread(values: dict) -> list[tuple[str, str]]:
     """The options that ``values`` (an ``RLConfig``'s fields) gives, each differing from its default, and that the
-    run they configure never reads, each with why: another algorithm's (the agents' ``options``), a step rule's
+    run they configure never reads, each with why: another algorithm's (``options_of``), a step rule's
     (``STEP_OPTIONS``; an algorithm may read ``clip`` too, as QRC's secondary weights do; ``clip`` None is not
     refused), or ``truncation``
     without ``method`` tbptt (by name: a ``TBPTT`` object carries its own)."""
@@ -60,16 +60,15 @@ def unread(values: dict) -> list[tuple[str, str]]:
     given = {name for name in (*ALGORITHM_OPTIONS, *STEP_OPTIONS, "truncation")
              if values[name] != default[name] and not (name == "clip" and values[name] is None)}
     algorithm, optimizer = values["algorithm"], values["optimizer"]
-    reads = ALGORITHMS[algorithm].options
+    reads = options_of(algorithm)
     found = []
     for name in ALGORITHM_OPTIONS:
         if name in given and name not in reads:
-            users = [a for a, cls in ALGORITHMS.items() if name in cls.options]
+            users = [a for a in ALGORITHMS if name in options_of(a)]
             found.append((name, f"algorithm {algorithm!r} does not read it (only {', '.join(users)})"))
     for name, rules in STEP_OPTIONS.items():
         if name in given and optimizer not in rules and name not in reads:
-            users = " or ".join(rules) + "".join(f", or algorithm {a}" for a, cls in ALGORITHMS.items()
-                                                 if name in cls.options)
+            users = " or ".join(rules) + "".join(f", or algorithm {a}" for a in ALGORITHMS if name in options_of(a))
             found.append((name, f"optimizer {optimizer!r} does not read it (only {users})"))
     if "truncation" in given and values["method"] != "tbptt":
         method = values["method"]
@@ -89,10 +88,8 @@ class RLConfig(Config):
                       "environment, stepped on the host)", env_name, "NAME", imports=env_import)
     env_args: tuple = option((), "an environment option, e.g. memory_length=20, or a keyword of gymnasium.make "
                              "(repeatable)", pairs, "KEY=VALUE")
-    algorithm: str = option("ac", "ac (stream AC(lambda)), q (stream Q(lambda), epsilon-greedy, Watkins' cuts), "
-                            "qrc (QRC(lambda): q with gradient corrections) or sarsa (SARSA(lambda)); `rtrl list "
-                            "algorithms`",
-                            one_of(ALGORITHMS), "NAME")
+    algorithm: str = option("ac", f"{', '.join(ALGORITHMS)}: `rtrl list algorithms` says what each learns and its "
+                            "options", one_of(ALGORITHMS), "NAME")
     cell: Any = option("elman", "a cell from `rtrl list`, or the import path of any other, e.g. flax.linen:GRUCell "
                        "(sized by the observation and --hidden)", cell_or_name, "NAME", imports=cell_import)
     cell_args: tuple = option((), "a cell option, e.g. activation=relu (repeatable)", pairs, "KEY=VALUE")
