@@ -5,7 +5,9 @@ epsilon-greedy, epsilon falling linearly from 1 to ``epsilon`` over the first ``
 takes ``g_t = grad Q(s_t, a_t)``; the fidelity check compares that gradient with BPTT's.
 
 Each function takes the algorithm first (``agent``: its ``torso``, ``num_actions``, ``head_hidden``, ``epsilon``,
-``explore_steps``), so that an algorithm's class names them as its methods (``init = action_values.init``).
+``explore_steps``), so that an algorithm's class names them as its methods; ``composed`` names, on a class, those it
+does not write itself (Q(lambda)'s, SARSA(lambda)'s: each writes its ``stepped``, ``learn``, ``bootstrap`` and
+``correction``).
 """
 
 from __future__ import annotations
@@ -13,9 +15,22 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rtrl.cells.base import glorot
-from rtrl.rl.agent import head_params, through_head
+from rtrl.cells.base import Cell, glorot
+from rtrl.methods import Method
+from rtrl.rl.agent import Torso, check_heads, head_params, through_head
 from rtrl.rl.algorithm import Stepped
+
+OPTIONS = ("epsilon", "explore_steps", "head_hidden")  # the ``RLConfig`` options of every action-value algorithm
+
+
+def construct(agent, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8, *,
+              head_hidden: int = 0, epsilon: float = 0.01, explore_steps: int = 10_000) -> None:
+    """An action-value algorithm's constructor: its torso (``cell`` under ``method``), ``num_actions`` and
+    ``head_hidden`` checked, ``epsilon`` (the exploration rate reached after ``explore_steps`` steps, from 1; what
+    ``act`` explores with) and ``explore_steps``."""
+    agent.torso = Torso(cell, method, truncation)
+    agent.num_actions, agent.head_hidden = check_heads(num_actions, head_hidden)
+    agent.epsilon, agent.explore_steps = epsilon, explore_steps
 
 
 def epsilon(options, step: jax.Array) -> jax.Array:
@@ -109,6 +124,18 @@ def bptt_grads(agent, params, xs: jax.Array, start: jax.Array, action: jax.Array
         return (through_head(p, agent.torso.unrolled(p["torso"], xs, start)) @ p["q"]["W"] + p["q"]["b"])[action][None]
 
     return jax.jacrev(value)(params)
+
+
+def composed(cls: type) -> type:
+    """``cls`` with the members of an action-value algorithm that it does not write itself: ``options``
+    (``OPTIONS``), ``checked`` (1: the gradient of ``Q(s_t, a_t)``), the constructor (``construct``), ``init``,
+    ``forward``, ``act``, ``objective_grads``, ``bptt_grads`` and ``features``. Named on the class, not inherited."""
+    shared = {"options": OPTIONS, "checked": 1, "__init__": construct, "init": init, "forward": forward, "act": act,
+              "objective_grads": objective_grads, "bptt_grads": bptt_grads, "features": property(features)}
+    for name, member in shared.items():
+        if name not in vars(cls):
+            setattr(cls, name, member)
+    return cls
 
 
 def greedy_entropy(rate: jax.Array, actions: int, like: jax.Array) -> jax.Array:

@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import jax
 
-from rtrl.cells.base import Cell
-from rtrl.methods import Method
-from rtrl.rl.agent import Torso, check_heads
 from rtrl.rl.algorithm import Pending, Stepped, no_correction, td_error, update_arguments
 from rtrl.rl.algorithms import action_values as av
 
@@ -38,21 +35,10 @@ def stepped(agent, params, memory, x: jax.Array, key: jax.Array, step: jax.Array
     return av.epsilon_greedy(agent, params, memory, x, key, step)
 
 
+@av.composed
 class QAgent:
     """Stream Q(lambda): a head of A action values on the torso (linear, or behind a tanh layer of ``head_hidden``
-    units), epsilon-greedy, Watkins' cuts."""
+    units), epsilon-greedy, Watkins' cuts; its options ``epsilon``, ``explore_steps`` and ``head_hidden``
+    (``action_values.construct``)."""
 
-    options = ("epsilon", "explore_steps", "head_hidden")
-    checked = 1  # the fidelity check's gradient: Q(s_t, a_t)'s (recorded as ``cos_value``)
-
-    def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8, *,
-                 head_hidden: int = 0, epsilon: float = 0.01, explore_steps: int = 10_000):
-        """``epsilon``: the exploration rate reached after ``explore_steps`` steps (from 1), what ``act`` explores
-        with."""
-        self.torso = Torso(cell, method, truncation)
-        self.num_actions, self.head_hidden = check_heads(num_actions, head_hidden)
-        self.epsilon, self.explore_steps = epsilon, explore_steps
-
-    init, forward, act, objective_grads, bptt_grads = av.init, av.forward, av.act, av.objective_grads, av.bptt_grads
-    features = property(av.features)
     stepped, learn, bootstrap, correction = stepped, learn, bootstrap, no_correction

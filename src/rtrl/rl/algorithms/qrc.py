@@ -25,32 +25,28 @@ import jax
 
 from rtrl.cells.base import Cell
 from rtrl.methods import Method
-from rtrl.rl.agent import Torso, check_heads
 from rtrl.rl.algorithm import Stepped
 from rtrl.rl.algorithms import action_values as av
 from rtrl.rl.algorithms import q
 from rtrl.rl.transforms import qrc
 
 
+@av.composed
 class QRCAgent:
     """QRC(lambda): Q(lambda)'s pieces (a head of A action values on the torso, epsilon-greedy, Watkins' cuts), its
     TD ascent corrected with the secondary weights h, a linear head on the same features held by the update rule."""
 
-    options = ("epsilon", "explore_steps", "head_hidden", "h_lr", "h_beta", "clip")
-    checked = 1  # the fidelity check's gradient: Q(s_t, a_t)'s (recorded as ``cos_value``)
+    options = (*av.OPTIONS, "h_lr", "h_beta", "clip")
 
     def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8, *,
                  head_hidden: int = 0, epsilon: float = 0.01, explore_steps: int = 10_000, h_lr: float = 1e-5,
                  h_beta: float = 1.0, clip: float | None = 1.0):
-        """Q(lambda)'s options, and h's step size ``h_lr``, its regulariser ``h_beta`` and the global norm ``clip``
-        its step is clipped to (None: not clipped)."""
-        self.torso = Torso(cell, method, truncation)
-        self.num_actions, self.head_hidden = check_heads(num_actions, head_hidden)
-        self.epsilon, self.explore_steps = epsilon, explore_steps
+        """Q(lambda)'s options (``action_values.construct``), and h's step size ``h_lr``, its regulariser ``h_beta``
+        and the global norm ``clip`` its step is clipped to (None: not clipped)."""
+        av.construct(self, cell, num_actions, method, truncation, head_hidden=head_hidden, epsilon=epsilon,
+                     explore_steps=explore_steps)
         self.h_lr, self.h_beta, self.clip = h_lr, h_beta, clip
 
-    init, forward, act, objective_grads, bptt_grads = av.init, av.forward, av.act, av.objective_grads, av.bptt_grads
-    features = property(av.features)
     learn, bootstrap = q.learn, q.bootstrap
 
     def stepped(self, params, memory, x: jax.Array, key: jax.Array, step: jax.Array) -> Stepped:

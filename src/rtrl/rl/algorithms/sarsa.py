@@ -16,28 +16,15 @@ from __future__ import annotations
 
 import jax
 
-from rtrl.cells.base import Cell
-from rtrl.methods import Method
-from rtrl.rl.agent import Torso, check_heads
 from rtrl.rl.algorithm import Stepped, learn_on_policy, no_correction
 from rtrl.rl.algorithms import action_values as av
 
 
+@av.composed
 class SarsaAgent:
     """SARSA(lambda): Q(lambda)'s pieces, its target the action taken, no Watkins cut, a truncation bootstrapped
-    from the epsilon-greedy expectation."""
+    from the epsilon-greedy expectation; Q(lambda)'s options (``action_values.construct``)."""
 
-    options = ("epsilon", "explore_steps", "head_hidden")
-    checked = 1  # the fidelity check's gradient: Q(s_t, a_t)'s (recorded as ``cos_value``)
-
-    def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8, *,
-                 head_hidden: int = 0, epsilon: float = 0.01, explore_steps: int = 10_000):
-        self.torso = Torso(cell, method, truncation)
-        self.num_actions, self.head_hidden = check_heads(num_actions, head_hidden)
-        self.epsilon, self.explore_steps = epsilon, explore_steps
-
-    init, forward, act, objective_grads, bptt_grads = av.init, av.forward, av.act, av.objective_grads, av.bptt_grads
-    features = property(av.features)
     learn, correction = learn_on_policy, no_correction
 
     def stepped(self, params, memory, x: jax.Array, key: jax.Array, step: jax.Array) -> Stepped:
