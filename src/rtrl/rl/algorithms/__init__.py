@@ -17,6 +17,7 @@ intentional update among its step-size rules (``--optimizer intentional``, under
 * ``q``: stream Q(lambda) with Watkins' cuts, ``rtrl.rl.algorithms.q.QAgent``.
 * ``qrc``: QRC(lambda), Q(lambda) with gradient corrections, ``rtrl.rl.algorithms.qrc.QRCAgent``.
 * ``sarsa``: SARSA(lambda), ``rtrl.rl.algorithms.sarsa.SarsaAgent`` (docs/rl.md, "Write an algorithm").
+* ``peng``: Peng's Q(lambda), no Watkins cut, ``rtrl.rl.algorithms.peng.PengQAgent``.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from __future__ import annotations
 from rtrl.rl.algorithms.ac import ActorCritic
 from rtrl.rl.algorithms.action_values import epsilon, greedy_entropy
 from rtrl.rl.algorithms.gaussian import GaussianActorCritic
+from rtrl.rl.algorithms.peng import PengQAgent
 from rtrl.rl.algorithms.q import QAgent
 from rtrl.rl.algorithms.qrc import QRCAgent
 from rtrl.rl.algorithms.sarsa import SarsaAgent
 
-ALGORITHMS = {"ac": ActorCritic, "q": QAgent, "qrc": QRCAgent, "sarsa": SarsaAgent}
+ALGORITHMS = {"ac": ActorCritic, "q": QAgent, "qrc": QRCAgent, "sarsa": SarsaAgent, "peng": PengQAgent}
 BOX = {"ac": GaussianActorCritic}  # the algorithms of a Box action space, by the same names
 
 
@@ -36,6 +38,5 @@ def options_of(name: str) -> tuple[str, ...]:
     """The ``RLConfig`` options algorithm ``name`` reads, on either kind of action space."""
     return tuple(dict.fromkeys((*ALGORITHMS[name].options, *(BOX[name].options if name in BOX else ()))))
 
-__all__ = ["ALGORITHMS", "BOX", "ActorCritic", "GaussianActorCritic", "QAgent", "QRCAgent", "SarsaAgent", "epsilon",
-           "greedy_entropy",
-           "options_of"]
+__all__ = ["ALGORITHMS", "BOX", "ActorCritic", "GaussianActorCritic", "PengQAgent", "QAgent", "QRCAgent", "SarsaAgent",
+           "epsilon", "greedy_entropy", "options_of"]
