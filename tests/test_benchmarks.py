@@ -261,5 +261,5 @@ def test_the_agent_benchmarks_concatenated_torsos_are_lru_and_rtu_without_an_out
     assert set(agent.CELLS) >= {"lru", "rtu", "lru-concat", "rtu-concat", "mingru"}
     for torso, cls in (("lru-concat", LRU), ("rtu-concat", RTU), ("lru", LRU)):
         options = {**agent.STREAMING, **agent.torso_options(torso), "hidden": 8, "envs": 2}
-        cell = OnlineActorCritic(RLConfig(**agent.ENV, **options, steps=2, record_every=2)).agent.cell
+        cell = OnlineActorCritic(RLConfig(**agent.ENV, **options, steps=2, record_every=2)).agent.torso.cell
         assert type(cell) is cls and cell.output_map == ("matrix" if torso == "lru" else "concat")

@@ -47,10 +47,10 @@ def online_grads(agent, params, xs, done):
         x, d, key = inputs
         action, _, grads, memory, _ = jax.vmap(agent.act_grads, in_axes=(None, 0, 0, 0))(params, memory, x,
                                                                                 jax.random.split(key, E))
-        return agent.reset(memory, d), (action, grads)
+        return agent.torso.reset(memory, d), (action, grads)
 
     keys = jax.random.split(jax.random.PRNGKey(7), T)
-    return jax.jit(lambda m: lax.scan(body, m, (xs, done, keys))[1])(agent.memory(params, E))
+    return jax.jit(lambda m: lax.scan(body, m, (xs, done, keys))[1])(agent.torso.memory(params, E))
 
 
 def stream_bptt(cell):

@@ -136,7 +136,8 @@ def steps_against(run, state, oracle, cuts_as_expected):
         assert_close(state.params, oracle.p, f"parameters after step {t}")
         assert_close(state.traces, jax.tree.map(lambda *z: np.stack(z), *oracle.z), f"traces after step {t}")
         value, reward, done, owed = oracle.pending
-        assert_close((state.pending.value, state.pending.reward, state.pending.owed), (value, reward, owed),
+        pending = state.pending
+        assert_close((pending.value, pending.transition.reward, pending.transition.final_value), (value, reward, owed),
                      f"pending step {t}")
         assert cuts_as_expected(state, t), t
     return ends, truncations
@@ -238,10 +239,11 @@ def test_a_step_where_one_environment_terminates_and_another_truncates():
         done, truncated = oracle.advance(np.asarray(state.env_state.env.taken))
         ends.append(done.tolist())
         truncations.append(truncated.tolist())
-        owed.append(np.asarray(state.pending.owed).tolist())
+        owed.append(np.asarray(state.pending.transition.final_value).tolist())
         assert_close(state.params, oracle.p, f"parameters after step {t}")
         assert_close(state.traces, jax.tree.map(lambda *z: np.stack(z), *oracle.z), f"traces after step {t}")
-        assert_close((state.pending.value, state.pending.reward, state.pending.owed), oracle.pending[:2] +
+        pending = state.pending
+        assert_close((pending.value, pending.transition.reward, pending.transition.final_value), oracle.pending[:2] +
                      (oracle.pending[3],), f"pending step {t}")
     assert ends[1] == [True, True] and truncations[1] == [True, False]  # the mixed step
     assert owed[1][0] != 0 and owed[1][1] == 0  # owed to the truncated environment only

@@ -154,8 +154,8 @@ def test_options_are_the_fields_of_rlconfig_and_a_preset_gives_the_rest():
 
 def test_cell_takes_a_name_or_an_import_path_as_rtrl_train_does():
     config = RLConfig(env="tmaze", cell="rtrl.cells:GRU", hidden=3)
-    gru = rl_assemble(RLConfig(env="tmaze", cell="gru", hidden=3)).agent.cell
-    assert rl_assemble(config).agent.cell == gru == GRU(3, 3)
+    gru = rl_assemble(RLConfig(env="tmaze", cell="gru", hidden=3)).agent.torso.cell
+    assert rl_assemble(config).agent.torso.cell == gru == GRU(3, 3)
     assert RLConfig.from_dict(json.loads(json.dumps(config.to_dict())), complete=True) == config
 
 

@@ -53,9 +53,9 @@ def test_extra_inputs_parts_and_options():
     assert ExtraInputs.of(inner, "action,reward").obs_size == inner.obs_size + inner.num_actions + 1
     parts = assemble(RLConfig(env="tmaze", extra_inputs=True))
     assert parts.env.obs_size == inner.obs_size + inner.num_actions + 2
-    assert parts.agent.cell.input_size == parts.env.obs_size
+    assert parts.agent.torso.cell.input_size == parts.env.obs_size
     host = assemble(RLConfig(env="gymnasium:CartPole-v1", extra_inputs=True))
-    assert host.env.obs_size == 4 + 2 + 2 and host.agent.cell.input_size == 8
+    assert host.env.obs_size == 4 + 2 + 2 and host.agent.torso.cell.input_size == 8
     box = assemble(RLConfig(env="gymnasium:Pendulum-v1", extra_inputs=True))
     assert box.env.obs_size == 3 + 1 + 2
     with pytest.raises(ValueError, match="extra_inputs gives the time over the episode's limit.*max_episode_steps"):

@@ -1,5 +1,5 @@
-"""The Gaussian actor-critic (``rtrl.rl.gaussian``) for Box action spaces: the policy's log-probability, entropy and
-their gradients against NumPy formulas written out here, the squashed action's density against a Monte-Carlo
+"""The Gaussian actor-critic (``rtrl.rl.algorithms.gaussian``) for Box action spaces: the policy's log-probability,
+entropy and their gradients against NumPy formulas written out here, the squashed action's density against a Monte-Carlo
 histogram, the squash itself on hand-checked values, the agent's drive against the gradient of the same objective
 written out from the cell's step, exact RTRL equal to BPTT (directly and through the loop's fidelity check), and the
 configurations a Box refuses."""
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from rtrl.cells import MinGRU
+from rtrl.rl.algorithms.gaussian import GaussianActorCritic, gaussian_objectives, squashed_log_prob
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs.continuous import squash
-from rtrl.rl.gaussian import GaussianActorCritic, gaussian_objectives, squashed_log_prob
 from rtrl.rl.loop import record, runner
 
 pytest.importorskip("gymnax")
@@ -103,7 +103,7 @@ def test_the_drive_is_the_gradient_of_value_and_log_policy_written_out():
     params = agent.init(jax.random.PRNGKey(1), jnp.float64)
     params["log_std"] = jnp.array([0.2, -0.5])
     assert params["policy"]["W"].shape == (3, 2) and params["log_std"].shape == (2,)
-    memory = agent.memory(params, 2)
+    memory = agent.torso.memory(params, 2)
     x = jnp.array([[0.3, -1.0, 0.5], [1.0, 0.2, -0.4]], jnp.float64)
     keys = jax.random.split(jax.random.PRNGKey(2), 2)
     action, value, drive, bonus, _, entropy = agent.step(params, memory, x, keys, 0.7)
@@ -141,12 +141,12 @@ def test_with_a_critic_constant_the_value_and_policy_gradients_come_apart():
     the density's formula, and the drive their sum ``c grad v + grad log pi`` as before. One step from a zero
     carry, two environments, a Box of 2. [guards: the two swapped; the value's cotangent kept in the policy's]"""
     cell = MinGRU(3, 4)
-    agent = GaussianActorCritic(cell, 2, method="rtrl", head_hidden=3)
+    # the options of RLConfig(optimizer="intentional", lr=0.05, critic_lr=0.5, value_coef=0.7, entropy=0.0)
+    agent = GaussianActorCritic(cell, 2, method="rtrl", head_hidden=3, value_coef=0.7, entropy=0.0, split_critic=True)
     params = agent.init(jax.random.PRNGKey(1), jnp.float64)
     params["log_std"] = jnp.array([0.2, -0.5])
     x = jnp.array([[0.3, -1.0, 0.5], [1.0, 0.2, -0.4]], jnp.float64)
-    config = RLConfig(optimizer="intentional", lr=0.05, critic_lr=0.5, value_coef=0.7, entropy=0.0)
-    stepped = agent.stepped(params, agent.memory(params, 2), x, jax.random.PRNGKey(2), config, jnp.array(0))
+    stepped = agent.stepped(params, agent.torso.memory(params, 2), x, jax.random.PRNGKey(2), jnp.array(0))
 
     def mean_and_value(p, xe):
         _, h = cell.step(p["torso"], cell.initial_carry((), jnp.float64), xe)
@@ -164,8 +164,9 @@ def test_with_a_critic_constant_the_value_and_policy_gradients_come_apart():
         close(jax.tree.map(lambda a, e=e: a[e], stepped.extra["value_grads"]), g_v)
         close(jax.tree.map(lambda a, e=e: a[e], stepped.extra["policy_grads"]), g_pi)
         close(jax.tree.map(lambda a, e=e: a[e], stepped.drive), jax.tree.map(lambda v, q: 0.7 * v + q, g_v, g_pi))
-    assert agent.stepped(params, agent.memory(params, 2), x, jax.random.PRNGKey(2), RLConfig(),
-                         jnp.array(0)).extra is None  # one constant: nothing apart
+    one = GaussianActorCritic(cell, 2, method="rtrl", head_hidden=3)  # RLConfig()'s options
+    assert one.stepped(params, one.torso.memory(params, 2), x, jax.random.PRNGKey(2),
+                       jnp.array(0)).extra is None  # one constant: nothing apart
 
 
 def test_critic_lr_is_refused_where_nothing_reads_it():
@@ -184,12 +185,12 @@ def test_exact_rtrl_equals_bptt_on_the_continuous_agent(cell, state_std):
     ``state_std`` the spread's head's weights away from 0, so the entropy's gradient reaches the torso."""
     from rtrl.cells.lookup import make_cell
 
-    agent = GaussianActorCritic(make_cell(cell, {}, 3, 5), 2, method="rtrl").configure(RLConfig(state_std=state_std))
+    agent = GaussianActorCritic(make_cell(cell, {}, 3, 5), 2, method="rtrl", state_std=state_std)
     params = agent.init(jax.random.PRNGKey(4), jnp.float64)
     if state_std:
         params["policy"]["W"] = params["policy"]["W"] + 0.3 * jax.random.normal(jax.random.PRNGKey(6), (5, 4))
     xs = jax.random.normal(jax.random.PRNGKey(5), (12, 3), jnp.float64)
-    memory = agent.learner.init(params["torso"])
+    memory = agent.torso.learner.init(params["torso"])
     for t in range(12):
         action = jnp.array([0.4 - 0.1 * t, 0.05 * t])
         online = agent.objective_grads(params, memory, xs[t], action)
@@ -254,7 +255,7 @@ def test_act_draws_from_the_policy_or_gives_its_mean():
     memory advanced as the step advances it."""
     agent = GaussianActorCritic(MinGRU(2, 3), 2)
     params = agent.init(jax.random.PRNGKey(0), jnp.float64)
-    memory = agent.learner.init(params["torso"])
+    memory = agent.torso.learner.init(params["torso"])
     x, key = jnp.array([0.5, -0.2]), jax.random.PRNGKey(1)
     ((mean, _), _), after = agent.forward(params, memory, x)
     greedy, kept = agent.act(params, memory, x, key, greedy=True)
@@ -274,7 +275,7 @@ def test_init_std_sets_the_policys_spread_at_the_start():
     agent = assemble(RLConfig(env="pendulum-p", cell="mingru", hidden=4, init_std=0.5)).agent
     params = agent.init(jax.random.PRNGKey(0))
     np.testing.assert_allclose(params["log_std"], [math.log(0.5)], rtol=1e-6)
-    memory = agent.learner.init(params["torso"])
+    memory = agent.torso.learner.init(params["torso"])
     x = jnp.array([0.3, -0.2], params["log_std"].dtype)
     draws = jax.vmap(lambda k: agent.act(params, memory, x, k)[0])(jax.random.split(jax.random.PRNGKey(1), 20_000))
     np.testing.assert_allclose(float(draws.std()), 0.5, rtol=0.03)
@@ -293,9 +294,8 @@ def test_a_state_dependent_spread_is_a_head_whose_gradients_are_written_out():
     pullback; both written out here from the cell's step. One step from a zero carry, two environments, a Box of 2.
     [guards: log_std read from the mean's columns; the entropy's gradient left constant; W_s not starting at 0]"""
     cell = MinGRU(3, 4)
-    plain = GaussianActorCritic(cell, 2, method="rtrl", head_hidden=3).configure(RLConfig(init_std=0.5))
-    agent = GaussianActorCritic(cell, 2, method="rtrl", head_hidden=3).configure(RLConfig(init_std=0.5,
-                                                                                          state_std=True))
+    plain = GaussianActorCritic(cell, 2, method="rtrl", head_hidden=3, init_std=0.5)
+    agent = GaussianActorCritic(cell, 2, method="rtrl", head_hidden=3, init_std=0.5, state_std=True)
     params, before = agent.init(jax.random.PRNGKey(1), jnp.float64), plain.init(jax.random.PRNGKey(1), jnp.float64)
     assert "log_std" not in params and params["policy"]["W"].shape == (3, 4)
     np.testing.assert_array_equal(params["policy"]["W"][:, :2], before["policy"]["W"])
@@ -304,7 +304,7 @@ def test_a_state_dependent_spread_is_a_head_whose_gradients_are_written_out():
     params["policy"]["W"] = params["policy"]["W"].at[:, 2:].set(jnp.array([[0.3, -0.2], [0.1, 0.4], [-0.5, 0.2]]))
     x = jnp.array([[0.3, -1.0, 0.5], [1.0, 0.2, -0.4]], jnp.float64)
     keys = jax.random.split(jax.random.PRNGKey(2), 2)
-    action, _, drive, bonus, _, entropy = agent.step(params, agent.memory(params, 2), x, keys, 0.7)
+    action, _, drive, bonus, _, entropy = agent.step(params, agent.torso.memory(params, 2), x, keys, 0.7)
 
     def hidden_state(p, xe):
         _, h = cell.step(p["torso"], cell.initial_carry((), jnp.float64), xe)

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from rtrl.cells import MinGRU
-from rtrl.rl.agent import ActorCritic, heads
-from rtrl.rl.algorithms import QAgent, QRCAgent
+from rtrl.rl.agent import heads
+from rtrl.rl.algorithms import ActorCritic, QAgent, QRCAgent
+from rtrl.rl.algorithms.action_values import epsilon_greedy
 from rtrl.rl.config import RLConfig
 from rtrl.rl.loop import record, runner
 
@@ -46,7 +47,7 @@ def test_the_drive_is_the_gradient_of_value_and_log_policy_through_the_layer():
     cell = MinGRU(3, 4)
     agent = ActorCritic(cell, 2, method="rtrl", head_hidden=3)
     params = agent.init(jax.random.PRNGKey(1), jnp.float64)
-    memory = agent.memory(params, 2)
+    memory = agent.torso.memory(params, 2)
     x = jnp.array([[0.3, -1.0, 0.5], [1.0, 0.2, -0.4]], jnp.float64)
     keys = jax.random.split(jax.random.PRNGKey(2), 2)
     action, value, drive, bonus, _, _ = agent.step(params, memory, x, keys, 0.7, entropy=False)
@@ -88,7 +89,7 @@ def test_q_values_read_the_torso_through_the_layer():
               "head": {"W": jnp.array([[1.0, 0.0], [0.0, 2.0]]), "b": jnp.array([0.0, 1.0])},
               "q": {"W": jnp.array([[1.0, 2.0], [1.0, 0.0]]), "b": jnp.array([0.5, 0.0])}}
     assert set(params["torso"]) == set(agent.init(jax.random.PRNGKey(0))["torso"])
-    q, (_, phi) = agent.forward(params, agent.learner.init(params["torso"]), jnp.array([1.0, -1.0]))
+    q, (_, phi) = agent.forward(params, agent.torso.learner.init(params["torso"]), jnp.array([1.0, -1.0]))
     t = np.tanh(1.0)
     u = np.tanh([t, -2 * t + 1])
     np.testing.assert_allclose(phi, u, rtol=1e-12)
@@ -101,13 +102,12 @@ def test_the_q_drive_is_the_gradient_of_the_action_value_through_the_layer(kind)
     """One step from a zero carry: each environment's drive is the gradient of ``Q(s, a)`` for the action taken,
     written out here from the cell's step and the layer's formula; QRC's features are the layer's outputs."""
     cell = MinGRU(3, 4)
-    agent = kind(cell, 2, method="rtrl", head_hidden=3)
+    agent = kind(cell, 2, method="rtrl", head_hidden=3, epsilon=0.5, explore_steps=1)
     params = agent.init(jax.random.PRNGKey(1), jnp.float64)
     assert params["head"]["W"].shape == (4, 3) and params["q"]["W"].shape == (3, 2) and agent.features == 3
-    config = RLConfig(algorithm="qrc" if kind is QRCAgent else "q", epsilon=0.5, explore_steps=1)
     x = jnp.array([[0.3, -1.0, 0.5], [1.0, 0.2, -0.4]], jnp.float64)
-    stepped = agent.epsilon_greedy(params, agent.memory(params, 2), x, jax.random.PRNGKey(2), config, jnp.array(5),
-                                   targets=True)
+    stepped = epsilon_greedy(agent, params, agent.torso.memory(params, 2), x, jax.random.PRNGKey(2), jnp.array(5),
+                             targets=True)
 
     def layer(p, xe):
         _, h = cell.step(p["torso"], cell.initial_carry((), jnp.float64), xe)
@@ -123,7 +123,7 @@ def test_the_q_drive_is_the_gradient_of_the_action_value_through_the_layer(kind)
             np.testing.assert_allclose(g, want, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(stepped.extra["features"][e], layer(params, x[e]), rtol=1e-12)
     if kind is QRCAgent:  # QRC's h reads the layer's 3 outputs
-        assert agent.correction(RLConfig(algorithm="qrc"), 2).init(params).h["W"].shape == (3, 2)
+        assert agent.correction(0.99, 0.99 * 0.8, 2).init(params).h["W"].shape == (3, 2)
 
 
 @pytest.mark.parametrize("algorithm", ["q", "qrc"])
@@ -166,12 +166,11 @@ def test_split_torso_makes_actor_and_critic_separate_networks(head_hidden):
     on the policy's units (columns 0..2 of every torso parameter) and on the policy's head, the policy's gradient
     zero on the value's units and head, each non-zero on its own; and both equal BPTT's to 1e-9 relative."""
     cell = MinGRU(3, 6)
-    agent = ActorCritic(cell, 2, method="rtrl", head_hidden=head_hidden).configure(
-        RLConfig(split_torso=True, head_hidden=head_hidden))
+    agent = ActorCritic(cell, 2, method="rtrl", head_hidden=head_hidden, split_torso=True)
     params = agent.init(jax.random.PRNGKey(3), jnp.float64)
     assert params["policy"]["W"].shape == (head_hidden or 3, 2)
     xs = jax.random.normal(jax.random.PRNGKey(4), (5, 3), jnp.float64)
-    memory = agent.learner.init(params["torso"])
+    memory = agent.torso.learner.init(params["torso"])
     for t in range(5):
         _, grads, memory, _ = agent.objective_grads(params, memory, xs[t], jnp.asarray(t % 2))
     g_value, g_policy = (jax.tree.map(lambda a, i=i: a[i], grads) for i in range(2))

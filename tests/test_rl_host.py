@@ -25,8 +25,8 @@ import pytest
 from gymnasium import spaces
 
 from rtrl.rl import RLConfig
-from rtrl.rl.agent import ActorCritic
-from rtrl.rl.assemble import RLAssembly
+from rtrl.rl.algorithms import ActorCritic
+from rtrl.rl.assemble import RLAssembly, algorithm_of
 from rtrl.rl.envs import gymnasium_env
 from rtrl.rl.envs.gymnasium_env import Outcome, Vector, encoder
 from rtrl.rl.loop import TIMINGS, OnlineActorCritic
@@ -82,8 +82,8 @@ class ScriptedHost:
 
 @functools.cache
 def host_run(config: RLConfig) -> OnlineActorCritic:
-    cell = OnlineActorCritic(config).agent.cell
-    return OnlineActorCritic(RLAssembly(config, ScriptedHost(), ActorCritic(cell, 3, config.method)))
+    cell = OnlineActorCritic(config).agent.torso.cell
+    return OnlineActorCritic(RLAssembly(config, ScriptedHost(), algorithm_of(ActorCritic, config, cell, 3)))
 
 
 def test_truncation_bootstraps_from_the_last_observation_and_termination_does_not():
@@ -109,9 +109,10 @@ def test_truncation_bootstraps_from_the_last_observation_and_termination_does_no
         assert_close(state.traces, jax.tree.map(lambda *z: np.stack(z), *oracle.z), f"traces after step {t}")
         assert_close(state.memory.carry, oracle.h, f"carries after step {t}")
         value, reward, done, owed = oracle.pending
-        assert_close((state.pending.value, state.pending.reward, state.pending.owed), (value, reward, owed),
+        assert_close((state.pending.value, state.pending.transition.reward, state.pending.transition.final_value),
+                     (value, reward, owed),
                      f"pending step {t}")
-        assert np.array_equal(state.pending.done, done)
+        assert np.array_equal(state.pending.transition.done, done)
     # the case is the one described: owed where truncated only, and there it is not the next episode's value
     truncated = [(k, e) for k in range(STEPS) for e in range(E) if run.vector.log[k][1].truncated[e]]
     assert truncated == [(2, 1), (3, 0)]
@@ -143,7 +144,7 @@ def test_a_restart_reseeds_and_begins_every_episode():
     assert run.vector.seeds[-1] == at_init != first  # live: not reset since init (whose seeds are the seed's)
     restarted = run.restarted(state)
     assert run.vector.seeds[-1] == run.seeds(state.key) != at_init
-    assert not bool(restarted.pending.valid) and bool(restarted.pending.done.all())
+    assert not bool(restarted.pending.valid) and bool(restarted.pending.transition.done.all())
     assert not np.asarray(restarted.memory.carry).any() and np.asarray(state.memory.carry).any()
     first_obs = jnp.asarray(np.stack([ScriptedVector.obs(e, 0, 0) for e in range(E)]), jnp.float64)
     # the new episodes' first observations through the vector wrappers (held to NumPy in test_rl_envs_normalize.py)
@@ -258,7 +259,7 @@ def test_every_round_3_preset_assembles_and_one_runs_from_the_command_line(tmp_p
             parts = assemble(RLConfig(**PRESETS[row].options))
             # round 4 moved memory-chain-128 to minGRU 192, round 5 the popgym-repeat-* presets
             torso = "Elman" if name in ("popgym-count-recall", "popgym-autoencode") else "MinGRU"
-            assert type(parts.agent.cell).__name__ == ("FeedForward" if row.endswith("memoryless") else torso)
+            assert type(parts.agent.torso.cell).__name__ == ("FeedForward" if row.endswith("memoryless") else torso)
     out = tmp_path / "rf"
     assert main(["rl", "--preset", "popgym-repeat-first", "--seed", "1", "--steps", "4", "--record-every", "2",
                  "--hidden", "2", "--envs", "2", "--fidelity-every", "0", "--out", str(out), "--quiet"]) == 0

@@ -35,7 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rtrl.rl.agent import ActorCritic
+from rtrl.rl.algorithms import ActorCritic
+from rtrl.rl.assemble import algorithm_of
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import Env, EpisodeStats
 from rtrl.rl.loop import OnlineActorCritic
@@ -91,7 +92,7 @@ def compiled(config: RLConfig, env: Scripted, agent=ActorCritic) -> OnlineActorC
     compiled once per test module."""
     run = OnlineActorCritic(config)
     run.env = EpisodeStats(env)
-    run.agent = agent(run.agent.cell, env.num_actions, config.method)
+    run.agent = algorithm_of(agent, config, run.agent.torso.cell, env.num_actions)
     return run
 
 
@@ -276,8 +277,8 @@ def test_every_step_is_the_written_out_actor_critic_update(optimizer, update_eve
         assert_close(state.traces, jax.tree.map(lambda *z: np.stack(z), *oracle.z), f"traces after step {t}")
         assert_close(state.memory.carry, oracle.h, f"carries after step {t}")
         value, reward, done, _ = oracle.pending
-        assert_close((state.pending.value, state.pending.reward), (value, reward), f"pending step {t}")
-        assert np.array_equal(state.pending.done, done) and bool(state.pending.valid)
+        assert_close((state.pending.value, state.pending.transition.reward), (value, reward), f"pending step {t}")
+        assert np.array_equal(state.pending.transition.done, done) and bool(state.pending.valid)
     # the scripted case is the one described: env 0 ends at steps 2 and 5, env 1 at step 4
     assert ends == [[False, False], [True, False], [False, False], [False, True], [True, False]]
     assert changed == [(t + 1) % update_every == 0 for t in range(STEPS)]
@@ -293,7 +294,9 @@ def test_the_first_step_makes_no_td_error_only_the_entropy_ascent():
     run, state = scripted_run(config, Scripted())
     traces = state.opt_state[0]._replace(traces=jax.tree.map(jnp.ones_like, state.traces))
     state = state._replace(opt_state=(traces, *state.opt_state[1:]),
-                           pending=state.pending._replace(value=jnp.full((E,), 3.0), reward=jnp.ones(E)))
+                           pending=state.pending._replace(value=jnp.full((E,), 3.0),
+                                                          transition=state.pending.transition._replace(
+                                                              reward=jnp.ones(E))))
     oracle = Oracle(config, state.params)
     oracle.z = [jax.tree.map(np.ones_like, oracle.p) for _ in range(E)]
     after = run.advance(state, 1)

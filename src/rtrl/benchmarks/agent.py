@@ -93,7 +93,7 @@ def forward_only(run: OnlineActorCritic, steps: int):
     """``(params, env_state, obs, key) -> (carry, env_state, obs, key)`` after ``steps`` forward-only agent steps of
     all environments: the torso's ``cell.step`` (no traces), the heads, the sampled action (``sampled``), the
     environments' step."""
-    cell, env, E, epsilon = run.agent.cell, run.env, run.config.envs, run.config.epsilon
+    cell, env, E, epsilon = run.agent.torso.cell, run.env, run.config.envs, run.config.epsilon
 
     @jax.jit
     def scanned(params, env_state, obs, key):
@@ -141,7 +141,7 @@ def measure(torsos, width: int, envs, steps: int = 50, algorithms=("ac",)) -> li
             for e in envs:
                 full_s, forward_s = seconds[(algorithm, torso, "full", e)], seconds[(algorithm, torso, "forward", e)]
                 rows.append({"algorithm": algorithm, "cell": torso, "width": width, "envs": e,
-                             "method": runs[algorithm, torso, e].agent.learner.method.name,
+                             "method": runs[algorithm, torso, e].agent.torso.learner.method.name,
                              "full_seconds": full_s, "forward_seconds": forward_s,
                              "ratio_to_forward": full_s / forward_s, "env_steps_per_second": e / full_s,
                              "first_envs": envs[0], "vs_first": (e / full_s) / first,

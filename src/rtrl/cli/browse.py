@@ -103,9 +103,27 @@ def listing() -> dict[str, list[tuple[str, str]]]:
         "methods": [("methods:", [(name, f"[{kind(make())}] {first_paragraph(type(make()))}")
                                   for name, make in REGISTRY.items()])],
         "algorithms": [("algorithms (rtrl rl --algorithm NAME):",
-                        [(name, first_paragraph(cls)) for name, cls in ALGORITHMS.items()]),
+                        [(name, f"{first_paragraph(cls)} {algorithm_options(name)}")
+                         for name, cls in ALGORITHMS.items()]),
                        ("update rules (rtrl rl --optimizer NAME):", list(STEP_RULES.items()))],
     }
+
+
+def algorithm_options(name: str) -> str:
+    """``Options: --flag (default), ...`` of algorithm ``name`` (``rtrl.rl.algorithms.options_of``), those only a
+    Box action space's agent reads said apart."""
+    from rtrl.config import defaults
+    from rtrl.rl.algorithms import ALGORITHMS, options_of
+    from rtrl.rl.config import RLConfig
+
+    default = defaults(RLConfig)
+
+    def listed(names) -> str:
+        return ", ".join(f"--{n.replace('_', '-')} ({default[n]})" for n in names)
+
+    box = [n for n in options_of(name) if n not in ALGORITHMS[name].options]
+    return f"Options: {listed(ALGORITHMS[name].options)}" + (f"; on a Box action space also {listed(box)}" if box
+                                                             else "") + "."
 
 
 def add_list_arguments(p: argparse.ArgumentParser) -> None:

@@ -2,7 +2,7 @@
 environment step. ``import rtrl.rl`` does not import gymnax (only building a gymnax environment does)."""
 
 from rtrl.optim import obgd
-from rtrl.rl.agent import ActorCritic
+from rtrl.rl.algorithms import ActorCritic
 from rtrl.rl.assemble import RLAssembly, assemble
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import ENVS, Env, EpisodeStats, Masked, TMaze, make

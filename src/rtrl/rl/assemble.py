@@ -12,12 +12,11 @@ import jax.numpy as jnp
 from rtrl.cells.lookup import make_cell
 from rtrl.config import defaults
 from rtrl.devices import floats_of
-from rtrl.rl.agent import RecurrentAgent
-from rtrl.rl.algorithms import ALGORITHMS
+from rtrl.rl.algorithm import Algorithm
+from rtrl.rl.algorithms import ALGORITHMS, BOX
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import Env, EpisodeStats, make
 from rtrl.rl.envs.extra_inputs import ExtraInputs
-from rtrl.rl.gaussian import agent_class
 from rtrl.validate import what
 
 
@@ -26,7 +25,7 @@ class RLAssembly(NamedTuple):
 
     config: RLConfig
     env: Env
-    agent: RecurrentAgent
+    agent: Algorithm
 
     def memory_needed(self) -> int:
         """A lower bound of the bytes the run holds at once (``rtrl.devices.check_memory``), per seed (``seeds``
@@ -36,7 +35,7 @@ class RLAssembly(NamedTuple):
         c, env, agent = self.config, self.env, self.agent
         itemsize = jnp.dtype(c.dtype).itemsize
         params = floats_of(lambda: agent.init(jax.random.PRNGKey(0)))
-        memory = floats_of(lambda: agent.learner.init(agent.cell.init(jax.random.PRNGKey(0))))
+        memory = floats_of(lambda: agent.torso.learner.init(agent.torso.cell.init(jax.random.PRNGKey(0))))
         history = env.max_steps * env.obs_size if c.fidelity_every else 0
         return itemsize * c.seeds * (3 * params + c.envs * (params + memory + history))
 
@@ -74,7 +73,23 @@ def assemble(config: RLConfig) -> RLAssembly:
         if env.action_bounds is None and getattr(config, name) != default[name]:
             raise ValueError(f"{name} is the Gaussian policy's, for a Box action space; {env.name}'s actions are "
                              f"discrete (a categorical policy), got {name} {getattr(config, name)}")
-    kind = ALGORITHMS[config.algorithm] if env.action_bounds is None else agent_class(config.algorithm, env.name)
-    agent = kind(cell, env.num_actions, config.method, config.truncation, config.head_hidden)
-    agent = agent.configure(config)  # what its act reads of the configuration (Q's final epsilon)
-    return RLAssembly(config, env, agent)
+    kind = ALGORITHMS[config.algorithm] if env.action_bounds is None else box_algorithm(config.algorithm, env.name)
+    return RLAssembly(config, env, algorithm_of(kind, config, cell, env.num_actions))
+
+
+def algorithm_of(kind: type, config: RLConfig, cell, num_actions: int) -> Algorithm:
+    """The algorithm ``kind`` (a class of ``rtrl.rl.algorithms``) on ``cell`` with ``config``'s method and the
+    options it takes (``kind.options``, keyword arguments of the same names)."""
+    options = {name: getattr(config, name) for name in kind.options}
+    if config.critic_lr is not None:  # the intentional rule's critic apart (``ac`` only): its gradients apart
+        options["split_critic"] = True
+    return kind(cell, num_actions, config.method, config.truncation, **options)
+
+
+def box_algorithm(algorithm: str, where: str) -> type:
+    """The class of ``algorithm`` for a Box action space (``BOX``); ``ValueError`` naming the option for one that
+    has none."""
+    if algorithm not in BOX:
+        raise ValueError(f"algorithm must be {' or '.join(BOX)} (a Gaussian policy) for {where}, whose actions are a "
+                         f"Box; {algorithm!r} needs a Discrete action space")
+    return BOX[algorithm]

@@ -29,7 +29,7 @@ from rtrl.config import (
     unit_interval,
 )
 from rtrl.methods import REGISTRY, Method
-from rtrl.rl.algorithms import ALGORITHMS
+from rtrl.rl.algorithms import ALGORITHMS, options_of
 from rtrl.rl.envs import env_import, env_name
 from rtrl.rl.envs.extra_inputs import PARTS, parts_of
 from rtrl.rl.transforms import PER_ENVIRONMENT, STEP_RULES
@@ -59,13 +59,18 @@ extra_parts.bare = PARTS  # the value of the flag given alone (rtrl.run.options)
 
 # option -> the step rules that read it
 STEP_OPTIONS = {"kappa": ("obgd", "adaptive_obgd"), "clip": ("adam", "sgd"), "critic_lr": ("intentional",)}
-ALGORITHM_OPTIONS = tuple(dict.fromkeys(name for cls in ALGORITHMS.values() for name in cls.options
+ALGORITHM_OPTIONS = tuple(dict.fromkeys(name for algorithm in ALGORITHMS for name in options_of(algorithm)
                                         if name not in STEP_OPTIONS))
+
+
+def readers(option_name: str) -> str:
+    """The algorithms that read ``option_name`` (``options_of``), for its help: ``q, qrc, sarsa``."""
+    return ", ".join(a for a in ALGORITHMS if option_name in options_of(a))
 
 
 def unread(values: dict) -> list[tuple[str, str]]:
     """The options that ``values`` (an ``RLConfig``'s fields) gives, each differing from its default, and that the
-    run they configure never reads, each with why: another algorithm's (the agents' ``options``), a step rule's
+    run they configure never reads, each with why: another algorithm's (``options_of``), a step rule's
     (``STEP_OPTIONS``; an algorithm may read ``clip`` too, as QRC's secondary weights do; ``clip`` None is not
     refused), or ``truncation``
     without ``method`` tbptt (by name: a ``TBPTT`` object carries its own)."""
@@ -74,16 +79,15 @@ def unread(values: dict) -> list[tuple[str, str]]:
     given = {name for name in (*ALGORITHM_OPTIONS, *STEP_OPTIONS, "truncation")
              if values[name] != default[name] and not (name == "clip" and values[name] is None)}
     algorithm, optimizer = values["algorithm"], values["optimizer"]
-    reads = ALGORITHMS[algorithm].options
+    reads = options_of(algorithm)
     found = []
     for name in ALGORITHM_OPTIONS:
         if name in given and name not in reads:
-            users = [a for a, cls in ALGORITHMS.items() if name in cls.options]
+            users = [a for a in ALGORITHMS if name in options_of(a)]
             found.append((name, f"algorithm {algorithm!r} does not read it (only {', '.join(users)})"))
     for name, rules in STEP_OPTIONS.items():
         if name in given and optimizer not in rules and name not in reads:
-            users = " or ".join(rules) + "".join(f", or algorithm {a}" for a, cls in ALGORITHMS.items()
-                                                 if name in cls.options)
+            users = " or ".join(rules) + "".join(f", or algorithm {a}" for a in ALGORITHMS if name in options_of(a))
             found.append((name, f"optimizer {optimizer!r} does not read it (only {users})"))
     if "truncation" in given and values["method"] != "tbptt":
         method = values["method"]
@@ -116,10 +120,8 @@ class RLConfig(Config):
                       "environment, stepped on the host)", env_name, "NAME", imports=env_import)
     env_args: tuple = option((), "an environment option, e.g. memory_length=20, or a keyword of gymnasium.make "
                              "(repeatable)", pairs, "KEY=VALUE")
-    algorithm: str = option("ac", "ac (stream AC(lambda)), q (stream Q(lambda), epsilon-greedy, Watkins' cuts), "
-                            "qrc (QRC(lambda): q with gradient corrections) or sarsa (SARSA(lambda)); `rtrl list "
-                            "algorithms`",
-                            one_of(ALGORITHMS), "NAME")
+    algorithm: str = option("ac", f"{', '.join(ALGORITHMS)}: `rtrl list algorithms` says what each learns and its "
+                            "options", one_of(ALGORITHMS), "NAME")
     cell: Any = option("elman", "a cell from `rtrl list`, or the import path of any other, e.g. flax.linen:GRUCell "
                        "(sized by the observation and --hidden)", cell_or_name, "NAME", imports=cell_import)
     cell_args: tuple = option((), "a cell option, e.g. activation=relu (repeatable)", pairs, "KEY=VALUE")
@@ -134,23 +136,25 @@ class RLConfig(Config):
     gamma: float = option(0.99, "discount", unit_interval, "G")
     lam: float = option(0.8, "lambda of the parameter-space eligibility traces (0: one-step actor-critic)",
                         unit_interval, "L")
-    epsilon: float = option(0.01, "q, qrc, sarsa: the exploration rate epsilon reached after --explore-steps",
+    epsilon: float = option(0.01, f"{readers('epsilon')}: the exploration rate epsilon reached after --explore-steps",
                             unit_interval, "E")
-    explore_steps: int = option(10_000, "q, qrc, sarsa: steps over which epsilon falls linearly from 1 to --epsilon",
-                                positive_int, "S")
-    h_lr: float = option(1e-5, "qrc: the step size of the secondary weights h (plain steps, clipped to --clip)",
-                         positive_float, "LR")
-    h_beta: float = option(1.0, "qrc: the regulariser beta of the secondary weights h", non_negative_float, "B")
-    split_torso: bool = option(False, "ac: the policy reads the first half of the torso's units and the value the "
-                               "second, each through its own --head-hidden layer (separate actor and critic networks "
-                               "where the cell is element-wise: minGRU, LRU, RTU, ...)", flag)
+    explore_steps: int = option(10_000, f"{readers('explore_steps')}: steps over which epsilon falls linearly from "
+                                "1 to --epsilon", positive_int, "S")
+    h_lr: float = option(1e-5, f"{readers('h_lr')}: the step size of the secondary weights h (plain steps, clipped "
+                         "to --clip)", positive_float, "LR")
+    h_beta: float = option(1.0, f"{readers('h_beta')}: the regulariser beta of the secondary weights h",
+                           non_negative_float, "B")
+    split_torso: bool = option(False, f"{readers('split_torso')}: the policy reads the first half of the torso's "
+                               "units and the value the second, each through its own --head-hidden layer (separate "
+                               "actor and critic networks where the cell is element-wise: minGRU, LRU, RTU, ...)", flag)
     init_std: float = option(1.0, "ac on a Box action space: the Gaussian policy's standard deviation at the start "
                              "(its log is learnt)", positive_float, "S")
     state_std: bool = option(False, "ac on a Box action space: the Gaussian policy's log standard deviation is a head "
                              "on the torso, as its mean is (Farr et al.'s state_dependent_std), not one learnt "
                              "vector", flag)
-    entropy: float = option(0.01, "ac: weight of the policy's entropy", non_negative_float, "C")
-    value_coef: float = option(1.0, "ac: weight of the value's gradient in the traces", non_negative_float, "C")
+    entropy: float = option(0.01, f"{readers('entropy')}: weight of the policy's entropy", non_negative_float, "C")
+    value_coef: float = option(1.0, f"{readers('value_coef')}: weight of the value's gradient in the traces",
+                               non_negative_float, "C")
     # measured (docs/rl-history.md): obgd at lr 1, kappa 2 was slower on masked CartPole and did not learn
     # MemoryChain(20)
     optimizer: str = option("adam", "the step-size rule: adam, sgd, obgd (Elsayed et al.'s overshooting-bounded "
@@ -177,9 +181,9 @@ class RLConfig(Config):
     health_every: int = option(16, "steps between samples of the learner's health figures (1: every step)",
                                positive_int, "K")
     record_every: int = option(1000, "steps between metrics records (and checkpoints)", positive_int, "R")
-    fidelity_every: int = option(0, "every M steps, the cosine of the online gradients with BPTT's (0: off; q, qrc "
-                                 "and sarsa: of Q(s_t, a_t)'s, as cos_value)",
-                                 non_negative_int, "M")
+    fidelity_every: int = option(0, "every M steps, the cosine of the online gradients with BPTT's (0: off; "
+                                 f"{', '.join(a for a, cls in ALGORITHMS.items() if cls.checked == 1)}: of "
+                                 "Q(s_t, a_t)'s, as cos_value)", non_negative_int, "M")
     seed: int = option(0, "seed of the parameters, the environments and the actions", random_seed, "SEED")
     seeds: int = option(1, "seeds run in one call under jax.vmap: SEED, SEED+1, ... (a jitted environment; with "
                         "--devices, split over the devices); a record's return is their mean, return_per_seed each "

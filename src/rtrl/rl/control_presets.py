@@ -1,4 +1,4 @@
-"""The continuous-control presets: Gaussian actor-critics (``rtrl.rl.gaussian``) on tasks whose
+"""The continuous-control presets: Gaussian actor-critics (``rtrl.rl.algorithms.gaussian``) on tasks whose
 velocities are hidden (``-P``, ``rtrl.rl.envs.masked``), each table with its ``-memoryless`` row.
 
 ``TABLES`` holds each table's fields as ``rtrl.rl.presets.Table`` takes them; ``rtrl.rl.presets`` makes them tables

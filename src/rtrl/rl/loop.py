@@ -10,8 +10,9 @@ observation (normalised) and gives ``v_t``, an action ``a_t`` and the per-step g
 
 where ``V(s_T)`` is the value of the truncated episode's last observation (the torso's step on it from the
 episode's carry, with the parameters ``v_t`` uses; computed only at steps where some environment truncates). The
-algorithm owns both (``rtrl.rl.algorithms``): its ``learn`` (the TD error, ``td_error``, and which traces are cut),
-and its ``bootstrap`` for ``V(s_T)``.
+algorithm owns both (``rtrl.rl.algorithm``): the loop hands it the previous step as a ``Pending`` holding its
+``Transition`` (reward, terminated, truncated, and the algorithm's ``bootstrap`` of the final observation, ``V(s_T)``),
+and the algorithm's ``learn`` makes the TD error and the traces' cut of it.
 
 and the update (ascent) is AC(lambda) with eligibility traces in parameter space, one per environment (with
 ``update_every = k``, the ascents of k steps are summed and applied at the k-th)::
@@ -68,6 +69,7 @@ from jax import lax
 
 from rtrl.devices import batch_axes, gathered, mesh, shardings, tracing
 from rtrl.driver import Diverged, drive, finite_or_diverged
+from rtrl.rl.algorithm import Pending, Transition
 from rtrl.rl.assemble import RLAssembly, assemble
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs.gymnasium_env import Outcome
@@ -76,17 +78,6 @@ from rtrl.rl.transforms import update_rule
 from rtrl.validate import what
 
 CHUNK = 500  # steps per jitted call at most (a progress-bar tick; the parameters are checked after each)
-
-
-class Pending(NamedTuple):
-    """The previous step, whose TD error the next value completes."""
-
-    value: jax.Array  # (E,)
-    reward: jax.Array  # (E,) as the vector wrappers give it (scaled)
-    done: jax.Array  # (E,) bool: the episode ended (terminated or truncated)
-    owed: jax.Array  # (E,) where done, the value to bootstrap from: V(s_T) if truncated, 0 if terminated
-    valid: jax.Array  # scalar bool: false before the first step
-    exploratory: jax.Array  # (E,) bool: its action was not greedy (Q(lambda): the trace is cut after it)
 
 
 # The learner's health, a mean over the sampled steps since the last record (every ``health_every``-th step, from
@@ -205,8 +196,10 @@ class Program:
     def rule(self, envs: int):
         """The update rule for ``envs`` environments (an optax chain: the traces, the TD ascent, the step)."""
         c = self.config
-        return update_rule(c.optimizer, lr=c.lr, decay=c.gamma * c.lam, envs=envs, clip=c.clip, kappa=c.kappa,
-                           every_k=c.update_every, correction=self.agent.correction(c, envs), critic_lr=c.critic_lr)
+        decay = c.gamma * c.lam
+        return update_rule(c.optimizer, lr=c.lr, decay=decay, envs=envs, clip=c.clip, kappa=c.kappa,
+                           every_k=c.update_every, correction=self.agent.correction(c.gamma, decay, envs),
+                           critic_lr=c.critic_lr)
 
     @functools.cached_property
     def sharding(self):
@@ -239,9 +232,10 @@ class Program:
         zeros = jnp.zeros((E,), dtype)
         obs, wrappers = self._init_wrappers(obs.astype(dtype))
         return RLState(
-            params=params, opt_state=self.rule(E).init(params), memory=self.agent.memory(params, E),
+            params=params, opt_state=self.rule(E).init(params), memory=self.agent.torso.memory(params, E),
             env_state=env_state, obs=obs, wrappers=wrappers,
-            pending=Pending(zeros, zeros, jnp.zeros((E,), bool), zeros, jnp.array(False), jnp.zeros((E,), bool)),
+            pending=Pending(zeros, Transition(zeros, jnp.zeros((E,), bool), jnp.zeros((E,), bool), zeros),
+                            jnp.array(False), jnp.zeros((E,), bool)),
             history=jnp.zeros((self.history, E, self.env.obs_size), dtype), age=jnp.zeros((E,), jnp.int32),
             key=key, step=jnp.zeros((), jnp.int32),
             tally=Tally(jnp.zeros((), jnp.int32), jnp.zeros((), dtype), jnp.zeros((self.agent.checked,), dtype),
@@ -258,9 +252,9 @@ class Program:
         c, agent, E = self.config, self.agent, self.config.envs
         key, k_act, k_env = jax.random.split(state.key, 3)
         x, params = state.obs, state.params  # the observation as the vector wrappers give it
-        stepped = agent.stepped(params, state.memory, x, k_act, c, state.step)
+        stepped = agent.stepped(params, state.memory, x, k_act, state.step)
         action, value = stepped.action, stepped.value
-        age = jnp.where(state.pending.done | ~state.pending.valid, 1, state.age + 1)
+        age = jnp.where(state.pending.transition.done | ~state.pending.valid, 1, state.age + 1)
 
         tally = state.tally
         if c.fidelity_every:
@@ -280,9 +274,10 @@ class Program:
         else:
             history = state.history
 
-        # The previous step's TD error, and the update the rule makes of it with the traces up to that step.
+        # The previous step's TD error (the algorithm's, of its transition), and the update the rule makes of it with
+        # the traces up to that step.
         p = state.pending
-        learned = agent.learn(p, stepped, c.gamma)  # the update rule's extra arguments: the TD error, the cut, ...
+        learned = agent.learn(p, stepped, c.gamma, c.lam)  # the update rule's extra arguments: the TD error, the cut
         delta = learned["delta"]
 
         updates, opt_state = self.optimizer.update(stepped.drive, state.opt_state, params, **learned)
@@ -312,17 +307,16 @@ class Program:
         wrapped, wrappers = self.wrappers.step(state.wrappers, outcome._replace(done=done, **cast))
 
         def values(_):  # the algorithm's bootstrap (V(s_T)): the torso's step on s_T from the episode's own carry
-            return jax.vmap(self.agent.bootstrap, in_axes=(None, 0, 0, None, None))(
-                state.params, state.memory, wrapped.final_obs, self.config, state.step)
+            return jax.vmap(self.agent.bootstrap, in_axes=(None, 0, 0, None))(
+                state.params, state.memory, wrapped.final_obs, state.step)
 
-        owed = lax.cond(truncated.any(), values, lambda _: jnp.zeros(done.shape, self.dtype), None)
-        owed = jnp.where(truncated, owed, 0.0)
+        final_value = lax.cond(truncated.any(), values, lambda _: jnp.zeros(done.shape, self.dtype), None)
+        transition = Transition(wrapped.reward, done & ~truncated, truncated, jnp.where(truncated, final_value, 0.0))
         ended = jnp.asarray(outcome.episode_return, state.tally.returns.dtype)  # the host's float64 as the tally's
         tally = state.tally._replace(episodes=state.tally.episodes + done.sum(dtype=jnp.int32),
                                      returns=state.tally.returns + jnp.where(done, ended, 0.0).sum())
-        return state._replace(memory=self.agent.reset(state.memory, done), obs=wrapped.obs, wrappers=wrappers,
-                              pending=Pending(acted.value, wrapped.reward, done, owed, jnp.array(True),
-                                              acted.exploratory),
+        return state._replace(memory=self.agent.torso.reset(state.memory, done), obs=wrapped.obs, wrappers=wrappers,
+                              pending=Pending(acted.value, transition, jnp.array(True), acted.exploratory),
                               step=state.step + 1, tally=tally)
 
     def _one(self, _, state: RLState) -> RLState:
@@ -408,8 +402,9 @@ class OnlineActorCritic:
         obs = self.vector.reset(self.seeds(state.key), int(state.step))
         obs, wrappers = self._reset_wrappers(state.wrappers, jnp.asarray(obs).astype(self.dtype))
         ended = jnp.ones((E,), bool)
-        return state._replace(obs=obs, wrappers=wrappers, memory=self.agent.reset(state.memory, ended),
-                              pending=state.pending._replace(done=ended, valid=jnp.array(False)))
+        cut = state.pending.transition._replace(terminated=ended, truncated=jnp.zeros_like(ended))
+        return state._replace(obs=obs, wrappers=wrappers, memory=self.agent.torso.reset(state.memory, ended),
+                              pending=state.pending._replace(transition=cut, valid=jnp.array(False)))
 
     def _advance_host(self, state: RLState, n: int) -> RLState:
         """``n`` steps with the environments on the host: one jitted call per step (the last step's ``_observe``

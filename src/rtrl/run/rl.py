@@ -46,7 +46,7 @@ class RLRun(Run):
         return train(self.assembly, state, on_record, on_chunk, wall_s, run=self.trainer)[0]
 
     def trained(self, params):
-        return self.assembly.agent.cell, params["torso"]
+        return self.assembly.agent.torso.cell, params["torso"]
 
     def one_seed(self, state, seed: int | None):
         """Of a run of several seeds (``Seeds``), the ``RLState`` of ``seed`` (default: the first, the run's
@@ -103,7 +103,7 @@ class RLRun(Run):
 
     def describe(self) -> str:
         config = self.config
-        method = chosen(config.method, self.assembly.agent.learner.method)
+        method = chosen(config.method, self.assembly.agent.torso.learner.method)
         return (f"{self.assembly.env.name} | {config.label()}{method} hidden {config.hidden}, update every "
                 f"{config.update_every} | {config.envs} environments, {config.steps} steps each | {computed_on()}")
 

@@ -52,7 +52,7 @@ class Policy(NamedTuple):
 
     def memory(self):
         """One environment's torso state at the start of an episode."""
-        return self.agent.learner.init(self.params["torso"])
+        return self.agent.torso.learner.init(self.params["torso"])
 
     def act(self, memory, x: jax.Array, key: jax.Array, greedy: bool):
         """One environment's ``(action, memory')`` on the normalised observation ``x``: the agent's own ``act`` (no

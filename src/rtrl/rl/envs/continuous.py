@@ -1,7 +1,7 @@
 """Box action spaces: the agent acts in ``R^A`` and the environment's side maps that onto the space.
 
-A Gaussian policy (``rtrl.rl.gaussian``) draws ``u`` from ``N(mean, std^2)`` over all of ``R^A``; ``squash(u, low,
-high)`` is the action the environment gets, dimension by dimension::
+A Gaussian policy (``rtrl.rl.algorithms.gaussian``) draws ``u`` from ``N(mean, std^2)`` over all of ``R^A``;
+``squash(u, low, high)`` is the action the environment gets, dimension by dimension::
 
     both bounds finite     low + (high - low) * (tanh(u) + 1) / 2      (tanh-squashed into the open interval)
     one bound finite       u clipped to it
@@ -10,7 +10,7 @@ high)`` is the action the environment gets, dimension by dimension::
 The map is part of the environment, not of the policy: the policy the update differentiates is the Gaussian over
 ``u``, whose log-probability is exact whatever the map (the log-density of the squashed action differs from it by
 ``sum log |d squash / du|``, a function of ``u`` alone, so their gradients w.r.t. the parameters are equal;
-``rtrl.rl.gaussian.squashed_log_prob`` gives the squashed density). ``Squashed(env)`` applies it to a jitted
+``rtrl.rl.algorithms.gaussian.squashed_log_prob`` gives the squashed density). ``Squashed(env)`` applies it to a jitted
 environment (``rtrl.rl.envs.make`` wraps every one with a Box action space), and the Gymnasium vector applies it on
 the host (``rtrl.rl.envs.gymnasium_env``); both then state unbounded ``action_bounds``, what the agent acts in.
 """

@@ -1,5 +1,5 @@
-"""The Gaussian actor-critic: stream AC(lambda) (``rtrl.rl.agent.ActorCritic``) for a Box action space of A
-dimensions, what ``--algorithm ac`` runs where the environment's actions are floats.
+"""The Gaussian actor-critic: stream AC(lambda) (``rtrl.rl.algorithms.ac``) for a Box action space of A dimensions,
+what ``--algorithm ac`` runs where the environment's actions are floats (``GaussianActorCritic``).
 
 The policy is a diagonal Gaussian over ``R^A``::
 
@@ -33,11 +33,11 @@ a function of ``u`` alone: its gradient w.r.t. the parameters is the Gaussian's.
 term, which only penalises a mean far outside the squash's linear range). Its gradient is 1 for each ``log_std``,
 0 elsewhere.
 
-Everything else is the actor-critic's: the traces take ``value_coef * grad v_t + grad log pi(u_t)`` per environment,
-the TD error and the update rule (``adam``, ``sgd``, ``obgd``, ``adaptive_obgd``, ``intentional``) are the same, and
-the fidelity check compares ``grad v_t`` and ``grad log pi(u_t)`` with BPTT's. Parameters: the actor-critic's
-(``"policy"`` the mean's head, (M or N, A)) and ``"log_std"`` (A,); with ``state_std`` the policy head (M or N, 2A)
-and no ``"log_std"``.
+Everything else is the actor-critic's (its module's shared functions: ``stepped``, ``bootstrap``, ``value``): the
+traces take ``value_coef * grad v_t + grad log pi(u_t)`` per environment, the TD error and the update rule
+(``adam``, ``sgd``, ``obgd``, ``adaptive_obgd``, ``intentional``) are the same, and the fidelity check compares
+``grad v_t`` and ``grad log pi(u_t)`` with BPTT's. Parameters: the actor-critic's (``"policy"`` the mean's head,
+(M or N, A)) and ``"log_std"`` (A,); with ``state_std`` the policy head (M or N, 2A) and no ``"log_std"``.
 """
 
 from __future__ import annotations
@@ -47,7 +47,11 @@ import math
 import jax
 import jax.numpy as jnp
 
-from rtrl.rl.agent import ActorCritic, heads, split_drive
+from rtrl.cells.base import Cell
+from rtrl.methods import Method
+from rtrl.rl.agent import heads, split_drive
+from rtrl.rl.algorithm import learn_on_policy, no_correction
+from rtrl.rl.algorithms import ac
 
 
 def gaussian_objectives(mean: jax.Array, log_std: jax.Array, u: jax.Array) -> jax.Array:
@@ -68,22 +72,31 @@ def squashed_log_prob(mean: jax.Array, log_std: jax.Array, action: jax.Array, lo
                                                                           + jnp.log1p(-y ** 2))
 
 
-class GaussianActorCritic(ActorCritic):
-    """Stream AC(lambda)'s agent with a Gaussian policy over ``R^A`` (the module's docstring): ``(cell, num_actions,
-    method="rtrl", truncation=8, head_hidden=0)``, ``num_actions`` the Box's dimensions."""
+class GaussianActorCritic:
+    """Stream AC(lambda) with a Gaussian policy over ``R^A`` (the module's docstring): ``(cell, num_actions,
+    method="rtrl", truncation=8, **options)``, ``num_actions`` the Box's dimensions; the actor-critic's options and
+    ``init_std`` (the policy's standard deviation at the start) and ``state_std`` (``log_std`` a head on the torso)."""
 
-    init_std = 1.0  # the policy's standard deviation at the start (``configure``: ``RLConfig.init_std``)
-    state_std = False  # ``log_std`` a head on the torso, as the mean (``configure``: ``RLConfig.state_std``)
+    options = (*ac.ActorCritic.options, "init_std", "state_std")
+    checked = 2  # the fidelity check's gradients: v_t's and log pi(u_t)'s
 
-    def configure(self, config) -> GaussianActorCritic:
-        """``ActorCritic.configure``, and ``config.init_std`` and ``config.state_std``."""
-        self.init_std, self.state_std = config.init_std, config.state_std
-        return super().configure(config)
+    def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8, *,
+                 head_hidden: int = 0, entropy: float = 0.01, value_coef: float = 1.0, split_torso: bool = False,
+                 init_std: float = 1.0, state_std: bool = False, split_critic: bool = False):
+        # the categorical actor-critic's parts (torso, heads, options) with the Gaussian's own: composed, not inherited
+        self.categorical = ac.ActorCritic(cell, num_actions, method, truncation, head_hidden=head_hidden,
+                                          entropy=entropy, value_coef=value_coef, split_torso=split_torso,
+                                          split_critic=split_critic)
+        self.torso, self.num_actions, self.head_hidden = self.categorical.torso, num_actions, head_hidden
+        self.entropy, self.value_coef, self.split_critic = entropy, value_coef, split_critic
+        self.split, self.init_std, self.state_std = self.categorical.split, init_std, state_std
+
+    stepped, learn, value, bootstrap, correction = ac.stepped, learn_on_policy, ac.value, ac.bootstrap, no_correction
 
     def init(self, key: jax.Array, dtype=jnp.float32):
         """The actor-critic's parameters and ``"log_std"`` (A,) at ``log(init_std)``; with ``state_std`` the policy
         head's A more columns instead, their weights 0 and biases ``log(init_std)`` (the same policy at the start)."""
-        params = super().init(key, dtype)
+        params = self.categorical.init(key, dtype)
         log_std = jnp.full((self.num_actions,), math.log(self.init_std), dtype)
         if not self.state_std:
             return {**params, "log_std": log_std}
@@ -100,7 +113,7 @@ class GaussianActorCritic(ActorCritic):
 
     def forward(self, params, memory, x: jax.Array):
         """One environment's ``(((mean, log_std), value), memory')``: the torso's online step on ``x``, the heads."""
-        h, memory = self.learner.step(params["torso"], memory, x)
+        h, memory = self.torso.learner.step(params["torso"], memory, x)
         return self.distribution(params, h), memory
 
     def objective_grads(self, params, memory, x: jax.Array, action: jax.Array):
@@ -127,11 +140,11 @@ class GaussianActorCritic(ActorCritic):
 
     def step(self, params, memory, x: jax.Array, keys: jax.Array, value_coef: float, entropy: bool = True,
              split: bool = False):
-        """All E environments at once (``ActorCritic.step``'s contract): ``(action, value, drive, entropy_grad,
+        """All E environments at once (``ac.ActorCritic.step``'s contract): ``(action, value, drive, entropy_grad,
         memory', entropy)``, ``action`` (E, A) the draws ``u``; one forward pass and one pullback per environment.
         The entropy's gradient needs no pass (1 for each ``log_std``, 0 elsewhere) but with ``state_std``, where it
         is one more pullback per environment, averaged. ``split``: ``drive`` the value's
-        and the policy's gradients apart (``ActorCritic.step``)."""
+        and the policy's gradients apart (``ac.ActorCritic.step``)."""
 
         def one(m, xe, key):
             (dist, value), pullback, memory_next = jax.vjp(lambda p: self.forward(p, m, xe), params, has_aux=True)
@@ -157,19 +170,12 @@ class GaussianActorCritic(ActorCritic):
         return action, value, drives, entropy_grad, memory_next, entropies
 
     def bptt_grads(self, params, xs: jax.Array, start: jax.Array, action: jax.Array):
-        """One environment's three gradients by BPTT (``ActorCritic.bptt_grads``'s contract), ``action`` the draw
+        """One environment's three gradients by BPTT (``ac.ActorCritic.bptt_grads``'s contract), ``action`` the draw
         ``u`` (A,)."""
 
         def values(p):
-            dist, value = self.distribution(p, self.unrolled(p["torso"], xs, start))
+            dist, value = self.distribution(p, self.torso.unrolled(p["torso"], xs, start))
             return jnp.concatenate([value[None], gaussian_objectives(*dist, action)])
 
         return jax.jacrev(values)(params)
 
-
-def agent_class(algorithm: str, where: str):
-    """The agent of ``algorithm`` for a Box action space; ``ValueError`` naming the option for one that has none."""
-    if algorithm != "ac":
-        raise ValueError(f"algorithm must be ac (a Gaussian policy) for {where}, whose actions are a Box; "
-                         f"{algorithm!r} needs a Discrete action space")
-    return GaussianActorCritic

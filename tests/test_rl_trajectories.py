@@ -1,0 +1,55 @@
+"""The same seeds give the same parameters as before the algorithms became values over a transition: a tiny float64
+run of each algorithm (and of the actor-critic's variants: the intentional rule with a critic step of its own, a
+rolling TBPTT window under ObGD, the Gaussian policy with its spread a head) ends with the parameters whose sum and
+absolute sum the code at commit 3132a4e gives, to 1e-12 relative.
+
+How the figures were produced: ``RUNS`` below run by ``rtrl.rl.train`` at 3132a4e (``git archive 3132a4e src``,
+its ``src`` first on ``PYTHONPATH``, ``jax_enable_x64`` on), the final ``state.params`` of each, ``sum(leaf.sum())``
+and ``sum(abs(leaf).sum())`` over the leaves. At the commit that made the transition the algorithm's the whole
+parameter trees were compared with that run's: equal to the last bit. The step by step checks against NumPy
+oracles (tests/test_rl_rules.py, tests/test_rl_algorithms*.py) hold each rule's arithmetic; this one holds that the
+reorganisation changed no run, the Gaussian and truncated episodes included (pendulum-p at 7 steps truncates,
+memory-chain at 5 steps as well).
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from rtrl.rl import RLConfig, train
+
+BASE = {"hidden": 4, "envs": 3, "steps": 24, "record_every": 24, "dtype": "float64", "seed": 3}
+TMAZE = {"env": "tmaze", "env_args": (("length", 2),)}
+CHAIN = {"env": "memory-chain", "env_args": (("max_steps_in_episode", 5),), "explore_steps": 10}
+RUNS = {
+    "ac": {**TMAZE, "entropy": 0.05},
+    "ac-split": {**TMAZE, "optimizer": "intentional", "lr": 0.5, "critic_lr": 0.3, "split_torso": True,
+                 "head_hidden": 3},
+    "ac-tbptt": {**TMAZE, "method": "tbptt", "truncation": 3, "optimizer": "obgd"},
+    "gaussian": {"env": "pendulum-p", "env_args": (("max_steps_in_episode", 7),), "cell": "mingru", "init_std": 0.5,
+                 "state_std": True, "head_hidden": 3},
+    "q": {**CHAIN, "algorithm": "q", "epsilon": 0.2},
+    "qrc": {**CHAIN, "algorithm": "qrc", "h_lr": 0.01, "head_hidden": 3},
+    "sarsa": {**CHAIN, "algorithm": "sarsa", "optimizer": "intentional", "lr": 0.5},
+}
+# (sum, absolute sum) of the final parameters at 3132a4e
+BEFORE = {
+    "ac": (-5.9878504130911425, 12.204819347620768),
+    "ac-split": (-6.40576848795155, 31.61217096159433),
+    "ac-tbptt": (-5.975999965377788, 12.239279042246714),
+    "gaussian": (-4.191372486247849, 12.956108715860633),
+    "q": (-7.956413169299937, 13.408078594944868),
+    "qrc": (-9.507977670036626, 17.72145442489606),
+    "sarsa": (-6.782093781308459, 13.507931129461616),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(RUNS))
+def test_the_same_seed_gives_the_parameters_of_before(name):
+    state, _ = train(RLConfig(**BASE, **RUNS[name]))
+    leaves = [np.asarray(leaf) for leaf in jax.tree.leaves(state.params)]
+    got = (sum(float(a.sum()) for a in leaves), sum(float(np.abs(a).sum()) for a in leaves))
+    np.testing.assert_allclose(got, BEFORE[name], rtol=1e-12)
