@@ -551,8 +551,3 @@ def train(config: RLConfig | RLAssembly, state: RLState | None = None,
                   wall_s)
     return state, records
 
-
-def mean_return(records: list[dict], last: int = 1) -> float:
-    """Mean of the last ``last`` records' returns (those where episodes ended)."""
-    values = [r["return"] for r in records[-last:] if r["return"] is not None]
-    return sum(values) / len(values) if values else math.nan
