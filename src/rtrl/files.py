@@ -54,3 +54,44 @@ def _atomic_write(path: Path, write: Callable[[IO], None], binary: bool) -> None
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write(path, lambda f: f.write(text), binary=False)
+
+
+# -- where rtrl may write: one rule for every file a command writes (a video, a results page, an exported graph,
+# a run folder's own files) --------------------------------------------------------------------------------------
+def not_plain(path: str | os.PathLike) -> str | None:
+    """Why an existing ``path`` is not a plain file of its own, in a few words (``"is a symbolic link (to x)"``,
+    ``"is a folder"``, ``"is not a regular file (a named pipe or a device)"``); ``None`` for a regular file or a
+    path where nothing is. A link is one even where it dangles: written through, it would change (or make) a file
+    somewhere else."""
+    path = Path(path)
+    if path.is_symlink():
+        return f"is a symbolic link (to {os.readlink(path)})"
+    if path.is_dir():
+        return "is a folder"
+    if path.exists() and not path.is_file():
+        return "is not a regular file (a named pipe or a device)"
+    return None
+
+
+def check_output_file(path, option: str, overwrite: bool | None = False,
+                      ours: Callable[[Path], bool] | None = None) -> Path:
+    """``path`` as a ``Path`` if a command may write a file there, else ``ValueError`` naming ``option`` (nothing is
+    made or opened but ``path`` itself, read by ``ours``): a non-empty path; not a symbolic link (never written
+    through nor replaced, even dangling), a folder or a device; in a folder (or where one can be made, not under a
+    file); and, if it exists, replaced only with ``overwrite`` or where ``ours(path)`` says it is this command's own
+    earlier output (``overwrite=None``: the command has no such option)."""
+    if not isinstance(path, str | os.PathLike) or not os.fspath(path):
+        raise ValueError(f"{option} must name a file, got {path!r}")
+    path = Path(path)
+    why = not_plain(path)
+    if why:
+        remedy = "name the file to write" if why == "is a folder" else "name a file of its own"
+        raise ValueError(f"{option} {path} {why}; {remedy} (nothing was written)")
+    above = next(p for p in Path(os.path.abspath(path)).parents if p.exists() or p == p.parent)
+    if not above.is_dir():
+        raise ValueError(f"{option} {path}: {above} is a file, not a folder; nothing was written")
+    if path.exists() and not overwrite and not (ours is not None and ours(path)):
+        remedy = "choose another file" + (", or replace it with --overwrite" if overwrite is not None else "")
+        raise ValueError(f"{option} {path} exists{'' if ours is None else ' and is not what this command writes'}; "
+                         f"{remedy} (nothing was written)")
+    return path

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from rtrl import interrupts, provenance
 from rtrl.driver import Diverged
-from rtrl.files import atomic_write_text
+from rtrl.files import atomic_write_text, check_output_file
 from rtrl.run.folder import Run, read_metrics
 from rtrl.run.plot import Curve, plot_curves
 from rtrl.training.presets import EXPERIMENTS, Experiment, Row
@@ -134,6 +134,10 @@ def main(argv=None, prog: str = "rtrl results training", parser_class=argparse.A
     parser.add_argument("--out", default="docs/results.md", help="the Markdown page (default %(default)s)")
     parser.add_argument("--runs", default="runs/results", help="where the run folders go (default %(default)s)")
     args = parser.parse_args(argv)
+    try:  # before anything runs: a page that is not this command's (a run's config.json, notes) is never replaced
+        check_output_file(args.out, "--out", overwrite=None, ours=is_results_page)
+    except ValueError as e:
+        parser.error(str(e))
     try:
         with interrupts.deferred():
             write_tables(args, prog)
@@ -142,6 +146,16 @@ def main(argv=None, prog: str = "rtrl results training", parser_class=argparse.A
               f"rows' run folders are in {args.runs}", flush=True)
         return interrupts.STATUS
     return 0
+
+
+def is_results_page(path: Path) -> bool:
+    """Whether the file at ``path`` is a page this command wrote (UTF-8 text holding a table between its markers),
+    which it may rewrite."""
+    try:
+        page = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return page.startswith("# ") and "<!-- results:" in page
 
 
 def write_tables(args: argparse.Namespace, prog: str = "rtrl results training") -> None:

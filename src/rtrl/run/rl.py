@@ -74,10 +74,12 @@ class RLRun(Run):
         stats = state.wrappers[0] if config.normalize_obs else None
         return Policy(self.assembly.agent, state.params, stats, jnp.dtype(config.dtype))
 
-    def evaluate(self, state, episodes: int | None, seed: int | None, greedy: bool = False, video=None) -> dict:
+    def evaluate(self, state, episodes: int | None, seed: int | None, greedy: bool = False, video=None,
+                 overwrite: bool = False) -> dict:
         """The mean undiscounted return of ``episodes`` episodes (default 10) of ``state``'s policy, drawn from
         ``seed`` (default the run's), ``greedy`` or sampled (``rtrl.run.rollout``); ``video``: a folder to record
-        each episode into (a Gymnasium environment that renders: ``ValueError`` naming it otherwise)."""
+        each episode into (a Gymnasium environment that renders: ``ValueError`` naming it otherwise), where a video
+        already there is replaced only with ``overwrite`` and a link is never written through."""
         if not isinstance(greedy, bool):
             raise ValueError(f"greedy must be True or False, got {greedy!r}")
         episodes, seed = evaluation_options(episodes, seed, EVAL_EPISODES, self.config.seed)
@@ -85,8 +87,10 @@ class RLRun(Run):
         if video is not None:
             video = check_output_folder(video, "video")
             check_video(env, video)
+        elif overwrite:
+            raise ValueError("overwrite applies to the videos of an evaluation with video")
         if getattr(env, "host", False):
-            returns, cut = host_returns(env, policy, episodes, seed, greedy, video)
+            returns, cut = host_returns(env, policy, episodes, seed, greedy, video, overwrite)
         else:
             per_episode = floats_of(policy.memory) + 4 * env.obs_size
             check_memory(per_episode * episodes * jnp.dtype(self.config.dtype).itemsize, 1, "--episodes")
