@@ -637,3 +637,30 @@ def test_a_path_that_is_not_a_regular_file_is_refused_before_it_is_read(tmp_path
     for path in (fifo, tmp_path):
         with pytest.raises(ValueError, match="not a regular file"):
             from_nir(str(path), dt=1.0)
+
+
+def test_a_nir_file_that_links_to_another_file_is_refused_before_it_is_read(tmp_path):
+    """An HDF5 external link (the whole graph, or one node) made ``nir.read`` build another file's graph, taken as
+    this one's; each is refused naming the link. The same file with the node copied in is read."""
+    h5py = pytest.importorskip("h5py")
+    cell = LIF(2, 3)
+    params = cell.init(jax.random.PRNGKey(0))
+    other = tmp_path / "other.nir"
+    nir.write(str(other), to_nir(cell, params))
+    whole = tmp_path / "whole.nir"
+    with h5py.File(whole, "w") as f:
+        f["node"] = h5py.ExternalLink(str(other), "/node")
+    with pytest.raises(ValueError, match=r"whole.nir.*: /node is an external link \(to .*other.nir:/node\); a NIR "
+                                         "file must hold its whole graph itself"):
+        from_nir(str(whole), dt=1.0)
+    part = tmp_path / "part.nir"
+    with h5py.File(other, "r") as src, h5py.File(part, "w") as f:
+        src.copy("node", f)
+        name = next(iter(f["node/nodes"]))
+        del f[f"node/nodes/{name}"]
+        f[f"node/nodes/{name}"] = h5py.ExternalLink(str(other), f"/node/nodes/{name}")
+    with pytest.raises(ValueError, match=f"/node/nodes/{name} is an external link"):
+        from_nir(str(part), dt=1.0)
+    with h5py.File(other, "r") as src, h5py.File(part, "w") as f:
+        src.copy("node", f)
+    assert type(from_nir(str(part), dt=1.0)[0]).__name__ == "LIF"
