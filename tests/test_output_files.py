@@ -6,6 +6,7 @@ symbolic link (even a dangling one), never onto a folder or a device, never over
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -77,3 +78,35 @@ def test_rtrl_results_training_never_replaces_a_file_that_is_not_its_own_page(tm
     page.write_text("# Results\n\nno table yet\n")
     assert not is_results_page(page)
     assert not is_results_page(tmp_path / "missing.md")
+
+
+@pytest.mark.parametrize("text, said", [
+    ('{"lr": 0.1, "lr": 0.2}', "the key 'lr' is given twice"),
+    ('{"a": {"b": 1, "b": 1}}', "the key 'b' is given twice"),
+    ('{"lr": NaN, "x": [1, -Infinity]}', "lr, x[1] are NaN or infinite"),
+    ("\ufeff{}", "it starts with a UTF-8 byte-order mark"),
+    ("[" * 100_000 + "]" * 100_000, "its values nest too deeply to be read"),
+    ('{"a": 1', "Expecting"),
+])
+def test_json_from_outside_is_read_strictly_at_one_door(text, said):
+    """``rtrl.files.parse_json`` (config.json, records, a checkpoint's meta, ledger lines): each damage a
+    ``ValueError`` in a few words [``json.loads``: the last of two keys, NaN, a RecursionError]."""
+    from rtrl.files import parse_json
+
+    with pytest.raises(ValueError, match=re.escape(said)):
+        parse_json(text)
+    assert parse_json('{"a": [1, {"b": null}], "c": 2.5}') == {"a": [1, {"b": None}], "c": 2.5}
+
+
+def test_a_run_folders_record_nesting_deeply_or_giving_a_key_twice_is_one_line(tmp_path):
+    from rtrl.run.folder import RunError, read_config, read_metrics
+
+    (tmp_path / "config.json").write_text('{"env": "tmaze", "env": "tmaze"}')
+    with pytest.raises(RunError, match="config.json is not valid JSON \\(the key 'env' is given twice\\)"):
+        read_config(tmp_path)
+    (tmp_path / "metrics.jsonl").write_text('{"step": 0}\n' + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(RunError, match="metrics.jsonl line 2 is damaged \\(its values nest too deeply"):
+        read_metrics(tmp_path)
+    (tmp_path / "metrics.jsonl").write_text('\ufeff{"step": 0}\n')
+    with pytest.raises(RunError, match="line 1 is damaged \\(it starts with a UTF-8 byte-order mark"):
+        read_metrics(tmp_path)

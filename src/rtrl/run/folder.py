@@ -42,7 +42,6 @@ import contextlib
 import dataclasses
 import fnmatch
 import json
-import math
 import os
 from pathlib import Path
 
@@ -52,7 +51,7 @@ from rtrl import devices, interrupts
 from rtrl.checks import first_non_finite
 from rtrl.config import PLATFORM_KEYS, Config, allowed_imports
 from rtrl.driver import Diverged
-from rtrl.files import atomic_write_text, naming, not_plain
+from rtrl.files import atomic_write_text, naming, not_plain, parse_json
 from rtrl.provenance import platform
 from rtrl.run import checkpoint, loggers
 from rtrl.run.plot import Curve, plot_curves
@@ -64,34 +63,6 @@ PLATFORM = PLATFORM_KEYS  # config.json's keys besides the options: where the ru
 
 class RunError(ValueError):
     """A run folder that cannot be used as asked (damaged, in use, another run); the message names the file."""
-
-
-class NotStrict(ValueError):
-    """A ``NaN`` or ``Infinity`` in JSON text."""
-
-
-def reject_constant(name: str):
-    raise NotStrict(name)
-
-
-def non_finite_fields(value, where: str = "") -> list[str]:
-    """The dotted names of the ``NaN`` / infinite numbers in parsed JSON (``["lr"]``, ``["task.scale"]``)."""
-    if isinstance(value, dict):
-        return [f for k, v in value.items() for f in non_finite_fields(v, f"{where}.{k}" if where else str(k))]
-    if isinstance(value, list):
-        return [f for i, v in enumerate(value) for f in non_finite_fields(v, f"{where}[{i}]")]
-    return [where or "the value"] if isinstance(value, float) and not math.isfinite(value) else []
-
-
-def parse_json(text: str):
-    """Strict JSON: ``NaN`` and ``Infinity`` are refused (``json.loads`` would accept them), naming the fields that
-    hold them."""
-    try:
-        return json.loads(text, parse_constant=reject_constant)
-    except NotStrict:
-        fields = non_finite_fields(json.loads(text))
-        raise ValueError(f"{', '.join(fields)} {'is' if len(fields) == 1 else 'are'} NaN or infinite, which strict "
-                         "JSON does not allow") from None
 
 
 KINDS: dict[str, type[Run]] = {}  # name -> the kind's run class (``register``), in the order registered
@@ -304,7 +275,7 @@ def read_platform(path: str | os.PathLike) -> dict:
     """What ``config.json`` in ``path`` says of where the run last computed (``PLATFORM``: ``backend``, ``device``;
     ``None`` for what it does not say, as in a folder written before it was recorded)."""
     try:
-        data = json.loads((Path(path) / CONFIG).read_text())
+        data = parse_json((Path(path) / CONFIG).read_text())
     except (OSError, ValueError):
         data = {}
     return {k: data.get(k) for k in PLATFORM} if isinstance(data, dict) else dict.fromkeys(PLATFORM)
