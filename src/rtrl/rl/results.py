@@ -125,7 +125,7 @@ def in_table_order(runs: list[dict]) -> list[dict]:
     return sorted(runs, key=lambda r: (order[r["preset"]], r["seed"]))
 
 
-FIELDS = {"preset": ledger.text, "seed": ledger.whole, "records": ledger.a_list}  # a line of runs.jsonl
+FIELDS = {"preset": ledger.text, "seed": ledger.whole, "records": ledger.records}  # a line of runs.jsonl
 
 
 def read_runs(path: str) -> list[dict]:
@@ -149,7 +149,7 @@ def main(argv=None, prog: str = "python -m rtrl.rl.results", parser_class=argpar
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.jobs < 1:
         parser.error(f"--seeds and --jobs must be positive integers, got {args.seeds} and {args.jobs}")
-    os.makedirs(args.out, exist_ok=True)
+    ledger.make_folder(args.out)  # a file, '' or a dangling link: one LedgerError
     with ledger.locked(args.out):  # a second command on the same folder is refused, not raced
         return write_tables(args, parser)
 
@@ -213,4 +213,4 @@ def write_tables(args, parser) -> int:
 
 if __name__ == "__main__":
     interrupts.install()  # Ctrl-C: see the module's docstring
-    raise SystemExit(main())
+    raise SystemExit(ledger.entry(main))  # a damaged ledger or a bad --out: one line, as rtrl results

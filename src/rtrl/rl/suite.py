@@ -254,7 +254,7 @@ def main(argv=None, prog: str = "python -m rtrl.rl.suite", parser_class=argparse
         check_size(args)
     except ValueError as e:
         parser.error(str(e))
-    os.makedirs(args.out, exist_ok=True)
+    ledger.make_folder(args.out)  # a file, '' or a dangling link: one LedgerError
     runs_path = os.path.join(args.out, ledger.NAME)
     command = (f"{prog} --out {args.out} --tasks {' '.join(args.tasks)} --rows {' '.join(args.rows)} "
                f"--seeds {args.seeds} --seed {args.seed} --steps {args.steps}")
@@ -285,4 +285,4 @@ if __name__ == "__main__":
     # rows finished before it are in runs.jsonl, written atomically, and the lock goes with the process); while a
     # finished row is written, it stops once the row is in.
     interrupts.install()
-    raise SystemExit(main())
+    raise SystemExit(ledger.entry(main))  # a damaged ledger or a bad --out: one line, as rtrl results
