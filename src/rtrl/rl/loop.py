@@ -435,9 +435,10 @@ def record(state: RLState | Seeds) -> dict:
     where a health figure is not finite. Of ``Seeds``: ``return`` the mean over the seeds where episodes ended of
     each seed's return, ``episodes`` their sum, every other figure the mean over the seeds, and beside them
     ``return_per_seed`` and ``episodes_per_seed`` (lists in the order of the seeds)."""
-    if isinstance(state, Seeds):
-        count = state.runs.step.shape[0]
-        return seeds_record([record(jax.tree.map(lambda a, i=i: a[i], state.runs)) for i in range(count)])
+    if isinstance(state, Seeds):  # what a record reads, brought to the host once and sliced there (not per seed)
+        step, tally = jax.device_get((state.runs.step, state.runs.tally))
+        return seeds_record([record(state.runs._replace(step=step[i], tally=jax.tree.map(lambda a, i=i: a[i], tally)))
+                             for i in range(len(step))])
     t = jax.device_get(state.tally)
     episodes = int(t.episodes)
     rec = {"step": int(state.step), "return": float(t.returns) / episodes if episodes else None,

@@ -133,11 +133,16 @@ class RLRun(Run):
         first, last = records[0], records[-1]
         extra = ", ".join(f"{k} {fmt(v)}" for k, v in last.items()
                           if k not in ("step", "return", "wall_s", *TIMINGS) and not k.endswith("_per_seed"))
-        seeds = (f"; per seed {' '.join(fmt(v) for v in last['return_per_seed'])}" if "return_per_seed" in last
+        per_seed = last.get("return_per_seed", [])
+        more = f" and {len(per_seed) - SHOWN_SEEDS:,} more" if len(per_seed) > SHOWN_SEEDS else ""
+        seeds = (f"; per seed {' '.join(fmt(v) for v in per_seed[:SHOWN_SEEDS])}{more}" if "return_per_seed" in last
                  else "")
         return (f"mean return {fmt(first['return'])} at step {first['step']} -> {fmt(last['return'])} at step "
                 f"{last['step']} ({extra}){seeds} in {last['wall_s']:.1f} s on {computed_on()}"
                 f"{time_split(records, self.config.envs)}")
+
+
+SHOWN_SEEDS = 20  # a summary's per-seed returns: the first this many (10,000 seeds would be a line of 10,000)
 
 
 def time_split(records: list[dict], envs: int) -> str:
