@@ -295,6 +295,22 @@ GRAPHS = {
     "snntorch_leaky_per_neuron_beta": (lambda: chain(nir.Affine(weight=dense(N, D, 1.5), bias=0.1 * ONES),
                                                      snntorch_lif(np.linspace(0.5, 0.95, N), 1.0 * ONES)), 1e-4),
 }
+
+
+def recurrent_lif_gain():
+    """A recurrent LIF whose gain ``r`` is no function of its ``tau`` (not snnTorch's ``tau / dt``, not Norse's 1):
+    each neuron's own, so a loader that assumed either convention for a recurrent graph would mis-scale its input
+    and its recurrent current (both pass through ``r``)."""
+    tau = np.linspace(3e-4, 1e-3, N)
+    lif = nir.LIF(tau=tau, r=np.linspace(0.4, 2.5, N), v_leak=np.zeros(N), v_threshold=np.ones(N))
+    return graph({"input": nir.Input(input_type=np.array([D])), "fc": nir.Affine(weight=dense(N, D, 1.5),
+                                                                                  bias=0.3 * np.ones(N)),
+                  "lif": lif, "rec": nir.Affine(weight=dense(N, N, 0.5), bias=np.zeros(N)),
+                  "output": nir.Output(output_type=np.array([N]))},
+                 [("input", "fc"), ("fc", "lif"), ("lif", "rec"), ("rec", "lif"), ("lif", "output")])
+
+
+GRAPHS["nir_recurrent_lif_gain"] = (recurrent_lif_gain, 1e-4)
 NO_SPIKES = ("norse_li", "norse_li_per_neuron", "nir_cuba_li", "nir_i")  # integrators: their output is v
 
 
