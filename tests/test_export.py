@@ -677,6 +677,10 @@ def test_a_nir_file_that_links_to_another_file_is_refused_before_it_is_read(tmp_
         f[f"node/nodes/{name}"] = h5py.ExternalLink(str(other), f"/node/nodes/{name}")
     with pytest.raises(ValueError, match=f"/node/nodes/{name} is an external link"):
         from_nir(str(part), dt=1.0)
+    with h5py.File(part, "a") as f:  # a soft link met first (names are visited in order) is passed over, not an end
+        f["node/a_soft"] = h5py.SoftLink("/node/nodes")
+    with pytest.raises(ValueError, match=f"/node/nodes/{name} is an external link"):
+        from_nir(str(part), dt=1.0)
     with h5py.File(other, "r") as src, h5py.File(part, "w") as f:
         src.copy("node", f)
     assert type(from_nir(str(part), dt=1.0)[0]).__name__ == "LIF"

@@ -171,8 +171,10 @@ def test_with_a_critic_constant_the_value_and_policy_gradients_come_apart():
 def test_critic_lr_is_refused_where_nothing_reads_it():
     with pytest.raises(ValueError, match="critic_lr does nothing here: optimizer 'adam' does not read it"):
         RLConfig(critic_lr=0.5)
-    with pytest.raises(ValueError, match=r"critic_lr does nothing here: algorithm 'q' does not read it \(only ac"):
-        RLConfig(algorithm="q", optimizer="intentional", critic_lr=0.5)
+    for algorithm in ("q", "qrc", "sarsa"):  # every algorithm without a critic of its own
+        with pytest.raises(ValueError, match=f"critic_lr does nothing here: algorithm '{algorithm}' does not read it "
+                                             r"\(only ac"):
+            RLConfig(algorithm=algorithm, optimizer="intentional", critic_lr=0.5)
     with pytest.raises(ValueError, match="critic_lr must be at most 1"):
         RLConfig(optimizer="intentional", critic_lr=2.0)
 

@@ -503,3 +503,30 @@ def test_act_refuses_an_observation_it_cannot_act_on_in_one_line(runs):
             trained.act(obs)
     action, _ = trained.act([0, 1, 0], greedy=True)  # a list of ints: an observation
     assert int(action) in (0, 1, 2)
+
+
+def test_a_link_made_while_the_episodes_are_filmed_is_replaced_not_written_through(tmp_path, monkeypatch):
+    """The videos are recorded apart and moved onto their names (``os.replace``): a link that appears under a video's
+    name after the check (another process) is replaced by the video, and the file it points to is untouched."""
+    pytest.importorskip("moviepy")
+    from rtrl.run import rollout
+
+    name = film_env()
+    run = tmp_path / "film"
+    assert main(f"rl --env gymnasium:{name} --hidden 2 --envs 1 --record-every 6 --steps 6 --quiet --out {run}"
+                .split()) == 0
+    films, precious = tmp_path / "films", tmp_path / "precious.mp4"
+    precious.write_bytes(b"precious")
+    checked = rollout.video_files
+
+    def then_a_link(folder, seed, episodes, overwrite):
+        files = checked(folder, seed, episodes, overwrite)
+        folder.mkdir()
+        os.symlink(precious, files[0])
+        return files
+
+    monkeypatch.setattr(rollout, "video_files", then_a_link)
+    rtrl.load(run).evaluate(episodes=1, seed=2, video=films)
+    assert precious.read_bytes() == b"precious"
+    video = films / "seed2-episode-0.mp4"
+    assert not video.is_symlink() and video.read_bytes()[4:8] == b"ftyp" and os.listdir(films) == [video.name]
