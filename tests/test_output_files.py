@@ -110,3 +110,26 @@ def test_a_run_folders_record_nesting_deeply_or_giving_a_key_twice_is_one_line(t
     (tmp_path / "metrics.jsonl").write_text('\ufeff{"step": 0}\n')
     with pytest.raises(RunError, match="line 1 is damaged \\(it starts with a UTF-8 byte-order mark"):
         read_metrics(tmp_path)
+
+
+def test_two_results_training_commands_on_one_page_keep_each_others_tables(tmp_path, monkeypatch):
+    """While this command runs its table, another finishes one of its own into the same page: both are there after
+    [the page read once at the start and written whole: the other's table lost]."""
+    import argparse
+
+    from rtrl import provenance
+    from rtrl.reports import results as page_of
+
+    out = tmp_path / "results.md"
+    out.write_text("# Results\n")
+    monkeypatch.setattr(provenance, "commit", lambda where=None: "0123abc")
+
+    def meanwhile(experiment, root):  # the other command's table lands while ours runs
+        out.write_text(page_of.with_section(out.read_text(), "recall", "### recall\n\n| theirs |\n"))
+        return f"### {experiment.name}\n\n| ours |\n"
+
+    monkeypatch.setattr(page_of, "run_experiment", meanwhile)
+    page_of.write_tables(argparse.Namespace(only=["copy"], out=str(out), runs=str(tmp_path)))
+    page = out.read_text()
+    assert "| theirs |" in page and "| ours |" in page
+    assert page.index("<!-- results:recall -->") < page.index("<!-- results:copy -->")

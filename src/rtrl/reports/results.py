@@ -162,7 +162,6 @@ def write_tables(args: argparse.Namespace, prog: str = "rtrl results training") 
     """Run the experiments ``args`` names and write each table into ``args.out`` when it is finished, each with
     its provenance line (``prog``: the command that reruns it)."""
     out = Path(args.out)
-    page = out.read_text() if out.exists() else "# Results\n"
     at = provenance.commit()  # the code the tables are measured on: read once, before the first row
     for experiment in EXPERIMENTS:
         if (experiment.name not in args.only) if args.only else experiment.long:
@@ -173,7 +172,8 @@ def write_tables(args: argparse.Namespace, prog: str = "rtrl results training") 
                     f"Wall time of this table: {time.perf_counter() - start:.0f} s.\n")
         interrupts.poll()  # not written if a Ctrl-C came while it was made
         print(section, flush=True)
-        page = with_section(page, experiment.name, section)
+        # the page as it stands now, read again: another command's tables written meanwhile are kept beside ours
+        page = with_section(out.read_text() if out.exists() else "# Results\n", experiment.name, section)
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out, page)  # after every table: a stopped command keeps the tables it finished
 
