@@ -133,3 +133,17 @@ def test_two_results_training_commands_on_one_page_keep_each_others_tables(tmp_p
     page = out.read_text()
     assert "| theirs |" in page and "| ours |" in page
     assert page.index("<!-- results:recall -->") < page.index("<!-- results:copy -->")
+
+
+def test_a_run_folder_or_output_folder_that_is_a_link_to_nothing_is_refused(tmp_path):
+    """``--out`` (a run folder) or ``--video`` naming a dangling link: one error saying so, nothing made where it
+    points [mkdir through the link: a folder made elsewhere, or a traceback from RecordVideo]."""
+    from rtrl.run.folder import RunError, check_output_folder, check_target
+    from rtrl.training.config import RunConfig
+
+    os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
+    with pytest.raises(RunError, match="--out .*dangling is a symbolic link to .*nowhere, which does not exist"):
+        check_target(tmp_path / "dangling", RunConfig(), overwrite=True)
+    with pytest.raises(ValueError, match="--video .*dangling is a symbolic link to .*nowhere, which does not exist"):
+        check_output_folder(tmp_path / "dangling", "--video")
+    assert not (tmp_path / "nowhere").exists()
