@@ -1,6 +1,8 @@
 """minGRU: its step follows its equations (NumPy), and every exact method equals BPTT (float64, zero and given
 carry, resets, a long sequence)."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -73,3 +75,26 @@ def test_min_timescale_keeps_fast_neurons():
     assert abs(np.mean(tau < 2) - 0.9 / 6.9) < 0.03  # the share below the default's 2: uniform on [1.1, 8]
     with pytest.raises(ValueError, match="min_timescale"):
         MinGRU(3, 4, max_timescale=8.0, min_timescale=1.0)
+
+
+@pytest.mark.parametrize("options, said", [
+    ({"min_timescale": 50}, "min_timescale=50 does nothing here: the chrono initialisation needs max_timescale above "
+                            "min_timescale=50, got max_timescale=0.0"),
+    ({"min_timescale": 50, "max_timescale": 30}, "min_timescale=50 does nothing here"),
+    ({"max_timescale": 1.5}, "max_timescale=1.5 does nothing here: the chrono initialisation needs max_timescale "
+                             "above min_timescale=2.0"),
+    ({"max_timescale": 2}, "max_timescale=2 does nothing here"),
+])
+def test_a_timescale_the_initialisation_does_not_read_is_refused_in_one_line(options, said):
+    """Without a ``max_timescale`` above it, ``min_timescale`` is never read (``b_z = 0``), nor a ``max_timescale``
+    at or below it [accepted: the option silently ignored]."""
+    with pytest.raises(ValueError, match=re.escape(said)):
+        MinGRU(2, 3, **options)
+
+
+def test_the_timescales_read_are_accepted_and_set_b_z_by_hand():
+    """``min_timescale`` 2 and ``max_timescale`` 0 as given (the defaults, an int among them) are accepted; with
+    ``max_timescale`` 3 and ``min_timescale`` 2.5 every ``b_z = -log(tau - 1)`` for a ``tau`` in [2.5, 3]."""
+    assert MinGRU(2, 3, min_timescale=2, max_timescale=0) == MinGRU(2, 3)
+    b_z = np.asarray(MinGRU(2, 3, max_timescale=3, min_timescale=2.5).init(jax.random.PRNGKey(0))["b_z"])
+    assert np.all((b_z <= -np.log(1.5) + 1e-6) & (b_z >= -np.log(2.0) - 1e-6))

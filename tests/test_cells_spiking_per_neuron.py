@@ -226,7 +226,9 @@ def test_eprop_with_learnt_time_constants_is_exact_but_for_the_reset():
     ({"v_reset": (0.0, 0.5, 0.0), "threshold": (1.0, 0.4, 1.0)}, r"neuron 1: v_reset=0.5, threshold=0.4"),
 ])
 def test_a_reset_to_a_value_at_or_above_the_threshold_is_refused(options, message):
-    """With ``reset="value"`` only: the other resets do not read ``v_reset``."""
+    """With ``reset="value"`` only: the other resets do not read ``v_reset``, so there it is refused as an option that
+    does nothing (``Cell.unread_options``), not as a reset above the threshold."""
     with pytest.raises(ValueError, match=r"v_reset must be below threshold with reset='value'.*" + message):
         LIF(2, 3, reset="value", **options)
-    assert LIF(2, 3, reset="subtract", **options).reset == "subtract"
+    with pytest.raises(ValueError, match=r"v_reset=.* does nothing here: reset='subtract' sets no value"):
+        LIF(2, 3, reset="subtract", **options)

@@ -9,6 +9,8 @@ Mutations tried by hand (each made a test below fail, then restored):
 * ``reset="value"`` resetting one step late (``d`` of the previous spike): the hand-checked neuron.
 """
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -74,7 +76,7 @@ def test_alif_resets_to_a_value_against_its_adapted_threshold():
 @pytest.mark.parametrize("reset", ["subtract", "value"])
 def test_eprop_drops_the_reset_derivative_alone(reset):
     """Without ``R``, e-prop is the exact gradient of the same neurons with the spike in the reset detached."""
-    cell = LIF(3, 4, reset=reset, v_reset=0.2)
+    cell = LIF(3, 4, reset=reset, **({"v_reset": 0.2} if reset == "value" else {}))  # subtract reads none
     params, xs, _ = spiking_problem(cell, (), 4)
     readout = jax.random.normal(jax.random.PRNGKey(7), (4, 2), jnp.float64)
     ys = jax.random.normal(jax.random.PRNGKey(8), xs.shape[:1] + (2,), jnp.float64)
@@ -95,6 +97,19 @@ def test_eprop_drops_the_reset_derivative_alone(reset):
 def test_bad_reset_options_are_refused_by_name(option, value):
     with pytest.raises(ValueError, match=option):
         LIF(2, 3, **{option: value})
+
+
+@pytest.mark.parametrize("cell", [LIF, ALIF, SpikingIIR2])
+@pytest.mark.parametrize("reset", ["subtract", "none"])
+def test_a_reset_value_that_the_reset_does_not_read_is_refused_in_one_line(cell, reset):
+    """``v_reset`` is read by ``reset="value"`` alone: beside another reset it is refused, naming both [accepted:
+    ignored without a word]; at its default (or given as it, 0) it is not; with ``reset="value"`` it is read."""
+    for v_reset, shown in (([0.2, 0.1, 0.0], "(0.2, 0.1, 0.0)"), (0.5, "0.5")):
+        with pytest.raises(ValueError, match=re.escape(f"v_reset={shown} does nothing here: reset='{reset}' sets no "
+                                                       "value (reset='value' does)")):
+            cell(2, 3, reset=reset, v_reset=v_reset)
+    assert cell(2, 3, reset=reset, v_reset=0) == cell(2, 3, reset=reset)
+    assert cell(2, 3, reset="value", v_reset=[0.2, 0.1, 0.0]).v_reset == (0.2, 0.1, 0.0)
 
 
 def test_numpy_scalars_are_numbers():

@@ -295,6 +295,22 @@ GRAPHS = {
     "snntorch_leaky_per_neuron_beta": (lambda: chain(nir.Affine(weight=dense(N, D, 1.5), bias=0.1 * ONES),
                                                      snntorch_lif(np.linspace(0.5, 0.95, N), 1.0 * ONES)), 1e-4),
 }
+
+
+def recurrent_lif_gain():
+    """A recurrent LIF whose gain ``r`` is no function of its ``tau`` (not snnTorch's ``tau / dt``, not Norse's 1):
+    each neuron's own, so a loader that assumed either convention for a recurrent graph would mis-scale its input
+    and its recurrent current (both pass through ``r``)."""
+    tau = np.linspace(3e-4, 1e-3, N)
+    lif = nir.LIF(tau=tau, r=np.linspace(0.4, 2.5, N), v_leak=np.zeros(N), v_threshold=np.ones(N))
+    return graph({"input": nir.Input(input_type=np.array([D])), "fc": nir.Affine(weight=dense(N, D, 1.5),
+                                                                                  bias=0.3 * np.ones(N)),
+                  "lif": lif, "rec": nir.Affine(weight=dense(N, N, 0.5), bias=np.zeros(N)),
+                  "output": nir.Output(output_type=np.array([N]))},
+                 [("input", "fc"), ("fc", "lif"), ("lif", "rec"), ("rec", "lif"), ("lif", "output")])
+
+
+GRAPHS["nir_recurrent_lif_gain"] = (recurrent_lif_gain, 1e-4)
 NO_SPIKES = ("norse_li", "norse_li_per_neuron", "nir_cuba_li", "nir_i")  # integrators: their output is v
 
 
@@ -637,3 +653,34 @@ def test_a_path_that_is_not_a_regular_file_is_refused_before_it_is_read(tmp_path
     for path in (fifo, tmp_path):
         with pytest.raises(ValueError, match="not a regular file"):
             from_nir(str(path), dt=1.0)
+
+
+def test_a_nir_file_that_links_to_another_file_is_refused_before_it_is_read(tmp_path):
+    """An HDF5 external link (the whole graph, or one node) made ``nir.read`` build another file's graph, taken as
+    this one's; each is refused naming the link. The same file with the node copied in is read."""
+    h5py = pytest.importorskip("h5py")
+    cell = LIF(2, 3)
+    params = cell.init(jax.random.PRNGKey(0))
+    other = tmp_path / "other.nir"
+    nir.write(str(other), to_nir(cell, params))
+    whole = tmp_path / "whole.nir"
+    with h5py.File(whole, "w") as f:
+        f["node"] = h5py.ExternalLink(str(other), "/node")
+    with pytest.raises(ValueError, match=r"whole.nir.*: /node is an external link \(to .*other.nir:/node\); a NIR "
+                                         "file must hold its whole graph itself"):
+        from_nir(str(whole), dt=1.0)
+    part = tmp_path / "part.nir"
+    with h5py.File(other, "r") as src, h5py.File(part, "w") as f:
+        src.copy("node", f)
+        name = next(iter(f["node/nodes"]))
+        del f[f"node/nodes/{name}"]
+        f[f"node/nodes/{name}"] = h5py.ExternalLink(str(other), f"/node/nodes/{name}")
+    with pytest.raises(ValueError, match=f"/node/nodes/{name} is an external link"):
+        from_nir(str(part), dt=1.0)
+    with h5py.File(part, "a") as f:  # a soft link met first (names are visited in order) is passed over, not an end
+        f["node/a_soft"] = h5py.SoftLink("/node/nodes")
+    with pytest.raises(ValueError, match=f"/node/nodes/{name} is an external link"):
+        from_nir(str(part), dt=1.0)
+    with h5py.File(other, "r") as src, h5py.File(part, "w") as f:
+        src.copy("node", f)
+    assert type(from_nir(str(part), dt=1.0)[0]).__name__ == "LIF"

@@ -3,6 +3,8 @@ written atomically without NaN, and locked against a second writer."""
 
 import json
 import math
+import os
+import re
 
 import pytest
 
@@ -37,8 +39,13 @@ def test_a_missing_ledger_has_no_rows_and_good_rows_read_back_in_order(tmp_path)
     (json.dumps({**GOOD, "wall_s": "3.5"}), "line 2: the field 'wall_s' must be a finite number, got '3.5'"),
     (json.dumps({**GOOD, "wall_s": True}), "line 2: the field 'wall_s' must be a finite number"),
     (json.dumps({**GOOD, "finals": [0.5, "x"]}), "line 2: the field 'finals' must be a list of finite numbers"),
-    ('{"task": "A", "row": "rtrl", "finals": [NaN], "wall_s": 1}', "line 2: NaN is not a result"),
-    ('{"task": "A", "row": "rtrl", "finals": [1], "wall_s": Infinity}', "line 2: Infinity is not a result"),
+    ('{"task": "A", "row": "rtrl", "finals": [NaN], "wall_s": 1}', "line 2: finals[0] is NaN or infinite"),
+    ('{"task": "A", "row": "rtrl", "finals": [1], "wall_s": Infinity}', "line 2: wall_s is NaN or infinite"),
+    # a key given twice: refused as the module says, not read as its last value
+    ('{"task": "A", "row": "rtrl", "finals": [1], "wall_s": 1, "wall_s": 2}', "line 2: the key 'wall_s' is given "
+                                                                              "twice; not a result"),
+    ("\ufeff" + json.dumps({**GOOD, "row": "x"}), "line 2: it starts with a UTF-8 byte-order mark"),  # not torn
+    ("[" * 100_000 + "]" * 100_000, "line 2: its values nest too deeply to be read"),  # not a RecursionError
     (json.dumps(GOOD), "line 2: repeats the row of line 1 (('RepeatPrevious', 'rtrl'))"),
 ])
 def test_every_damaged_line_is_one_error_naming_the_file_the_line_and_the_field(tmp_path, line, expected):
@@ -121,3 +128,61 @@ def test_a_second_writer_is_refused_at_once_not_after_waiting(tmp_path):
             with ledger.locked(tmp_path):
                 pass
         assert time.monotonic() - start < 0.5
+
+
+@pytest.mark.parametrize("value, ok", [
+    ([{"step": 1, "wall_s": 2.0, "return": None}], True),
+    ([{"step": 1, "wall_s": 2.0, "return": 0.5, "return_per_seed": [0.5, None], "cos_value": 0.9}], True),
+    ([], False),  # no records: table() took records[-1], an IndexError
+    ([{"step": 1, "wall_s": 2.0}], False),  # no return
+    ([{"step": 1.5, "wall_s": 2.0, "return": 1}], False),
+    ([{"step": 1, "wall_s": None, "return": 1}], False),
+    ([{"step": 1, "wall_s": 1, "return": 1, "cos_value": "high"}], False),
+    ([{"step": 1, "wall_s": 1, "return": 1}, 3], False),
+])
+def test_a_runs_records_are_a_non_empty_list_of_records(value, ok):
+    assert ledger.records(value) is ok
+
+
+def test_an_rl_results_row_without_records_is_one_line_not_a_traceback(tmp_path, capsys):
+    from rtrl.cli import main
+    from rtrl.rl.results import PRESETS
+
+    preset = next(iter(PRESETS))
+    write_lines(tmp_path / "runs.jsonl", json.dumps({"preset": preset, "seed": 0, "records": []}))
+    assert main(["results", "rl", "--out", str(tmp_path), "--seeds", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and "line 1: the field 'records' must be a non-empty list of records" in err
+
+
+def test_a_results_folder_that_cannot_be_one_is_refused_before_anything_is_made(tmp_path):
+    """``--out`` a file, under a file, empty, or a link to nothing: one ``LedgerError`` saying which ("s: File
+    exists", "No such file or directory" before); a new nested folder is made."""
+    (tmp_path / "file").write_text("x")
+    os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
+    for folder, said in ((tmp_path / "file", "is a file, not a folder"),
+                         (tmp_path / "file" / "sub", f"{tmp_path / 'file'} is a file, not a folder"),
+                         ("", "--out must name a folder for the results, got ''"),
+                         (tmp_path / "dangling", "is a symbolic link to")):
+        with pytest.raises(LedgerError, match=re.escape(said)):
+            ledger.make_folder(folder)
+    assert not (tmp_path / "nowhere").exists() and (tmp_path / "file").read_text() == "x"
+    assert ledger.make_folder(tmp_path / "a" / "b") == tmp_path / "a" / "b" and (tmp_path / "a" / "b").is_dir()
+
+
+def test_a_runners_python_m_entry_says_a_ledger_error_in_one_line(capsys):
+    def damaged():
+        raise LedgerError("runs.jsonl, line 3: not a JSON object")
+
+    assert ledger.entry(damaged) == 2
+    assert capsys.readouterr().err == "error: runs.jsonl, line 3: not a JSON object\n"
+    assert ledger.entry(lambda: None) == 0 and ledger.entry(lambda: 130) == 130
+
+
+def test_an_atomic_write_onto_a_folder_names_the_folder_not_a_temporary_file(tmp_path):
+    from rtrl.files import atomic_write_text
+
+    (tmp_path / "suite.md").mkdir()
+    with pytest.raises(IsADirectoryError, match=re.escape(f"a folder is there, not a file: '{tmp_path / 'suite.md'}'")):
+        atomic_write_text(tmp_path / "suite.md", "table")
+    assert os.listdir(tmp_path / "suite.md") == [] and sorted(os.listdir(tmp_path)) == ["suite.md"]

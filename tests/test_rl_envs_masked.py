@@ -156,3 +156,36 @@ def test_a_host_run_on_a_masked_box_environment(here):
     run = runner(config)
     rec = record(run.advance(run.init(0), 200))
     assert rec["episodes"] == 2 and -2000 < rec["return"] < 0
+
+
+# Which entries each mask keeps, written out by hand from Gymnasium's documented layouts (not from MASKS), for
+# every family, CartPole's included, on a machine without MuJoCo too: a mask that kept a velocity or dropped a
+# position would train on another task without a word.
+# (environment, mask) -> the entries kept: P the positions (velocities hidden), V the velocities
+BY_HAND = {
+    ("Hopper-v5", "P"): (0, 1, 2, 3, 4),  # z, torso angle, thigh, leg, foot angles
+    ("Hopper-v5", "V"): (5, 6, 7, 8, 9, 10),  # x, z, angular velocities of torso, thigh, leg, foot
+    ("Walker2d-v4", "P"): (0, 1, 2, 3, 4, 5, 6, 7),
+    ("Walker2d-v4", "V"): (8, 9, 10, 11, 12, 13, 14, 15, 16),
+    ("HalfCheetah-v5", "P"): (0, 1, 2, 3, 4, 5, 6, 7),
+    ("HalfCheetah-v5", "V"): (8, 9, 10, 11, 12, 13, 14, 15, 16),
+    ("Ant-v5", "P"): (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12),  # z, the torso's quaternion (4), 8 joint angles
+    ("Ant-v5", "V"): (13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26),  # 6 torso, 8 joint velocities
+    ("Pendulum-v1", "P"): (0, 1),  # cos theta, sin theta
+    ("Pendulum-v1", "V"): (2,),  # theta dot
+    ("CartPole-v1", "P"): (0, 2),  # cart position, pole angle
+    ("CartPole-v1", "V"): (1, 3),  # cart velocity, pole angular velocity
+}
+
+
+@pytest.mark.parametrize("env_id, mask", sorted(BY_HAND))
+def test_each_mask_keeps_the_entries_its_documented_layout_says(env_id, mask):
+    assert keep_of(env_id, mask) == BY_HAND[env_id, mask]
+
+
+def test_the_two_masks_of_a_family_split_its_positions_from_its_velocities():
+    """P and V never share an entry; Ant's contact forces (v5's 78 entries after the velocities) are in neither."""
+    for env_id in {e for e, _ in BY_HAND}:
+        p, v = keep_of(env_id, "P"), keep_of(env_id, "V")
+        assert not set(p) & set(v), env_id
+    assert max(keep_of("Ant-v5", "V")) == 26 < 27  # 27..104: contact forces, in neither

@@ -215,3 +215,13 @@ def test_a_win_on_the_time_limits_last_step_is_terminated_not_truncated(game):
         step = env.step(jax.random.key(0), state, action)
         assert [bool(step.done), bool(step.truncated)] == want, (game, action)
     assert float(env.transition(jax.random.key(0), state, win)[2]) > 0  # the win is rewarded
+
+
+def test_a_minesweeper_board_whose_cells_overflow_32_bits_is_refused_by_its_size():
+    """``size=100000``: ``size ** 2`` cells overflowed in the jitted reset (an ``OverflowError``); the largest board
+    whose cells fit (46,340 ** 2 < 2 ** 31 <= 46,341 ** 2) is accepted."""
+    with pytest.raises(ValueError, match=r"size must be at most 46340 \(a board of size \*\* 2 cells"):
+        MineSweeper(size=100_000)
+    with pytest.raises(ValueError, match="size must be at most 46340"):
+        MineSweeper(size=46_341)
+    assert MineSweeper(size=46_340).num_actions == 46_340 ** 2 < 2 ** 31 <= 46_341 ** 2

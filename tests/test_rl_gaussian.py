@@ -172,10 +172,25 @@ def test_with_a_critic_constant_the_value_and_policy_gradients_come_apart():
 def test_critic_lr_is_refused_where_nothing_reads_it():
     with pytest.raises(ValueError, match="critic_lr does nothing here: optimizer 'adam' does not read it"):
         RLConfig(critic_lr=0.5)
-    with pytest.raises(ValueError, match="critic_lr needs algorithm 'ac'"):
-        RLConfig(algorithm="q", optimizer="intentional", critic_lr=0.5)
+    for algorithm in ("q", "qrc", "sarsa"):  # every algorithm without a critic of its own
+        with pytest.raises(ValueError, match=f"critic_lr does nothing here: algorithm '{algorithm}' does not read it "
+                                             r"\(only ac"):
+            RLConfig(algorithm=algorithm, optimizer="intentional", critic_lr=0.5)
     with pytest.raises(ValueError, match="critic_lr must be at most 1"):
         RLConfig(optimizer="intentional", critic_lr=2.0)
+
+
+def test_a_box_preset_under_an_algorithm_of_discrete_actions_names_the_box_not_its_critic_lr(capsys):
+    """``--preset hopper-p --algorithm sarsa``: the preset's critic_lr is dropped as unread (as its other options
+    of the actor-critic are), and the real reason is said: Box actions need ac [before: "argument --critic-lr:
+    critic_lr needs algorithm 'ac'", though no --critic-lr was given]."""
+    from rtrl.cli import main
+    from rtrl.rl.presets import PRESETS
+
+    assert PRESETS["hopper-p"].options.get("critic_lr") is not None
+    assert main(["rl", "--preset", "hopper-p", "--algorithm", "sarsa", "--out", "never-made"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and "algorithm must be ac (a Gaussian policy)" in err and "critic" not in err
 
 
 @pytest.mark.parametrize("cell, state_std", [("mingru", False), ("elman", False), ("mingru", True)])

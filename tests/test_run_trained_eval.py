@@ -3,6 +3,7 @@ policy in one environment), the short repr, and ``rtrl.load`` of a run of severa
 
 import dataclasses
 import json
+import os
 
 import jax
 import jax.numpy as jnp
@@ -442,3 +443,109 @@ def test_a_gymnasium_runs_extra_inputs_are_given_in_the_rollout_as_in_training(t
     trained = dataclasses.replace(trained, state=trained.state._replace(params=params))
     result = trained.evaluate(episodes=2, seed=0, greedy=True)
     assert (result["value"], result["min"]) == (2.0, 2.0)
+
+
+def test_videos_are_never_written_through_a_link_nor_over_a_video_without_overwrite(tmp_path, capsys):
+    """A link named like one of the videos (out of the folder, or dangling) is refused before anything is filmed,
+    even with ``overwrite``, and what it points to is untouched; a video already there is replaced only with
+    ``overwrite``; a dangling ``--video`` folder is one usage error; no temporary folder is left behind."""
+    pytest.importorskip("moviepy")
+    name = film_env()
+    run = tmp_path / "film"
+    assert main(f"rl --env gymnasium:{name} --hidden 2 --envs 1 --record-every 6 --steps 6 --quiet --out {run}"
+                .split()) == 0
+    trained = rtrl.load(run)
+    films, precious = tmp_path / "films", tmp_path / "precious.mp4"
+    films.mkdir()
+    precious.write_bytes(b"precious")
+    os.symlink(precious, films / "seed5-episode-1.mp4")
+    for overwrite in (False, True):
+        with pytest.raises(ValueError, match="seed5-episode-1.mp4 is a symbolic link"):
+            trained.evaluate(episodes=2, seed=5, video=films, overwrite=overwrite)
+    assert precious.read_bytes() == b"precious" and sorted(os.listdir(films)) == ["seed5-episode-1.mp4"]
+    os.symlink(precious, run / "seed0-episode-0.mp4")  # --video RUN: the same rule in the run folder
+    assert main(["eval", str(run), "--episodes", "1", "--video", str(run)]) == 2
+    assert "seed0-episode-0.mp4 is a symbolic link" in capsys.readouterr().err
+    (films / "seed5-episode-1.mp4").unlink()
+    (films / "seed5-episode-0.mp4").write_bytes(b"an earlier video")
+    with pytest.raises(ValueError, match="seed5-episode-0.mp4 exists; choose another file, or replace it with"):
+        trained.evaluate(episodes=2, seed=5, video=films)
+    assert sorted(os.listdir(films)) == ["seed5-episode-0.mp4"]
+    trained.evaluate(episodes=2, seed=5, video=films, overwrite=True)
+    assert sorted(os.listdir(films)) == ["seed5-episode-0.mp4", "seed5-episode-1.mp4"]  # nothing else left there
+    assert (films / "seed5-episode-0.mp4").read_bytes()[4:8] == b"ftyp"  # an MP4 now
+    os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
+    assert main(["eval", str(run), "--episodes", "1", "--video", str(tmp_path / "dangling")]) == 2
+    err = capsys.readouterr().err
+    assert "dangling is a symbolic link to" in err and "which does not exist" in err and "Traceback" not in err
+    assert main(["eval", str(run), "--overwrite"]) == 2
+    assert "--overwrite applies to the videos of --video DIR" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["train", "rl"])
+def test_a_checkpoint_whose_parameters_are_nan_is_refused_on_load_and_eval(runs, tmp_path, capsys, kind):
+    """A checkpoint of NaN parameters (an older version's, or an edited one) would score as a policy or a readout
+    (return 0, accuracy 1/3, exit 0): ``rtrl.load`` and ``rtrl eval`` refuse it, naming the file and the leaf."""
+    import shutil
+
+    import jax
+
+    from rtrl.run import checkpoint
+    from rtrl.run.folder import Run, RunError
+
+    run = tmp_path / kind
+    shutil.copytree(runs / kind, run)
+    file = run / "checkpoint.npz"
+    state, meta = checkpoint.load(file, Run.open(run).fresh())
+    nan = state._replace(params=jax.tree.map(lambda a: jnp.full_like(a, jnp.nan), state.params))
+    checkpoint.save(file, nan, meta)
+    with pytest.raises(RunError, match=f"{file} holds nan in \\.params.*: the run had diverged and cannot be loaded"):
+        rtrl.load(run)
+    assert main(["eval", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "holds nan in .params" in err and "Traceback" not in err
+    checkpoint.save(file, state, meta)  # the same parameters, finite: loaded again
+    assert rtrl.load(run).step == meta["step"]
+
+
+def test_act_refuses_an_observation_it_cannot_act_on_in_one_line(runs):
+    """A NaN (or an infinity) in the observation, another width, a batch, text: each a ``ValueError`` saying what
+    was expected [unchecked: action 0 and NaN memory without a word, or JAX's broadcasting error]."""
+    trained = rtrl.load(runs / "normalised")  # its statistics broadcast against a wrong width
+    for obs, said in (([0.0, np.nan, 1.0], "obs must be finite, got nan at index 1"),
+                      (np.array([np.inf, 0.0, 0.0]), "obs must be finite, got inf at index 0"),
+                      (np.zeros(5), r"obs must be one observation of shape \(3,\) \(the torso's 3 inputs\), got shape "
+                                    r"\(5,\)"),
+                      (np.zeros(1), r"got shape \(1,\)"), (np.zeros((2, 3)), r"got shape \(2, 3\)"),
+                      ("abc", "obs must be one observation of 3 numbers, got str")):
+        with pytest.raises(ValueError, match=said):
+            trained.act(obs)
+    action, _ = trained.act([0, 1, 0], greedy=True)  # a list of ints: an observation
+    assert int(action) in (0, 1, 2)
+
+
+def test_a_link_made_while_the_episodes_are_filmed_is_replaced_not_written_through(tmp_path, monkeypatch):
+    """The videos are recorded apart and moved onto their names (``os.replace``): a link that appears under a video's
+    name after the check (another process) is replaced by the video, and the file it points to is untouched."""
+    pytest.importorskip("moviepy")
+    from rtrl.run import rollout
+
+    name = film_env()
+    run = tmp_path / "film"
+    assert main(f"rl --env gymnasium:{name} --hidden 2 --envs 1 --record-every 6 --steps 6 --quiet --out {run}"
+                .split()) == 0
+    films, precious = tmp_path / "films", tmp_path / "precious.mp4"
+    precious.write_bytes(b"precious")
+    checked = rollout.video_files
+
+    def then_a_link(folder, seed, episodes, overwrite):
+        files = checked(folder, seed, episodes, overwrite)
+        folder.mkdir()
+        os.symlink(precious, files[0])
+        return files
+
+    monkeypatch.setattr(rollout, "video_files", then_a_link)
+    rtrl.load(run).evaluate(episodes=1, seed=2, video=films)
+    assert precious.read_bytes() == b"precious"
+    video = films / "seed2-episode-0.mp4"
+    assert not video.is_symlink() and video.read_bytes()[4:8] == b"ftyp" and os.listdir(films) == [video.name]

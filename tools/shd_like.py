@@ -55,18 +55,39 @@ def write(path: str, rng: np.random.Generator, classes: np.ndarray, n: int) -> N
     os.replace(tmp, path)
 
 
+def whole(least: int):
+    """An argparse type: an integer of at least ``least``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer of at least {least}, got {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"expected an integer of at least {least}, got {value}")
+        return value
+    return parse
+
+
 def main(argv=None) -> None:
+    from rtrl.files import check_output_file
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out")
-    parser.add_argument("--train", type=int, default=2000)
-    parser.add_argument("--test", type=int, default=400)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("out", help="the folder to write shd_train.h5 and shd_test.h5 into (made if missing)")
+    parser.add_argument("--train", type=whole(1), default=2000, help="training examples (default %(default)s)")
+    parser.add_argument("--test", type=whole(1), default=400, help="test examples (default %(default)s)")
+    parser.add_argument("--seed", type=whole(0), default=0, help="default %(default)s")
     args = parser.parse_args(argv)
+    files = [os.path.join(args.out, name) for name in ("shd_train.h5", "shd_test.h5")]
+    try:  # the rule of every file rtrl writes: no link written through, no folder; an earlier stand-in replaced
+        for file in files:
+            check_output_file(file, "out", overwrite=True)
+    except ValueError as e:
+        parser.error(str(e))
     os.makedirs(args.out, exist_ok=True)
     rng = np.random.default_rng(args.seed)
     classes = sweeps(rng)
-    write(os.path.join(args.out, "shd_train.h5"), rng, classes, args.train)
-    write(os.path.join(args.out, "shd_test.h5"), rng, classes, args.test)
+    for file, n in zip(files, (args.train, args.test), strict=True):
+        write(file, rng, classes, n)
 
 
 if __name__ == "__main__":

@@ -31,9 +31,11 @@ from rtrl.checks import positive_int_expected
 from rtrl.frozen import Frozen
 
 RESUME_KEYS = ("steps", "devices")  # may change between a run and its resumption: the budget, where it runs
-# options newer than some run folders: a config.json without them takes the default
-ADDED_KEYS = ("devices", "readout_decay", "rate_weight", "rate_target", "head_hidden", "split_torso", "init_std",
-              "state_std", "rate_form")
+# options newer than some run folders: a config.json without them takes the default, which is what a run of before
+# them did (tests/test_config_formats.py writes each released format by hand). A training run's, then an RL run's:
+ADDED_KEYS = ("devices", "trace_dtype", "readout_decay", "rate_weight", "rate_target", "rate_form",
+              "algorithm", "epsilon", "explore_steps", "h_lr", "h_beta", "head_hidden", "extra_inputs", "health_every",
+              "seeds", "critic_lr", "split_torso", "init_std", "state_std")
 # what a run folder's config.json says beside the options: where the run last computed (rtrl.provenance.platform);
 # no option, so ``from_dict`` leaves them out
 PLATFORM_KEYS = ("backend", "device")

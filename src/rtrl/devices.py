@@ -151,3 +151,22 @@ def check_memory(needed: int, devices: int = 1, smaller: str = "--hidden, --batc
         raise ValueError(f"the run needs at least {gib(needed)} of memory (its parameters with their optimiser state, "
                          f"and what every stream keeps) and this machine has {gib(free)} {where}; "
                          f"choose a smaller {smaller}")
+
+
+# What a run may ask to do, whatever memory it fits in: a bound on the work counted before anything starts, so that
+# a size typed by mistake (--head-hidden 100000000, --seeds 100000) is refused at once instead of running for days.
+MAX_UPDATES = 10**14  # floats updated (parameters and traces, each step of each stream): 1,000 times rtrl's largest
+# preset (6.8e10, popgym-repeat-first), about a day on a CPU
+MAX_RECORDED = 10**7  # per-seed figures the host gathers over a run (seeds x records): each is Python work
+
+
+def check_work(updates: int, recorded: int = 0, smaller: str = "--hidden, --batch or --steps") -> None:
+    """A ``ValueError`` saying how much work the run asks for and the bound, when ``updates`` (floats updated over
+    the run) exceeds ``MAX_UPDATES`` or ``recorded`` (figures gathered on the host) exceeds ``MAX_RECORDED``."""
+    if updates > MAX_UPDATES:
+        raise ValueError(f"the run asks for {updates:.2g} float updates (its parameters and traces, every step of "
+                         f"every stream), more than the {MAX_UPDATES:.0e} a run may ({updates / MAX_UPDATES:,.0f} "
+                         f"times as many: days or more of computing); choose a smaller {smaller}")
+    if recorded > MAX_RECORDED:
+        raise ValueError(f"the run asks the host to gather {recorded:,} per-seed figures (seeds x records), more than "
+                         f"the {MAX_RECORDED:,} a run may; choose a smaller {smaller}, or a larger --record-every")

@@ -363,6 +363,9 @@ def as_graph(graph):
         if os.path.exists(graph) and not os.path.isfile(graph):  # a FIFO or a device would block the read
             raise ValueError(f"cannot read a NIR graph from {os.fspath(graph)!r}: not a regular file")
         try:
+            outside = reaching_out(graph)
+            if outside:  # nir.read would follow it and build another file's graph
+                raise ValueError(f"{outside}; a NIR file must hold its whole graph itself")
             graph = nir.read(graph)
         except Exception as error:  # noqa: BLE001 - h5py and nir raise many kinds; the reason goes in the message
             reason = (str(error).splitlines() or [type(error).__name__])[0]
@@ -370,6 +373,38 @@ def as_graph(graph):
     if not isinstance(graph, nir.NIRGraph):
         raise TypeError(f"graph must be a nir.NIRGraph or the path of a .nir file, got {type(graph).__name__}")
     return graph
+
+
+def reaching_out(path) -> str | None:
+    """What in the HDF5 file at ``path`` leads to another file (an external link, a dataset stored outside it or
+    mapped from others), in a few words; ``None`` where it is self-contained. Soft links are not followed (within
+    the file, they lead only where a hard link does); each group is visited once (a hard link may loop)."""
+    import h5py
+
+    seen = set()
+
+    def visit(group) -> str | None:
+        if group.id in seen:
+            return None
+        seen.add(group.id)
+        for name in group:
+            link = group.get(name, getlink=True)
+            where = f"{group.name.rstrip('/')}/{name}"
+            if isinstance(link, h5py.ExternalLink):
+                return f"{where} is an external link (to {link.filename}:{link.path})"
+            if isinstance(link, h5py.SoftLink):
+                continue
+            item = group[name]
+            if isinstance(item, h5py.Group):
+                found = visit(item)
+                if found:
+                    return found
+            elif isinstance(item, h5py.Dataset) and (item.external or item.is_virtual):
+                return f"{where} is a dataset stored in other files"
+        return None
+
+    with h5py.File(path, "r") as f:
+        return visit(f)
 
 
 def kind(nodes: dict, name: str) -> str:

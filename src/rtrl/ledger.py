@@ -23,7 +23,7 @@ from typing import Any
 import filelock
 
 from rtrl import interrupts
-from rtrl.files import atomic_write_text
+from rtrl.files import atomic_write_text, parse_json
 
 NAME = "runs.jsonl"
 LOCK = ".runs.lock"
@@ -59,8 +59,19 @@ def a_list(value) -> bool:
     return isinstance(value, list)
 
 
+def records(value) -> bool:
+    """A run's records (``rtrl rl``'s metrics): a non-empty list of objects, each with a whole ``step``, a finite
+    ``wall_s`` and a ``return`` (a finite number, or ``None`` where no episode ended), every other value a finite
+    number, ``None`` or a list of them (a run of several seeds' ``*_per_seed``)."""
+    def record(r) -> bool:
+        return (isinstance(r, dict) and whole(r.get("step")) and number(r.get("wall_s")) and "return" in r
+                and all(v is None or number(v) or numbers_or_none(v) for v in r.values()))
+    return isinstance(value, list) and bool(value) and all(record(r) for r in value)
+
+
 KINDS = {number: "a finite number", numbers_or_none: "a list of finite numbers (or null)", text: "a string",
-         whole: "an integer", a_dict: "an object", a_list: "a list"}
+         whole: "an integer", a_dict: "an object", a_list: "a list",
+         records: "a non-empty list of records (objects with a whole step, a finite wall_s and a return)"}
 
 
 def read(path: str | os.PathLike, fields: dict[str, Callable[[Any], bool]],
@@ -82,10 +93,12 @@ def read(path: str | os.PathLike, fields: dict[str, Callable[[Any], bool]],
                 continue
             where = f"{path}, line {lineno}"
             try:
-                row = json.loads(line, parse_constant=lambda name, where=where: _refuse_constant(where, name))
+                row = parse_json(line)  # rtrl.files: the one reader of JSON text from outside
             except json.JSONDecodeError as e:
                 raise LedgerError(f"{where}: not a JSON object ({e.msg}); the line is damaged (a torn write or an "
                                   "edit): remove it to run that row again") from None
+            except ValueError as e:  # a NaN, a key given twice, a byte-order mark, nesting: named as such
+                raise LedgerError(f"{where}: {e}; not a result (remove the line to run that row again)") from None
             if not isinstance(row, dict):
                 raise LedgerError(f"{where}: expected a JSON object, got {type(row).__name__}")
             for field, check in fields.items():
@@ -103,10 +116,6 @@ def read(path: str | os.PathLike, fields: dict[str, Callable[[Any], bool]],
                 seen[k] = lineno
             rows.append(row)
     return rows
-
-
-def _refuse_constant(where: str, name: str):
-    raise LedgerError(f"{where}: {name} is not a result (a value that is not a finite number)")
 
 
 def write(path: str | os.PathLike, rows: list[dict]) -> None:
@@ -132,6 +141,33 @@ def keep(path: str | os.PathLike, rows: list[dict], line: str, also: Iterable[tu
               flush=True)
         return False
     return True
+
+
+def make_folder(folder) -> Path:
+    """``folder`` (a runner's ``--out``) made with its parents, if it may hold a results table's files: a non-empty
+    path, neither a file nor a link to nothing; else ``LedgerError`` saying so, nothing made."""
+    if not isinstance(folder, str | os.PathLike) or not os.fspath(folder):
+        raise LedgerError(f"--out must name a folder for the results, got {folder!r}")
+    path = Path(folder)
+    if path.is_symlink() and not path.exists():
+        raise LedgerError(f"--out {folder} is a symbolic link to {os.readlink(path)}, which does not exist; name a "
+                          "folder")
+    above = next(p for p in (path, *Path(os.path.abspath(path)).parents) if p.exists() or p == p.parent)
+    if not above.is_dir():
+        raise LedgerError(f"--out {folder}: {above} is a file, not a folder; name a folder for the results")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def entry(main: Callable[[], int | None]) -> int:
+    """A runner's ``python -m`` entry: ``main()``'s exit status, a ``LedgerError`` (a damaged ledger, a busy or bad
+    folder) one line on stderr and exit status 2, as the ``rtrl results`` front end says it."""
+    try:
+        status = main()
+    except LedgerError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0 if status is None else status
 
 
 @contextlib.contextmanager

@@ -23,6 +23,7 @@ class attributes. It declares ``param_shapes()``; the default ``init`` then draw
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import math
@@ -63,6 +64,20 @@ class Cell(Frozen):
     def __post_init__(self) -> None:
         for name in ("input_size", "hidden_size"):
             check_positive_int(name, getattr(self, name))
+
+    def __check_init__(self) -> None:
+        """Once the options are normalised (``rtrl.frozen``): an option given (away from its default) that the
+        cell's other options leave unread is refused in one line, naming it and why (``unread_options``)."""
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        for name, why in self.unread_options().items():
+            value = getattr(self, name)
+            if value != defaults[name]:
+                raise ValueError(f"{name}={value!r} does nothing here: {why}; leave it out (or change that)")
+
+    def unread_options(self) -> dict[str, str]:
+        """The options this cell's other options make it ignore, each with why (``{"v_reset": "reset='subtract'
+        reads no reset value"}``); a cell with conditional options says so."""
+        return {}
 
     # -- to be provided by subclasses -------------------------------------------------------------------
     def param_shapes(self) -> dict[str, tuple[int, ...]]:

@@ -58,6 +58,13 @@ class MinGRU(ElementwiseCell):
             raise ValueError(f"min_timescale must be a finite number > 1 (a neuron's shortest timescale at the "
                              f"start), got {self.min_timescale!r}")
 
+    def unread_options(self) -> dict[str, str]:
+        if self.max_timescale > self.min_timescale:
+            return {}
+        why = (f"the chrono initialisation needs max_timescale above min_timescale={self.min_timescale!r}, got "
+               f"max_timescale={self.max_timescale!r}")
+        return {"min_timescale": why, "max_timescale": why}
+
     def init_param(self, name, shape, key, dtype):
         if name == "b_z" and self.max_timescale > self.min_timescale:
             tau = jax.random.uniform(key, shape, dtype, self.min_timescale, self.max_timescale)

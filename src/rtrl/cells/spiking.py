@@ -154,6 +154,9 @@ class SpikingCell(Cell):
     refractory: int = 0
     learn_tau: bool = False
 
+    def unread_options(self) -> dict[str, str]:
+        return {} if self.reset == "value" else {"v_reset": f"reset={self.reset!r} sets no value (reset='value' does)"}
+
     def __post_init__(self) -> None:
         super().__post_init__()
         set_numbers(self, "leak", 0.0, 1.0, open_high=False)

@@ -57,6 +57,9 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--video", type=path, metavar="DIR",
                    help="RL on a Gymnasium environment that renders: record every episode into DIR (Gymnasium's "
                         "RecordVideo; needs moviepy: the extra rtrl[video])")
+    p.add_argument("--overwrite", action="store_true",
+                   help="--video: replace videos of the same names already in DIR (a link there is never written "
+                        "through, even with it)")
     p.add_argument("--json", action="store_true", help="print one JSON object (metric, value, episodes, ...)")
     p.add_argument("--allow-import", action="append", default=[], metavar="MODULE:NAME", type=import_path,
                    help="let the run's config.json import this cell (as for `rtrl resume`; repeatable)")
@@ -68,10 +71,13 @@ def cmd_eval(args) -> int:
     trained = load_run_seed(args.run, allow_import=args.allow_import, seed=args.run_seed)
     if args.video is not None and trained.run.name != "rl":
         raise UsageError(f"--video applies to RL runs (rtrl rl); {args.run} is a training run")
+    if args.overwrite and args.video is None:
+        raise UsageError("--overwrite applies to the videos of --video DIR, and no --video was given")
     if args.greedy and trained.run.name != "rl":
         raise UsageError(f"--greedy applies to RL runs (rtrl rl); {args.run} is a training run")
     try:
-        result = trained.evaluate(args.episodes, args.seed, greedy=args.greedy, video=args.video)
+        result = trained.evaluate(args.episodes, args.seed, greedy=args.greedy, video=args.video,
+                                  overwrite=args.overwrite)
     except ValueError as e:
         if type(e) is not ValueError:
             raise

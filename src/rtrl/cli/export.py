@@ -2,8 +2,9 @@
 NIR graph (``rtrl.export.to_nir``; needs the ``nir`` extra), atomically, for ``--target`` (NIR's equations, or what
 snnTorch's or Norse's importer runs with rtrl's spikes) at ``--dt`` seconds (the target's own by default). A cell
 with no NIR counterpart (any non-spiking cell, ``ALIF``), or one the target cannot run, is one usage error naming
-it; an existing FILE is kept unless ``--overwrite``; a run folder's own files (``config.json``, ``checkpoint.npz``,
-...) are never replaced, even with it."""
+it; an existing FILE is kept unless ``--overwrite``, and a link is never written through
+(``rtrl.files.check_output_file``); a run folder's own files (``config.json``, ``checkpoint.npz``, ...) are never
+replaced, even with it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import argparse
 import io
 from pathlib import Path
 
-from rtrl.files import atomic_write
+from rtrl.files import atomic_write, check_output_file
 from rtrl.run.argtypes import import_path, path, positive_float
 from rtrl.run.folder import run_file_of
 from rtrl.run.trained import load_run_seed
@@ -43,8 +44,10 @@ def cmd_export(args) -> int:
     if not out.parent.is_dir():
         raise UsageError(f"--nir {out}: {out.parent} is not an existing folder")
     check_not_a_run_file(out)
-    if out.exists() and not args.overwrite:
-        raise UsageError(f"--nir {out} exists; choose another file, or replace it with --overwrite")
+    try:
+        check_output_file(out, "--nir", args.overwrite)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     trained = load_run_seed(args.run, allow_import=args.allow_import, seed=args.run_seed)
     try:
         nir = nir_module()
@@ -80,5 +83,3 @@ def check_not_a_run_file(out: Path) -> None:
     if own is not None:
         raise UsageError(f"--nir {out} names {own}, a file of the run folder {own.parent}; export to a file of its "
                          "own (--overwrite never replaces a run's files)")
-    if out.is_dir():
-        raise UsageError(f"--nir {out} is a folder; name the file to write")

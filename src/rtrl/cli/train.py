@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from rtrl.config import allowed_imports
-from rtrl.devices import check_memory, first_process, join
+from rtrl.devices import check_memory, check_work, first_process, join
 from rtrl.driver import Stopped
 from rtrl.run import loggers
 from rtrl.run.argtypes import import_path, non_negative_int, path, positive_int
@@ -38,10 +38,12 @@ def one_line(error: BaseException) -> str:
 
 def fits(assembly) -> None:
     """A ``UsageError`` before anything is written when the run of ``assembly`` cannot fit in this machine's
-    memory."""
+    memory, or asks for more work than a run may (``rtrl.devices.check_work``)."""
     config = assembly.config
     try:
         check_memory(assembly.memory_needed(), config.devices, config.size_options)
+        if hasattr(assembly, "work_needed"):  # and what it will do (an RL run's), not only what it will hold
+            check_work(*assembly.work_needed(), smaller=config.size_options)
     except ValueError as e:
         raise UsageError(str(e)) from None
 

@@ -32,7 +32,7 @@ from rtrl.reports import popgym, rl
 from rtrl.reports.kind import Job, Kind
 
 FIELDS = {"kind": ledger.text, "table": ledger.text, "row": ledger.text, "seed": ledger.whole,
-          "options": ledger.a_dict, "records": ledger.a_list}  # a line of runs.jsonl, every kind
+          "options": ledger.a_dict, "records": ledger.records}  # a line of runs.jsonl, every kind
 
 
 def key(line: dict) -> tuple[str, str, int]:
@@ -102,7 +102,7 @@ def main(kind_name: str, argv=None, prog: str | None = None, parser_class=argpar
     if args.jobs < 1:
         parser.error(f"--jobs must be a positive integer, got {args.jobs}")
     kind.check(args, parser)
-    os.makedirs(args.out, exist_ok=True)
+    ledger.make_folder(args.out)  # a file, '' or a dangling link: one LedgerError
     with ledger.locked(args.out):  # a second command on the same folder is refused, not raced
         return run(kind, args)
 

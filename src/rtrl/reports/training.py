@@ -26,7 +26,7 @@ from pathlib import Path
 
 from rtrl import interrupts, provenance
 from rtrl.driver import Diverged
-from rtrl.files import atomic_write_text
+from rtrl.files import atomic_write_text, check_output_file
 from rtrl.run.folder import Run, read_metrics
 from rtrl.run.plot import Curve, plot_curves
 from rtrl.training.presets import EXPERIMENTS, Experiment, Row
@@ -134,6 +134,10 @@ def main(argv=None, prog: str = "rtrl results training", parser_class=argparse.A
     parser.add_argument("--out", default="docs/results.md", help="the Markdown page (default %(default)s)")
     parser.add_argument("--runs", default="runs/results", help="where the run folders go (default %(default)s)")
     args = parser.parse_args(argv)
+    try:  # before anything runs: a page that is not this command's (a run's config.json, notes) is never replaced
+        check_output_file(args.out, "--out", overwrite=None, ours=is_results_page)
+    except ValueError as e:
+        parser.error(str(e))
     try:
         with interrupts.deferred():
             write_tables(args, prog)
@@ -144,11 +148,20 @@ def main(argv=None, prog: str = "rtrl results training", parser_class=argparse.A
     return 0
 
 
+def is_results_page(path: Path) -> bool:
+    """Whether the file at ``path`` is a page this command wrote (UTF-8 text holding a table between its markers),
+    which it may rewrite."""
+    try:
+        page = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return page.startswith("# ") and "<!-- results:" in page
+
+
 def write_tables(args: argparse.Namespace, prog: str = "rtrl results training") -> None:
     """Run the experiments ``args`` names and write each table into ``args.out`` when it is finished, each with
     its provenance line (``prog``: the command that reruns it)."""
     out = Path(args.out)
-    page = out.read_text() if out.exists() else "# Results\n"
     at = provenance.commit()  # the code the tables are measured on: read once, before the first row
     for experiment in EXPERIMENTS:
         if (experiment.name not in args.only) if args.only else experiment.long:
@@ -159,6 +172,7 @@ def write_tables(args: argparse.Namespace, prog: str = "rtrl results training") 
                     f"Wall time of this table: {time.perf_counter() - start:.0f} s.\n")
         interrupts.poll()  # not written if a Ctrl-C came while it was made
         print(section, flush=True)
-        page = with_section(page, experiment.name, section)
+        # the page as it stands now, read again: another command's tables written meanwhile are kept beside ours
+        page = with_section(out.read_text() if out.exists() else "# Results\n", experiment.name, section)
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out, page)  # after every table: a stopped command keeps the tables it finished

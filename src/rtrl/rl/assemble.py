@@ -39,6 +39,16 @@ class RLAssembly(NamedTuple):
         history = env.max_steps * env.obs_size if c.fidelity_every else 0
         return itemsize * c.seeds * (3 * params + c.envs * (params + memory + history))
 
+    def work_needed(self) -> tuple[int, int]:
+        """The work the run asks for (``rtrl.devices.check_work``): the floats it updates (each step of each
+        environment of each seed: the parameters and the torso's online state), and the per-seed figures its host
+        gathers (seeds times records)."""
+        c, agent = self.config, self.agent
+        params = floats_of(lambda: agent.init(jax.random.PRNGKey(0)))
+        memory = floats_of(lambda: agent.learner.init(agent.cell.init(jax.random.PRNGKey(0))))
+        records = -(-c.steps // c.record_every)
+        return c.steps * c.envs * c.seeds * (params + memory), c.seeds * records
+
 
 def assemble(config: RLConfig) -> RLAssembly:
     """The parts of ``config``; ``ValueError`` naming an option the environment or the cell does not have, a cell

@@ -89,6 +89,8 @@ def unread(values: dict) -> list[tuple[str, str]]:
         if name in given and optimizer not in rules and name not in reads:
             users = " or ".join(rules) + "".join(f", or algorithm {a}" for a in ALGORITHMS if name in options_of(a))
             found.append((name, f"optimizer {optimizer!r} does not read it (only {users})"))
+    if "critic_lr" in given and algorithm != "ac":  # the critic's own constant: an algorithm with a critic
+        found.append(("critic_lr", f"algorithm {algorithm!r} does not read it (only ac, an actor and a critic)"))
     if "truncation" in given and values["method"] != "tbptt":
         method = values["method"]
         which = repr(method) if isinstance(method, str) else f"a {type(method).__name__} object (its own window)"
@@ -206,9 +208,6 @@ class RLConfig(Config):
             raise OptionError(f"lr must be at most 1 under optimizer 'intentional' (the fraction eta of the TD error "
                               f"a step intends), got {self.lr}", "lr")
         if self.critic_lr is not None:
-            if self.algorithm != "ac":
-                raise OptionError(f"critic_lr needs algorithm 'ac' (an actor and a critic), got {self.algorithm!r}",
-                                  "critic_lr")
             if self.critic_lr > 1:
                 raise OptionError(f"critic_lr must be at most 1 (the fraction eta of the TD error a step intends), "
                                   f"got {self.critic_lr}", "critic_lr")

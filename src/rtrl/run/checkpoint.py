@@ -24,7 +24,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from rtrl.devices import gathered
-from rtrl.files import atomic_write
+from rtrl.files import atomic_write, parse_json
 
 META = "meta"
 
@@ -71,7 +71,7 @@ def read(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict]:
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
-        meta = json.loads(arrays.pop(META).tobytes().decode())
+        meta = parse_json(arrays.pop(META).tobytes().decode())  # strict, as every JSON text from outside
     except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, UnicodeDecodeError) as e:
         raise CheckpointError(f"checkpoint {path} is damaged or not a checkpoint ({type(e).__name__}: {e})") from None
     if not isinstance(meta, dict):

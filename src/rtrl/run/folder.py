@@ -47,7 +47,6 @@ import contextlib
 import dataclasses
 import fnmatch
 import json
-import math
 import os
 from pathlib import Path
 
@@ -57,7 +56,7 @@ from rtrl import devices, interrupts
 from rtrl.checks import first_non_finite
 from rtrl.config import PLATFORM_KEYS, Config, allowed_imports
 from rtrl.driver import Diverged
-from rtrl.files import atomic_write_text, naming
+from rtrl.files import atomic_write_text, naming, not_plain, parse_json
 from rtrl.provenance import platform
 from rtrl.run import checkpoint, loggers
 from rtrl.run.plot import Curve, plot_curves
@@ -69,34 +68,6 @@ PLATFORM = PLATFORM_KEYS  # config.json's keys besides the options: where the ru
 
 class RunError(ValueError):
     """A run folder that cannot be used as asked (damaged, in use, another run); the message names the file."""
-
-
-class NotStrict(ValueError):
-    """A ``NaN`` or ``Infinity`` in JSON text."""
-
-
-def reject_constant(name: str):
-    raise NotStrict(name)
-
-
-def non_finite_fields(value, where: str = "") -> list[str]:
-    """The dotted names of the ``NaN`` / infinite numbers in parsed JSON (``["lr"]``, ``["task.scale"]``)."""
-    if isinstance(value, dict):
-        return [f for k, v in value.items() for f in non_finite_fields(v, f"{where}.{k}" if where else str(k))]
-    if isinstance(value, list):
-        return [f for i, v in enumerate(value) for f in non_finite_fields(v, f"{where}[{i}]")]
-    return [where or "the value"] if isinstance(value, float) and not math.isfinite(value) else []
-
-
-def parse_json(text: str):
-    """Strict JSON: ``NaN`` and ``Infinity`` are refused (``json.loads`` would accept them), naming the fields that
-    hold them."""
-    try:
-        return json.loads(text, parse_constant=reject_constant)
-    except NotStrict:
-        fields = non_finite_fields(json.loads(text))
-        raise ValueError(f"{', '.join(fields)} {'is' if len(fields) == 1 else 'are'} NaN or infinite, which strict "
-                         "JSON does not allow") from None
 
 
 KINDS: dict[str, type[Run]] = {}  # name -> the kind's run class (``register``), in the order registered
@@ -149,12 +120,10 @@ def check_own_files(path: str | os.PathLike) -> None:
     is refused before anything is opened."""
     for name in (*FILES, LOCK):
         file = Path(path) / name
-        if file.is_symlink():
-            raise RunError(f"{file} is a symbolic link (to {os.readlink(file)}); a run folder's files must be its own, "
-                           "so nothing was read or changed (put the file itself there)")
-        if file.exists() and not file.is_file():
-            raise RunError(f"{file} is not a regular file (a folder, a named pipe or a device); nothing was read or "
-                           "changed")
+        why = not_plain(file)  # the rule of every file rtrl writes (rtrl.files)
+        if why:
+            raise RunError(f"{file} {why}; a run folder's files must be regular files of its own, so nothing was "
+                           "read or changed (put the file itself there)")
 
 
 def run_file_of(path: str | os.PathLike) -> Path | None:
@@ -183,6 +152,7 @@ def check_output_folder(folder: str | os.PathLike, option: str) -> Path:
     if own is not None:
         raise ValueError(f"{option} {folder} names {own}, a file of the run folder {own.parent}; choose a folder of "
                          "its own")
+    dangling(folder, option)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{option} {folder} is a file, not a folder")
     for run in (p for p in lexical.parents if (p / CONFIG).is_file()):
@@ -190,6 +160,13 @@ def check_output_folder(folder: str | os.PathLike, option: str) -> Path:
             raise ValueError(f"{option} {folder} lies in the run folder {run} but leads out of it (to {resolved}) "
                              "through a symbolic link; choose a folder of its own")
     return folder
+
+
+def dangling(folder: Path, option: str) -> None:
+    """``ValueError`` where ``folder`` is a symbolic link to nothing: a folder made there would be made elsewhere."""
+    if folder.is_symlink() and not folder.exists():
+        raise ValueError(f"{option} {folder} is a symbolic link to {os.readlink(folder)}, which does not exist; name "
+                         "an existing folder, or one to make")
 
 
 def read_config(path: str | os.PathLike, imports: bool = True) -> Config:
@@ -304,7 +281,7 @@ def read_platform(path: str | os.PathLike) -> dict:
     """What ``config.json`` in ``path`` says of where the run last computed (``PLATFORM``: ``backend``, ``device``;
     ``None`` for what it does not say, as in a folder written before it was recorded)."""
     try:
-        data = json.loads((Path(path) / CONFIG).read_text())
+        data = parse_json((Path(path) / CONFIG).read_text())
     except (OSError, ValueError):
         data = {}
     return {k: data.get(k) for k in PLATFORM} if isinstance(data, dict) else dict.fromkeys(PLATFORM)
@@ -361,6 +338,10 @@ def check_target(path: Path, config: Config, overwrite: bool) -> None:
     aside), or anything there with ``overwrite``."""
     if path.exists() and not path.is_dir():
         raise RunError(f"{path} is a file, not a run folder; choose another --out")
+    try:
+        dangling(path, "--out")
+    except ValueError as e:
+        raise RunError(str(e)) from None
     if (path / CONFIG).exists() and not overwrite:
         with allowed_imports(config.imports()):  # the code the caller names now may be read back, no other
             diff = read_config(path).differences(config)
@@ -377,6 +358,16 @@ def non_finite(state) -> tuple[str, float] | None:
     """The tree path and value of the first NaN or infinity among ``state``'s leaves; None if there is none."""
     return first_non_finite((name, devices.gathered(leaf)) for name, leaf in checkpoint.named_leaves(state)
                             if not checkpoint.is_key(leaf))
+
+
+def check_finite(file: Path, state, use: str) -> None:
+    """``RunError`` where the checkpoint ``file``'s ``state`` holds a NaN or an infinity (written by an older version,
+    which did not check before writing, or edited): a diverged run cannot be ``use`` (``"continued"``,
+    ``"loaded"``): its figures would be a NaN policy's or readout's, not the run's."""
+    bad = non_finite(state)
+    if bad:
+        raise RunError(f"{file} holds {bad[1]} in {bad[0]}: the run had diverged and cannot be {use}; nothing was "
+                       "changed (start again with --overwrite, e.g. with a smaller --lr)")
 
 
 def checked_meta(file: Path, state, meta: dict) -> dict:
@@ -604,10 +595,7 @@ class Run:
                 f"{self.path / METRICS} has no record of step {step}, where {file} stands: the history "
                 "was truncated; nothing was changed (restore it, or start again with --overwrite)"
             )
-        bad = non_finite(state)
-        if bad:  # written by an older version (a checkpoint is now checked before it is written)
-            raise RunError(f"{file} holds {bad[1]} in {bad[0]}: the run had diverged and cannot be continued; "
-                           "nothing was changed (start again with --overwrite, e.g. with a smaller --lr)")
+        check_finite(file, state, "continued")
         if step == 0:  # a run killed before its first interval: it starts again, and records step 0 again
             kept = []
         if len(kept) < len(records) or self.torn():

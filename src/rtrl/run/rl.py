@@ -73,10 +73,12 @@ class RLRun(Run):
         stats = state.wrappers[0] if config.normalize_obs else None
         return Policy(self.assembly.agent, state.params, stats, jnp.dtype(config.dtype))
 
-    def evaluate(self, state, episodes: int | None, seed: int | None, greedy: bool = False, video=None) -> dict:
+    def evaluate(self, state, episodes: int | None, seed: int | None, greedy: bool = False, video=None,
+                 overwrite: bool = False) -> dict:
         """The mean undiscounted return of ``episodes`` episodes (default 10) of ``state``'s policy, drawn from
         ``seed`` (default the run's), ``greedy`` or sampled (``rtrl.run.rollout``); ``video``: a folder to record
-        each episode into (a Gymnasium environment that renders: ``ValueError`` naming it otherwise)."""
+        each episode into (a Gymnasium environment that renders: ``ValueError`` naming it otherwise), where a video
+        already there is replaced only with ``overwrite`` and a link is never written through."""
         if not isinstance(greedy, bool):
             raise ValueError(f"greedy must be True or False, got {greedy!r}")
         episodes, seed = evaluation_options(episodes, seed, EVAL_EPISODES, self.config.seed)
@@ -84,8 +86,10 @@ class RLRun(Run):
         if video is not None:
             video = check_output_folder(video, "video")
             check_video(env, video)
+        elif overwrite:
+            raise ValueError("overwrite applies to the videos of an evaluation with video")
         if getattr(env, "host", False):
-            returns, cut = host_returns(env, policy, episodes, seed, greedy, video)
+            returns, cut = host_returns(env, policy, episodes, seed, greedy, video, overwrite)
         else:
             per_episode = floats_of(policy.memory) + 4 * env.obs_size
             check_memory(per_episode * episodes * jnp.dtype(self.config.dtype).itemsize, 1, "--episodes")
@@ -128,11 +132,16 @@ class RLRun(Run):
         first, last = records[0], records[-1]
         extra = ", ".join(f"{k} {fmt(v)}" for k, v in last.items()
                           if k not in ("step", "return", "wall_s", *TIMINGS) and not k.endswith("_per_seed"))
-        seeds = (f"; per seed {' '.join(fmt(v) for v in last['return_per_seed'])}" if "return_per_seed" in last
+        per_seed = last.get("return_per_seed", [])
+        more = f" and {len(per_seed) - SHOWN_SEEDS:,} more" if len(per_seed) > SHOWN_SEEDS else ""
+        seeds = (f"; per seed {' '.join(fmt(v) for v in per_seed[:SHOWN_SEEDS])}{more}" if "return_per_seed" in last
                  else "")
         return (f"mean return {fmt(first['return'])} at step {first['step']} -> {fmt(last['return'])} at step "
                 f"{last['step']} ({extra}){seeds} in {last['wall_s']:.1f} s on {computed_on()}"
                 f"{time_split(records, self.config.envs)}")
+
+
+SHOWN_SEEDS = 20  # a summary's per-seed returns: the first this many (10,000 seeds would be a line of 10,000)
 
 
 def time_split(records: list[dict], envs: int) -> str:

@@ -20,6 +20,10 @@ from).
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -28,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from rtrl.files import check_output_file
 from rtrl.rl.envs.normalize import standardized
 
 HOST_STEPS = 100_000  # a host episode is cut here where the environment states no limit of its own
@@ -94,10 +99,11 @@ def jitted_returns(env, policy: Policy, episodes: int, key: jax.Array, greedy: b
 
 
 def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
-                 video: Path | None = None) -> tuple[np.ndarray, int]:
+                 video: Path | None = None, overwrite: bool = False) -> tuple[np.ndarray, int]:
     """The returns of ``episodes`` episodes of the Gymnasium environment ``env`` (an ``rtrl.rl.envs.GymnasiumEnv``),
     one after another, and how many were cut at ``HOST_STEPS`` (an environment without a limit of its own);
-    ``video``: each recorded into that folder (``check_video`` first). Observations are encoded and masked (and
+    ``video``: each recorded into that folder (``check_video`` first; ``video_files``: where a video is there
+    already, replaced only with ``overwrite``; a link never written through). Observations are encoded and masked (and
     extended by the extras the run had, ``extra_inputs``: the previous action, reward or time), and actions mapped onto
     the action space, as the training loop's vector of environments does (``rtrl.rl.envs.gymnasium_env``:
     ``encoder``, ``kept``, ``to_space``; ``rtrl.rl.envs.extra_inputs.extended``). Played one step at a time on the host,
@@ -110,6 +116,7 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
         raise ValueError(f"episodes must be at most {HOST_EVAL_STEPS // limit:,} on {env.name}, whose episodes are "
                          f"played one after another on the host, each up to {limit:,} steps ({HOST_EVAL_STEPS:,} "
                          f"steps in all), got {episodes:,}")
+    videos = video_files(video, seed, episodes, overwrite) if video is not None else []
     import gymnasium
     from gymnasium.vector.utils import concatenate, create_empty_array
 
@@ -118,10 +125,17 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
 
     made = gymnasium.make(env.env_id, **made_options(env.options),
                           **({"render_mode": "rgb_array"} if video is not None else {}))
+    # recorded into a private folder of its own, then each video moved onto its name (os.replace: a file that
+    # appeared there meanwhile is replaced, never written through), so no half-written video is ever under its name
+    if video is not None:
+        video.mkdir(parents=True, exist_ok=True)
+    filming = Path(tempfile.mkdtemp(prefix=".rtrl-video-", dir=video)) if video is not None else None
     try:
         if video is not None:
-            made = gymnasium.wrappers.RecordVideo(made, str(video), episode_trigger=lambda _: True,
-                                                 name_prefix=f"seed{seed}", disable_logger=True)
+            with warnings.catch_warnings():  # "overwriting existing videos": its folder is new, and empty
+                warnings.simplefilter("ignore")
+                made = gymnasium.wrappers.RecordVideo(made, str(filming), episode_trigger=lambda _: True,
+                                                      name_prefix=f"seed{seed}", disable_logger=True)
         space, actions = made.observation_space, made.action_space
         size, encode = encoder(space, env.name)
         keep = kept(env.name, env.env_id, env.options, size)
@@ -149,9 +163,21 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
                 previous = previous_action(bounds, env.num_actions, np.asarray(action)[None], taken[None])[0], reward
             cut += not done
             returns.append(total)
+        made.close()
+        for file in videos:
+            os.replace(filming / file.name, file)
         return np.asarray(returns), cut
     finally:
         made.close()
+        if filming is not None:
+            shutil.rmtree(filming, ignore_errors=True)
+
+
+def video_files(folder: Path, seed: int, episodes: int, overwrite: bool) -> list[Path]:
+    """The videos ``RecordVideo`` makes of ``episodes`` episodes drawn from ``seed`` (``seedS-episode-I.mp4``), each
+    checked as every file rtrl writes is (``rtrl.files.check_output_file``: ``ValueError`` naming ``video`` where
+    one is a link, a folder, or a video already there without ``overwrite``)."""
+    return [check_output_file(folder / f"seed{seed}-episode-{i}.mp4", "video", overwrite) for i in range(episodes)]
 
 
 def check_video(env, folder: Path) -> None:
@@ -200,4 +226,5 @@ def summary(returns: np.ndarray, cut: int) -> dict:
             "max": float(np.max(returns)), "cut": cut} if len(returns) else {"value": math.nan, "cut": cut}
 
 
-__all__ = ["HOST_EVAL_STEPS", "HOST_STEPS", "Policy", "check_video", "host_returns", "jitted_returns", "summary"]
+__all__ = ["HOST_EVAL_STEPS", "HOST_STEPS", "Policy", "check_video", "host_returns", "jitted_returns", "summary",
+           "video_files"]

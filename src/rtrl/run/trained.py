@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import numpy as np
 
 from rtrl.cells.lookup import allowed_imports
 from rtrl.config import Config
 from rtrl.run import checkpoint
-from rtrl.run.folder import CHECKPOINT, Run, RunError
+from rtrl.run.folder import CHECKPOINT, Run, RunError, check_finite
 from rtrl.run.usage import UsageError
 
 
@@ -68,7 +69,7 @@ class Trained:
         return self.run
 
     def evaluate(self, episodes: int | None = None, seed: int | None = None, greedy: bool = False,
-                 video: str | os.PathLike | None = None) -> dict:
+                 video: str | os.PathLike | None = None, overwrite: bool = False) -> dict:
         """The run scored on fresh episodes, the same numbers as ``rtrl eval --json``: a dict with ``metric`` (its
         name), ``value``, ``episodes``, ``seed`` (the episodes'), ``step`` (the checkpoint's) and ``run_seed`` (the
         seed of the run scored: of a run of several seeds, the one loaded), and what the kind adds.
@@ -79,8 +80,10 @@ class Trained:
         record, and ``metrics`` the whole record's held-out figures). An RL run: the mean undiscounted return of
         ``episodes`` episodes (default 10) of its policy, ``greedy`` or sampled actions (``rtrl.run.rollout``),
         with ``std``, ``min``, ``max`` and ``cut`` (episodes cut short); ``video``: a folder for a video of each
-        episode (a Gymnasium environment that renders). ``ValueError`` naming the argument that is wrong."""
-        return self._needs_run("evaluate").evaluate(self.state, episodes, seed, greedy=greedy, video=video) | {
+        episode (a Gymnasium environment that renders; a video already there is replaced only with ``overwrite``,
+        a link never written through). ``ValueError`` naming the argument that is wrong."""
+        return self._needs_run("evaluate").evaluate(self.state, episodes, seed, greedy=greedy, video=video,
+                                                    overwrite=overwrite) | {
             "step": self.step, "run_seed": self.seed}
 
     @functools.cached_property
@@ -97,10 +100,7 @@ class Trained:
         torso's state ``memory`` (``None``: an episode's start); ``key``: where the action is drawn from (default
         ``PRNGKey(0)``; unused with ``greedy``). Nothing is learned."""
         policy = self._policy
-        x = policy.observe(obs)
-        size = self.cell.input_size
-        if x.shape != (size,):
-            raise ValueError(f"obs must be one observation of shape ({size},), got shape {tuple(x.shape)}")
+        x = policy.observe(checked_observation(obs, self.cell.input_size))
         if not isinstance(greedy, bool):
             raise TypeError(f"greedy must be True or False, got {greedy!r}")
         memory = policy.memory() if memory is None else memory
@@ -112,6 +112,25 @@ class Trained:
     @functools.cached_property
     def _steps(self) -> dict:
         return {}
+
+
+def checked_observation(obs, size: int) -> np.ndarray:
+    """``obs`` as an array if it is one observation of ``size`` finite numbers, else a ``ValueError`` saying what it
+    is (a batch, another width, a NaN: each would give an action without a word, or JAX's broadcasting error)."""
+    try:
+        x = np.asarray(obs)
+        numbers = np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_
+    except (TypeError, ValueError):
+        numbers = False
+    if not numbers:
+        raise ValueError(f"obs must be one observation of {size} numbers, got {type(obs).__name__} {obs!r:.60}")
+    if x.shape != (size,):
+        raise ValueError(f"obs must be one observation of shape ({size},) (the torso's {size} inputs), got shape "
+                         f"{tuple(x.shape)}")
+    bad = np.flatnonzero(~np.isfinite(x.astype(np.float64)))
+    if bad.size:
+        raise ValueError(f"obs must be finite, got {x[bad[0]]} at index {bad[0]}; the policy acts on numbers")
+    return x
 
 
 def load(run_dir: str | os.PathLike, allow_import: Iterable[str] = (), seed: int | None = None) -> Trained:
@@ -136,6 +155,7 @@ def load(run_dir: str | os.PathLike, allow_import: Iterable[str] = (), seed: int
         raise RunError(f"{path} holds no trained parameters yet (no {CHECKPOINT}: the run has not reached its first "
                        "record)")
     state, meta = checkpoint.load(file, run.fresh())
+    check_finite(file, state, "loaded")  # a NaN policy scores as a policy; its figures are no result
     state, seed = run.one_seed(state, seed)
     cell, params = run.trained(state.params)
     return Trained(cell, params, run.config, meta.get("step", int(state.step)), state.params, run, state, seed)

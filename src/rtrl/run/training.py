@@ -35,15 +35,19 @@ class TrainRun(Run):
     def fingerprints(self) -> dict:
         return self.assembly.task.fingerprints()
 
-    def evaluate(self, state, episodes: int | None, seed: int | None, greedy: bool = False, video=None) -> dict:
+    def evaluate(self, state, episodes: int | None, seed: int | None, greedy: bool = False, video=None,
+                 overwrite: bool = False) -> dict:
         """The task's held-out metrics of ``state``'s parameters on ``episodes`` episodes drawn from ``seed``
         (default: the run's ``eval_size`` and ``seed``, its own held-out episodes), made by the trainer's own
         evaluation (``rtrl.training.trainer.evaluation``: the run's readout, from a zero carry): ``value`` is the
         headline metric, ``metrics`` every figure under the name its records give it. ``greedy`` and ``video``
-        belong to RL runs: refused."""
-        if greedy or video is not None:
-            raise ValueError(f"{'greedy' if greedy else 'video'} applies to RL runs (rtrl rl); {self.path} is a "
-                             "training run")
+        belong to RL runs: refused (``overwrite`` too, which replaces videos). A file the task reads (``shd``) must
+        be the one the run was trained on, as on resume (``Run.check_data``: ``RunError`` naming the option)."""
+        for name, value in (("greedy", greedy), ("video", video is not None), ("overwrite", overwrite)):
+            if value:
+                raise ValueError(f"{name} applies to RL runs (rtrl rl); {self.path} is a training run")
+        self.data = self.fingerprints()
+        self.check_data()  # scored on another file under the same name, the figure would be another task's
         config = self.config
         episodes, seed = evaluation_options(episodes, seed, config.eval_size, config.seed)
         same = (episodes, seed) == (config.eval_size, config.seed)

@@ -28,6 +28,9 @@ class MineSweeperState(NamedTuple):
     time: jax.Array  # int32: steps taken
 
 
+MAX_SIZE = 46_340  # the largest board whose size ** 2 cells fit a 32-bit integer
+
+
 class MineSweeper(Env):
     size: int = 4
     mines: int = 2
@@ -35,6 +38,9 @@ class MineSweeper(Env):
     def __post_init__(self) -> None:
         check_positive_int("size", self.size)
         check_positive_int("mines", self.mines)
+        if self.size > MAX_SIZE:  # its cells and actions are counted in int32: size ** 2 overflowed in reset
+            raise ValueError(f"size must be at most {MAX_SIZE} (a board of size ** 2 cells, one action each, counted "
+                             f"in 32-bit integers), got {self.size}")
         if self.mines > self.size ** 2 - 3:  # fewer than 3 free cells: popgym's reward for a repeat divides by 0
             raise ValueError(f"mines must leave at least 3 free cells of the {self.size ** 2}, got {self.mines}")
 
