@@ -145,8 +145,9 @@ def test_a_runs_records_are_a_non_empty_list_of_records(value, ok):
 
 
 def test_an_rl_results_row_without_records_is_one_line_not_a_traceback(tmp_path, capsys):
-    from rtrl.cli import main
     from rtrl.rl.results import PRESETS
+
+    from rtrl.cli import main
 
     preset = next(iter(PRESETS))
     write_lines(tmp_path / "runs.jsonl", json.dumps({"preset": preset, "seed": 0, "records": []}))
