@@ -188,7 +188,8 @@ def test_presets_exist_and_every_row_of_the_results_tables_is_one():
                                  if row == "rtrl" else row)
         assert (config.fidelity_every > 0) == (table not in LONG_RUNS)
         assert (config.cell == "feedforward") == (row == "memoryless")
-    results = (ROOT / "docs" / "rl-results.md").read_text()  # the RL results page: every table, each row a preset
+    # the RL results pages (rl-results.md, and rl-control.md for continuous control): every table, each row a preset
+    results = "\n".join((ROOT / "docs" / page).read_text() for page in ("rl-results.md", "rl-control.md"))
     rows = re.findall(r"^\| `([\w-]+)` \| ([\w-]+) \|", results, re.M)
     assert sorted(name for name, _ in rows) == sorted(PRESETS), "the tables' rows are not the presets"
     assert all(ROWS[name][1] == method for name, method in rows)
