@@ -12,6 +12,7 @@ import argparse
 import io
 from pathlib import Path
 
+from rtrl.export import TARGETS
 from rtrl.files import atomic_write, check_output_file
 from rtrl.run.argtypes import import_path, path, positive_float
 from rtrl.run.folder import run_file_of
@@ -23,13 +24,15 @@ def add_export_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="a run folder written by `rtrl train` or `rtrl rl` (an RL run: its torso)")
     p.add_argument("--nir", required=True, type=path, metavar="FILE",
                    help="the NIR file to write (HDF5, read back with nir.read; its folder must exist)")
-    p.add_argument("--target", choices=("nir", "snntorch", "norse"), default="nir",
+    p.add_argument("--target", choices=TARGETS, default="nir",
                    help="whose importer is to run the graph with rtrl's spikes: nir (NIR's equations), snntorch "
-                        "(snntorch.import_nir.import_from_nir) or norse (norse.torch.from_nir with the same dt); "
-                        "default %(default)s")
+                        "(snntorch.import_nir.import_from_nir), norse (norse.torch.from_nir with the same dt), "
+                        "spikingjelly (its nir_exchange.import_from_nir) or spyx (spyx.nir.from_nir); docs/interop.md "
+                        "says what each runs; default %(default)s")
     p.add_argument("--dt", type=positive_float, default=None, metavar="SECONDS",
                    help="the time step in seconds the graph's neurons are discretised at, written in its metadata "
-                        "(default: the target's, 1 for nir, 1e-4 for snntorch, which assumes it, 1e-3 for norse)")
+                        "(default: the target's, 1 for nir, 1e-4 for snntorch, which assumes it, 1e-3 for norse, 1e-4 "
+                        "for spikingjelly, 1 for spyx)")
     p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
     p.add_argument("--run-seed", type=int, metavar="SEED",
                    help="of a run of several seeds (rtrl rl --seeds), which one to export (default: the first)")
@@ -73,7 +76,9 @@ def cmd_export(args) -> int:
 
 
 LOADERS = {"nir": "nir.read({file})", "snntorch": "snntorch.import_nir.import_from_nir(nir.read({file}))",
-           "norse": "norse.torch.from_nir(nir.read({file}), dt={dt})"}
+           "norse": "norse.torch.from_nir(nir.read({file}), dt={dt})",
+           "spikingjelly": "spikingjelly.activation_based.nir_exchange.import_from_nir(nir.read({file}), dt={dt})",
+           "spyx": "spyx.nir.from_nir(nir.read({file}), inputs, dt={dt})"}
 
 
 def check_not_a_run_file(out: Path) -> None:
