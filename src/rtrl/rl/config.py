@@ -246,7 +246,8 @@ class RLConfig(Config):
                                if well_formed(name)}}
         return super().from_dict(data, where, complete, trusted)
 
-    def label(self) -> str:
-        method = getattr(self.method, "name", self.method)
+    def label(self, method: str | None = None) -> str:
+        """The legend's name of the run: its torso and method (``method``: what ``auto`` chose, where known)."""
+        method = method or getattr(self.method, "name", self.method)
         return f"{getattr(self.cell, 'name', self.cell)} {method}" + (f" K={self.truncation}" if method == "tbptt"
                                                                      else "")

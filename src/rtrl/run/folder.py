@@ -461,7 +461,11 @@ class Run:
         raise NotImplementedError
 
     def curve(self, label: str | None = None) -> Curve:
-        return self.curve_of(self.config, read_metrics(self.path), label)
+        return self.curve_of(self.config, read_metrics(self.path), label or self.config.label(self.method_name()))
+
+    def method_name(self) -> str:
+        """The name of the method the run computes with (what ``auto`` chose)."""
+        raise NotImplementedError
 
     def title(self) -> str:
         raise NotImplementedError

@@ -3,11 +3,14 @@ or several overlaid."""
 
 from __future__ import annotations
 
+import math
 import os
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
+
+import numpy as np
 
 from rtrl.files import atomic_write
 
@@ -82,10 +85,16 @@ def plot_curves(curves: Sequence[Curve], out: str | os.PathLike, title: str = ""
             axes[0, 0].plot([r["step"] for r in losses], [r["loss"] for r in losses], color=colour, label=curve.label,
                             marker=marker(losses))
         points = [r for r in curve.records if r.get(curve.key) is not None]
-        ax_metric.plot([r["step"] for r in points], [r[curve.key] for r in points], color=colour, label=curve.label,
-                       marker=marker(points))
-        if curve.chance is not None:
-            ax_metric.axhline(curve.chance, color=colour, linestyle="--", linewidth=0.8)
+        steps = [r["step"] for r in points]
+        ax_metric.plot(steps, [r[curve.key] for r in points], color=colour, label=curve.label, marker=marker(points))
+        seeds = per_seed(points, curve.key)
+        if seeds is not None:  # a run of several seeds: each seed thin, the band between the lowest and highest
+            for values in seeds:
+                ax_metric.plot(steps, values, color=colour, linewidth=0.6, alpha=0.4)
+            ax_metric.fill_between(steps, np.nanmin(seeds, axis=0), np.nanmax(seeds, axis=0), color=colour,
+                                   alpha=0.12, linewidth=0)
+        if curve.chance is not None and steps:  # over this curve's steps only: it is this task's chance
+            ax_metric.hlines(curve.chance, min(steps), max(steps), color=colour, linestyle="--", linewidth=0.8)
     if not any(r.get(c.key) is not None for c in curves for r in c.records):  # say so, rather than empty axes
         ax_metric.text(0.5, 0.5, f"no {names_of(curves)} recorded yet", ha="center", va="center",
                        transform=ax_metric.transAxes)
@@ -94,13 +103,26 @@ def plot_curves(curves: Sequence[Curve], out: str | os.PathLike, title: str = ""
     names = names_of(curves)
     chance = "; dashed: chance" if any(c.chance is not None for c in curves) else ""
     held_out = " (held out" + chance + ")" if any(c.key == "metric" for c in curves) else ""
-    ax_metric.set(xlabel="step", ylabel=names + held_out)
+    ax_metric.set(xlabel="step", ylabel=textwrap.fill(names + held_out, width=36))  # a long label was clipped
     for ax in axes[0]:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     if title:  # wrapped to the figure's width (a long one was clipped at both edges)
         fig.suptitle(textwrap.fill(title, width=int(panels * 5.5 * 10)), fontsize="medium")
     save_figure(fig, out)
+
+
+def per_seed(points: list[dict], key: str) -> list[list[float]] | None:
+    """Each seed's values of a run of several seeds (``rtrl rl --seeds``: ``return_per_seed``), record by record, a
+    missing one (no episode ended) carried from the seed's previous record; ``None`` for a run of one."""
+    rows = [r.get(f"{key}_per_seed") for r in points]
+    if not rows or any(not isinstance(row, list) or len(row) < 2 for row in rows) or len({len(r) for r in rows}) > 1:
+        return None
+    seeds, last = [], [math.nan] * len(rows[0])
+    for row in rows:
+        last = [v if v is not None else previous for v, previous in zip(row, last, strict=True)]
+        seeds.append(last)
+    return [list(values) for values in zip(*seeds, strict=True)]
 
 
 def names_of(curves: Sequence[Curve]) -> str:

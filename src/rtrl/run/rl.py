@@ -103,7 +103,11 @@ class RLRun(Run):
 
     def title(self) -> str:
         env = self.config.env + "".join(f" {k}={v}" for k, v in self.config.env_args)
-        return f"{env}: {self.config.label()}, hidden {self.config.hidden}, {self.config.envs} environments"
+        return (f"{env}: {self.config.label(self.method_name())}, hidden {self.config.hidden}, {self.config.envs} "
+                "environments")
+
+    def method_name(self) -> str:
+        return self.assembly.agent.torso.learner.method.name
 
     def describe(self) -> str:
         config = self.config

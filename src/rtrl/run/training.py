@@ -65,7 +65,11 @@ class TrainRun(Run):
 
     def title(self) -> str:
         config = self.config
-        return f"{self.assembly.task.name}: {config.label()}, hidden {config.hidden}, batch {config.batch}"
+        return (f"{self.assembly.task.name}: {config.label(self.method_name())}, hidden {config.hidden}, batch "
+                f"{config.batch}")
+
+    def method_name(self) -> str:
+        return self.trainer.computed_by.name
 
     def describe(self) -> str:
         config, task = self.config, self.assembly.task

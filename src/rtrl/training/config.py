@@ -90,5 +90,8 @@ class RunConfig(Config):
         super().__post_init__()
         check_shares(self.batch, self.devices)
 
-    def label(self) -> str:
-        return f"{self.cell} {self.method} k={self.update_every}"
+    def label(self, method: str | None = None) -> str:
+        """The legend's name of the run: its cell and method (``method``: what ``auto`` chose, where known), and the
+        update interval where one was given other than every step (None: the method's own, not shown)."""
+        k = self.update_every
+        return f"{self.cell} {method or self.method}" + (f" k={k}" if k is not None and k > 1 else "")
