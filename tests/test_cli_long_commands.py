@@ -1,4 +1,4 @@
-"""Long commands talk and stop: ``rtrl fidelity`` and ``python -m rtrl.reports.results`` show progress, and a Ctrl-C
+"""Long commands talk and stop: ``rtrl fidelity`` and ``rtrl results training`` show progress, and a Ctrl-C
 (``rtrl.interrupts``: the flag its signal watcher sets, then the next safe point) stops them with status 130 and
 nothing written after it; fidelity.png is a grid, readable with any number of cells."""
 
@@ -8,7 +8,8 @@ import pytest
 
 from rtrl import interrupts
 from rtrl.cells import Elman
-from rtrl.reports import fidelity, results
+from rtrl.reports import fidelity
+from rtrl.reports import training as results
 from rtrl.training.presets import EXPERIMENTS
 
 
@@ -61,7 +62,7 @@ def fake_rows(monkeypatch, interrupt_at: int | None):
 def test_results_stop_at_the_next_row_and_keep_only_the_tables_finished_before(tmp_path, monkeypatch, capsys):
     first, second = [e for e in EXPERIMENTS if len(e.rows) >= 2][:2]
     page = tmp_path / "results.md"
-    page.write_text("# Results\n\nkept\n")
+    page.write_text("# Results\n\nkept\n\n<!-- results:other -->\n| x |\n<!-- /results:other -->\n")  # a page of its own
     argv = ["--only", first.name, second.name, "--out", str(page), "--runs", str(tmp_path / "runs")]
     seen = fake_rows(monkeypatch, interrupt_at=len(first.rows) + 1)  # in the second table's first row
     assert results.main(argv) == 130

@@ -41,7 +41,7 @@ def test_an_rl_config_json_of_each_released_format_reads_with_the_old_behaviour(
     config = RLConfig.from_dict(data, complete=True)
     assert (config.gamma, config.hidden, config.record_every) == (0.9, 3, 4)  # what the file says
     assert (config.critic_lr, config.split_torso, config.init_std, config.state_std) == (None, False, 1.0, False)
-    assert (config.algorithm, config.seeds, config.head_hidden, config.extra_inputs) == ("ac", 1, 0, False)
+    assert (config.algorithm, config.seeds, config.head_hidden, config.extra_inputs) == ("ac", 1, 0, ())
 
 
 def test_a_training_config_json_of_the_first_format_reads_with_the_old_behaviour():

@@ -232,8 +232,8 @@ def test_the_agent_on_four_devices_acts_as_on_one_with_its_environments_split(tm
     assert worst(four.params, whole.params) <= TOL
     assert [r["episodes"] for r in four_records] == [r["episodes"] for r in records]
     scale = four.wrappers[1]  # the reward scaler's (rtrl.rl.envs.normalize): its returns per environment split
-    for part in (four.memory, four.env_state, four.traces, four.obs, four.pending.done, four.age, scale.discounted,
-                 scale.ended):
+    for part in (four.memory, four.env_state, four.traces, four.obs, four.pending.transition.terminated, four.age,
+                 scale.discounted, scale.ended):
         assert split(part, 4)
         assert all(layout_is_contiguous(a, 4, 0) for a in jax.tree.leaves(part))
     # environment e is environment e of the one-device run: its memory, traces and state (not only the mean)

@@ -145,12 +145,10 @@ def test_a_runs_records_are_a_non_empty_list_of_records(value, ok):
 
 
 def test_an_rl_results_row_without_records_is_one_line_not_a_traceback(tmp_path, capsys):
-    from rtrl.rl.results import PRESETS
-
     from rtrl.cli import main
 
-    preset = next(iter(PRESETS))
-    write_lines(tmp_path / "runs.jsonl", json.dumps({"preset": preset, "seed": 0, "records": []}))
+    line = {"kind": "rl", "table": "memory-chain", "row": "rtrl", "seed": 0, "options": {}, "records": []}
+    write_lines(tmp_path / "runs.jsonl", json.dumps(line))
     assert main(["results", "rl", "--out", str(tmp_path), "--seeds", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.splitlines() == [err] and "line 1: the field 'records' must be a non-empty list of records" in err

@@ -57,7 +57,7 @@ def test_rtrl_results_training_never_replaces_a_file_that_is_not_its_own_page(tm
     """``--out RUN/config.json`` (a run's configuration), a file of someone's notes, a non-UTF-8 file, a link: each
     refused in one line before anything runs, the file unchanged; its own page (and a new file) are accepted."""
     from rtrl.cli import main
-    from rtrl.reports.results import is_results_page
+    from rtrl.reports.training import is_results_page
 
     notes = tmp_path / "config.json"
     notes.write_text('{"task": "copy"}\n')
@@ -118,7 +118,7 @@ def test_two_results_training_commands_on_one_page_keep_each_others_tables(tmp_p
     import argparse
 
     from rtrl import provenance
-    from rtrl.reports import results as page_of
+    from rtrl.reports import training as page_of
 
     out = tmp_path / "results.md"
     out.write_text("# Results\n")

@@ -8,7 +8,7 @@ import pytest
 from rtrl.cells import LRU, Network
 from rtrl.cli import main
 from rtrl.methods import LayerLocal
-from rtrl.reports.results import with_section
+from rtrl.reports.training import with_section
 from rtrl.training.assemble import assemble
 from rtrl.training.config import RunConfig
 from rtrl.training.presets import EXPERIMENTS, PRESETS

@@ -30,7 +30,7 @@ def test_the_work_of_a_tiny_run_counted_by_hand():
 
     from rtrl.devices import floats_of
 
-    memory = floats_of(lambda: a.agent.learner.init(a.agent.cell.init(jax.random.PRNGKey(0))))
+    memory = floats_of(lambda: a.agent.torso.learner.init(a.agent.torso.cell.init(jax.random.PRNGKey(0))))
     assert floats_of(lambda: a.agent.init(jax.random.PRNGKey(0))) == torso + heads
     assert a.work_needed() == (10 * 2 * 3 * (torso + heads + memory), 3 * 3)
 

@@ -27,15 +27,22 @@ class RLAssembly(NamedTuple):
     env: Env
     agent: Algorithm
 
+    def floats(self) -> tuple[int, int]:
+        """The floats of the agent's parameters (the heads' too) and of one environment's torso state (traces, or
+        tbptt's window)."""
+        agent = self.agent
+        params = floats_of(lambda: agent.init(jax.random.PRNGKey(0)))
+        memory = floats_of(lambda: agent.torso.learner.init(agent.torso.cell.init(jax.random.PRNGKey(0))))
+        return params, memory
+
     def memory_needed(self) -> int:
         """A lower bound of the bytes the run holds at once (``rtrl.devices.check_memory``), per seed (``seeds``
         runs are held side by side): the parameters (the heads' too) three times, and per environment the torso's
         online state (traces, or tbptt's window), the eligibility traces, one per parameter, and the inputs that
         the fidelity check keeps."""
-        c, env, agent = self.config, self.env, self.agent
+        c, env = self.config, self.env
         itemsize = jnp.dtype(c.dtype).itemsize
-        params = floats_of(lambda: agent.init(jax.random.PRNGKey(0)))
-        memory = floats_of(lambda: agent.torso.learner.init(agent.torso.cell.init(jax.random.PRNGKey(0))))
+        params, memory = self.floats()
         history = env.max_steps * env.obs_size if c.fidelity_every else 0
         return itemsize * c.seeds * (3 * params + c.envs * (params + memory + history))
 
@@ -43,9 +50,8 @@ class RLAssembly(NamedTuple):
         """The work the run asks for (``rtrl.devices.check_work``): the floats it updates (each step of each
         environment of each seed: the parameters and the torso's online state), and the per-seed figures its host
         gathers (seeds times records)."""
-        c, agent = self.config, self.agent
-        params = floats_of(lambda: agent.init(jax.random.PRNGKey(0)))
-        memory = floats_of(lambda: agent.learner.init(agent.cell.init(jax.random.PRNGKey(0))))
+        c = self.config
+        params, memory = self.floats()
         records = -(-c.steps // c.record_every)
         return c.steps * c.envs * c.seeds * (params + memory), c.seeds * records
 
