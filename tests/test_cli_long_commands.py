@@ -62,7 +62,8 @@ def fake_rows(monkeypatch, interrupt_at: int | None):
 def test_results_stop_at_the_next_row_and_keep_only_the_tables_finished_before(tmp_path, monkeypatch, capsys):
     first, second = [e for e in EXPERIMENTS if len(e.rows) >= 2][:2]
     page = tmp_path / "results.md"
-    page.write_text("# Results\n\nkept\n\n<!-- results:other -->\n| x |\n<!-- /results:other -->\n")  # a page of its own
+    # a page of its own (one table between its markers), with text of the user's to keep
+    page.write_text("# Results\n\nkept\n\n<!-- results:other -->\n| x |\n<!-- /results:other -->\n")
     argv = ["--only", first.name, second.name, "--out", str(page), "--runs", str(tmp_path / "runs")]
     seen = fake_rows(monkeypatch, interrupt_at=len(first.rows) + 1)  # in the second table's first row
     assert results.main(argv) == 130
