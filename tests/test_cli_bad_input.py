@@ -195,7 +195,7 @@ BAD_INPUT = [
     ("results popgym --out {tmp}/new --seed -1", nothing, 2, "--seed must be from 0 to"),
     ("results popgym --out {tmp}/new --seeds 3 --seed 4294967294", nothing, 2, "--seed must be from 0 to"),
     ("results popgym --out {tmp}/new --seeds 100000000", nothing, 2, "choose a smaller --seeds"),
-    ("results rl --out {tmp}/new --seeds 0", nothing, 2, "--seeds and --jobs must be positive"),
+    ("results rl --out {tmp}/new --seeds 0", nothing, 2, "--seeds must be a positive integer"),
     ("results training --only nope", nothing, 2, "invalid choice: 'nope'"),
     # rtrl rl: options (tests/test_rl_cli.py has the RL run folder's damaged files)
     ("rl --env nope --out {tmp}/new", nothing, 2, "--env"),

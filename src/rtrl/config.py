@@ -232,9 +232,14 @@ class Config(Frozen):
         return []
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-like (options kept as ``pairs`` written as an object, as ``config.json`` shows them)."""
-        return {f.name: dict(getattr(self, f.name)) if f.metadata["check"] is pairs else getattr(self, f.name)
-                for f in dataclasses.fields(self)}
+        """JSON-like, as ``config.json`` shows it: options kept as ``pairs`` an object, a tuple of names a list."""
+        def plain(field):
+            value = getattr(self, field.name)
+            if field.metadata["check"] is pairs:
+                return dict(value)
+            return list(value) if isinstance(value, tuple) else value  # a tuple of names as JSON writes it
+
+        return {f.name: plain(f) for f in dataclasses.fields(self)}
 
     def imports(self) -> list[str]:
         """The import paths of code outside rtrl that this configuration names (what its fields' ``imports`` say):
