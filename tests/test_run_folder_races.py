@@ -268,13 +268,18 @@ def test_ctrl_c_at_start_up_while_compiling_and_while_training(tmp_path):
     assert err.strip() == "rtrl: interrupted" and not (tmp_path / "early").exists()
     assert compiling.stdout.readline().startswith(str(tmp_path / "compiling"))  # built; compiling from here on
     compiling.send_signal(signal.SIGINT)
-    acted = compiling.stderr.readline()  # the first acted on: ended (end of file or its line), or its line said
+    acted = ""  # the first acted on: ended (end of file) or its line said, which opens with a blank line; read whole
+    while not acted.strip():  # lines (communicate reads the pipe itself, past what readline has buffered)
+        line = compiling.stderr.readline()
+        acted += line
+        if not line:
+            break
     compiling.send_signal(signal.SIGINT)  # (a no-op once it has ended)
     wait_for(lambda: len(steps_of(tmp_path / "training")) >= 2)
     training.send_signal(signal.SIGINT)
 
-    _, err = finished_with_130(compiling, acted)
-    assert "rtrl: interrupted" in err or "stopped at once" in err, err
+    out, err = finished_with_130(compiling, acted)
+    assert "rtrl: interrupted" in err or "stopped at once" in err, (out, err)
     out, err = finished_with_130(training)
     assert "stopping after the current steps" in err and "continue from step" in out, (out, err)
     trainer = assemble(RunConfig.from_dict(json.loads((tmp_path / "training" / CONFIG).read_text()))).trainer()
