@@ -14,8 +14,8 @@ import importlib.metadata
 from collections.abc import Mapping
 
 from rtrl.rl.config import RLConfig
+from rtrl.rl.envs.extra_inputs import PARTS, parts_of
 
-PARTS = ("action", "reward", "time")  # what an observation can carry beside itself (``RLConfig.extra_inputs``)
 SHOWN = {"action": "previous action", "reward": "previous reward", "time": "time"}
 
 # The anchors' protocols, one dict per suite: Farr et al. 2026 (arXiv 2605.24709), their MuJoCo -P tasks and their
@@ -32,17 +32,13 @@ RAW_SCORE = "none: the undiscounted return of an episode"
 
 
 def inputs(config) -> tuple[str, ...]:
-    """The parts the observation carries beside itself, of ``PARTS``: ``extra_inputs`` as a bool (``True``: all
-    three) or as the names of its parts."""
+    """The parts the observation carries beside itself, of ``PARTS``, in their order: ``extra_inputs`` as older run
+    folders hold it (a bool: ``True`` all three) or as the names of its parts (``rtrl.rl.envs.extra_inputs.parts_of``)."""
     value = option(config, "extra_inputs")
-    if isinstance(value, bool):
-        return PARTS if value else ()
-    if isinstance(value, str):
-        value = (value,)
-    unknown = [part for part in value if part not in PARTS]
-    if unknown:
-        raise ValueError(f"extra_inputs must be a bool or names of {PARTS}, got {value!r}")
-    return tuple(part for part in PARTS if part in value)
+    try:
+        return parts_of(value)
+    except ValueError:
+        raise ValueError(f"extra_inputs must be a bool or names of {PARTS}, got {value!r}") from None
 
 
 def option(config, name: str):
