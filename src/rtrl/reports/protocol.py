@@ -33,7 +33,8 @@ RAW_SCORE = "none: the undiscounted return of an episode"
 
 def inputs(config) -> tuple[str, ...]:
     """The parts the observation carries beside itself, of ``PARTS``, in their order: ``extra_inputs`` as older run
-    folders hold it (a bool: ``True`` all three) or as the names of its parts (``rtrl.rl.envs.extra_inputs.parts_of``)."""
+    folders hold it (a bool: ``True`` all three) or as the names of its parts (``rtrl.rl.envs.extra_inputs``'s
+    ``parts_of``)."""
     value = option(config, "extra_inputs")
     try:
         return parts_of(value)
