@@ -258,3 +258,16 @@ def test_the_small_lr_rows_differ_from_their_agents_in_adams_step_alone(small_ro
     agent = popgym.options("Concentration", row, 1000, 0, 5)
     assert (small["lr"], agent["lr"]) == (3e-4, 1e-3)
     assert {k: v for k, v in small.items() if k != "lr"} == {k: v for k, v in agent.items() if k != "lr"}
+
+
+def test_rows_found_finished_together_come_in_the_order_they_were_submitted():
+    """Five futures already finished, submitted in a known order: ``finishing`` yields them in that order (a set's
+    order made which row the ledger held first, and the Ctrl-C-while-written test, change from run to run)."""
+    import concurrent.futures
+
+    futures = {}
+    for row in ("uniform", "memoryless", "rtrl", "tbptt", "q"):
+        future = concurrent.futures.Future()
+        future.set_result(row)
+        futures[future] = row
+    assert [futures[f] for f in results.finishing(futures)] == ["uniform", "memoryless", "rtrl", "tbptt", "q"]

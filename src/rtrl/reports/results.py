@@ -79,13 +79,14 @@ def play(job: Job) -> list[list[dict]]:
 
 def finishing(futures):
     """``futures`` as each finishes, with ``interrupts.poll()`` every 0.1 s meanwhile: a Ctrl-C while rows run is
-    acted on here, in this thread, within 0.1 s."""
+    acted on here, in this thread, within 0.1 s. Those found finished together come in the order they were
+    submitted (a set's order would change which row the ledger holds first from run to run)."""
     waiting = set(futures)
     while waiting:
         done, waiting = concurrent.futures.wait(waiting, timeout=0.1,
                                                 return_when=concurrent.futures.FIRST_COMPLETED)
         interrupts.poll()
-        yield from done
+        yield from (future for future in futures if future in done)
 
 
 def main(kind_name: str, argv=None, prog: str | None = None, parser_class=argparse.ArgumentParser) -> int:
