@@ -124,6 +124,11 @@ def floats_of(make: Callable) -> int:
     return sum(math.prod(a.shape) for a in jax.tree.leaves(jax.eval_shape(make)))
 
 
+def bytes_of(make: Callable) -> int:
+    """Bytes of the arrays ``make()`` returns (each in its own dtype), worked out on shapes alone."""
+    return sum(math.prod(a.shape) * a.dtype.itemsize for a in jax.tree.leaves(jax.eval_shape(make)))
+
+
 def available_memory(devices: int = 1) -> tuple[int, str]:
     """Bytes free for a run on ``devices`` devices, and where the figure comes from: the accelerators' own
     memory, else the host's (``MemAvailable`` in ``/proc/meminfo``, or ``os.sysconf``)."""

@@ -8,15 +8,17 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import optax
 
 from rtrl.cells.lookup import make_cell
 from rtrl.config import defaults
-from rtrl.devices import floats_of
+from rtrl.devices import bytes_of, floats_of
 from rtrl.rl.algorithm import Algorithm
 from rtrl.rl.algorithms import ALGORITHMS, BOX
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import Env, EpisodeStats, make
 from rtrl.rl.envs.extra_inputs import ExtraInputs
+from rtrl.rl.transforms import update_rule
 from rtrl.validate import what
 
 
@@ -36,15 +38,29 @@ class RLAssembly(NamedTuple):
         return params, memory
 
     def memory_needed(self) -> int:
-        """A lower bound of the bytes the run holds at once (``rtrl.devices.check_memory``), per seed (``seeds``
-        runs are held side by side): the parameters (the heads' too) three times, and per environment the torso's
-        online state (traces, or tbptt's window), the eligibility traces, one per parameter, and the inputs that
-        the fidelity check keeps."""
-        c, env = self.config, self.env
-        itemsize = jnp.dtype(c.dtype).itemsize
-        params, memory = self.floats()
-        history = env.max_steps * env.obs_size if c.fidelity_every else 0
-        return itemsize * c.seeds * (3 * params + c.envs * (params + memory + history))
+        """The bytes of the state the run holds (``rtrl.devices.check_memory``), per seed times ``seeds`` (their
+        states are held side by side), worked out on shapes alone: the parameters (the heads' too), the update
+        rule's state (``rule``: its eligibility traces, one set per environment and two under ``critic_lr``, and its
+        statistics: Adam's moments, the intentional step's, QRC's secondary weights and their traces, ...), and per
+        environment the torso's online state (traces, or tbptt's window), the environment's state, the observation
+        and the inputs that the fidelity check keeps. Within a few percent of what the compiled step takes as its
+        argument (tests/test_rl_sizes.py); a lower bound of what a run needs, as its step's temporaries and output
+        come on top."""
+        c, env, agent = self.config, self.env, self.agent
+        dtype = jnp.dtype(c.dtype)
+        host = getattr(env, "host", False)
+
+        def state():
+            params = agent.init(jax.random.PRNGKey(0), dtype)
+            environments = () if host else jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), c.envs))[1]
+            return params, self.rule(c.envs).init(params), agent.torso.memory(params, c.envs), environments
+
+        inputs = c.envs * env.obs_size * (1 + (env.max_steps if c.fidelity_every else 0))  # obs, and the history
+        return c.seeds * (bytes_of(state) + dtype.itemsize * inputs)
+
+    def rule(self, envs: int) -> optax.GradientTransformationExtraArgs:
+        """The run's update rule for ``envs`` environments (``rule_of``)."""
+        return rule_of(self.config, self.agent, envs)
 
     def work_needed(self) -> tuple[int, int]:
         """The work the run asks for (``rtrl.devices.check_work``): the floats it updates (each step of each
@@ -91,6 +107,15 @@ def assemble(config: RLConfig) -> RLAssembly:
                              f"discrete (a categorical policy), got {name} {getattr(config, name)}")
     kind = ALGORITHMS[config.algorithm] if env.action_bounds is None else box_algorithm(config.algorithm, env.name)
     return RLAssembly(config, env, algorithm_of(kind, config, cell, env.num_actions))
+
+
+def rule_of(config: RLConfig, agent: Algorithm, envs: int) -> optax.GradientTransformationExtraArgs:
+    """The update rule of ``config`` for ``agent`` and ``envs`` environments (``rtrl.rl.transforms.update_rule``:
+    the traces, the TD ascent with the agent's correction if any, the step; or ``split_intentional``'s two sets)."""
+    c, decay = config, config.gamma * config.lam
+    return update_rule(c.optimizer, lr=c.lr, decay=decay, envs=envs, clip=c.clip, kappa=c.kappa,
+                       every_k=c.update_every, correction=agent.correction(c.gamma, decay, envs),
+                       critic_lr=c.critic_lr)
 
 
 def algorithm_of(kind: type, config: RLConfig, cell, num_actions: int) -> Algorithm:

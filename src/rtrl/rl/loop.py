@@ -70,11 +70,11 @@ from jax import lax
 from rtrl.devices import batch_axes, gathered, mesh, shardings, tracing
 from rtrl.driver import Diverged, drive, finite_or_diverged
 from rtrl.rl.algorithm import Pending, Transition
-from rtrl.rl.assemble import RLAssembly, assemble
+from rtrl.rl.assemble import RLAssembly, assemble, rule_of
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs.gymnasium_env import Outcome
 from rtrl.rl.envs.normalize import chain, normalize_observations, scale_rewards
-from rtrl.rl.transforms import update_rule
+from rtrl.rl.transforms import eligibility
 from rtrl.validate import what
 
 CHUNK = 500  # steps per jitted call at most (a progress-bar tick; the parameters are checked after each)
@@ -89,7 +89,8 @@ HEALTH = ("value_scale",  # |v_t|
           "td_rms",  # sqrt of the mean squared TD error (of the scaled rewards)
           "entropy",  # of the policy
           "update_norm",  # global L2 norm of the step's update: what the rule (any optimizer) adds to the parameters
-          "eligibility_norm",  # L2 norm of the parameter-space traces z of an environment
+          "eligibility_norm",  # L2 norm of the parameter-space traces z of an environment (every set the rule keeps:
+          # under --critic-lr the critic's and the actor's together, sqrt(|z_v|^2 + |z_pi|^2))
           "torso_norm",  # L2 norm of the torso's online state of an environment (its carry and traces)
           "param_norm")  # global L2 norm of the parameters
 
@@ -116,7 +117,7 @@ def per_env_norm(tree, envs: int) -> jax.Array:
 
 class RLState(NamedTuple):
     params: Any
-    opt_state: Any  # the update rule's state (``rtrl.rl.transforms.update_rule``), the eligibility traces first
+    opt_state: Any  # the update rule's state (``rtrl.rl.transforms.update_rule``), its traces among it
     memory: Any  # the torso's online state, leading axis E
     env_state: Any
     obs: jax.Array  # (E, obs_size): the observation the next step acts on (as the vector wrappers give it)
@@ -130,8 +131,11 @@ class RLState(NamedTuple):
 
     @property
     def traces(self):
-        """The eligibility traces ``z``, like the parameters with a leading axis E."""
-        return self.opt_state[0].traces
+        """The eligibility traces ``z``, like the parameters with a leading axis E, found in the rule's state by their
+        type (``rtrl.rl.transforms.eligibility``); under ``split_intentional`` (``--critic-lr``) the tuple of its two
+        sets, the critic's and the actor's."""
+        sets = eligibility(self.opt_state)
+        return sets[0] if len(sets) == 1 else sets
 
 
 class Seeds(NamedTuple):
@@ -194,12 +198,8 @@ class Program:
             self._compiled = jax.jit(self._advance)
 
     def rule(self, envs: int):
-        """The update rule for ``envs`` environments (an optax chain: the traces, the TD ascent, the step)."""
-        c = self.config
-        decay = c.gamma * c.lam
-        return update_rule(c.optimizer, lr=c.lr, decay=decay, envs=envs, clip=c.clip, kappa=c.kappa,
-                           every_k=c.update_every, correction=self.agent.correction(c.gamma, decay, envs),
-                           critic_lr=c.critic_lr)
+        """The update rule for ``envs`` environments (``rtrl.rl.assemble.rule_of``, of this program's agent)."""
+        return rule_of(self.config, self.agent, envs)
 
     @functools.cached_property
     def sharding(self):
@@ -283,8 +283,9 @@ class Program:
         updates, opt_state = self.optimizer.update(stepped.drive, state.opt_state, params, **learned)
 
         def health(_):  # passes over the traces, the torso's state and the parameters: sampled (health_every)
+            traces = eligibility(state.opt_state)  # every set the rule keeps, found by type
             return jnp.stack([jnp.abs(value).mean(), jnp.where(p.valid, (delta ** 2).mean(), 0.0),
-                              stepped.entropy.mean(), optax.tree.norm(updates), per_env_norm(state.traces, E).mean(),
+                              stepped.entropy.mean(), optax.tree.norm(updates), per_env_norm(traces, E).mean(),
                               per_env_norm(state.memory, E).mean(), optax.tree.norm(params)]).astype(self.dtype)
 
         sampled = state.step % c.health_every == 0

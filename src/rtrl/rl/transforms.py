@@ -24,7 +24,8 @@ The members (docs/rl.md, "The agent and the update, in brief")::
     qrc(gamma, decay, envs, ...)      Ascent(u, m) -> Ascent(u + QRC(lambda)'s gradient correction, m); its state the
                                       secondary weights h, their traces and their update (see ``qrc``)
 
-Each returns what ``optax.apply_updates`` adds to the parameters. ``update_rule`` builds the chain a run names.
+Each returns what ``optax.apply_updates`` adds to the parameters. ``update_rule`` builds the chain a run names;
+``eligibility`` finds the traces in its state by their type, wherever the rule keeps them.
 """
 
 from __future__ import annotations
@@ -101,6 +102,15 @@ def eligibility_traces(decay: float, envs: int) -> optax.GradientTransformationE
         return state.traces, TraceState(traces)
 
     return optax.GradientTransformationExtraArgs(init, update)
+
+
+def eligibility(state) -> tuple:
+    """Every set of eligibility traces in an update rule's state (each ``eligibility_traces``' ``TraceState``),
+    found by its type wherever the rule nests it, in the state's tree order: one set under one trace of the sum, the
+    critic's and the actor's under ``split_intentional``. Read by name, not by position (optax's ``tree.get``
+    shape), so a diagnostic needs no knowledge of the chain's order."""
+    nodes = jax.tree.leaves(state, is_leaf=lambda node: isinstance(node, TraceState))
+    return tuple(node.traces for node in nodes if isinstance(node, TraceState))
 
 
 # -- the TD ascent ---------------------------------------------------------------------------------------------
@@ -314,7 +324,8 @@ def split_intentional(actor_eta: float, critic_eta: float, decay: float, envs: i
     policy's outputs differ in scale and in how far a step should move them (their best at 2M frames: the actor's
     constant 0.01 to 0.05, the critic's 0.5); one trace of their sum takes one constant for both. The actor's TD
     error is normalised by its running mean absolute value (``intentional``'s ``normalize_delta``), as theirs is.
-    Its input (the traces of the sum, which the loop keeps for its health figures) is not read."""
+    Its input (the gradient of the sum, ``drive``) is not read: a run under it keeps these two sets of traces, no
+    third of the sum."""
     critic = optax.chain(eligibility_traces(decay, envs), intentional(critic_eta, decay))
     actor = optax.chain(eligibility_traces(decay, envs), intentional(actor_eta, decay, normalize_delta=True))
 
@@ -400,7 +411,8 @@ def update_rule(name: str, *, lr: float, decay: float, envs: int, clip: float | 
     ``lr`` is intentional's ``eta``); ``adam``, ``sgd`` and ``obgd`` take ``td_ascent``, the algorithm's
     ``correction`` of the ascent if any (QRC's, ``qrc``) and ``every(every_k)``, the per-environment rules take the
     traces themselves and refuse ``every_k > 1`` and a correction. ``critic_lr`` (``intentional`` only): the
-    critic's constant, ``lr`` the actor's, in traces of their own (``split_intentional``)."""
+    critic's constant, ``lr`` the actor's, in traces of their own (``split_intentional`` alone, no traces of the
+    sum before it)."""
     if name not in STEP_RULES:
         raise ValueError(f"optimizer must be one of {sorted(STEP_RULES)}, got {name!r}")
     if critic_lr is not None and name != "intentional":
@@ -413,8 +425,8 @@ def update_rule(name: str, *, lr: float, decay: float, envs: int, clip: float | 
         if every_k != 1:
             raise ValueError(f"update_every must be 1 under optimizer {name!r} (its step reads each step's traces), "
                              f"got {every_k}")
-        if critic_lr is not None:
-            return optax.chain(traces, split_intentional(lr, critic_lr, decay, envs))
+        if critic_lr is not None:  # its own two sets of traces: none of the sum before it
+            return split_intentional(lr, critic_lr, decay, envs)
         rule = adaptive_obgd(lr, kappa) if name == "adaptive_obgd" else intentional(lr, decay)
         return optax.chain(traces, rule)
     # Adam and its clip on one flat vector (the ascent has no environment axis, so raveling it is cheap): a few
