@@ -33,6 +33,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from rtrl.rl.algorithms import ActorCritic
@@ -292,8 +293,7 @@ def test_the_first_step_makes_no_td_error_only_the_entropy_ascent():
     anyway, so the test sets them non-zero: a TD error of a pending step that is not there would show)."""
     config = RLConfig(**BASE)
     run, state = scripted_run(config, Scripted())
-    traces = state.opt_state[0]._replace(traces=jax.tree.map(jnp.ones_like, state.traces))
-    state = state._replace(opt_state=(traces, *state.opt_state[1:]),
+    state = state._replace(opt_state=optax.tree.set(state.opt_state, traces=jax.tree.map(jnp.ones_like, state.traces)),
                            pending=state.pending._replace(value=jnp.full((E,), 3.0),
                                                           transition=state.pending.transition._replace(
                                                               reward=jnp.ones(E))))

@@ -19,6 +19,9 @@ import numpy as np
 import pytest
 
 from rtrl.rl import RLConfig, train
+from rtrl.rl.assemble import assemble
+from rtrl.rl.loop import OnlineActorCritic
+from test_rl_transforms import frozen_split_chain
 
 BASE = {"hidden": 4, "envs": 3, "steps": 24, "record_every": 24, "dtype": "float64", "seed": 3}
 TMAZE = {"env": "tmaze", "env_args": (("length", 2),)}
@@ -53,3 +56,20 @@ def test_the_same_seed_gives_the_parameters_of_before(name):
     leaves = [np.asarray(leaf) for leaf in jax.tree.leaves(state.params)]
     got = (sum(float(a.sum()) for a in leaves), sum(float(np.abs(a).sum()) for a in leaves))
     np.testing.assert_allclose(got, BEFORE[name], rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_the_split_rule_gives_the_parameters_of_the_three_trace_chain_it_replaced():
+    """``--critic-lr`` without the traces of the sum that nothing read: the run ends with every parameter that the
+    chain before it (``frozen_split_chain``, put in the same program's place) gives, to 1e-12, and keeps two trace
+    sets where that kept three."""
+    config = RLConfig(**BASE, **RUNS["ac-split"])
+    c = config
+    ours, before = OnlineActorCritic(assemble(config)), OnlineActorCritic(assemble(config))
+    before.program.optimizer = frozen_split_chain(c.lr, c.critic_lr, c.gamma * c.lam, c.envs)
+    start = before.init(c.seed)
+    start = start._replace(opt_state=before.program.optimizer.init(start.params))
+    new, old = ours.advance(ours.init(c.seed), c.steps), before.advance(start, c.steps)
+    assert len(new.traces) == 2 and len(old.traces) == 3
+    for a, b in zip(jax.tree.leaves(new.params), jax.tree.leaves(old.params), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-15)

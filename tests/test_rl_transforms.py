@@ -275,7 +275,7 @@ def test_split_intentional_steps_the_critic_and_the_actor_apart():
     combined drive given as the input is not read. [guards: one constant for both; the actor's error not
     normalised; the critic's normalised; the bonus twice; a shared trace or shared statistics]"""
     decay, actor_eta, critic_eta = GAMMA_LAMBDA, 0.05, 0.5
-    rule = optax.chain(T.eligibility_traces(decay, E), T.split_intentional(actor_eta, critic_eta, decay, E))
+    rule = T.split_intentional(actor_eta, critic_eta, decay, E)
     state = rule.init(PARAMS)
     critic = oracle_intentional(DELTAS, 20.0, critic_eta, decay, 0.999, 0.9998, 1e-8, bonus=None)
     actor = oracle_intentional(DELTAS, 20.0, actor_eta, decay, 0.999, 0.9998, 1e-8, bonus=None, grads=GRADS_PI,
@@ -290,6 +290,58 @@ def test_split_intentional_steps_the_critic_and_the_actor_apart():
         assert_close(out, want, f"update at step {t}")
     with pytest.raises(ValueError, match="critic_lr is read by optimizer 'intentional' only, got optimizer 'adam'"):
         T.update_rule("adam", lr=0.5, decay=decay, envs=E, critic_lr=0.5)
+
+
+def frozen_split_chain(actor_eta, critic_eta, decay, envs):
+    """The rule under ``critic_lr`` before it lost its unread traces, frozen here: the traces of the sum (``drive``),
+    then the critic's and the actor's traces and intentional steps, neither reading them."""
+    critic = optax.chain(T.eligibility_traces(decay, envs), T.intentional(critic_eta, decay))
+    actor = optax.chain(T.eligibility_traces(decay, envs), T.intentional(actor_eta, decay, normalize_delta=True))
+
+    def update(z, state, params=None, *, value_grads, policy_grads, grads=None, bonus=None, **extra):
+        v, critic_state = critic.update(value_grads, state[0], params, grads=value_grads, **extra)
+        pi, actor_state = actor.update(policy_grads, state[1], params, grads=policy_grads, bonus=bonus, **extra)
+        return jax.tree.map(jnp.add, v, pi), (critic_state, actor_state)
+
+    split = optax.GradientTransformationExtraArgs(lambda p: (critic.init(p), actor.init(p)), update)
+    return optax.chain(T.eligibility_traces(decay, envs), split)
+
+
+def test_the_split_rule_keeps_two_trace_sets_and_steps_as_the_three_set_chain_did():
+    """``update_rule("intentional", critic_lr=...)``: the critic's and the actor's traces (``eligibility`` finds
+    two, each the oracle's of its own gradients), no third of the sum, and the same updates as the chain before it
+    (a trace of the sum nothing read), every step, to the last bit. [guards: the sum's traces kept; the sets
+    swapped]"""
+    decay = GAMMA_LAMBDA
+    rule = T.update_rule("intentional", lr=0.05, decay=decay, envs=E, critic_lr=0.5)
+    before = frozen_split_chain(0.05, 0.5, decay, E)
+    state, old = rule.init(PARAMS), before.init(PARAMS)
+    assert len(T.eligibility(old)) == 3
+    for t in range(STEPS):
+        g_v, g_pi = (jax.tree.map(jnp.asarray, g[t]) for g in (GRADS, GRADS_PI))
+        drive = jax.tree.map(lambda a, b: 0.7 * a + b, g_v, g_pi)
+        extra = dict(delta=jnp.asarray(DELTAS[t]), cut=jnp.asarray(CUTS[t]), bonus=jax.tree.map(jnp.asarray, BONUS),
+                     grads=drive, value_grads=g_v, policy_grads=g_pi)
+        out, state = rule.update(drive, state, PARAMS, **extra)
+        want, old = before.update(drive, old, PARAMS, **extra)
+        for a, b in zip(leaves(out), leaves(want), strict=True):
+            np.testing.assert_array_equal(a, b, err_msg=f"update at step {t}")
+        critic, actor = T.eligibility(state)
+        assert_close(critic, oracle_traces(decay, GRADS)[t][1], f"the critic's traces after step {t}")
+        assert_close(actor, oracle_traces(decay, GRADS_PI)[t][1], f"the actor's traces after step {t}")
+
+
+def test_eligibility_finds_the_one_trace_set_of_every_other_rule():
+    """Every rule but the split one keeps one set, found by type whatever the chain's order around it (QRC's
+    correction and ``every`` included), equal to the oracle's traces."""
+    correction = T.qrc(0.9, GAMMA_LAMBDA, E, features=2, actions=2)
+    for name, extra in [*((n, {}) for n in T.STEP_RULES), ("adam", {"every_k": 2})]:
+        rule = T.update_rule(name, lr=0.1, decay=GAMMA_LAMBDA, envs=E, **extra)
+        _, states = run(rule)
+        (traces,) = T.eligibility(states[-1])
+        assert_close(traces, oracle_traces()[-1][1], f"{name} {extra}")
+    state = T.update_rule("sgd", lr=0.1, decay=GAMMA_LAMBDA, envs=E, correction=correction).init(PARAMS)
+    assert len(T.eligibility(state)) == 1  # QRC's own traces (of h) are not the eligibility traces
 
 
 def test_update_rule_names_and_refusals():
@@ -322,7 +374,8 @@ def test_update_rule_builds_the_intentional_rule_with_the_runs_decay(decay):
     rows = oracle_intentional(DELTAS, 20.0, eta, decay, 0.999, 0.9998, 1e-8, bonus=None)
     for t, (want, _) in enumerate(rows):
         assert_close(outs[t], want, f"update at step {t}")
-        assert_close(states[t][0].traces, oracle_traces(decay)[t][1], f"traces after step {t}")
+        (traces,) = T.eligibility(states[t])
+        assert_close(traces, oracle_traces(decay)[t][1], f"traces after step {t}")
     other = oracle_intentional(DELTAS, 20.0, eta, 0.8, 0.999, 0.9998, 1e-8, bonus=None)
     assert np.abs(leaves(other[2][0])[0] - leaves(rows[2][0])[0]).max() > 1e-6  # the case tells the decays apart
 
