@@ -199,7 +199,7 @@ class Program:
         decay = c.gamma * c.lam
         return update_rule(c.optimizer, lr=c.lr, decay=decay, envs=envs, clip=c.clip, kappa=c.kappa,
                            every_k=c.update_every, correction=self.agent.correction(c.gamma, decay, envs),
-                           critic_lr=c.critic_lr)
+                           critic_lr=c.critic_lr, signed=c.entropy if c.entropy_sign == "td" else 0.0)
 
     @functools.cached_property
     def sharding(self):

@@ -49,7 +49,7 @@ import jax.numpy as jnp
 
 from rtrl.cells.base import Cell
 from rtrl.methods import Method
-from rtrl.rl.agent import heads, split_drive
+from rtrl.rl.agent import encoded, heads, split_drive
 from rtrl.rl.algorithm import learn_on_policy, no_correction
 from rtrl.rl.algorithms import ac
 
@@ -82,13 +82,18 @@ class GaussianActorCritic:
 
     def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8, *,
                  head_hidden: int = 0, entropy: float = 0.01, value_coef: float = 1.0, split_torso: bool = False,
-                 init_std: float = 1.0, state_std: bool = False, split_critic: bool = False):
+                 init_std: float = 1.0, state_std: bool = False, split_critic: bool = False,
+                 entropy_sign: str = "positive", encoder_blocks: int = 0, encoder_width: int = 128,
+                 observations: int | None = None):
         # the categorical actor-critic's parts (torso, heads, options) with the Gaussian's own: composed, not inherited
         self.categorical = ac.ActorCritic(cell, num_actions, method, truncation, head_hidden=head_hidden,
                                           entropy=entropy, value_coef=value_coef, split_torso=split_torso,
-                                          split_critic=split_critic)
+                                          split_critic=split_critic, entropy_sign=entropy_sign,
+                                          encoder_blocks=encoder_blocks, encoder_width=encoder_width,
+                                          observations=observations)
         self.torso, self.num_actions, self.head_hidden = self.categorical.torso, num_actions, head_hidden
         self.entropy, self.value_coef, self.split_critic = entropy, value_coef, split_critic
+        self.entropy_sign = entropy_sign
         self.split, self.init_std, self.state_std = self.categorical.split, init_std, state_std
 
     stepped, learn, value, bootstrap, correction = ac.stepped, learn_on_policy, ac.value, ac.bootstrap, no_correction
@@ -113,7 +118,7 @@ class GaussianActorCritic:
 
     def forward(self, params, memory, x: jax.Array):
         """One environment's ``(((mean, log_std), value), memory')``: the torso's online step on ``x``, the heads."""
-        h, memory = self.torso.learner.step(params["torso"], memory, x)
+        h, memory = self.torso.learner.step(params["torso"], memory, encoded(params, x))
         return self.distribution(params, h), memory
 
     def objective_grads(self, params, memory, x: jax.Array, action: jax.Array):
@@ -139,12 +144,13 @@ class GaussianActorCritic:
         return action, *self.objective_grads(params, memory, x, action)
 
     def step(self, params, memory, x: jax.Array, keys: jax.Array, value_coef: float, entropy: bool = True,
-             split: bool = False):
+             split: bool = False, per_env: bool = False):
         """All E environments at once (``ac.ActorCritic.step``'s contract): ``(action, value, drive, entropy_grad,
         memory', entropy)``, ``action`` (E, A) the draws ``u``; one forward pass and one pullback per environment.
         The entropy's gradient needs no pass (1 for each ``log_std``, 0 elsewhere) but with ``state_std``, where it
         is one more pullback per environment, averaged. ``split``: ``drive`` the value's
-        and the policy's gradients apart (``ac.ActorCritic.step``)."""
+        and the policy's gradients apart; ``per_env``: ``entropy_grad`` each environment's, not their mean
+        (``ac.ActorCritic.step``)."""
 
         def one(m, xe, key):
             (dist, value), pullback, memory_next = jax.vjp(lambda p: self.forward(p, m, xe), params, has_aux=True)
@@ -163,10 +169,12 @@ class GaussianActorCritic:
         action, value, drives, memory_next, entropies, d_entropy = jax.vmap(one)(memory, x, keys)
         entropy_grad = None
         if entropy and self.state_std:
-            entropy_grad = jax.tree.map(lambda g: g.mean(0), d_entropy)
+            entropy_grad = d_entropy if per_env else jax.tree.map(lambda g: g.mean(0), d_entropy)
         elif entropy:
             entropy_grad = jax.tree.map(jnp.zeros_like, params)
             entropy_grad["log_std"] = jnp.ones_like(params["log_std"])
+            if per_env:
+                entropy_grad = jax.tree.map(lambda g: jnp.broadcast_to(g, (x.shape[0], *g.shape)), entropy_grad)
         return action, value, drives, entropy_grad, memory_next, entropies
 
     def bptt_grads(self, params, xs: jax.Array, start: jax.Array, action: jax.Array):
@@ -174,7 +182,7 @@ class GaussianActorCritic:
         ``u`` (A,)."""
 
         def values(p):
-            dist, value = self.distribution(p, self.torso.unrolled(p["torso"], xs, start))
+            dist, value = self.distribution(p, self.torso.unrolled(p["torso"], encoded(p, xs), start))
             return jnp.concatenate([value[None], gaussian_objectives(*dist, action)])
 
         return jax.jacrev(values)(params)
