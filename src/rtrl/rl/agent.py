@@ -71,8 +71,9 @@ def encoder_params(key: jax.Array, sizes: tuple[int, ...], dtype) -> dict:
     ``i`` drawn from its own key (``fold_in(key, 16 + i)``), so the parameters without them are those of before."""
     if not sizes:
         return {}
+    pairs = zip(sizes[:-1], sizes[1:], strict=True)
     return {"encoder": [{"W": sparse_init(jax.random.fold_in(key, 16 + i), (d, m), ENCODER_SPARSITY, dtype),
-                         "b": jnp.zeros((m,), dtype)} for i, (d, m) in enumerate(zip(sizes, sizes[1:]))]}
+                         "b": jnp.zeros((m,), dtype)} for i, (d, m) in enumerate(pairs)]}
 
 
 def encoded(params, x: jax.Array) -> jax.Array:

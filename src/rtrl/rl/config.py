@@ -150,8 +150,8 @@ class RLConfig(Config):
     encoder_blocks: int = option(0, f"{readers('encoder_blocks')}: blocks before the torso, each a linear layer of "
                                  "--encoder-width units (sparse initialisation 0.9), a LayerNorm without parameters "
                                  "and a leaky ReLU (Farr et al.'s MuJoCo torso; the cell then reads --encoder-width "
-                                 "inputs); their gradient is the step's immediate one, cut where it reaches the torso's "
-                                 "state, as in Farr et al.'s code (for exact traces use the cell "
+                                 "inputs); their gradient is the step's immediate one, cut where it reaches the "
+                                 "torso's state, as in Farr et al.'s code (for exact traces use the cell "
                                  "rtrl.cells.encoder:encoded)", non_negative_int, "K")
     encoder_width: int = option(128, f"{readers('encoder_width')}: the width of each --encoder-blocks block",
                                 positive_int, "M")
