@@ -149,5 +149,7 @@ def test_the_anchor_agent_presets_differ_from_farr_et_al_in_the_seeds_alone(task
 
     rows = [dict(PRESETS[f"{task}-p-anchor-agent{row}"].options, seeds=10) for row in ("", "-memoryless")]
     assert card_lines(rows, ANCHORS["mujoco"])["differences from the anchor"] == "0"
-    ours = [dict(PRESETS[f"{task}-p"].options, seeds=10)]
-    assert card_lines(ours, ANCHORS["mujoco"])["differences from the anchor"] == "2 (environments per seed, agent)"
+    assert "what no option matches" in card_lines(rows, ANCHORS["mujoco"])
+    ours = card_lines([dict(PRESETS[f"{task}-p"].options, seeds=10)], ANCHORS["mujoco"])
+    assert ours["differences from the anchor"] == "2 (environments per seed, agent)"
+    assert "what no option matches" not in ours  # our agent: its differences are the agent line's

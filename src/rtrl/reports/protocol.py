@@ -7,7 +7,8 @@ value (``ANCHORS``: the published protocol a table is compared with), and last t
 Rows that differ in an item (a raw-observation row beside normalised ones, say) show each value once, in order.
 Where the anchor names its agent (``ANCHORS[...]["agent"]``: the options that build it from rtrl's pieces), the card
 says each row's agent (``agent``) and counts it a difference unless the options match (``agent_differs``; a
-memoryless control row is compared without its torso).
+memoryless control row is compared without its torso); where a row has the anchor's agent, the card lists what no
+option matches (``unmatched``).
 """
 
 from __future__ import annotations
@@ -195,7 +196,7 @@ def protocol_card(configs, anchor: dict | None, score: str = RAW_SCORE) -> str:
             differences.append(label)
         lines.append(f"- {label}: {'; '.join(values)}" + (f" (anchor: {'; '.join(theirs)})" if theirs else ""))
     lines.append(f"- score normalisation: {score}")
-    if anchor is not None and anchor.get("unmatched"):
+    if anchor is not None and anchor.get("unmatched") and any(not agent_differs(c, anchor["agent"]) for c in configs):
         lines.append(f"- what no option matches: {'; '.join(anchor['unmatched'])}")
     if anchor is not None:
         lines.append(f"- differences from the anchor: {len(differences)}"
