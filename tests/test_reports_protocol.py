@@ -143,13 +143,13 @@ THEIRS = ("rtu 6 (concatenated output) behind 2 blocks of 4, linear heads, the s
 @pytest.mark.parametrize("task", ["hopper", "walker2d", "halfcheetah", "ant"])
 def test_the_anchor_agent_presets_differ_from_farr_et_al_in_the_seeds_alone(task):
     """The -anchor-agent presets and their memoryless rows, run over the anchor's 10 seeds, differ from
-    ``ANCHORS["mujoco"]`` in nothing the card compares; the MuJoCo presets with our agent in the agent and the
-    environments per seed."""
+    ``ANCHORS["mujoco"]`` in nothing the card compares; the MuJoCo presets with our agent in the agent, the action
+    map (squashed, not clipped) and the environments per seed."""
     from rtrl.rl.presets import PRESETS
 
     rows = [dict(PRESETS[f"{task}-p-anchor-agent{row}"].options, seeds=10) for row in ("", "-memoryless")]
     assert card_lines(rows, ANCHORS["mujoco"])["differences from the anchor"] == "0"
     assert "what no option matches" in card_lines(rows, ANCHORS["mujoco"])
     ours = card_lines([dict(PRESETS[f"{task}-p"].options, seeds=10)], ANCHORS["mujoco"])
-    assert ours["differences from the anchor"] == "2 (environments per seed, agent)"
+    assert ours["differences from the anchor"] == "3 (environments per seed, actions, agent)"
     assert "what no option matches" not in ours  # our agent: its differences are the agent line's

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs.extra_inputs import PARTS, parts_of
+from rtrl.rl.envs.gymnasium_env import ACTION_MAPS
 
 SHOWN = {"action": "previous action", "reward": "previous reward", "time": "time"}
 
@@ -34,9 +35,9 @@ ANCHORS: dict[str, dict] = {
                "agent": {"cell": "rtu", "hidden": 384, "cell_args": {"output_map": "concat"}, "encoder_blocks": 2,
                          "encoder_width": 128, "head_hidden": 0, "state_std": True, "entropy": 0.01,
                          "entropy_sign": "td", "optimizer": "intentional", "lr": 0.05, "critic_lr": 0.5},
+               "actions": "clip",  # ClipActionWrapper: rtrl's --env-arg actions=clip
                # what no option of rtrl's matches (rtrl.rl.control_presets' docstring, the -anchor-agent presets)
-               "unmatched": ("actions squashed into the Box by tanh (anchor: clipped to it)",
-                             "one torso under both heads (anchor: an actor's and a critic's network, each with its "
+               "unmatched": ("one torso under both heads (anchor: an actor's and a critic's network, each with its "
                              "own blocks and RTU)",
                              "the spread exp of a head started at log 2 (anchor: softplus of a head)")},
     "popgym": {"name": "Farr et al. 2026, POPGym Easy", "inputs": ("action", "reward"), "frames": 10_000_000,
@@ -111,6 +112,12 @@ MEMORYLESS = "feedforward"  # the cell of a memoryless control row: compared wit
 TORSO = ("cell", "hidden", "cell_args")
 
 
+def actions(config) -> str:
+    """How a Box's actions reach the environment: the option ``actions`` of a Gymnasium environment
+    (``rtrl.rl.envs.gymnasium_env.ACTION_MAPS``), squashed by default."""
+    return ACTION_MAPS[dict(option(config, "env_args")).get("actions", "squash")]
+
+
 def agent(config) -> str:
     """The agent in a line: the torso (and the encoder blocks before it), the heads, the policy's spread, the entropy
     term and the step rule, from ``config``'s options (a config, or a dict of options such as an anchor's)."""
@@ -174,6 +181,9 @@ def _items(anchor: dict | None):
          else "raw", lambda c: None, lambda c: False),
         ("rewards", lambda c: "scaled by the running deviation of the discounted return"
          if option(c, "scale_rewards") else "raw", lambda c: None, lambda c: False),
+        *([] if anchor is None or "actions" not in anchor else [
+            ("actions", actions, lambda c: ACTION_MAPS[anchor["actions"]],
+             lambda c: dict(option(c, "env_args")).get("actions", "squash") != anchor["actions"])]),
         *([] if anchor is None or "agent" not in anchor else [
             ("agent", agent, lambda c: agent(anchor["agent"]), lambda c: agent_differs(c, anchor["agent"]))]),
     ]
