@@ -113,6 +113,10 @@ AGENT = {"cell": "rtu", "hidden": 6, "cell_args": {"output_map": "concat"}, "enc
          "lr": 0.05, "critic_lr": 0.5}
 
 
+THEIRS = ("rtu 6 (concatenated output) behind 2 blocks of 4, linear heads, the spread exp of a head, entropy 0.01 "
+          "signed by the TD error, intentional 0.05 (critic 0.5)")
+
+
 def test_an_anchor_that_names_its_agent_counts_the_agent_a_difference_unless_the_options_match():
     """With ``agent`` in the anchor the card says each row's agent; a row with the anchor's options and its
     memoryless control (a feed-forward torso) differ in nothing; our agent (another torso, no signed entropy) in
@@ -123,10 +127,8 @@ def test_an_anchor_that_names_its_agent_counts_the_agent_a_difference_unless_the
     theirs = {**protocol, **AGENT, "cell_args": {"output_map": "concat", "r_min": 0.0}}
     control = {**theirs, "cell": "feedforward", "cell_args": {}}
     card = card_lines([theirs, control], anchor)
-    assert card["agent"] == ("rtu 6 (concatenated output) behind 2 blocks of 4, linear heads, the spread a head, "
-                             "entropy 0.01 signed by the TD error, intentional 0.05 (critic 0.5); feedforward 6 behind "
-                             "2 blocks of 4, linear heads, the spread a head, entropy 0.01 signed by the TD error, "
-                             "intentional 0.05 (critic 0.5)")
+    assert card["agent"] == (f"{THEIRS}; feedforward 6 behind 2 blocks of 4, linear heads, the spread exp of a "
+                             "head, entropy 0.01 signed by the TD error, intentional 0.05 (critic 0.5)")
     assert card["differences from the anchor"] == "0"
     assert card["what no option matches"] == "a; b"
     for change in ({"entropy_sign": "positive"}, {"cell_args": {}}, {"encoder_blocks": 1}):
@@ -134,10 +136,6 @@ def test_an_anchor_that_names_its_agent_counts_the_agent_a_difference_unless_the
         assert card["differences from the anchor"] == "1 (agent)", change
         assert card["agent"].endswith(f"(anchor: {THEIRS})")
     assert "agent" not in card_lines([theirs], MUJOCO)  # an anchor without an agent compares none
-
-
-THEIRS = ("rtu 6 (concatenated output) behind 2 blocks of 4, linear heads, the spread a head, entropy 0.01 signed by "
-          "the TD error, intentional 0.05 (critic 0.5)")
 
 
 @pytest.mark.parametrize("task", ["hopper", "walker2d", "halfcheetah", "ant"])

@@ -93,16 +93,16 @@ def test_encoder_blocks_initialise_sparse_with_zero_biases_and_leave_the_rest_as
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("state_std", [False, True])
-def test_entropy_sign_td_hands_each_environments_entropy_gradient_to_the_rule(state_std):
+@pytest.mark.parametrize("state_std, std_map", [(False, "exp"), (True, "exp"), (True, "softplus")])
+def test_entropy_sign_td_hands_each_environments_entropy_gradient_to_the_rule(state_std, std_map):
     """With ``entropy_sign`` td the step has no bonus and gives, per environment, the gradient of that
     environment's policy entropy (the rule signs it by the step's TD error), equal to BPTT's (one step from a fresh
     state); with ``positive`` the bonus is ``entropy`` times their mean, as before. [guards: the mean given as each
     environment's; the bonus left on besides]"""
     E = 3
     cell = MinGRU(D, 4)
-    signed = GaussianActorCritic(cell, 2, state_std=state_std, entropy=0.2, entropy_sign="td")
-    plain = GaussianActorCritic(cell, 2, state_std=state_std, entropy=0.2)
+    signed = GaussianActorCritic(cell, 2, state_std=state_std, entropy=0.2, entropy_sign="td", std_map=std_map)
+    plain = GaussianActorCritic(cell, 2, state_std=state_std, entropy=0.2, std_map=std_map)
     params = signed.init(jax.random.PRNGKey(0), jnp.float64)
     x = jax.random.normal(jax.random.PRNGKey(1), (E, D), jnp.float64)
     memory = signed.torso.memory(params, E)
@@ -129,11 +129,30 @@ def test_categorical_entropy_sign_td_gives_per_environment_gradients():
     assert relative_error(jax.tree.map(lambda g: 0.01 * g.mean(0), grads), bonus) <= 1e-9
 
 
+def test_std_map_softplus_is_the_softplus_of_the_head_started_at_init_std():
+    """``std_map`` softplus (Farr et al.'s ``state_dependent_std``): the standard deviation is ``softplus`` of the
+    head's spread columns, by hand ``softplus(0.3) = log(1 + e^0.3)``; at the start (weights 0) it is ``init_std``
+    (log 2: theirs at a zero head), as under ``exp``. [guards: exp applied to the softplus column; the bias started
+    at log(init_std) under softplus]"""
+    cell = MinGRU(D, 4)
+    agent = GaussianActorCritic(cell, 2, state_std=True, std_map="softplus", init_std=float(np.log(2.0)))
+    params = agent.init(jax.random.PRNGKey(0), jnp.float64)
+    h = jnp.ones(4, jnp.float64)
+    (_, log_std), _ = agent.distribution(params, h)
+    np.testing.assert_allclose(np.exp(log_std), np.log(2.0), rtol=1e-12)
+    params["policy"]["b"] = params["policy"]["b"].at[2:].set(0.3)
+    (_, log_std), _ = agent.distribution(params, h)
+    np.testing.assert_allclose(np.exp(log_std), np.log1p(np.exp(0.3)), rtol=1e-12)
+    with pytest.raises(ValueError, match="std_map 'softplus' maps the policy head's spread columns"):
+        GaussianActorCritic(cell, 2, std_map="softplus")
+
+
 @pytest.mark.parametrize("options, message", [
     ({"encoder_width": 64}, "encoder_width does nothing here: encoder_blocks is 0"),
     ({"entropy": 0.0, "entropy_sign": "td"}, "entropy_sign does nothing here: entropy is 0"),
     ({"algorithm": "q", "entropy": 0.01, "encoder_blocks": 2}, "encoder_blocks does nothing here: algorithm 'q'"),
     ({"entropy_sign": "sometimes"}, "entropy_sign"),
+    ({"std_map": "softplus"}, "std_map does nothing here: without --state-std"),
     ({"encoder_blocks": -1}, "encoder_blocks"),
 ])
 def test_the_anchor_options_refuse_what_does_not_apply(options, message):

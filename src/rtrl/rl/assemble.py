@@ -88,7 +88,7 @@ def assemble(config: RLConfig) -> RLAssembly:
                          else f"the observation size {reads} of {env.name}")
         raise ValueError(f"cell input_size must be {what_it_reads}, got {cell.input_size}")
     default = defaults(RLConfig)
-    for name in ("init_std", "state_std"):  # the Gaussian policy's options
+    for name in ("init_std", "state_std", "std_map"):  # the Gaussian policy's options
         if env.action_bounds is None and getattr(config, name) != default[name]:
             raise ValueError(f"{name} is the Gaussian policy's, for a Box action space; {env.name}'s actions are "
                              f"discrete (a categorical policy), got {name} {getattr(config, name)}")

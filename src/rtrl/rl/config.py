@@ -163,6 +163,9 @@ class RLConfig(Config):
     state_std: bool = option(False, "ac on a Box action space: the Gaussian policy's log standard deviation is a head "
                              "on the torso, as its mean is (Farr et al.'s state_dependent_std), not one learnt "
                              "vector", flag)
+    std_map: str = option("exp", "ac on a Box action space, with --state-std: the head's map to the standard "
+                          "deviation, exp (of a log) or softplus (Farr et al.'s state_dependent_std)",
+                          one_of(("exp", "softplus")), "MAP")
     entropy: float = option(0.01, f"{readers('entropy')}: weight of the policy's entropy", non_negative_float, "C")
     entropy_sign: str = option("positive", f"{readers('entropy_sign')}: how --entropy enters the update: "
                                + "; ".join(f"{k}: {v}" for k, v in ENTROPY_SIGNS.items()), one_of(ENTROPY_SIGNS),
@@ -226,6 +229,10 @@ class RLConfig(Config):
         if self.encoder_width != defaults(RLConfig)["encoder_width"] and not self.encoder_blocks:
             raise OptionError(f"encoder_width does nothing here: encoder_blocks is 0 (no block to size); give "
                               f"--encoder-blocks K >= 1 or drop --encoder-width {self.encoder_width}", "encoder_width")
+        if self.std_map != "exp" and not self.state_std:
+            raise OptionError(f"std_map does nothing here: without --state-std the spread is one learnt log_std "
+                              f"vector, not a head to map; give --state-std or drop --std-map {self.std_map}",
+                              "std_map")
         if self.entropy_sign != "positive" and self.entropy == 0:
             raise OptionError(f"entropy_sign does nothing here: entropy is 0 (no entropy term to sign); give "
                               f"--entropy C > 0 or drop --entropy-sign {self.entropy_sign}", "entropy_sign")

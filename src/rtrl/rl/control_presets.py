@@ -35,16 +35,16 @@ of its own (one line), so their rows are presets, named and run as every other t
   ``S (theta - stop_gradient(theta))`` to the carry for the cell's parameters), so the blocks learn from the
   current step's input alone (``--encoder-blocks 2 --encoder-width 128``, cut the same way); linear heads on the
   RTU's output, the Gaussian's spread a head (``state_dependent_std``: ``softplus`` of a linear map, here
-  ``--state-std``, ``exp`` of one, started at their ``softplus(0) = log 2``); the actor's per-step gradient is
+  ``--state-std --std-map softplus``, started at their ``softplus(0) = log 2``); the actor's per-step gradient is
   ``grad log pi + 0.01 sign(delta) grad H`` and enters the actor's trace (``--entropy 0.01 --entropy-sign td``);
   ``ClipActionWrapper`` clips actions to the Box (``--env-arg actions=clip``; rtrl's default squashes them by
   ``tanh``: the map is the environment's, the log-probability the Gaussian's either way); observation and reward
   normalisation, the time input (limit 1000), one environment per seed (``--envs 1``; Gymnasium's MuJoCo is stepped
   on the host, so seeds run one per call, not under ``vmap``). Left as it differs: their actor and critic are two
-  networks (each its own blocks and RTU; here one torso with both heads), the spread ``exp`` of a head (theirs
-  ``softplus`` of one), their heads start sparse (here the policy's at 0.01 Glorot, the value's Glorot), their
-  actor's step statistics read the entropy term too (here the log-policy's gradient alone). The step time (2,000
-  steps of this preset against ``hopper-p``'s, on this project's 2 shared cores: 11.2 ms a frame against 1.53 ms,
+  networks (each its own blocks and RTU; here one torso with both heads), their heads start sparse (here the
+  policy's at 0.01 Glorot, the value's Glorot), their actor's step statistics read the entropy term too (here the
+  log-policy's gradient alone). The step time (2,000 steps of this preset against ``hopper-p``'s, on this project's
+  2 shared cores: 11.2 ms a frame against 1.53 ms,
   about 4 to 6 hours a seed of 2M frames): docs/rl-control.md, "The anchor's agent", with the commands.
 * ``hopper-p-v5-action-reward-gamma995``, ``walker2d-p-v5-action-reward``, ``halfcheetah-p-v5-action-reward``,
   ``ant-p-v5-action-reward``: the presets these names had before they took the anchor's protocol, each figure of
@@ -78,7 +78,7 @@ MUJOCO_TASKS = {"hopper": ("Hopper", 1300.0, {}), "walker2d": ("Walker2d", 1011.
 # before an RTU of 192 complex units (384 outputs) under exact RTRL, linear heads, the spread a head started at
 # softplus(0) = log 2, entropy 0.01 signed by the TD error in the actor's trace, one environment, 2M frames
 ANCHOR_AGENT = {"cell": "rtu", "hidden": 384, "cell_args": {"output_map": "concat", "r_min": 0.0, "r_max": 0.999},
-                "head_hidden": 0, "encoder_blocks": 2, "encoder_width": 128, "state_std": True,
+                "head_hidden": 0, "encoder_blocks": 2, "encoder_width": 128, "state_std": True, "std_map": "softplus",
                 "init_std": math.log(2.0), "entropy": 0.01, "entropy_sign": "td", "envs": 1, "steps": 2_000_000,
                 "record_every": 100_000, "fidelity_every": 100_000}
 ANCHOR_VERSION = "v4"  # Farr et al.'s MuJoCo tasks (Gymnasium's v4: the mujoco bindings, deprecated but served)

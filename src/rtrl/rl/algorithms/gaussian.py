@@ -15,7 +15,9 @@ the on-policy continuous agents this one is measured beside (PPO's, stream AC's)
 With ``state_std`` (``--state-std``; Farr et al.'s MuJoCo agents' ``state_dependent_std``) ``log_std`` is a head on
 the torso instead, A more columns of the policy head (``[mean, log_std] = policy(h)``, their weights starting at 0
 and their biases at ``log(init_std)``, so the policy at the start is the same), and the entropy's gradient passes
-through the head and the torso as the log-probability's does. On hopper-p it did worse than the vector in four of six
+through the head and the torso as the log-probability's does; ``std_map`` softplus (``--std-map``) reads those
+columns as ``std = softplus(column)`` instead (Farr et al.'s ``Gaussian(state_dependent_std=True)``), their biases
+at ``softplus^-1(init_std)``. On hopper-p it did worse than the vector in four of six
 seeds (mean 1411 against 1621 over seeds 0-4), its spread shrinking to about 0.5, and on walker2d-p in three of five
 (mean 887 against 961; docs/rl-results.md).
 
@@ -72,19 +74,33 @@ def squashed_log_prob(mean: jax.Array, log_std: jax.Array, action: jax.Array, lo
                                                                           + jnp.log1p(-y ** 2))
 
 
+# std_map: the map from the policy head's spread columns (``state_std``) to the standard deviation
+STD_MAPS = {"exp": "exp of the column (a log standard deviation)",
+            "softplus": "softplus of the column (Farr et al.'s state_dependent_std)"}
+
+
 class GaussianActorCritic:
     """Stream AC(lambda) with a Gaussian policy over ``R^A`` (the module's docstring): ``(cell, num_actions,
     method="rtrl", truncation=8, **options)``, ``num_actions`` the Box's dimensions; the actor-critic's options and
     ``init_std`` (the policy's standard deviation at the start) and ``state_std`` (``log_std`` a head on the torso)."""
 
-    options = (*ac.ActorCritic.options, "init_std", "state_std")
+    options = (*ac.ActorCritic.options, "init_std", "state_std", "std_map")
     checked = 2  # the fidelity check's gradients: v_t's and log pi(u_t)'s
 
     def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8, *,
                  head_hidden: int = 0, entropy: float = 0.01, value_coef: float = 1.0, split_torso: bool = False,
                  init_std: float = 1.0, state_std: bool = False, split_critic: bool = False,
                  entropy_sign: str = "positive", encoder_blocks: int = 0, encoder_width: int = 128,
-                 observations: int | None = None):
+                 observations: int | None = None, std_map: str = "exp"):
+        """``std_map`` (with ``state_std``): how the head's A columns become the standard deviation, ``exp`` (of a
+        log) or ``softplus`` (Farr et al.'s ``Gaussian(state_dependent_std=True)``: ``softplus(head)``), the bias
+        started where it gives ``init_std`` either way."""
+        if std_map not in STD_MAPS:
+            raise ValueError(f"std_map must be one of {list(STD_MAPS)}, got {std_map!r}")
+        if std_map != "exp" and not state_std:
+            raise ValueError(f"std_map {std_map!r} maps the policy head's spread columns, which only state_std "
+                             f"gives (without it the spread is one learnt log_std vector)")
+        self.std_map = std_map
         # the categorical actor-critic's parts (torso, heads, options) with the Gaussian's own: composed, not inherited
         self.categorical = ac.ActorCritic(cell, num_actions, method, truncation, head_hidden=head_hidden,
                                           entropy=entropy, value_coef=value_coef, split_torso=split_torso,
@@ -106,14 +122,17 @@ class GaussianActorCritic:
         if not self.state_std:
             return {**params, "log_std": log_std}
         W, b = params["policy"]["W"], params["policy"]["b"]
+        start = log_std if self.std_map == "exp" else jnp.full_like(log_std, math.log(math.expm1(self.init_std)))
         return {**params, "policy": {"W": jnp.concatenate([W, jnp.zeros_like(W)], axis=1),
-                                     "b": jnp.concatenate([b, log_std])}}
+                                     "b": jnp.concatenate([b, start])}}
 
     def distribution(self, params, h: jax.Array):
         """``((mean, log_std), value)`` of one hidden state ``h``: the heads, and the policy's ``log_std``."""
         out, value = heads(params, h, self.split)
         if self.state_std:
-            return (out[..., :self.num_actions], out[..., self.num_actions:]), value
+            spread = out[..., self.num_actions:]
+            log_std = spread if self.std_map == "exp" else jnp.log(jax.nn.softplus(spread))
+            return (out[..., :self.num_actions], log_std), value
         return (out, jnp.broadcast_to(params["log_std"], out.shape)), value
 
     def forward(self, params, memory, x: jax.Array):
