@@ -113,8 +113,8 @@ AGENT = {"cell": "rtu", "hidden": 6, "cell_args": {"output_map": "concat"}, "enc
          "lr": 0.05, "critic_lr": 0.5}
 
 
-THEIRS = ("rtu 6 (concatenated output) behind 2 blocks of 4, linear heads, the spread exp of a head, entropy 0.01 "
-          "signed by the TD error, intentional 0.05 (critic 0.5)")
+THEIRS = ("rtu 6 (concatenated output) behind 2 blocks of 4, linear heads (glorot at the start), the spread exp of "
+          "a head, entropy 0.01 signed by the TD error, intentional 0.05 (critic 0.5)")
 
 
 def test_an_anchor_that_names_its_agent_counts_the_agent_a_difference_unless_the_options_match():
@@ -127,8 +127,9 @@ def test_an_anchor_that_names_its_agent_counts_the_agent_a_difference_unless_the
     theirs = {**protocol, **AGENT, "cell_args": {"output_map": "concat", "r_min": 0.0}}
     control = {**theirs, "cell": "feedforward", "cell_args": {}}
     card = card_lines([theirs, control], anchor)
-    assert card["agent"] == (f"{THEIRS}; feedforward 6 behind 2 blocks of 4, linear heads, the spread exp of a "
-                             "head, entropy 0.01 signed by the TD error, intentional 0.05 (critic 0.5)")
+    assert card["agent"] == (f"{THEIRS}; feedforward 6 behind 2 blocks of 4, linear heads (glorot at the start), "
+                             "the spread exp of a head, entropy 0.01 signed by the TD error, intentional 0.05 (critic "
+                             "0.5)")
     assert card["differences from the anchor"] == "0"
     assert card["what no option matches"] == "a; b"
     for change in ({"entropy_sign": "positive"}, {"cell_args": {}}, {"encoder_blocks": 1}):

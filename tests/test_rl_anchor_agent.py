@@ -147,6 +147,19 @@ def test_std_map_softplus_is_the_softplus_of_the_head_started_at_init_std():
         GaussianActorCritic(cell, 2, std_map="softplus")
 
 
+def test_head_init_sparse_draws_each_heads_columns_sparse():
+    """``head_init`` sparse (Farr et al.'s heads): every column of the policy head (the spread columns too, with
+    ``state_std``) and of the value head holds ceil(0.9 N) zero weights of N = 10 inputs, the biases as before."""
+    cell = MinGRU(D, 10)
+    agent = GaussianActorCritic(cell, 2, state_std=True, std_map="softplus", head_init="sparse", init_std=0.5)
+    params = agent.init(jax.random.PRNGKey(0))
+    for name, columns in (("policy", 4), ("value", 1)):
+        np.testing.assert_array_equal((np.asarray(params[name]["W"]) == 0).sum(axis=0), [9] * columns)
+    np.testing.assert_allclose(np.asarray(params["policy"]["b"])[2:], np.log(np.expm1(0.5)), rtol=1e-6)
+    with pytest.raises(ValueError, match="head_init must be one of"):
+        ActorCritic(cell, 2, head_init="zeros")
+
+
 @pytest.mark.parametrize("options, message", [
     ({"encoder_width": 64}, "encoder_width does nothing here: encoder_blocks is 0"),
     ({"entropy": 0.0, "entropy_sign": "td"}, "entropy_sign does nothing here: entropy is 0"),

@@ -33,14 +33,16 @@ ANCHORS: dict[str, dict] = {
                "environments": {"Hopper": "Hopper-v4", "Walker2d": "Walker2d-v4", "HalfCheetah": "HalfCheetah-v4",
                                 "Ant": "Ant-v4"},
                "agent": {"cell": "rtu", "hidden": 384, "cell_args": {"output_map": "concat"}, "encoder_blocks": 2,
-                         "encoder_width": 128, "head_hidden": 0, "state_std": True, "std_map": "softplus",
+                         "encoder_width": 128, "head_hidden": 0, "head_init": "sparse", "state_std": True,
+                         "std_map": "softplus",
                          "entropy": 0.01, "entropy_sign": "td", "optimizer": "intentional", "lr": 0.05,
                          "critic_lr": 0.5},
                "actions": "clip",  # ClipActionWrapper: rtrl's --env-arg actions=clip
                # what no option of rtrl's matches (rtrl.rl.control_presets' docstring, the -anchor-agent presets)
                "unmatched": ("one torso under both heads (anchor: an actor's and a critic's network, each with its "
                              "own blocks and RTU)",
-                             "the heads start as rtrl's other agents' (anchor: sparse, 0.9)")},
+                             "the actor's step statistics read the log-policy's gradient alone (anchor: with the "
+                             "signed entropy term)")},
     "popgym": {"name": "Farr et al. 2026, POPGym Easy", "inputs": ("action", "reward"), "frames": 10_000_000,
                "envs": 1, "seeds": 10, "gamma": 0.99, "level": "Easy"},
 }
@@ -130,6 +132,7 @@ def agent(config) -> str:
         torso += f" behind {option(config, 'encoder_blocks')} blocks of {option(config, 'encoder_width')}"
     width = option(config, "head_hidden")
     heads = f"heads behind a tanh layer of {width}" if width else "linear heads"
+    heads += f" ({option(config, 'head_init')} at the start)"
     spread = (f"the spread {option(config, 'std_map')} of a head" if option(config, "state_std")
               else "the spread one vector")
     entropy = f"entropy {option(config, 'entropy'):g}" + (" signed by the TD error"

@@ -30,7 +30,7 @@ from rtrl.config import (
 )
 from rtrl.methods import REGISTRY, Method
 from rtrl.rl.algorithms import ALGORITHMS, options_of
-from rtrl.rl.algorithms.ac import ENTROPY_SIGNS
+from rtrl.rl.algorithms.ac import ENTROPY_SIGNS, HEAD_INITS
 from rtrl.rl.envs import env_import, env_name
 from rtrl.rl.envs.extra_inputs import PARTS, parts_of
 from rtrl.rl.transforms import PER_ENVIRONMENT, STEP_RULES
@@ -147,6 +147,8 @@ class RLConfig(Config):
                          "to --clip)", positive_float, "LR")
     h_beta: float = option(1.0, f"{readers('h_beta')}: the regulariser beta of the secondary weights h",
                            non_negative_float, "B")
+    head_init: str = option("glorot", f"{readers('head_init')}: the heads' weights at the start: "
+                            + "; ".join(f"{k}: {v}" for k, v in HEAD_INITS.items()), one_of(HEAD_INITS), "INIT")
     encoder_blocks: int = option(0, f"{readers('encoder_blocks')}: blocks before the torso, each a linear layer of "
                                  "--encoder-width units (sparse initialisation 0.9), a LayerNorm without parameters "
                                  "and a leaky ReLU (Farr et al.'s MuJoCo torso; the cell then reads --encoder-width "

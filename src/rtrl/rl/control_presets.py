@@ -41,8 +41,8 @@ of its own (one line), so their rows are presets, named and run as every other t
   ``tanh``: the map is the environment's, the log-probability the Gaussian's either way); observation and reward
   normalisation, the time input (limit 1000), one environment per seed (``--envs 1``; Gymnasium's MuJoCo is stepped
   on the host, so seeds run one per call, not under ``vmap``). Left as it differs: their actor and critic are two
-  networks (each its own blocks and RTU; here one torso with both heads), their heads start sparse (here the
-  policy's at 0.01 Glorot, the value's Glorot), their actor's step statistics read the entropy term too (here the
+  networks (each its own blocks and RTU; here one torso with both heads; heads started sparse as theirs,
+  ``--head-init sparse``), their actor's step statistics read the entropy term too (here the
   log-policy's gradient alone). The step time (2,000 steps of this preset against ``hopper-p``'s, on this project's
   2 shared cores: 11.2 ms a frame against 1.53 ms,
   about 4 to 6 hours a seed of 2M frames): docs/rl-control.md, "The anchor's agent", with the commands.
@@ -75,12 +75,13 @@ MUJOCO = {**AGENT, "optimizer": "intentional", "lr": 0.05, "critic_lr": 0.5, "hi
 MUJOCO_TASKS = {"hopper": ("Hopper", 1300.0, {}), "walker2d": ("Walker2d", 1011.0, {"init_std": 0.5}),
                 "halfcheetah": ("HalfCheetah", 1000.0, {}), "ant": ("Ant", 1000.0, {})}
 # Farr et al.'s MuJoCo agent from rtrl's pieces (the module docstring says what their code does): two blocks of 128
-# before an RTU of 192 complex units (384 outputs) under exact RTRL, linear heads, the spread a head started at
-# softplus(0) = log 2, entropy 0.01 signed by the TD error in the actor's trace, one environment, 2M frames
+# before an RTU of 192 complex units (384 outputs) under exact RTRL, linear heads started sparse, the spread softplus
+# of a head started at softplus(0) = log 2, entropy 0.01 signed by the TD error in the actor's trace, actions clipped
+# (the table's ``actions``), one environment, 2M frames
 ANCHOR_AGENT = {"cell": "rtu", "hidden": 384, "cell_args": {"output_map": "concat", "r_min": 0.0, "r_max": 0.999},
-                "head_hidden": 0, "encoder_blocks": 2, "encoder_width": 128, "state_std": True, "std_map": "softplus",
-                "init_std": math.log(2.0), "entropy": 0.01, "entropy_sign": "td", "envs": 1, "steps": 2_000_000,
-                "record_every": 100_000, "fidelity_every": 100_000}
+                "head_hidden": 0, "head_init": "sparse", "encoder_blocks": 2, "encoder_width": 128, "state_std": True,
+                "std_map": "softplus", "init_std": math.log(2.0), "entropy": 0.01, "entropy_sign": "td", "envs": 1,
+                "steps": 2_000_000, "record_every": 100_000, "fidelity_every": 100_000}
 ANCHOR_VERSION = "v4"  # Farr et al.'s MuJoCo tasks (Gymnasium's v4: the mujoco bindings, deprecated but served)
 # The presets these names had before (every figure measured up to 3132a4e): v5, the previous action and reward beside
 # the time, Hopper at gamma 0.995; suffix -> options over the anchor's protocol

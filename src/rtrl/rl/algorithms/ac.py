@@ -32,8 +32,10 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import Cell, glorot
+from rtrl.cells.encoder import sparse_init
 from rtrl.methods import Method
 from rtrl.rl.agent import (
+    ENCODER_SPARSITY,
     Torso,
     check_heads,
     encoded,
@@ -61,6 +63,11 @@ ENTROPY_SIGNS = {
     "td": "entropy * sign(delta_t) * grad H_t in the traces beside grad log pi(a_t), delta_t the TD error of the step "
           "(Farr et al.'s; rtrl.rl.transforms.signed_entropy)",
 }
+
+
+# the heads' weights at the start (``--head-init``)
+HEAD_INITS = {"glorot": "the policy's 0.01 Glorot (near the uniform policy), the value's Glorot",
+              "sparse": "both sparse at 0.9, uniform in +-1/sqrt(fan-in) (Farr et al.'s)"}
 
 
 def check_entropy_sign(entropy_sign: str) -> str:
@@ -108,18 +115,22 @@ class ActorCritic:
     """Stream AC(lambda): a categorical policy and a value on the torso (linear heads, or behind a tanh layer of
     ``head_hidden`` units), the traces of value and log-policy gradients, an entropy bonus."""
 
-    options = ("entropy", "entropy_sign", "value_coef", "head_hidden", "split_torso", "encoder_blocks",
+    options = ("entropy", "entropy_sign", "value_coef", "head_hidden", "head_init", "split_torso", "encoder_blocks",
                "encoder_width")
     checked = 2  # the fidelity check's gradients: the first two of ``objective_grads`` (v_t's, log pi(a_t)'s)
 
     def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8, *,
                  head_hidden: int = 0, entropy: float = 0.01, value_coef: float = 1.0, split_torso: bool = False,
                  split_critic: bool = False, entropy_sign: str = "positive", encoder_blocks: int = 0,
-                 encoder_width: int = 128, observations: int | None = None):
+                 encoder_width: int = 128, observations: int | None = None, head_init: str = "glorot"):
         """``split_critic``: the value's and the policy's gradients apart (the intentional rule with a step of
         the critic's own, ``critic_lr``); ``entropy_sign``: how ``entropy`` enters (``ENTROPY_SIGNS``);
         ``encoder_blocks`` of ``encoder_width`` units before the torso on ``observations`` inputs
-        (``rtrl.rl.agent.encoder_sizes``; the cell then reads ``encoder_width``)."""
+        (``rtrl.rl.agent.encoder_sizes``; the cell then reads ``encoder_width``); ``head_init``: the heads' weights
+        at the start (``HEAD_INITS``)."""
+        if head_init not in HEAD_INITS:
+            raise ValueError(f"head_init must be one of {list(HEAD_INITS)}, got {head_init!r}")
+        self.head_init = head_init
         self.torso = Torso(cell, method, truncation)
         self.num_actions, self.head_hidden = check_heads(num_actions, head_hidden)
         self.entropy, self.value_coef, self.split_critic = entropy, value_coef, split_critic
@@ -133,10 +144,16 @@ class ActorCritic:
         k_torso, k_policy, k_value = jax.random.split(key, 3)
         N, A, M = self.torso.cell.hidden_size, self.num_actions, self.head_hidden
         width = M or (N // 2 if self.split else N)
-        # A small policy head starts near the uniform policy (as PPO's 0.01-scaled one does).
+        # A small policy head starts near the uniform policy (as PPO's 0.01-scaled one does); ``head_init`` sparse:
+        # both heads sparse at 0.9, as Farr et al.'s
+        if self.head_init == "sparse":
+            W_policy = sparse_init(k_policy, (width, A), ENCODER_SPARSITY, dtype)
+            W_value = sparse_init(k_value, (width, 1), ENCODER_SPARSITY, dtype)
+        else:
+            W_policy, W_value = 0.01 * glorot(k_policy, (width, A), dtype), glorot(k_value, (width, 1), dtype)
         return {"torso": self.torso.cell.init(k_torso, dtype),
-                "policy": {"W": 0.01 * glorot(k_policy, (width, A), dtype), "b": jnp.zeros((A,), dtype)},
-                "value": {"W": glorot(k_value, (width, 1), dtype), "b": jnp.zeros((1,), dtype)},
+                "policy": {"W": W_policy, "b": jnp.zeros((A,), dtype)},
+                "value": {"W": W_value, "b": jnp.zeros((1,), dtype)},
                 **head_params(key, N, M, dtype, self.split), **encoder_params(key, self.encoder, dtype)}
 
     def forward(self, params, memory, x: jax.Array):

@@ -17,9 +17,10 @@ the torso instead, A more columns of the policy head (``[mean, log_std] = policy
 and their biases at ``log(init_std)``, so the policy at the start is the same), and the entropy's gradient passes
 through the head and the torso as the log-probability's does; ``std_map`` softplus (``--std-map``) reads those
 columns as ``std = softplus(column)`` instead (Farr et al.'s ``Gaussian(state_dependent_std=True)``), their biases
-at ``softplus^-1(init_std)``. On hopper-p it did worse than the vector in four of six
-seeds (mean 1411 against 1621 over seeds 0-4), its spread shrinking to about 0.5, and on walker2d-p in three of five
-(mean 887 against 961; docs/rl-results.md).
+at ``softplus^-1(init_std)``. On hopper-p ``state_std`` did worse than the vector in four of six seeds (mean 1411
+against 1621 over seeds 0-4), its spread shrinking to about 0.5, and on walker2d-p in three of five (mean 887
+against 961; docs/rl-results.md). ``head_init`` sparse (``--head-init``): the heads' weights sparse at 0.9 (the
+spread columns' too, so the spread at the start varies with the state about ``init_std``), as Farr et al.'s.
 
 The environment maps ``u`` onto the space's bounds (``rtrl.rl.envs.continuous``: tanh-squashed where both bounds
 are finite, clipped to one finite bound, as it is where none is): the map is part of the environment, so the
@@ -50,8 +51,9 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import Cell
+from rtrl.cells.encoder import sparse_init
 from rtrl.methods import Method
-from rtrl.rl.agent import encoded, heads, split_drive
+from rtrl.rl.agent import ENCODER_SPARSITY, encoded, heads, split_drive
 from rtrl.rl.algorithm import learn_on_policy, no_correction
 from rtrl.rl.algorithms import ac
 
@@ -91,7 +93,7 @@ class GaussianActorCritic:
                  head_hidden: int = 0, entropy: float = 0.01, value_coef: float = 1.0, split_torso: bool = False,
                  init_std: float = 1.0, state_std: bool = False, split_critic: bool = False,
                  entropy_sign: str = "positive", encoder_blocks: int = 0, encoder_width: int = 128,
-                 observations: int | None = None, std_map: str = "exp"):
+                 observations: int | None = None, std_map: str = "exp", head_init: str = "glorot"):
         """``std_map`` (with ``state_std``): how the head's A columns become the standard deviation, ``exp`` (of a
         log) or ``softplus`` (Farr et al.'s ``Gaussian(state_dependent_std=True)``: ``softplus(head)``), the bias
         started where it gives ``init_std`` either way."""
@@ -106,7 +108,7 @@ class GaussianActorCritic:
                                           entropy=entropy, value_coef=value_coef, split_torso=split_torso,
                                           split_critic=split_critic, entropy_sign=entropy_sign,
                                           encoder_blocks=encoder_blocks, encoder_width=encoder_width,
-                                          observations=observations)
+                                          observations=observations, head_init=head_init)
         self.torso, self.num_actions, self.head_hidden = self.categorical.torso, num_actions, head_hidden
         self.entropy, self.value_coef, self.split_critic = entropy, value_coef, split_critic
         self.entropy_sign = entropy_sign
@@ -123,7 +125,9 @@ class GaussianActorCritic:
             return {**params, "log_std": log_std}
         W, b = params["policy"]["W"], params["policy"]["b"]
         start = log_std if self.std_map == "exp" else jnp.full_like(log_std, math.log(math.expm1(self.init_std)))
-        return {**params, "policy": {"W": jnp.concatenate([W, jnp.zeros_like(W)], axis=1),
+        spread = (sparse_init(jax.random.fold_in(key, 32), W.shape, ENCODER_SPARSITY, dtype)
+                  if self.categorical.head_init == "sparse" else jnp.zeros_like(W))
+        return {**params, "policy": {"W": jnp.concatenate([W, spread], axis=1),
                                      "b": jnp.concatenate([b, start])}}
 
     def distribution(self, params, h: jax.Array):
