@@ -106,3 +106,49 @@ def test_the_anchors_are_farr_et_al_s_protocols():
     assert (ANCHORS["popgym"]["inputs"], ANCHORS["popgym"]["frames"]) == (("action", "reward"), 10_000_000)
     assert all((a["envs"], a["seeds"], a["gamma"]) == (1, 10, 0.99) for a in ANCHORS.values())
     assert ANCHORS["mujoco"]["environments"]["Walker2d"] == "Walker2d-v4"
+
+
+AGENT = {"cell": "rtu", "hidden": 6, "cell_args": {"output_map": "concat"}, "encoder_blocks": 2, "encoder_width": 4,
+         "head_hidden": 0, "state_std": True, "entropy": 0.01, "entropy_sign": "td", "optimizer": "intentional",
+         "lr": 0.05, "critic_lr": 0.5}
+
+
+THEIRS = ("rtu 6 (concatenated output) behind 2 blocks of 4, linear heads (glorot at the start), the spread exp of "
+          "a head, entropy 0.01 signed by the TD error, intentional 0.05 (critic 0.5)")
+
+
+def test_an_anchor_that_names_its_agent_counts_the_agent_a_difference_unless_the_options_match():
+    """With ``agent`` in the anchor the card says each row's agent; a row with the anchor's options and its
+    memoryless control (a feed-forward torso) differ in nothing; our agent (another torso, no signed entropy) in
+    ``agent``, the anchor's shown; ``unmatched`` is listed as it is. [guards: the memoryless row counted as a
+    different agent; a cell_args that drops the concatenated output not seen; the entropy's sign not compared]"""
+    anchor = {**MUJOCO, "agent": AGENT, "unmatched": ("a", "b")}
+    protocol = {"env": "gymnasium:Hopper-v4", "envs": 1, "steps": 2_000_000, "seeds": 10, "extra_inputs": ("time",)}
+    theirs = {**protocol, **AGENT, "cell_args": {"output_map": "concat", "r_min": 0.0}}
+    control = {**theirs, "cell": "feedforward", "cell_args": {}}
+    card = card_lines([theirs, control], anchor)
+    assert card["agent"] == (f"{THEIRS}; feedforward 6 behind 2 blocks of 4, linear heads (glorot at the start), "
+                             "the spread exp of a head, entropy 0.01 signed by the TD error, intentional 0.05 (critic "
+                             "0.5)")
+    assert card["differences from the anchor"] == "0"
+    assert card["what no option matches"] == "a; b"
+    for change in ({"entropy_sign": "positive"}, {"cell_args": {}}, {"encoder_blocks": 1}):
+        card = card_lines([{**theirs, **change}], anchor)
+        assert card["differences from the anchor"] == "1 (agent)", change
+        assert card["agent"].endswith(f"(anchor: {THEIRS})")
+    assert "agent" not in card_lines([theirs], MUJOCO)  # an anchor without an agent compares none
+
+
+@pytest.mark.parametrize("task", ["hopper", "walker2d", "halfcheetah", "ant"])
+def test_the_anchor_agent_presets_differ_from_farr_et_al_in_the_seeds_alone(task):
+    """The -anchor-agent presets and their memoryless rows, run over the anchor's 10 seeds, differ from
+    ``ANCHORS["mujoco"]`` in nothing the card compares; the MuJoCo presets with our agent in the agent, the action
+    map (squashed, not clipped) and the environments per seed."""
+    from rtrl.rl.presets import PRESETS
+
+    rows = [dict(PRESETS[f"{task}-p-anchor-agent{row}"].options, seeds=10) for row in ("", "-memoryless")]
+    assert card_lines(rows, ANCHORS["mujoco"])["differences from the anchor"] == "0"
+    assert "what no option matches" in card_lines(rows, ANCHORS["mujoco"])
+    ours = card_lines([dict(PRESETS[f"{task}-p"].options, seeds=10)], ANCHORS["mujoco"])
+    assert ours["differences from the anchor"] == "3 (environments per seed, actions, agent)"
+    assert "what no option matches" not in ours  # our agent: its differences are the agent line's

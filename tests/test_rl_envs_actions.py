@@ -66,3 +66,28 @@ def test_unsigned_integer_actions_are_integers():
         assert env.step(key, state, good).obs.shape == obs.shape
     with pytest.raises(ValueError, match="action must be an integer in 0.."):
         env.step(key, state, np.uint8(env.num_actions))
+
+
+def test_a_gymnasium_box_takes_clipped_actions_under_option_actions_clip():
+    """``--env-arg actions=clip`` (Farr et al.'s ``ClipActionWrapper``): the agent's actions clipped to the Box, by
+    hand on [-2, 2]: 3 -> 2, -0.5 -> -0.5, -7 -> -2 (the default squash: -0.5 -> -2 + 4 (tanh(-0.5) + 1) / 2); the
+    vector steps Pendulum with the clipped action (its reward equals Gymnasium's own for 2.0 from the same seed);
+    another value, or the option on Discrete actions, refused by name."""
+    gymnasium = pytest.importorskip("gymnasium")
+    from rtrl.rl.envs.gymnasium_env import to_space
+
+    space = gymnasium.spaces.Box(-2.0, 2.0, (1,), np.float32)
+    u = np.array([[3.0], [-0.5], [-7.0]], np.float32)
+    np.testing.assert_allclose(to_space(space, ((-2.0,), (2.0,)), u, clip=True)[:, 0], [2.0, -0.5, -2.0])
+    np.testing.assert_allclose(to_space(space, ((-2.0,), (2.0,)), u)[1, 0], -2 + 4 * (np.tanh(-0.5) + 1) / 2,
+                               rtol=1e-6)
+    vector = make("gymnasium:Pendulum-v1", actions="clip").vector(1)
+    vector.reset([3])
+    reward = vector.step(np.array([[5.0]], np.float32)).reward[0]
+    plain = gymnasium.make("Pendulum-v1")
+    plain.reset(seed=3)
+    assert reward == pytest.approx(plain.step(np.array([2.0], np.float32))[1], rel=1e-6)
+    with pytest.raises(ValueError, match="option actions must be one of"):
+        make("gymnasium:Pendulum-v1", actions="tanh")
+    with pytest.raises(ValueError, match="option actions maps a Box's actions, and its actions are Discrete"):
+        make("gymnasium:CartPole-v1", actions="clip")

@@ -419,3 +419,43 @@ def test_every_rule_keeps_float32_parameters_float32_where_jax_has_x64_on(name):
         assert jax.tree.map(lambda a: a.dtype, state) == dtypes, f"state at step {t}"
         assert all(u.dtype == jnp.float32 for u in jax.tree.leaves(updates)), f"updates at step {t}"
         params = optax.apply_updates(params, updates)
+
+
+def test_signed_entropy_adds_the_entropy_trace_signed_by_each_steps_own_td_error_by_hand():
+    """One environment, one parameter, ``z`` zero so the output is ``coef * y_{t-1}``: grad H_t = 1, 2, 4, 8,
+    the TD errors delivered one call later (call t brings delta_{t-1}) 0, +0.5, -3, +2, the trace cut before step 2,
+    decay 0.5, coef 0.1. By hand: y_0 = sign(+0.5) 1 = 1; y_1 = 0.5 y_0 + sign(-3) 2 = -1.5; y_2 = 0 (cut) +
+    sign(+2) 4 = 4; outputs 0, 0.1, -0.15, 0.4. [guards: the sign of the call's own TD error given to its own
+    grad H (the previous step's); the cut applied one step late; the coefficient applied twice or not at all]"""
+    rule = T.signed_entropy(0.1, 0.5, 1)
+    params = {"b": jnp.zeros((1,))}
+    state = rule.init(params)
+    outs = []
+    for h, delta, cut in zip([1.0, 2.0, 4.0, 8.0], [0.0, 0.5, -3.0, 2.0], [False, False, True, False], strict=True):
+        out, state = rule.update({"b": jnp.zeros((1, 1))}, state, params, delta=jnp.array([delta]),
+                                 cut=jnp.array([cut]), entropy_grads={"b": jnp.full((1, 1), h)})
+        outs.append(float(out["b"][0, 0]))
+    np.testing.assert_allclose(outs, [0.0, 0.1, -0.15, 0.4], rtol=1e-12, atol=1e-15)
+
+
+def test_signed_entropy_after_the_traces_is_the_trace_of_the_gradient_plus_the_signed_entropy():
+    """``eligibility_traces`` then ``signed_entropy``: the output at call t is the trace ``z'_{t-1}`` of
+    ``g_k + coef sign(delta_k) grad H_k`` (Farr et al.'s actor gradient), ``delta_k`` the TD error of step k, which
+    call k + 1 brings; per environment, cut as the traces are. ``update_rule`` with ``signed`` builds that chain.
+    [guards: the sign of another step's error; one environment's sign for both; the member missing from the rule]"""
+    coef = 0.3
+    H = [{k: RNG.normal(size=(E, *s)) for k, s in SHAPES.items()} for _ in range(STEPS)]
+    signed = [{k: GRADS[t][k] + coef * np.sign(DELTAS[t + 1]).reshape((E,) + (1,) * len(s)) * H[t][k]
+               for k, s in SHAPES.items()} if t + 1 < STEPS else GRADS[t] for t in range(STEPS)]
+    want = oracle_traces(grads=signed)
+    rule = optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E), T.signed_entropy(coef, GAMMA_LAMBDA, E))
+    sgd = T.update_rule("sgd", lr=1.0, decay=GAMMA_LAMBDA, envs=E, clip=None, signed=coef)
+    state, sgd_state = rule.init(PARAMS), sgd.init(PARAMS)
+    for t in range(STEPS):
+        g, h = (jax.tree.map(jnp.asarray, a[t]) for a in (GRADS, H))
+        args = {"delta": jnp.asarray(DELTAS[t]), "cut": jnp.asarray(CUTS[t]), "entropy_grads": h}
+        out, state = rule.update(g, state, PARAMS, **args)
+        assert_close(out, want[t][0], f"trace at step {t}")
+        step, sgd_state = sgd.update(g, sgd_state, PARAMS, bonus=None, grads=g, **args)
+        ascent = {k: sum(DELTAS[t][e] * want[t][0][k][e] for e in range(E)) / E for k in SHAPES}
+        assert_close(step, ascent, f"sgd's step at step {t}")

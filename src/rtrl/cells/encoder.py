@@ -66,6 +66,12 @@ def layer_norm(a: jax.Array) -> jax.Array:
     return (a - mean) / jnp.sqrt(var + LAYER_NORM_EPS)
 
 
+def block(a: jax.Array, slope: float = 0.01) -> jax.Array:
+    """``leaky_relu(layer_norm(a))`` of a pre-activation ``a``: the stream-x block's non-linearity."""
+    y = layer_norm(a)
+    return jnp.where(y >= 0, y, slope * y)
+
+
 class Encoded(Cell):
     """``Encoded(input_size, cell, sparsity=0.9, slope=0.01)``; see the module docstring. ``hidden_size`` is the
     cell's, and the encoder's width is the cell's ``input_size``."""
@@ -109,8 +115,7 @@ class Encoded(Cell):
 
     def activation(self, a: jax.Array) -> jax.Array:
         """``e`` from the encoder's pre-activation ``a``."""
-        y = layer_norm(a)
-        return jnp.where(y >= 0, y, self.slope * y)
+        return block(a, self.slope)
 
     def encode(self, encoder: Params, x: jax.Array) -> jax.Array:
         return self.activation(x @ encoder["W"] + encoder["b"])

@@ -5,6 +5,10 @@ observation carries, the frames and environments per seed, the seeds, the discou
 version, and how observations, rewards and the score are normalised; beside each, where it differs, the anchor's
 value (``ANCHORS``: the published protocol a table is compared with), and last the differences counted and named.
 Rows that differ in an item (a raw-observation row beside normalised ones, say) show each value once, in order.
+Where the anchor names its agent (``ANCHORS[...]["agent"]``: the options that build it from rtrl's pieces), the card
+says each row's agent (``agent``) and counts it a difference unless the options match (``agent_differs``; a
+memoryless control row is compared without its torso); where a row has the anchor's agent, the card lists what no
+option matches (``unmatched``).
 """
 
 from __future__ import annotations
@@ -15,16 +19,30 @@ from collections.abc import Mapping
 
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs.extra_inputs import PARTS, parts_of
+from rtrl.rl.envs.gymnasium_env import ACTION_MAPS
 
 SHOWN = {"action": "previous action", "reward": "previous reward", "time": "time"}
 
 # The anchors' protocols, one dict per suite: Farr et al. 2026 (arXiv 2605.24709), their MuJoCo -P tasks and their
 # POPGym Easy suite. ``environments``: the environment each task ran, by the name before its version.
+# ``agent``: the ``RLConfig`` options that make the anchor's agent with rtrl's pieces (the ``-anchor-agent`` presets,
+# ``rtrl.rl.control_presets.ANCHOR_AGENT``; ``cell_args`` those it must hold).
 ANCHORS: dict[str, dict] = {
     "mujoco": {"name": "Farr et al. 2026, MuJoCo -P tasks", "inputs": ("time",), "frames": 2_000_000, "envs": 1,
                "seeds": 10, "gamma": 0.99,
                "environments": {"Hopper": "Hopper-v4", "Walker2d": "Walker2d-v4", "HalfCheetah": "HalfCheetah-v4",
-                                "Ant": "Ant-v4"}},
+                                "Ant": "Ant-v4"},
+               "agent": {"cell": "rtu", "hidden": 384, "cell_args": {"output_map": "concat"}, "encoder_blocks": 2,
+                         "encoder_width": 128, "head_hidden": 0, "head_init": "sparse", "state_std": True,
+                         "std_map": "softplus",
+                         "entropy": 0.01, "entropy_sign": "td", "optimizer": "intentional", "lr": 0.05,
+                         "critic_lr": 0.5},
+               "actions": "clip",  # ClipActionWrapper: rtrl's --env-arg actions=clip
+               # what no option of rtrl's matches (rtrl.rl.control_presets' docstring, the -anchor-agent presets)
+               "unmatched": ("one torso under both heads (anchor: an actor's and a critic's network, each with its "
+                             "own blocks and RTU)",
+                             "the actor's step statistics read the log-policy's gradient alone (anchor: with the "
+                             "signed entropy term)")},
     "popgym": {"name": "Farr et al. 2026, POPGym Easy", "inputs": ("action", "reward"), "frames": 10_000_000,
                "envs": 1, "seeds": 10, "gamma": 0.99, "level": "Easy"},
 }
@@ -93,6 +111,55 @@ def frames(config) -> str:
     return f"{steps * envs:,} per seed ({steps:,} steps x {envs} environments)"
 
 
+MEMORYLESS = "feedforward"  # the cell of a memoryless control row: compared with the anchor's agent without its torso
+TORSO = ("cell", "hidden", "cell_args")
+
+
+def actions(config) -> str:
+    """How a Box's actions reach the environment: the option ``actions`` of a Gymnasium environment
+    (``rtrl.rl.envs.gymnasium_env.ACTION_MAPS``), squashed by default."""
+    return ACTION_MAPS[dict(option(config, "env_args")).get("actions", "squash")]
+
+
+def agent(config) -> str:
+    """The agent in a line: the torso (and the encoder blocks before it), the heads, the policy's spread, the entropy
+    term and the step rule, from ``config``'s options (a config, or a dict of options such as an anchor's)."""
+    cell = option(config, "cell")
+    name = getattr(cell, "name", cell)
+    concat = dict(option(config, "cell_args")).get("output_map") == "concat"
+    torso = f"{name} {option(config, 'hidden')}" + (" (concatenated output)" if concat else "")
+    if option(config, "encoder_blocks"):
+        torso += f" behind {option(config, 'encoder_blocks')} blocks of {option(config, 'encoder_width')}"
+    width = option(config, "head_hidden")
+    heads = f"heads behind a tanh layer of {width}" if width else "linear heads"
+    heads += f" ({option(config, 'head_init')} at the start)"
+    spread = (f"the spread {option(config, 'std_map')} of a head" if option(config, "state_std")
+              else "the spread one vector")
+    entropy = f"entropy {option(config, 'entropy'):g}" + (" signed by the TD error"
+                                                          if option(config, "entropy_sign") == "td" else "")
+    rule = f"{option(config, 'optimizer')} {option(config, 'lr'):g}"
+    if option(config, "critic_lr") is not None:
+        rule += f" (critic {option(config, 'critic_lr'):g})"
+    return ", ".join((torso, heads, spread, entropy, rule))
+
+
+def agent_differs(config, spec: dict) -> bool:
+    """Whether ``config``'s agent differs from the options ``spec`` (an anchor's ``agent``): each option equal, the
+    ``cell_args`` that ``spec`` names held; a memoryless row (``MEMORYLESS``) is the anchor's agent's control, its
+    torso not compared."""
+    memoryless = getattr(option(config, "cell"), "name", option(config, "cell")) == MEMORYLESS
+    for name, value in spec.items():
+        if memoryless and name in TORSO:
+            continue
+        if name == "cell_args":
+            held = dict(option(config, name))
+            if any(held.get(k) != v for k, v in value.items()):
+                return True
+        elif getattr(option(config, name), "name", option(config, name)) != value:
+            return True
+    return False
+
+
 # item -> (what a config shows, the anchor's value as shown or None, and whether a config's value differs from it)
 def _items(anchor: dict | None):
     def against(key, show):
@@ -119,6 +186,11 @@ def _items(anchor: dict | None):
          else "raw", lambda c: None, lambda c: False),
         ("rewards", lambda c: "scaled by the running deviation of the discounted return"
          if option(c, "scale_rewards") else "raw", lambda c: None, lambda c: False),
+        *([] if anchor is None or "actions" not in anchor else [
+            ("actions", actions, lambda c: ACTION_MAPS[anchor["actions"]],
+             lambda c: dict(option(c, "env_args")).get("actions", "squash") != anchor["actions"])]),
+        *([] if anchor is None or "agent" not in anchor else [
+            ("agent", agent, lambda c: agent(anchor["agent"]), lambda c: agent_differs(c, anchor["agent"]))]),
     ]
 
 
@@ -139,6 +211,8 @@ def protocol_card(configs, anchor: dict | None, score: str = RAW_SCORE) -> str:
             differences.append(label)
         lines.append(f"- {label}: {'; '.join(values)}" + (f" (anchor: {'; '.join(theirs)})" if theirs else ""))
     lines.append(f"- score normalisation: {score}")
+    if anchor is not None and anchor.get("unmatched") and any(not agent_differs(c, anchor["agent"]) for c in configs):
+        lines.append(f"- what no option matches: {'; '.join(anchor['unmatched'])}")
     if anchor is not None:
         lines.append(f"- differences from the anchor: {len(differences)}"
                      + (f" ({', '.join(differences)})" if differences else ""))

@@ -1,6 +1,7 @@
 """The pieces every algorithm composes (``rtrl.rl.algorithms``): the torso (``Torso``: a cell under an online learner,
-``learner_of``), the heads on it (``through_head``, ``head_params``, ``heads``) and the per-step objectives of a
-categorical policy (``objectives``, ``split_drive``). Plain functions and one class that no algorithm subclasses: an
+``learner_of``), the encoder blocks before it (``encoder_sizes``, ``encoder_params``, ``encoded``), the heads on it
+(``through_head``, ``head_params``, ``heads``) and the per-step objectives of a categorical policy (``objectives``,
+``split_drive``). Plain functions and one class that no algorithm subclasses: an
 algorithm holds a ``Torso`` (``algorithm.torso``) and calls the functions it needs.
 
 The heads' parameters: ``{"policy": {"W": (N, A), "b": (A,)}, "value": {"W": (N, 1), "b": (1,)}}`` on the torso's
@@ -8,6 +9,14 @@ The heads' parameters: ``{"policy": {"W": (N, A), "b": (A,)}, "value": {"W": (N,
 (``u = tanh(h @ W + b)``, the heads (M, A) and (M, 1)): a non-linear readout of the torso that needs no traces (it
 does not recur), its gradient immediate. With ``split`` (``split_torso``) the policy reads the first half of the
 torso's units and the value the second half, each through a tanh layer of its own (``"head"``, ``"value_head"``).
+
+Encoder blocks (``encoder_blocks K``, ``encoder_width M``; Farr et al.'s MuJoCo torso): ``"encoder"``, a list of K
+``{"W": (D or M, M), "b": (M,)}``, each block ``e = leaky_relu(layer_norm(x @ W + b))`` (``rtrl.cells.encoder.block``:
+non-affine LayerNorm, slope 0.01; ``W`` sparse at 0.9, ``b`` zeros), the torso stepping on the last block's ``e``.
+The blocks sit outside the cell, so their gradient is the immediate one of the step (the online step's derivative
+w.r.t. its input): what reaches the torso's state through earlier steps is cut, as in Farr et al.'s code, whose
+RTRL sensitivities cover the RTU's own parameters only. For exact traces of such a block use the cell
+``rtrl.cells.encoder.Encoded`` instead.
 """
 
 from __future__ import annotations
@@ -17,10 +26,13 @@ import jax.numpy as jnp
 from jax import lax
 
 from rtrl.cells.base import Cell, glorot
+from rtrl.cells.encoder import block, sparse_init
 from rtrl.checks import check_positive_int
 from rtrl.methods import TBPTT, Method, resolve
 from rtrl.online import Learner, online, zero_where
 from rtrl.rl.rolling import RollingTBPTT
+
+ENCODER_SPARSITY = 0.9  # the share of zero weights in each unit of an encoder block (Farr et al.'s sparse(0.9))
 
 
 def learner_of(cell: Cell, method: str | Method | RollingTBPTT, truncation: int) -> Learner:
@@ -36,6 +48,40 @@ def learner_of(cell: Cell, method: str | Method | RollingTBPTT, truncation: int)
         raise ValueError(f"method {method.name!r} needs whole episodes and cannot drive an online agent; use a "
                          "trace method (e.g. 'rtrl') or 'tbptt' (rolling truncated BPTT, window 'truncation')")
     return online(cell, method)
+
+
+def encoder_sizes(observations: int | None, blocks: int, width: int, cell: Cell) -> tuple[int, ...]:
+    """``(D, M, ..., M)`` (K + 1 sizes) of ``blocks = K`` encoder blocks of ``width = M`` on ``observations = D``
+    inputs, ``()`` for none; ``ValueError`` naming the option that is not a non-negative (a positive) integer, or a
+    cell that does not read ``width`` inputs."""
+    if not isinstance(blocks, int) or isinstance(blocks, bool) or blocks < 0:
+        raise ValueError(f"encoder_blocks must be a non-negative integer, got {blocks!r}")
+    if not blocks:
+        return ()
+    check_positive_int("encoder_width", width)
+    check_positive_int("observations", observations)
+    if cell.input_size != width:
+        raise ValueError(f"cell input_size must be encoder_width {width} (the torso reads the last encoder block), "
+                         f"got {cell.input_size}")
+    return (observations, *(width,) * blocks)
+
+
+def encoder_params(key: jax.Array, sizes: tuple[int, ...], dtype) -> dict:
+    """``{"encoder": [{"W", "b"}, ...]}`` for the blocks of ``sizes`` (``encoder_sizes``; ``{}`` for none), block
+    ``i`` drawn from its own key (``fold_in(key, 16 + i)``), so the parameters without them are those of before."""
+    if not sizes:
+        return {}
+    pairs = zip(sizes[:-1], sizes[1:], strict=True)
+    return {"encoder": [{"W": sparse_init(jax.random.fold_in(key, 16 + i), (d, m), ENCODER_SPARSITY, dtype),
+                         "b": jnp.zeros((m,), dtype)} for i, (d, m) in enumerate(pairs)]}
+
+
+def encoded(params, x: jax.Array) -> jax.Array:
+    """``x`` (..., D) through the encoder blocks ``params["encoder"]`` where ``params`` has them, else ``x``: what
+    the torso reads."""
+    for layer in params.get("encoder", ()):
+        x = block(x @ layer["W"] + layer["b"])
+    return x
 
 
 def through_head(params, h: jax.Array, name: str = "head") -> jax.Array:

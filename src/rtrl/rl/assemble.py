@@ -93,20 +93,23 @@ def assemble(config: RLConfig) -> RLAssembly:
             raise ValueError(f"fidelity_every needs a bound on the episode's length, and {env.name} states none; "
                              "give one with --env-arg max_episode_steps=N")
     cell = config.cell
+    # what the cell reads: the observation, or the last encoder block's output
+    reads = config.encoder_width if config.encoder_blocks else env.obs_size
     if isinstance(cell, str):
-        cell = make_cell(cell, dict(config.cell_args), env.obs_size, config.hidden)
+        cell = make_cell(cell, dict(config.cell_args), reads, config.hidden)
     elif config.cell_args:
         raise ValueError("cell_args apply to a cell given by name; this one is an object")
-    if cell.input_size != env.obs_size:
-        raise ValueError(f"cell input_size must be the observation size {env.obs_size} of {env.name}, got "
-                         f"{cell.input_size}")
+    if cell.input_size != reads:
+        what_it_reads = (f"encoder_width {reads} (it reads the last encoder block)" if config.encoder_blocks
+                         else f"the observation size {reads} of {env.name}")
+        raise ValueError(f"cell input_size must be {what_it_reads}, got {cell.input_size}")
     default = defaults(RLConfig)
-    for name in ("init_std", "state_std"):  # the Gaussian policy's options
+    for name in ("init_std", "state_std", "std_map"):  # the Gaussian policy's options
         if env.action_bounds is None and getattr(config, name) != default[name]:
             raise ValueError(f"{name} is the Gaussian policy's, for a Box action space; {env.name}'s actions are "
                              f"discrete (a categorical policy), got {name} {getattr(config, name)}")
     kind = ALGORITHMS[config.algorithm] if env.action_bounds is None else box_algorithm(config.algorithm, env.name)
-    return RLAssembly(config, env, algorithm_of(kind, config, cell, env.num_actions))
+    return RLAssembly(config, env, algorithm_of(kind, config, cell, env.num_actions, env.obs_size))
 
 
 def rule_of(config: RLConfig, agent: Algorithm, envs: int) -> optax.GradientTransformationExtraArgs:
@@ -115,13 +118,17 @@ def rule_of(config: RLConfig, agent: Algorithm, envs: int) -> optax.GradientTran
     c, decay = config, config.gamma * config.lam
     return update_rule(c.optimizer, lr=c.lr, decay=decay, envs=envs, clip=c.clip, kappa=c.kappa,
                        every_k=c.update_every, correction=agent.correction(c.gamma, decay, envs),
-                       critic_lr=c.critic_lr)
+                       critic_lr=c.critic_lr, signed=c.entropy if c.entropy_sign == "td" else 0.0)
 
 
-def algorithm_of(kind: type, config: RLConfig, cell, num_actions: int) -> Algorithm:
+def algorithm_of(kind: type, config: RLConfig, cell, num_actions: int, observations: int | None = None
+                 ) -> Algorithm:
     """The algorithm ``kind`` (a class of ``rtrl.rl.algorithms``) on ``cell`` with ``config``'s method and the
-    options it takes (``kind.options``, keyword arguments of the same names)."""
+    options it takes (``kind.options``, keyword arguments of the same names); ``observations``: the observation's
+    size, which encoder blocks (``encoder_blocks``) read."""
     options = {name: getattr(config, name) for name in kind.options}
+    if config.encoder_blocks:
+        options["observations"] = observations
     if config.critic_lr is not None:  # the intentional rule's critic apart (``ac`` only): its gradients apart
         options["split_critic"] = True
     return kind(cell, num_actions, config.method, config.truncation, **options)

@@ -30,6 +30,7 @@ from rtrl.config import (
 )
 from rtrl.methods import REGISTRY, Method
 from rtrl.rl.algorithms import ALGORITHMS, options_of
+from rtrl.rl.algorithms.ac import ENTROPY_SIGNS, HEAD_INITS
 from rtrl.rl.envs import env_import, env_name
 from rtrl.rl.envs.extra_inputs import PARTS, parts_of
 from rtrl.rl.transforms import PER_ENVIRONMENT, STEP_RULES
@@ -146,6 +147,16 @@ class RLConfig(Config):
                          "to --clip)", positive_float, "LR")
     h_beta: float = option(1.0, f"{readers('h_beta')}: the regulariser beta of the secondary weights h",
                            non_negative_float, "B")
+    head_init: str = option("glorot", f"{readers('head_init')}: the heads' weights at the start: "
+                            + "; ".join(f"{k}: {v}" for k, v in HEAD_INITS.items()), one_of(HEAD_INITS), "INIT")
+    encoder_blocks: int = option(0, f"{readers('encoder_blocks')}: blocks before the torso, each a linear layer of "
+                                 "--encoder-width units (sparse initialisation 0.9), a LayerNorm without parameters "
+                                 "and a leaky ReLU (Farr et al.'s MuJoCo torso; the cell then reads --encoder-width "
+                                 "inputs); their gradient is the step's immediate one, cut where it reaches the "
+                                 "torso's state, as in Farr et al.'s code (for exact traces use the cell "
+                                 "rtrl.cells.encoder:encoded)", non_negative_int, "K")
+    encoder_width: int = option(128, f"{readers('encoder_width')}: the width of each --encoder-blocks block",
+                                positive_int, "M")
     split_torso: bool = option(False, f"{readers('split_torso')}: the policy reads the first half of the torso's "
                                "units and the value the second, each through its own --head-hidden layer (separate "
                                "actor and critic networks where the cell is element-wise: minGRU, LRU, RTU, ...)", flag)
@@ -154,7 +165,13 @@ class RLConfig(Config):
     state_std: bool = option(False, "ac on a Box action space: the Gaussian policy's log standard deviation is a head "
                              "on the torso, as its mean is (Farr et al.'s state_dependent_std), not one learnt "
                              "vector", flag)
+    std_map: str = option("exp", "ac on a Box action space, with --state-std: the head's map to the standard "
+                          "deviation, exp (of a log) or softplus (Farr et al.'s state_dependent_std)",
+                          one_of(("exp", "softplus")), "MAP")
     entropy: float = option(0.01, f"{readers('entropy')}: weight of the policy's entropy", non_negative_float, "C")
+    entropy_sign: str = option("positive", f"{readers('entropy_sign')}: how --entropy enters the update: "
+                               + "; ".join(f"{k}: {v}" for k, v in ENTROPY_SIGNS.items()), one_of(ENTROPY_SIGNS),
+                               "RULE")
     value_coef: float = option(1.0, f"{readers('value_coef')}: weight of the value's gradient in the traces",
                                non_negative_float, "C")
     # measured (docs/rl-history.md): obgd at lr 1, kappa 2 was slower on masked CartPole and did not learn
@@ -211,6 +228,16 @@ class RLConfig(Config):
             if self.critic_lr > 1:
                 raise OptionError(f"critic_lr must be at most 1 (the fraction eta of the TD error a step intends), "
                                   f"got {self.critic_lr}", "critic_lr")
+        if self.encoder_width != defaults(RLConfig)["encoder_width"] and not self.encoder_blocks:
+            raise OptionError(f"encoder_width does nothing here: encoder_blocks is 0 (no block to size); give "
+                              f"--encoder-blocks K >= 1 or drop --encoder-width {self.encoder_width}", "encoder_width")
+        if self.std_map != "exp" and not self.state_std:
+            raise OptionError(f"std_map does nothing here: without --state-std the spread is one learnt log_std "
+                              f"vector, not a head to map; give --state-std or drop --std-map {self.std_map}",
+                              "std_map")
+        if self.entropy_sign != "positive" and self.entropy == 0:
+            raise OptionError(f"entropy_sign does nothing here: entropy is 0 (no entropy term to sign); give "
+                              f"--entropy C > 0 or drop --entropy-sign {self.entropy_sign}", "entropy_sign")
         if self.algorithm == "qrc" and self.optimizer in PER_ENVIRONMENT:
             raise ValueError(f"optimizer must be adam, sgd or obgd under algorithm 'qrc' (its correction is added to "
                              f"the TD ascent), got {self.optimizer!r}")

@@ -23,6 +23,29 @@ of its own (one line), so their rows are presets, named and run as every other t
   192), 8 environments per seed (theirs: 1; 2M frames one step at a time on the host would take about three times
   as long here), no entropy bonus (theirs: 0.01 signed by the TD error). ``walker2d-p`` starts the policy's
   standard deviation at 0.5 (``init_std``: at 1 it did not leave its first plateau).
+* ``hopper-p-anchor-agent``, ``walker2d-p-anchor-agent``, ``halfcheetah-p-anchor-agent``, ``ant-p-anchor-agent``
+  (``ANCHOR_AGENT``): the protocol above with Farr et al.'s agent built from rtrl's pieces, so that a gap between
+  our figure and theirs is the learner's, not the setup's. What their code does (noahfarr/recurrent-streaming-rl,
+  ``src/recipes/stream_ac_mujoco.py``, ``config/algorithm/intentional_ac.yaml``, ``config/cell/rtu.yaml``,
+  ``config/mode/rtrl.yaml``; the learner noahfarr/streamlet ``streamlet/algorithms/recurrent_ac_lambda.py``):
+  two blocks of 128 (``Dense`` with ``sparse(0.9)``, ``LayerNorm`` without scale or bias, ``leaky_relu``) before an
+  RTU of 192 complex units (linear recurrence, the output ``tanh`` of the real and imaginary parts side by side,
+  384 wide; here ``--cell rtu --hidden 384 --cell-arg output_map=concat``, r drawn on [0, 0.999] where theirs is
+  [0, 1]); the RTRL sensitivities cover the RTU's own parameters only (memorax's phantom gradient adds
+  ``S (theta - stop_gradient(theta))`` to the carry for the cell's parameters), so the blocks learn from the
+  current step's input alone (``--encoder-blocks 2 --encoder-width 128``, cut the same way); linear heads on the
+  RTU's output, the Gaussian's spread a head (``state_dependent_std``: ``softplus`` of a linear map, here
+  ``--state-std --std-map softplus``, started at their ``softplus(0) = log 2``); the actor's per-step gradient is
+  ``grad log pi + 0.01 sign(delta) grad H`` and enters the actor's trace (``--entropy 0.01 --entropy-sign td``);
+  ``ClipActionWrapper`` clips actions to the Box (``--env-arg actions=clip``; rtrl's default squashes them by
+  ``tanh``: the map is the environment's, the log-probability the Gaussian's either way); observation and reward
+  normalisation, the time input (limit 1000), one environment per seed (``--envs 1``; Gymnasium's MuJoCo is stepped
+  on the host, so seeds run one per call, not under ``vmap``). Left as it differs: their actor and critic are two
+  networks (each its own blocks and RTU; here one torso with both heads; heads started sparse as theirs,
+  ``--head-init sparse``), their actor's step statistics read the entropy term too (here the
+  log-policy's gradient alone). The step time (2,000 steps of this preset against ``hopper-p``'s, on this project's
+  2 shared cores: 11.2 ms a frame against 1.53 ms,
+  about 4 to 6 hours a seed of 2M frames): docs/rl-control.md, "The anchor's agent", with the commands.
 * ``hopper-p-v5-action-reward-gamma995``, ``walker2d-p-v5-action-reward``, ``halfcheetah-p-v5-action-reward``,
   ``ant-p-v5-action-reward``: the presets these names had before they took the anchor's protocol, each figure of
   docs/rl-results.md measured so: Gymnasium's v5 tasks, the previous action and reward fed beside the time (Hopper's
@@ -32,6 +55,8 @@ of its own (one line), so their rows are presets, named and run as every other t
 """
 
 from __future__ import annotations
+
+import math
 
 FIDELITY_EVERY = 1000
 # The agent of every table: a Gaussian policy and a value on a minGRU torso under exact RTRL, behind a tanh layer.
@@ -49,6 +74,14 @@ MUJOCO = {**AGENT, "optimizer": "intentional", "lr": 0.05, "critic_lr": 0.5, "hi
 # spread at 0.5: at 1 it stayed at 279 for 2M frames in seed 0, at 0.5 it reached 1095 (docs/rl-results.md)
 MUJOCO_TASKS = {"hopper": ("Hopper", 1300.0, {}), "walker2d": ("Walker2d", 1011.0, {"init_std": 0.5}),
                 "halfcheetah": ("HalfCheetah", 1000.0, {}), "ant": ("Ant", 1000.0, {})}
+# Farr et al.'s MuJoCo agent from rtrl's pieces (the module docstring says what their code does): two blocks of 128
+# before an RTU of 192 complex units (384 outputs) under exact RTRL, linear heads started sparse, the spread softplus
+# of a head started at softplus(0) = log 2, entropy 0.01 signed by the TD error in the actor's trace, actions clipped
+# (the table's ``actions``), one environment, 2M frames
+ANCHOR_AGENT = {"cell": "rtu", "hidden": 384, "cell_args": {"output_map": "concat", "r_min": 0.0, "r_max": 0.999},
+                "head_hidden": 0, "head_init": "sparse", "encoder_blocks": 2, "encoder_width": 128, "state_std": True,
+                "std_map": "softplus", "init_std": math.log(2.0), "entropy": 0.01, "entropy_sign": "td", "envs": 1,
+                "steps": 2_000_000, "record_every": 100_000, "fidelity_every": 100_000}
 ANCHOR_VERSION = "v4"  # Farr et al.'s MuJoCo tasks (Gymnasium's v4: the mujoco bindings, deprecated but served)
 # The presets these names had before (every figure measured up to 3132a4e): v5, the previous action and reward beside
 # the time, Hopper at gamma 0.995; suffix -> options over the anchor's protocol
@@ -57,13 +90,18 @@ EARLIER = {"hopper": ("v5-action-reward-gamma995", {"gamma": 0.995}), "walker2d"
 ROWS = ("rtrl", "memoryless")
 
 
-def mujoco(task: str, version: str = ANCHOR_VERSION, **changes) -> dict:
+def mujoco(task: str, version: str = ANCHOR_VERSION, agent: str = "", actions: str = "squash", **changes) -> dict:
+    """The table of ``task`` on Gymnasium's ``version``, ``changes`` over the protocol's options; ``agent`` names
+    an agent other than ours (``ANCHOR_AGENT``) in the table's title; ``actions`` the Box's action map (the
+    environment's option ``actions``)."""
     family, target, options = MUJOCO_TASKS[task]
     env_id = f"{family}-{version}"
-    options = {**MUJOCO, "env": f"gymnasium:{env_id}", "env_args": {"mask": "P"}, **options, **changes}
+    env_args = {"mask": "P"} if actions == "squash" else {"mask": "P", "actions": actions}
+    options = {**MUJOCO, "env": f"gymnasium:{env_id}", "env_args": env_args, **options, **changes}
     inputs = " and ".join(("the observation", *options["extra_inputs"]))
+    frames = options["steps"] * options["envs"] / 1e6
     return {"what": f"Gymnasium MuJoCo {env_id} with its velocities hidden (mask P), {inputs} as inputs, gamma "
-                    f"{options['gamma']}, 2M frames",
+                    f"{options['gamma']}, {frames:g}M frames" + (f", {agent}" if agent else ""),
             "options": options, "target": target, "methods": ROWS, "exact": "auto"}
 
 
@@ -71,6 +109,8 @@ TABLES = {
     "pendulum-p": {"what": "Pendulum-v1 with the angular velocity hidden (a POMDP, continuous actions)",
                    "options": PENDULUM, "target": -400.0, "methods": ROWS, "exact": "auto"},
     **{f"{task}-p": mujoco(task) for task in MUJOCO_TASKS},
+    **{f"{task}-p-anchor-agent": mujoco(task, agent="Farr et al.'s agent", actions="clip", **ANCHOR_AGENT)
+       for task in MUJOCO_TASKS},
     **{f"{task}-p-{suffix}": mujoco(task, "v5", extra_inputs=("action", "reward", "time"), **changes)
        for task, (suffix, changes) in EARLIER.items()},
 }

@@ -113,6 +113,40 @@ def eligibility(state) -> tuple:
     return tuple(node.traces for node in nodes if isinstance(node, TraceState))
 
 
+class SignedEntropyState(NamedTuple):
+    trace: Any  # decay (1 - cut) y_{t-1}: the signed entropy trace, decayed and cut for the next step's entry
+    pending: Any  # grad H_{t-1} per environment, whose TD error's sign the next call brings
+
+
+def signed_entropy(coef: float, decay: float, envs: int) -> optax.GradientTransformationExtraArgs:
+    """Farr et al.'s entropy term (``streamlet.algorithms.RecurrentACLambda``: the actor's per-step gradient is
+    ``grad log pi(a_t) + coef * sign(delta_t) * grad H_t``, and that sum enters the actor's trace): placed after
+    ``eligibility_traces``, it adds to the trace ``z_{t-1}`` it gets the signed entropy's own trace::
+
+        y_{t-1} = decay (1 - cut_{t-1}) y_{t-2} + sign(delta_{t-1}) grad H_{t-1},      output z_{t-1} + coef y_{t-1}
+
+    ``delta_{t-1}`` is the TD error of the step whose gradient ``grad H_{t-1}`` is, known one call later (the extra
+    argument ``delta``), so each call adds the previous call's ``grad H`` (kept in the state) under this call's
+    sign, and keeps this call's (the extra argument ``entropy_grads``, per environment). ``cut`` as
+    ``eligibility_traces`` reads it; ``delta`` 0 (nothing pending) adds nothing. The sum is linear, so ``z + coef
+    y`` is their trace of ``g + coef sign(delta) grad H`` exactly."""
+    checked("coef", positive_float, coef)
+    checked("decay", unit_interval, decay)
+    check_positive_int("envs", envs)
+
+    def init(params):
+        zeros = jax.tree.map(lambda p: jnp.zeros((envs, *p.shape), p.dtype), params)
+        return SignedEntropyState(zeros, zeros)
+
+    def update(z, state, params=None, *, delta, cut, entropy_grads, **extra):
+        y = jax.tree.map(lambda t, h: t + per_env(jnp.sign(delta), h) * h, state.trace, state.pending)
+        keep = decay * jnp.where(cut, 0.0, 1.0)
+        out = jax.tree.map(lambda a, b: a + coef * b, z, y)
+        return out, SignedEntropyState(jax.tree.map(lambda b: per_env(keep, b) * b, y), entropy_grads)
+
+    return optax.GradientTransformationExtraArgs(init, update)
+
+
 # -- the TD ascent ---------------------------------------------------------------------------------------------
 
 class Ascent(NamedTuple):
@@ -311,7 +345,7 @@ class SplitState(NamedTuple):
     actor: Any  # the policy's
 
 
-def split_intentional(actor_eta: float, critic_eta: float, decay: float, envs: int
+def split_intentional(actor_eta: float, critic_eta: float, decay: float, envs: int, signed: float = 0.0
                       ) -> optax.GradientTransformationExtraArgs:
     """Farr et al.'s intentional actor-critic (``RecurrentACLambda`` with an actor and a critic ``Intentional``):
     the value's gradients ``g_v`` and the policy's ``g_pi`` (the extra arguments ``value_grads`` and
@@ -325,9 +359,12 @@ def split_intentional(actor_eta: float, critic_eta: float, decay: float, envs: i
     constant 0.01 to 0.05, the critic's 0.5); one trace of their sum takes one constant for both. The actor's TD
     error is normalised by its running mean absolute value (``intentional``'s ``normalize_delta``), as theirs is.
     Its input (the gradient of the sum, ``drive``) is not read: a run under it keeps these two sets of traces, no
-    third of the sum."""
+    third of the sum. ``signed`` > 0: the entropy term signed by the TD error in the actor's trace
+    (``signed_entropy(signed, ...)``), as theirs is."""
     critic = optax.chain(eligibility_traces(decay, envs), intentional(critic_eta, decay))
-    actor = optax.chain(eligibility_traces(decay, envs), intentional(actor_eta, decay, normalize_delta=True))
+    entropy = (signed_entropy(signed, decay, envs),) if signed else ()
+    actor = optax.chain(eligibility_traces(decay, envs), *entropy,
+                        intentional(actor_eta, decay, normalize_delta=True))
 
     def init(params):
         return SplitState(critic.init(params), actor.init(params))
@@ -406,18 +443,20 @@ def qrc(gamma: float, decay: float, envs: int, features: int, actions: int, h_lr
 
 def update_rule(name: str, *, lr: float, decay: float, envs: int, clip: float | None = 1.0, kappa: float = 2.0,
                 every_k: int = 1, correction: optax.GradientTransformationExtraArgs | None = None,
-                critic_lr: float | None = None) -> optax.GradientTransformationExtraArgs:
+                critic_lr: float | None = None, signed: float = 0.0) -> optax.GradientTransformationExtraArgs:
     """The chain of a run: ``eligibility_traces(decay, envs)``, then the step-size rule ``name`` (``STEP_RULES``;
     ``lr`` is intentional's ``eta``); ``adam``, ``sgd`` and ``obgd`` take ``td_ascent``, the algorithm's
     ``correction`` of the ascent if any (QRC's, ``qrc``) and ``every(every_k)``, the per-environment rules take the
     traces themselves and refuse ``every_k > 1`` and a correction. ``critic_lr`` (``intentional`` only): the
     critic's constant, ``lr`` the actor's, in traces of their own (``split_intentional`` alone, no traces of the
-    sum before it)."""
+    sum before it). ``signed`` > 0: the entropy term of that weight signed by the TD error inside the traces
+    (``signed_entropy``; the actor's alone under ``critic_lr``)."""
     if name not in STEP_RULES:
         raise ValueError(f"optimizer must be one of {sorted(STEP_RULES)}, got {name!r}")
     if critic_lr is not None and name != "intentional":
         raise ValueError(f"critic_lr is read by optimizer 'intentional' only, got optimizer {name!r}")
-    traces = eligibility_traces(decay, envs)
+    traces = eligibility_traces(decay, envs)  # the chain's first member: the loop reads its state (the traces)
+    entropy = (signed_entropy(signed, decay, envs),) if signed and critic_lr is None else ()
     if name in PER_ENVIRONMENT:
         if correction is not None:
             raise ValueError(f"optimizer must be one of adam, sgd or obgd under an algorithm that corrects the TD "
@@ -426,11 +465,11 @@ def update_rule(name: str, *, lr: float, decay: float, envs: int, clip: float | 
             raise ValueError(f"update_every must be 1 under optimizer {name!r} (its step reads each step's traces), "
                              f"got {every_k}")
         if critic_lr is not None:  # its own two sets of traces: none of the sum before it
-            return split_intentional(lr, critic_lr, decay, envs)
+            return split_intentional(lr, critic_lr, decay, envs, signed)
         rule = adaptive_obgd(lr, kappa) if name == "adaptive_obgd" else intentional(lr, decay)
-        return optax.chain(traces, rule)
+        return optax.chain(traces, *entropy, rule)
     # Adam and its clip on one flat vector (the ascent has no environment axis, so raveling it is cheap): a few
     # kernels a step instead of a few per parameter leaf (docs/performance-history.md, the streaming agent's step)
     step = obgd(lr, kappa) if name == "obgd" else descend(optax.flatten(make_optimizer(name, lr, clip)))
     corrected = () if correction is None else (correction,)
-    return optax.chain(traces, td_ascent(measure=name == "obgd"), *corrected, every(every_k, step))
+    return optax.chain(traces, *entropy, td_ascent(measure=name == "obgd"), *corrected, every(every_k, step))

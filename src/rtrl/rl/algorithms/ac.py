@@ -32,8 +32,20 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import Cell, glorot
+from rtrl.cells.encoder import sparse_init
 from rtrl.methods import Method
-from rtrl.rl.agent import Torso, check_heads, head_params, heads, objectives, split_drive
+from rtrl.rl.agent import (
+    ENCODER_SPARSITY,
+    Torso,
+    check_heads,
+    encoded,
+    encoder_params,
+    encoder_sizes,
+    head_params,
+    heads,
+    objectives,
+    split_drive,
+)
 from rtrl.rl.algorithm import Stepped, learn_on_policy, no_correction
 
 
@@ -45,27 +57,53 @@ def check_split(cell: Cell, split_torso: bool) -> bool:
     return split_torso
 
 
+# how ``entropy`` enters the update (``--entropy-sign``)
+ENTROPY_SIGNS = {
+    "positive": "entropy * grad mean_e H_e added to every update (an ascent of the policy's entropy)",
+    "td": "entropy * sign(delta_t) * grad H_t in the traces beside grad log pi(a_t), delta_t the TD error of the step "
+          "(Farr et al.'s; rtrl.rl.transforms.signed_entropy)",
+}
+
+
+# the heads' weights at the start (``--head-init``)
+HEAD_INITS = {"glorot": "the policy's 0.01 Glorot (near the uniform policy), the value's Glorot",
+              "sparse": "both sparse at 0.9, uniform in +-1/sqrt(fan-in) (Farr et al.'s)"}
+
+
+def check_entropy_sign(entropy_sign: str) -> str:
+    if entropy_sign not in ENTROPY_SIGNS:
+        raise ValueError(f"entropy_sign must be one of {list(ENTROPY_SIGNS)}, got {entropy_sign!r}")
+    return entropy_sign
+
+
 # -- what the actor-critics share (this one and the Gaussian) ------------------------------------------------------
 
 def stepped(agent, params, memory, x: jax.Array, key: jax.Array, step: jax.Array) -> Stepped:
     """The agent's ``step`` for the update: the traces take ``value_coef * g_v + g_logp``, every update the ascent
     ``entropy * grad mean_e H_e``; the TD target bootstraps from ``v_t``; no action is exploratory. With
     ``split_critic`` the value's and the policy's gradients apart too (``extra``: ``value_grads``, ``policy_grads``;
-    ``rtrl.rl.transforms.split_intentional``)."""
+    ``rtrl.rl.transforms.split_intentional``). With ``entropy_sign`` td no bonus: each environment's ``grad H_t``
+    instead (``extra``: ``entropy_grads``), which the update rule signs by the step's TD error inside the traces
+    (``rtrl.rl.transforms.signed_entropy``)."""
     E = x.shape[0]
+    signed = agent.entropy_sign == "td"
     action, value, drive, entropy_grad, memory, entropy = agent.step(
-        params, memory, x, jax.random.split(key, E), agent.value_coef, agent.entropy > 0, agent.split_critic)
-    bonus = None if entropy_grad is None else jax.tree.map(lambda h: agent.entropy * h, entropy_grad)
-    extra = None
+        params, memory, x, jax.random.split(key, E), agent.value_coef, agent.entropy > 0, agent.split_critic,
+        per_env=signed)
+    extra = {}
+    if signed:
+        bonus, extra["entropy_grads"] = None, entropy_grad
+    else:
+        bonus = None if entropy_grad is None else jax.tree.map(lambda h: agent.entropy * h, entropy_grad)
     if agent.split_critic:
-        extra = {"value_grads": drive["value"], "policy_grads": drive["policy"]}
+        extra.update(value_grads=drive["value"], policy_grads=drive["policy"])
         drive = jax.tree.map(lambda v, p: agent.value_coef * v + p, drive["value"], drive["policy"])
-    return Stepped(action, value, value, drive, bonus, jnp.zeros((E,), bool), memory, entropy, extra)
+    return Stepped(action, value, value, drive, bonus, jnp.zeros((E,), bool), memory, entropy, extra or None)
 
 
 def value(agent, params, memory, x: jax.Array) -> jax.Array:
     """One environment's ``V(h)`` after the torso's step on ``x`` from ``memory`` (no gradient, nothing kept)."""
-    return heads(params, agent.torso.learner.step(params["torso"], memory, x)[0], agent.split)[1]
+    return heads(params, agent.torso.learner.step(params["torso"], memory, encoded(params, x))[0], agent.split)[1]
 
 
 def bootstrap(agent, params, memory, x: jax.Array, step: jax.Array) -> jax.Array:
@@ -77,18 +115,28 @@ class ActorCritic:
     """Stream AC(lambda): a categorical policy and a value on the torso (linear heads, or behind a tanh layer of
     ``head_hidden`` units), the traces of value and log-policy gradients, an entropy bonus."""
 
-    options = ("entropy", "value_coef", "head_hidden", "split_torso")
+    options = ("entropy", "entropy_sign", "value_coef", "head_hidden", "head_init", "split_torso", "encoder_blocks",
+               "encoder_width")
     checked = 2  # the fidelity check's gradients: the first two of ``objective_grads`` (v_t's, log pi(a_t)'s)
 
     def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8, *,
                  head_hidden: int = 0, entropy: float = 0.01, value_coef: float = 1.0, split_torso: bool = False,
-                 split_critic: bool = False):
+                 split_critic: bool = False, entropy_sign: str = "positive", encoder_blocks: int = 0,
+                 encoder_width: int = 128, observations: int | None = None, head_init: str = "glorot"):
         """``split_critic``: the value's and the policy's gradients apart (the intentional rule with a step of
-        the critic's own, ``critic_lr``)."""
+        the critic's own, ``critic_lr``); ``entropy_sign``: how ``entropy`` enters (``ENTROPY_SIGNS``);
+        ``encoder_blocks`` of ``encoder_width`` units before the torso on ``observations`` inputs
+        (``rtrl.rl.agent.encoder_sizes``; the cell then reads ``encoder_width``); ``head_init``: the heads' weights
+        at the start (``HEAD_INITS``)."""
+        if head_init not in HEAD_INITS:
+            raise ValueError(f"head_init must be one of {list(HEAD_INITS)}, got {head_init!r}")
+        self.head_init = head_init
         self.torso = Torso(cell, method, truncation)
         self.num_actions, self.head_hidden = check_heads(num_actions, head_hidden)
         self.entropy, self.value_coef, self.split_critic = entropy, value_coef, split_critic
+        self.entropy_sign = check_entropy_sign(entropy_sign)
         self.split = check_split(cell, split_torso)
+        self.encoder = encoder_sizes(observations, encoder_blocks, encoder_width, cell)
 
     stepped, learn, value, bootstrap, correction = stepped, learn_on_policy, value, bootstrap, no_correction
 
@@ -96,15 +144,21 @@ class ActorCritic:
         k_torso, k_policy, k_value = jax.random.split(key, 3)
         N, A, M = self.torso.cell.hidden_size, self.num_actions, self.head_hidden
         width = M or (N // 2 if self.split else N)
-        # A small policy head starts near the uniform policy (as PPO's 0.01-scaled one does).
+        # A small policy head starts near the uniform policy (as PPO's 0.01-scaled one does); ``head_init`` sparse:
+        # both heads sparse at 0.9, as Farr et al.'s
+        if self.head_init == "sparse":
+            W_policy = sparse_init(k_policy, (width, A), ENCODER_SPARSITY, dtype)
+            W_value = sparse_init(k_value, (width, 1), ENCODER_SPARSITY, dtype)
+        else:
+            W_policy, W_value = 0.01 * glorot(k_policy, (width, A), dtype), glorot(k_value, (width, 1), dtype)
         return {"torso": self.torso.cell.init(k_torso, dtype),
-                "policy": {"W": 0.01 * glorot(k_policy, (width, A), dtype), "b": jnp.zeros((A,), dtype)},
-                "value": {"W": glorot(k_value, (width, 1), dtype), "b": jnp.zeros((1,), dtype)},
-                **head_params(key, N, M, dtype, self.split)}
+                "policy": {"W": W_policy, "b": jnp.zeros((A,), dtype)},
+                "value": {"W": W_value, "b": jnp.zeros((1,), dtype)},
+                **head_params(key, N, M, dtype, self.split), **encoder_params(key, self.encoder, dtype)}
 
     def forward(self, params, memory, x: jax.Array):
         """One environment's ``((logits, value), memory')``: the torso's online step on ``x``, then the heads."""
-        h, memory = self.torso.learner.step(params["torso"], memory, x)
+        h, memory = self.torso.learner.step(params["torso"], memory, encoded(params, x))
         return heads(params, h, self.split), memory
 
     def objective_grads(self, params, memory, x: jax.Array, action: jax.Array):
@@ -130,13 +184,14 @@ class ActorCritic:
         return action, *self.objective_grads(params, memory, x, action)
 
     def step(self, params, memory, x: jax.Array, keys: jax.Array, value_coef: float, entropy: bool = True,
-             split: bool = False):
+             split: bool = False, per_env: bool = False):
         """All E environments (leading axis of ``memory``, ``x`` (E, D), ``keys`` (E,)) at once, what the update
         needs: ``(action, value, drive, entropy_grad, memory', entropy)``, with ``drive`` per environment (leading
         axis E) the gradient of ``value_coef * v_t + log pi(a_t)`` (what enters the eligibility traces) and
         ``entropy_grad`` the gradient of the mean entropy over the environments (one tree, no E axis; ``None``
         unless ``entropy``). With ``split`` (a Python bool), ``drive`` is ``{"value": grad v_t, "policy": grad log
-        pi(a_t)}`` instead, two pullbacks (``split_drive``).
+        pi(a_t)}`` instead, two pullbacks (``split_drive``). ``per_env``: ``entropy_grad`` each environment's (leading
+        axis E, one more pullback per environment), not their mean.
 
         One forward pass per environment, its pullback kept for the drive (the action is drawn from its logits);
         the entropy's gradient, where asked for, is one pullback of the batch with the parameters shared, whose
@@ -153,11 +208,14 @@ class ActorCritic:
                 drive = split_drive(pullback, d_logp, value.dtype)
             else:
                 drive = pullback((d_logp, jnp.asarray(value_coef, value.dtype)))[0]
-            return action, value, drive, memory_next, logits
+            d_entropy = None
+            if entropy and per_env:
+                d_h = jax.grad(lambda l: objectives(l, action)[1])(logits)
+                d_entropy = pullback((d_h, jnp.zeros((), value.dtype)))[0]
+            return action, value, drive, memory_next, logits, d_entropy
 
-        action, value, drives, memory_next, logits = jax.vmap(one)(memory, x, keys)
-        entropy_grad = None
-        if entropy:
+        action, value, drives, memory_next, logits, entropy_grad = jax.vmap(one)(memory, x, keys)
+        if entropy and not per_env:
             d_entropy = jax.vmap(jax.grad(lambda l, a: objectives(l, a)[1]))(logits, action)
             batched = jax.vmap(self.forward, in_axes=(None, 0, 0))
             vjp = jax.vjp(lambda p: batched(p, memory, x), params, has_aux=True)[1]
@@ -170,7 +228,7 @@ class ActorCritic:
         step's; the episode began at ``xs[start]`` (the carry is zeroed there; earlier inputs do not count)."""
 
         def values(p):
-            logits, value = heads(p, self.torso.unrolled(p["torso"], xs, start), self.split)
+            logits, value = heads(p, self.torso.unrolled(p["torso"], encoded(p, xs), start), self.split)
             return jnp.concatenate([value[None], objectives(logits, action)])
 
         return jax.jacrev(values)(params)

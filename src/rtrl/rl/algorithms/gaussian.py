@@ -15,9 +15,12 @@ the on-policy continuous agents this one is measured beside (PPO's, stream AC's)
 With ``state_std`` (``--state-std``; Farr et al.'s MuJoCo agents' ``state_dependent_std``) ``log_std`` is a head on
 the torso instead, A more columns of the policy head (``[mean, log_std] = policy(h)``, their weights starting at 0
 and their biases at ``log(init_std)``, so the policy at the start is the same), and the entropy's gradient passes
-through the head and the torso as the log-probability's does. On hopper-p it did worse than the vector in four of six
-seeds (mean 1411 against 1621 over seeds 0-4), its spread shrinking to about 0.5, and on walker2d-p in three of five
-(mean 887 against 961; docs/rl-results.md).
+through the head and the torso as the log-probability's does; ``std_map`` softplus (``--std-map``) reads those
+columns as ``std = softplus(column)`` instead (Farr et al.'s ``Gaussian(state_dependent_std=True)``), their biases
+at ``softplus^-1(init_std)``. On hopper-p ``state_std`` did worse than the vector in four of six seeds (mean 1411
+against 1621 over seeds 0-4), its spread shrinking to about 0.5, and on walker2d-p in three of five (mean 887
+against 961; docs/rl-results.md). ``head_init`` sparse (``--head-init``): the heads' weights sparse at 0.9 (the
+spread columns' too, so the spread at the start varies with the state about ``init_std``), as Farr et al.'s.
 
 The environment maps ``u`` onto the space's bounds (``rtrl.rl.envs.continuous``: tanh-squashed where both bounds
 are finite, clipped to one finite bound, as it is where none is): the map is part of the environment, so the
@@ -48,8 +51,9 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.base import Cell
+from rtrl.cells.encoder import sparse_init
 from rtrl.methods import Method
-from rtrl.rl.agent import heads, split_drive
+from rtrl.rl.agent import ENCODER_SPARSITY, encoded, heads, split_drive
 from rtrl.rl.algorithm import learn_on_policy, no_correction
 from rtrl.rl.algorithms import ac
 
@@ -72,23 +76,42 @@ def squashed_log_prob(mean: jax.Array, log_std: jax.Array, action: jax.Array, lo
                                                                           + jnp.log1p(-y ** 2))
 
 
+# std_map: the map from the policy head's spread columns (``state_std``) to the standard deviation
+STD_MAPS = {"exp": "exp of the column (a log standard deviation)",
+            "softplus": "softplus of the column (Farr et al.'s state_dependent_std)"}
+
+
 class GaussianActorCritic:
     """Stream AC(lambda) with a Gaussian policy over ``R^A`` (the module's docstring): ``(cell, num_actions,
     method="rtrl", truncation=8, **options)``, ``num_actions`` the Box's dimensions; the actor-critic's options and
     ``init_std`` (the policy's standard deviation at the start) and ``state_std`` (``log_std`` a head on the torso)."""
 
-    options = (*ac.ActorCritic.options, "init_std", "state_std")
+    options = (*ac.ActorCritic.options, "init_std", "state_std", "std_map")
     checked = 2  # the fidelity check's gradients: v_t's and log pi(u_t)'s
 
     def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8, *,
                  head_hidden: int = 0, entropy: float = 0.01, value_coef: float = 1.0, split_torso: bool = False,
-                 init_std: float = 1.0, state_std: bool = False, split_critic: bool = False):
+                 init_std: float = 1.0, state_std: bool = False, split_critic: bool = False,
+                 entropy_sign: str = "positive", encoder_blocks: int = 0, encoder_width: int = 128,
+                 observations: int | None = None, std_map: str = "exp", head_init: str = "glorot"):
+        """``std_map`` (with ``state_std``): how the head's A columns become the standard deviation, ``exp`` (of a
+        log) or ``softplus`` (Farr et al.'s ``Gaussian(state_dependent_std=True)``: ``softplus(head)``), the bias
+        started where it gives ``init_std`` either way."""
+        if std_map not in STD_MAPS:
+            raise ValueError(f"std_map must be one of {list(STD_MAPS)}, got {std_map!r}")
+        if std_map != "exp" and not state_std:
+            raise ValueError(f"std_map {std_map!r} maps the policy head's spread columns, which only state_std "
+                             f"gives (without it the spread is one learnt log_std vector)")
+        self.std_map = std_map
         # the categorical actor-critic's parts (torso, heads, options) with the Gaussian's own: composed, not inherited
         self.categorical = ac.ActorCritic(cell, num_actions, method, truncation, head_hidden=head_hidden,
                                           entropy=entropy, value_coef=value_coef, split_torso=split_torso,
-                                          split_critic=split_critic)
+                                          split_critic=split_critic, entropy_sign=entropy_sign,
+                                          encoder_blocks=encoder_blocks, encoder_width=encoder_width,
+                                          observations=observations, head_init=head_init)
         self.torso, self.num_actions, self.head_hidden = self.categorical.torso, num_actions, head_hidden
         self.entropy, self.value_coef, self.split_critic = entropy, value_coef, split_critic
+        self.entropy_sign = entropy_sign
         self.split, self.init_std, self.state_std = self.categorical.split, init_std, state_std
 
     stepped, learn, value, bootstrap, correction = ac.stepped, learn_on_policy, ac.value, ac.bootstrap, no_correction
@@ -101,19 +124,24 @@ class GaussianActorCritic:
         if not self.state_std:
             return {**params, "log_std": log_std}
         W, b = params["policy"]["W"], params["policy"]["b"]
-        return {**params, "policy": {"W": jnp.concatenate([W, jnp.zeros_like(W)], axis=1),
-                                     "b": jnp.concatenate([b, log_std])}}
+        start = log_std if self.std_map == "exp" else jnp.full_like(log_std, math.log(math.expm1(self.init_std)))
+        spread = (sparse_init(jax.random.fold_in(key, 32), W.shape, ENCODER_SPARSITY, dtype)
+                  if self.categorical.head_init == "sparse" else jnp.zeros_like(W))
+        return {**params, "policy": {"W": jnp.concatenate([W, spread], axis=1),
+                                     "b": jnp.concatenate([b, start])}}
 
     def distribution(self, params, h: jax.Array):
         """``((mean, log_std), value)`` of one hidden state ``h``: the heads, and the policy's ``log_std``."""
         out, value = heads(params, h, self.split)
         if self.state_std:
-            return (out[..., :self.num_actions], out[..., self.num_actions:]), value
+            spread = out[..., self.num_actions:]
+            log_std = spread if self.std_map == "exp" else jnp.log(jax.nn.softplus(spread))
+            return (out[..., :self.num_actions], log_std), value
         return (out, jnp.broadcast_to(params["log_std"], out.shape)), value
 
     def forward(self, params, memory, x: jax.Array):
         """One environment's ``(((mean, log_std), value), memory')``: the torso's online step on ``x``, the heads."""
-        h, memory = self.torso.learner.step(params["torso"], memory, x)
+        h, memory = self.torso.learner.step(params["torso"], memory, encoded(params, x))
         return self.distribution(params, h), memory
 
     def objective_grads(self, params, memory, x: jax.Array, action: jax.Array):
@@ -139,12 +167,13 @@ class GaussianActorCritic:
         return action, *self.objective_grads(params, memory, x, action)
 
     def step(self, params, memory, x: jax.Array, keys: jax.Array, value_coef: float, entropy: bool = True,
-             split: bool = False):
+             split: bool = False, per_env: bool = False):
         """All E environments at once (``ac.ActorCritic.step``'s contract): ``(action, value, drive, entropy_grad,
         memory', entropy)``, ``action`` (E, A) the draws ``u``; one forward pass and one pullback per environment.
         The entropy's gradient needs no pass (1 for each ``log_std``, 0 elsewhere) but with ``state_std``, where it
         is one more pullback per environment, averaged. ``split``: ``drive`` the value's
-        and the policy's gradients apart (``ac.ActorCritic.step``)."""
+        and the policy's gradients apart; ``per_env``: ``entropy_grad`` each environment's, not their mean
+        (``ac.ActorCritic.step``)."""
 
         def one(m, xe, key):
             (dist, value), pullback, memory_next = jax.vjp(lambda p: self.forward(p, m, xe), params, has_aux=True)
@@ -163,10 +192,12 @@ class GaussianActorCritic:
         action, value, drives, memory_next, entropies, d_entropy = jax.vmap(one)(memory, x, keys)
         entropy_grad = None
         if entropy and self.state_std:
-            entropy_grad = jax.tree.map(lambda g: g.mean(0), d_entropy)
+            entropy_grad = d_entropy if per_env else jax.tree.map(lambda g: g.mean(0), d_entropy)
         elif entropy:
             entropy_grad = jax.tree.map(jnp.zeros_like, params)
             entropy_grad["log_std"] = jnp.ones_like(params["log_std"])
+            if per_env:
+                entropy_grad = jax.tree.map(lambda g: jnp.broadcast_to(g, (x.shape[0], *g.shape)), entropy_grad)
         return action, value, drives, entropy_grad, memory_next, entropies
 
     def bptt_grads(self, params, xs: jax.Array, start: jax.Array, action: jax.Array):
@@ -174,7 +205,7 @@ class GaussianActorCritic:
         ``u`` (A,)."""
 
         def values(p):
-            dist, value = self.distribution(p, self.torso.unrolled(p["torso"], xs, start))
+            dist, value = self.distribution(p, self.torso.unrolled(p["torso"], encoded(p, xs), start))
             return jnp.concatenate([value[None], gaussian_objectives(*dist, action)])
 
         return jax.jacrev(values)(params)

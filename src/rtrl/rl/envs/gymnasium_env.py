@@ -15,9 +15,11 @@ such an environment is built, never by ``import rtrl`` or ``import rtrl.rl``.
   ``Dict`` in its keys' order), as ``gymnasium.spaces.flatten`` does. Actions: ``Discrete`` (the agent's integers,
   shifted by the space's ``start``) or ``Box`` (the agent acts in ``R^A``, ``A`` the flattened size, and the vector
   maps that onto the bounds: ``rtrl.rl.envs.continuous.squash``); any other space is refused by name.
-* Two options are rtrl's own, not ``gymnasium.make``'s: ``mask=P`` (velocities hidden) or ``mask=V`` (positions
+* Three options are rtrl's own, not ``gymnasium.make``'s: ``mask=P`` (velocities hidden) or ``mask=V`` (positions
   hidden) for the families of ``rtrl.rl.envs.masked.MASKS`` (Hopper, Walker2d, HalfCheetah, Ant, Pendulum,
-  CartPole), and ``keep=0,2`` (the encoded observation's entries to keep, comma-separated) for any other.
+  CartPole), ``keep=0,2`` (the encoded observation's entries to keep, comma-separated) for any other, and for a Box
+  ``actions=clip``: the agent's actions clipped to the bounds instead of squashed into them (``ACTION_MAPS``; Farr
+  et al.'s ``ClipActionWrapper``).
 * ``extra_inputs`` (``rtrl rl --extra-inputs [PARTS]``) appends the chosen extras (``PARTS``: the previous action, a
   Discrete action's one-hot or a Box action as the environment took it; the previous reward; the time in the episode
   over its limit) to each observation, as ``rtrl.rl.envs.extra_inputs`` does for a jitted environment (the same
@@ -57,7 +59,10 @@ PREFIX = "gymnasium:"
 PACKAGES = {"popgym-": (("popgym", "pip install 'rtrl[popgym]'"),),
             "popgym-Labyrinth": (("popgym", "pip install 'rtrl[popgym]'"), ("mazelib", "pip install mazelib"))}
 MAKE_OPTIONS = ("max_episode_steps", "disable_env_checker", "render_mode")  # gymnasium.make's own keywords
-OWN_OPTIONS = ("mask", "keep")  # rtrl's observation masks (rtrl.rl.envs.masked), not given to gymnasium.make
+# rtrl's own options, not given to gymnasium.make: the observation masks (rtrl.rl.envs.masked), a Box's action map
+OWN_OPTIONS = ("mask", "keep", "actions")
+ACTION_MAPS = {"squash": "tanh-squashed into the Box (rtrl.rl.envs.continuous.squash)",
+               "clip": "clipped to the Box (Farr et al.'s ClipActionWrapper)"}
 
 
 def is_gymnasium(name: str) -> bool:
@@ -280,6 +285,7 @@ class Vector:
         self.encode = encode if keep is None else lambda o: encode(o)[:, list(keep)]
         self.actions = self.envs.single_action_space
         self.bounds = _probe(env.env_id, env.options).bounds
+        self.clip = clips(env.name, env.options, self.bounds)
         self.returns = np.zeros(envs)
         self.batched = lambda last: concatenate(self.space, last, create_empty_array(self.space, len(last)))
         self.parts, self.max_steps = env.extra_inputs, env.max_steps
@@ -308,7 +314,7 @@ class Vector:
             raise failed(self.name, "step", e, step) from None
 
     def _step(self, actions: np.ndarray) -> Outcome:
-        taken = to_space(self.actions, self.bounds, actions)
+        taken = to_space(self.actions, self.bounds, actions, self.clip)
         obs, reward, terminated, truncated, info = self.envs.step(taken)
         obs, done = self.encode(obs), terminated | truncated
         final = obs.copy()
@@ -385,12 +391,27 @@ class Probe(NamedTuple):
     bounds: tuple | None  # a Box's (low, high), flattened; None for a Discrete space
 
 
-def to_space(space, bounds: tuple | None, actions: np.ndarray) -> np.ndarray:
+def to_space(space, bounds: tuple | None, actions: np.ndarray, clip: bool = False) -> np.ndarray:
     """The agent's actions ``(E,)`` or ``(E, A)`` as ``space`` takes them: a Discrete space's shifted by its
-    ``start``, a Box's squashed onto ``bounds`` and shaped as the space."""
+    ``start``, a Box's squashed onto ``bounds`` (``clip``: clipped to them) and shaped as the space."""
     if bounds is None:
         return actions + int(space.start)
-    return squash(actions, *bounds, xp=np).reshape(len(actions), *space.shape).astype(space.dtype)
+    mapped = np.clip(actions, *bounds) if clip else squash(actions, *bounds, xp=np)
+    return mapped.reshape(len(actions), *space.shape).astype(space.dtype)
+
+
+def clips(name: str, options: tuple, bounds: tuple | None) -> bool:
+    """Whether the option ``actions`` clips a Box's actions (``ACTION_MAPS``); ``ValueError`` naming it for another
+    value, or for a space that is not a Box."""
+    given = dict(options)
+    if "actions" not in given:
+        return False
+    if given["actions"] not in ACTION_MAPS:
+        raise ValueError(f"environment {name!r}: option actions must be one of {list(ACTION_MAPS)}, got "
+                         f"{given['actions']!r}")
+    if bounds is None:
+        raise ValueError(f"environment {name!r}: option actions maps a Box's actions, and its actions are Discrete")
+    return given["actions"] == "clip"
 
 
 def previous_action(bounds: tuple | None, width: int, actions: np.ndarray, taken: np.ndarray) -> np.ndarray:
@@ -450,8 +471,9 @@ def _made(env_id: str, options: tuple) -> Probe:
         else:
             raise ValueError(f"{name} has the action space {actions}; rtrl rl takes a Discrete one (a categorical "
                              "policy) or a Box (a Gaussian policy, --algorithm ac)")
+        clip = clips(name, options, bounds)
         first = to_space(actions, bounds, np.zeros((1,) if bounds is None else (1, count), np.int64 if bounds is None
-                                                   else np.float32))[0]  # the first action, or the Box's middle
+                                                   else np.float32), clip)[0]  # the first action, or the Box's middle
         tried = checked_env(env)
         for what, call in (("reset", lambda: tried.reset(seed=0)), ("step", lambda: tried.step(first))):
             try:

@@ -1,0 +1,178 @@
+"""The pieces of Farr et al.'s MuJoCo agent as options of the actor-critics: encoder blocks before the torso
+(``encoder_blocks``; their gradient cut where it reaches the torso's state, as in Farr et al.'s code) against a BPTT
+oracle written out here, the entropy's per-environment gradients that ``entropy_sign`` td hands the update rule, and
+the refusals. The update rule's side of ``entropy_sign`` td (``rtrl.rl.transforms.signed_entropy``) is pinned in
+tests/test_rl_transforms.py on a hand-checked case."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rtrl.cells import RTU, MinGRU
+from rtrl.config import OptionError
+from rtrl.rl.algorithms.ac import ActorCritic
+from rtrl.rl.algorithms.gaussian import GaussianActorCritic
+from rtrl.rl.config import RLConfig
+
+D, M, T = 3, 4, 5  # observation size, block width, steps
+
+
+def oracle_blocks(encoder, x):
+    """The blocks written out: ``a = x W + b``, ``y = (a - mean a) / sqrt(var a + 1e-5)``, ``max(y, 0.01 y)``."""
+    for layer in encoder:
+        a = x @ layer["W"] + layer["b"]
+        mean = a.mean(-1, keepdims=True)
+        y = (a - mean) / jnp.sqrt(((a - mean) ** 2).mean(-1, keepdims=True) + 1e-5)
+        x = jnp.maximum(y, 0.01 * y)
+    return x
+
+
+def oracle_value(cell, params, xs, cut: bool):
+    """``v_T`` by BPTT: the blocks on every input, the cell stepped over them with ``lax.scan`` from zero, the value
+    head on the last output; with ``cut`` the blocks' outputs of the earlier steps held constant (what reaches the
+    state through them carries no gradient to the blocks), the last step's live."""
+    e = oracle_blocks(params["encoder"], xs)
+    if cut:
+        e = jnp.concatenate([jax.lax.stop_gradient(e[:-1]), e[-1:]])
+
+    def body(carry, x):
+        return cell.step(params["torso"], carry, x)
+
+    h = jax.lax.scan(body, cell.initial_carry((), e.dtype), e)[1][-1]
+    return (h @ params["value"]["W"] + params["value"]["b"])[0]
+
+
+def online_value_grads(agent, params, xs):
+    """The agent's online gradient of ``v_T`` after stepping through ``xs`` from a fresh state."""
+    memory, step = agent.torso.learner.init(params["torso"]), jax.jit(agent.objective_grads)
+    for x in xs:
+        _, grads, memory, _ = step(params, memory, x, jnp.asarray(0))
+    return jax.tree.map(lambda g: g[0], grads)
+
+
+def relative_error(a, b):
+    a, b = (np.concatenate([np.ravel(x) for x in jax.tree.leaves(t)]) for t in (a, b))
+    return np.linalg.norm(a - b) / np.linalg.norm(b)
+
+
+@pytest.mark.parametrize("cell", [RTU(M, 6, output_map="concat"), MinGRU(M, 3)])
+def test_encoder_blocks_are_cut_at_the_torso_and_everything_else_is_exact(cell):
+    """Two blocks before an element-wise torso, float64: the torso's and the heads' online gradients equal BPTT's
+    (<= 1e-9 relative), the blocks' equal BPTT's with the earlier steps' block outputs held constant (Farr et al.'s
+    cut, the anchor's approximation), and differ from the full BPTT gradient (the cut is real). [guards: the blocks
+    skipped; the torso stepped on the raw observation; a block's gradient counted through the state]"""
+    agent = ActorCritic(cell, 2, "auto", encoder_blocks=2, encoder_width=M, observations=D)
+    params = agent.init(jax.random.PRNGKey(0), jnp.float64)
+    assert [layer["W"].shape for layer in params["encoder"]] == [(D, M), (M, M)]
+    xs = jax.random.normal(jax.random.PRNGKey(1), (T, D), jnp.float64)
+    online = online_value_grads(agent, params, xs)
+    cut, full = jax.jit(lambda p: [jax.grad(lambda q, c=c: oracle_value(cell, q, xs, cut=c))(p)
+                                   for c in (True, False)])(params)
+    for name in ("torso", "value"):
+        assert relative_error(online[name], full[name]) <= 1e-9, name
+    assert relative_error(online["encoder"], cut["encoder"]) <= 1e-9
+    assert relative_error(online["encoder"], full["encoder"]) > 1e-3
+    np.testing.assert_array_equal(jax.tree.leaves(online["policy"])[0], 0.0)  # v_T does not read the policy
+
+
+def test_encoder_blocks_initialise_sparse_with_zero_biases_and_leave_the_rest_as_before():
+    """Each unit of a block reads ceil(0.9 D) zero weights (all but one where D is small), its bias is 0, and the
+    parameters besides the blocks are those of the agent without them."""
+    cell = MinGRU(M, 3)
+    params = ActorCritic(cell, 2, encoder_blocks=2, encoder_width=M, observations=20).init(jax.random.PRNGKey(3))
+    plain = ActorCritic(cell, 2).init(jax.random.PRNGKey(3))
+    zeros = (np.asarray(params["encoder"][0]["W"]) == 0).sum(axis=0)
+    np.testing.assert_array_equal(zeros, 18)  # ceil(0.9 * 20)
+    np.testing.assert_array_equal((np.asarray(params["encoder"][1]["W"]) == 0).sum(axis=0), 3)  # M - 1 of M = 4
+    assert all(not np.asarray(layer["b"]).any() for layer in params["encoder"])
+    for a, b in zip(jax.tree.leaves({k: v for k, v in params.items() if k != "encoder"}), jax.tree.leaves(plain),
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("state_std, std_map", [(False, "exp"), (True, "exp"), (True, "softplus")])
+def test_entropy_sign_td_hands_each_environments_entropy_gradient_to_the_rule(state_std, std_map):
+    """With ``entropy_sign`` td the step has no bonus and gives, per environment, the gradient of that
+    environment's policy entropy (the rule signs it by the step's TD error), equal to BPTT's (one step from a fresh
+    state); with ``positive`` the bonus is ``entropy`` times their mean, as before. [guards: the mean given as each
+    environment's; the bonus left on besides]"""
+    E = 3
+    cell = MinGRU(D, 4)
+    signed = GaussianActorCritic(cell, 2, state_std=state_std, entropy=0.2, entropy_sign="td", std_map=std_map)
+    plain = GaussianActorCritic(cell, 2, state_std=state_std, entropy=0.2, std_map=std_map)
+    params = signed.init(jax.random.PRNGKey(0), jnp.float64)
+    x = jax.random.normal(jax.random.PRNGKey(1), (E, D), jnp.float64)
+    memory = signed.torso.memory(params, E)
+    step = jax.jit(signed.stepped)(params, memory, x, jax.random.PRNGKey(2), jnp.asarray(0))
+    assert step.bonus is None
+    bptt = jax.jit(jax.vmap(lambda xe: signed.bptt_grads(params, xe[None], jnp.asarray(0), jnp.zeros(2))))(x)
+    want = jax.tree.map(lambda g: g[:, 2], bptt)
+    assert relative_error(step.extra["entropy_grads"], want) <= 1e-9
+    bonus = jax.jit(plain.stepped)(params, memory, x, jax.random.PRNGKey(2), jnp.asarray(0)).bonus
+    assert relative_error(bonus, jax.tree.map(lambda g: 0.2 * g.mean(0), want)) <= 1e-9
+
+
+def test_categorical_entropy_sign_td_gives_per_environment_gradients():
+    """The categorical actor-critic: ``entropy_grads`` per environment, their mean the ``positive`` bonus over
+    ``entropy``."""
+    E, cell = 2, MinGRU(D, 4)
+    signed, plain = ActorCritic(cell, 3, entropy_sign="td"), ActorCritic(cell, 3)
+    params = signed.init(jax.random.PRNGKey(0), jnp.float64)
+    x = jax.random.normal(jax.random.PRNGKey(1), (E, D), jnp.float64)
+    memory = signed.torso.memory(params, E)
+    grads = jax.jit(signed.stepped)(params, memory, x, jax.random.PRNGKey(2), jnp.asarray(0)).extra["entropy_grads"]
+    assert jax.tree.leaves(grads)[0].shape[0] == E
+    bonus = jax.jit(plain.stepped)(params, memory, x, jax.random.PRNGKey(2), jnp.asarray(0)).bonus
+    assert relative_error(jax.tree.map(lambda g: 0.01 * g.mean(0), grads), bonus) <= 1e-9
+
+
+def test_std_map_softplus_is_the_softplus_of_the_head_started_at_init_std():
+    """``std_map`` softplus (Farr et al.'s ``state_dependent_std``): the standard deviation is ``softplus`` of the
+    head's spread columns, by hand ``softplus(0.3) = log(1 + e^0.3)``; at the start (weights 0) it is ``init_std``
+    (log 2: theirs at a zero head), as under ``exp``. [guards: exp applied to the softplus column; the bias started
+    at log(init_std) under softplus]"""
+    cell = MinGRU(D, 4)
+    agent = GaussianActorCritic(cell, 2, state_std=True, std_map="softplus", init_std=float(np.log(2.0)))
+    params = agent.init(jax.random.PRNGKey(0), jnp.float64)
+    h = jnp.ones(4, jnp.float64)
+    (_, log_std), _ = agent.distribution(params, h)
+    np.testing.assert_allclose(np.exp(log_std), np.log(2.0), rtol=1e-12)
+    params["policy"]["b"] = params["policy"]["b"].at[2:].set(0.3)
+    (_, log_std), _ = agent.distribution(params, h)
+    np.testing.assert_allclose(np.exp(log_std), np.log1p(np.exp(0.3)), rtol=1e-12)
+    with pytest.raises(ValueError, match="std_map 'softplus' maps the policy head's spread columns"):
+        GaussianActorCritic(cell, 2, std_map="softplus")
+
+
+def test_head_init_sparse_draws_each_heads_columns_sparse():
+    """``head_init`` sparse (Farr et al.'s heads): every column of the policy head (the spread columns too, with
+    ``state_std``) and of the value head holds ceil(0.9 N) zero weights of N = 10 inputs, the biases as before."""
+    cell = MinGRU(D, 10)
+    agent = GaussianActorCritic(cell, 2, state_std=True, std_map="softplus", head_init="sparse", init_std=0.5)
+    params = agent.init(jax.random.PRNGKey(0))
+    for name, columns in (("policy", 4), ("value", 1)):
+        np.testing.assert_array_equal((np.asarray(params[name]["W"]) == 0).sum(axis=0), [9] * columns)
+    np.testing.assert_allclose(np.asarray(params["policy"]["b"])[2:], np.log(np.expm1(0.5)), rtol=1e-6)
+    with pytest.raises(ValueError, match="head_init must be one of"):
+        ActorCritic(cell, 2, head_init="zeros")
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"encoder_width": 64}, "encoder_width does nothing here: encoder_blocks is 0"),
+    ({"entropy": 0.0, "entropy_sign": "td"}, "entropy_sign does nothing here: entropy is 0"),
+    ({"algorithm": "q", "entropy": 0.01, "encoder_blocks": 2}, "encoder_blocks does nothing here: algorithm 'q'"),
+    ({"entropy_sign": "sometimes"}, "entropy_sign"),
+    ({"std_map": "softplus"}, "std_map does nothing here: without --state-std"),
+    ({"encoder_blocks": -1}, "encoder_blocks"),
+])
+def test_the_anchor_options_refuse_what_does_not_apply(options, message):
+    with pytest.raises((OptionError, ValueError), match=message):
+        RLConfig(**options)
+
+
+def test_a_torso_that_does_not_read_the_blocks_width_is_refused():
+    with pytest.raises(ValueError, match="cell input_size must be encoder_width 4"):
+        ActorCritic(MinGRU(D, 3), 2, encoder_blocks=1, encoder_width=M, observations=D)
