@@ -67,7 +67,7 @@ def test_the_same_option_under_a_run_that_reads_it_is_accepted(options):
 
 
 def test_defaults_and_no_clip_are_never_refused():
-    """Given means differing from the default (a config.json holds every option); ``--no-clip`` says what a rule
+    """Given means differing from the default (an older config.json held every option); ``--no-clip`` says what a rule
     without a clip does anyway."""
     RLConfig(algorithm="q", entropy=0.01, value_coef=1.0, kappa=2.0, truncation=8)
     RLConfig(optimizer="obgd", clip=None)
