@@ -31,7 +31,12 @@ FRAMEWORKS = {
                  "`from_nir(graph, dt=1e-4)`"),
     "norse": ("Norse", "`to_nir(cell, params, target=\"norse\")`, run with `norse.torch.from_nir(graph, dt=1e-3)`",
               "`norse.torch.to_nir(net, example, dt=1.0)`, read with `from_nir(graph, dt=1.0)` (its file describes "
-              "its network only at `dt = 1`: it writes `tau = dt / tau_mem_inv`)"),
+              "its network only at `dt = 1`: it writes `tau = dt / tau_mem_inv`). Norse's exporter wants every "
+              "parameter of a cell of one shape: all per neuron (to vary one field across neurons, give every field, "
+              "`v_leak` and `v_th` too, as a vector of the neurons' count) or all scalars, else it fails with "
+              "`All parameters must have the same shape`; and `example` one sample without a batch dimension, "
+              "`torch.zeros(input_size)`: its shape is written as the `Input`'s, and `from_nir` refuses a batch of "
+              "several there (one vector input)"),
     "spikingjelly": ("SpikingJelly", "`to_nir(cell, params, target=\"spikingjelly\")`, run with "
                      "`spikingjelly.activation_based.nir_exchange.import_from_nir(graph, dt=1e-4)`",
                      "`export_to_nir(net, example, dt=1e-4)`, read with `from_nir(graph, dt=1e-4)`"),

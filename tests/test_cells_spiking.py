@@ -282,14 +282,17 @@ def test_eprop_without_recurrent_weights_is_exact_but_for_the_reset():
     assert error(eprop, exact) > 0.05, error(eprop, exact)  # the reset's derivative: 0.34 relative here (rate 0.21)
 
 
-def test_the_docs_examples_run():
-    """Every python block of docs/spiking.md runs as written (one example per cell)."""
+def test_the_docs_examples_run(tmp_path, monkeypatch):
+    """Every python block of docs/spiking.md runs as written (one example per cell, and one that learns online and
+    ends in a NIR file that reads back to the same spikes), in a fresh folder (the file is written there)."""
     import pathlib
     import re
 
     doc = pathlib.Path(__file__).resolve().parents[1] / "docs" / "spiking.md"
     blocks = re.findall(r"```python\n(.*?)```", doc.read_text(), re.S)
-    assert len(blocks) == 5 and all(any(name in b for b in blocks) for name in ("LIF(", "ALIF(", "SpikingIIR2("))
+    assert len(blocks) == 6 and all(any(name in b for b in blocks) for name in ("LIF(", "ALIF(", "SpikingIIR2("))
+    assert "learner.step(" in blocks[-1] and "to_nir(" in blocks[-1] and "from_nir(" in blocks[-1]
+    monkeypatch.chdir(tmp_path)
     for i, block in enumerate(blocks):
         exec(compile(block, f"spiking.md block {i}", "exec"), {})
 

@@ -370,7 +370,8 @@ def test_a_missing_optional_package_is_one_line(tmp_path, capsys, monkeypatch):
     code = main(f"train --task mnist1d --task-arg train_size=10 --task-arg test_size=10 --hidden 2 --batch 1 "
                 f"--steps 1 --quiet --out {out}".split())
     err = capsys.readouterr().err
-    assert code == 2 and "Traceback" not in err and "pip install 'rtrl[mnist1d]'" in err
+    assert code == 2 and "Traceback" not in err and "pip install 'rtrl[mnist1d]' where rtrl is installed" in err
+    assert ".venv/bin/pip install -e '.[mnist1d]' in a clone of rtrl" in err  # make run's .venv: the extra, editable
     assert {p.name for p in out.iterdir()} <= {"config.json", ".lock"}  # the run is there, to resume once installed
 
 

@@ -22,6 +22,22 @@ def test_list_envs_is_list_environments_with_the_popgym_and_gymnasium_forms(caps
     assert "gymnasium:ID" in capsys.readouterr().out
 
 
+def test_list_methods_gives_each_method_a_description_of_its_own(capsys):
+    """snap1 and snap2 are one class (``SnAp``) with two ``n``: each has its own line, naming its ``n``."""
+    assert main(["list", "methods"]) == 0
+    out = capsys.readouterr().out
+    entries = {}  # name -> its description, the wrapped lines joined
+    for line in out.splitlines()[1:]:
+        name, text = line[:25].strip(), line[25:].strip()
+        if name:
+            entries[name] = text
+        else:
+            entries[list(entries)[-1]] += " " + text
+    assert len(set(entries.values())) == len(entries), entries
+    assert "SnAp-1: " in entries["snap1"] and "one step" in entries["snap1"]
+    assert "SnAp-2: " in entries["snap2"] and "two steps" in entries["snap2"]
+
+
 def test_list_presets_names_every_option_a_preset_sets(capsys):
     """copy5 sets these options (rtrl.training.presets), each shown as the command line takes it."""
     assert PRESETS["copy5"].options["task_args"] == {"max_length": 5}

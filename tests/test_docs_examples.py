@@ -165,3 +165,13 @@ def test_the_api_reference_has_every_module_of_the_library():
                   for m in re.findall(r"^::: (\S+)", page.read_text(), re.M)}
     missing = sorted(m for m in modules - documented - set(NOT_IN_THE_REFERENCE) if not m.startswith(COMMANDS))
     assert not missing, f"add these modules to a page of docs/api (or to NOT_IN_THE_REFERENCE, saying why): {missing}"
+
+
+def test_the_index_lists_every_page_of_the_api_reference():
+    """docs/index.md's "API reference" links each page of docs/api (the RL and run-folder pages were left out)."""
+    index = (ROOT / "docs" / "index.md").read_text()
+    section = index.split("## API reference", 1)[1].split("\n## ", 1)[0]
+    linked = set(re.findall(r"\]\((api/[\w-]+\.md)\)", section))
+    pages = {f"api/{page.name}" for page in (ROOT / "docs" / "api").glob("*.md")}
+    assert pages - linked == set(), f"add these pages to docs/index.md's API reference: {sorted(pages - linked)}"
+    assert linked <= pages

@@ -98,3 +98,28 @@ assert load is rtrl.load is rtrl.run.trained.load and "load" in dir(rtrl) and "l
     out = run(body, blocked=())
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.splitlines()[0]) == []
+
+
+def test_rtrl_help_and_version_load_no_command():
+    """``rtrl --help`` lists the commands from their help lines alone: no command's module, and none of the layers
+    above the public API (the run layer, training, RL, optax, matplotlib), is imported, nor by ``rtrl --version``;
+    ``rtrl train --help`` imports train's. [Every subcommand's options built for ``--help`` again: the run layer is
+    loaded, this fails.]"""
+    body = """
+from rtrl.cli import main
+for argv in (["--help"], ["--version"]):
+    try:
+        main(argv)
+    except SystemExit:
+        pass
+above = ("rtrl.training", "rtrl.rl", "rtrl.run", "rtrl.reports", "rtrl.benchmarks", "rtrl.cli.", "optax",
+         "matplotlib")
+print(json.dumps(sorted(m for m in sys.modules if m.startswith(above))))
+main(["train", "--help"])
+"""
+    out = run(body, blocked=())
+    assert out.returncode == 0, out.stderr
+    assert "usage: rtrl [-h] [--version] COMMAND" in out.stdout and "rtrl 0.1.0" in out.stdout
+    printed = [line for line in out.stdout.splitlines() if line.startswith("[")]
+    assert printed and json.loads(printed[0]) == [], printed
+    assert "usage: rtrl train" in out.stdout and "--task NAME" in out.stdout

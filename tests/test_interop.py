@@ -218,7 +218,7 @@ def norse_run(name):
     net = norse_torch.SequentialState(torch.nn.Linear(8, 16), make())
     with torch.no_grad():
         net[0].weight.mul_(12.0 if name in ("lif", "lifcell") else 3.0)
-    graph = norse_torch.to_nir(net, torch.zeros(1, 8), dt=1.0)
+    graph = norse_torch.to_nir(net, torch.zeros(8), dt=1.0)  # one sample, no batch dimension (docs/interop.md)
     cell, params = from_nir(graph, dt=1.0)
     xs = inputs(cell, 5)
     expected = rtrl_spikes(cell, params, xs)
@@ -309,3 +309,21 @@ def test_every_cell_of_the_matrix_has_its_check(framework):
 @pytest.mark.parametrize("framework, row, direction", [(f, *cell) for f in CHECKS for cell in CHECKS[f]])
 def test_the_cell_holds_in_the_library(framework, row, direction, tmp_path):
     CHECKS[framework][row, direction](tmp_path)
+
+
+def test_norse_s_exporter_wants_every_field_per_neuron_and_a_sample_without_a_batch():
+    """What docs/interop.md tells a Norse user: one field per neuron and the others scalars fails inside Norse's
+    exporter; a sample with a batch of several is written as the Input's shape, which ``from_nir`` refuses by name;
+    every field per neuron and a sample of one example read back."""
+    def exported(parameters, example):
+        net = norse_torch.SequentialState(torch.nn.Linear(8, 16), norse_torch.LIFBoxCell(parameters, dt=1.0))
+        return norse_torch.to_nir(net, example, dt=1.0)
+
+    tau_mem_inv = 1 / torch.linspace(2.0, 20.0, 16)
+    with pytest.raises(AssertionError, match="All parameters must have the same shape"):
+        exported(norse_torch.LIFBoxParameters(tau_mem_inv=tau_mem_inv), torch.zeros(8))
+    per_neuron = norse_torch.LIFBoxParameters(tau_mem_inv=tau_mem_inv, v_leak=torch.zeros(16), v_th=torch.ones(16))
+    with pytest.raises(ValueError, match="input_type must be one positive size"):
+        from_nir(exported(per_neuron, torch.zeros(4, 8)), dt=1.0)
+    cell, params = from_nir(exported(per_neuron, torch.zeros(8)), dt=1.0)
+    assert (type(cell), cell.input_size, cell.hidden_size) == (LIF, 8, 16)

@@ -6,7 +6,7 @@ import each other (directly or round a loop). Read from the source with ``ast``:
 Bottom up (README "Layout"; docs/design.md):
 
 0. foundation: frozen, checks, files, compare, structure, devices, startup, interrupts, validate, config, kernels,
-   capabilities, provenance, ledger
+   capabilities, provenance, ledger, extras, usage
 1. cells, methods (apart from each other)
 2. the public API: online, sequence, inspection, optim, driver, export (and ``rtrl/__init__``)
 3. training, rl (apart from each other)
@@ -33,7 +33,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("frozen", "checks", "files", "compare", "structure", "devices", "startup", "interrupts", "validate", "config",
-     "kernels", "capabilities", "provenance", "ledger"),
+     "kernels", "capabilities", "provenance", "ledger", "extras", "usage"),
     ("cells", "methods"),
     ("online", "sequence", "inspection", "optim", "driver", "export", ""),  # "": the package itself (rtrl/__init__)
     ("training", "rl"),

@@ -107,13 +107,15 @@ def test_the_agent_benchmark_runs_the_same_configuration_on_both_loops(monkeypat
     envs = []
     real = bench.train
 
-    def spy(config):
-        envs.append((config.env, config.envs, config.steps, config.seed))
-        return real(config)
+    def spy(config, **options):  # quiet=True: a benchmark's runs show no progress
+        envs.append((config.env, config.envs, config.steps, config.seed, options))
+        return real(config, **options)
 
     monkeypatch.setattr(bench, "train", spy)
     monkeypatch.setattr(bench, "AGENT", {"hidden": 2, "envs": 5, "fidelity_every": 0})  # the run's envs win
     rate = bench.measure_agent("RepeatFirstEasy", 2, 3, repeats=1)
-    assert envs == [("popgym:RepeatFirstEasy", 2, 3, 0), ("popgym:RepeatFirstEasy", 2, 3, 1),
-                    ("gymnasium:popgym-RepeatFirstEasy-v0", 2, 3, 0), ("gymnasium:popgym-RepeatFirstEasy-v0", 2, 3, 1)]
+    quiet = {"quiet": True}
+    assert envs == [("popgym:RepeatFirstEasy", 2, 3, 0, quiet), ("popgym:RepeatFirstEasy", 2, 3, 1, quiet),
+                    ("gymnasium:popgym-RepeatFirstEasy-v0", 2, 3, 0, quiet),
+                    ("gymnasium:popgym-RepeatFirstEasy-v0", 2, 3, 1, quiet)]
     assert rate["jitted"] == pytest.approx(6 / rate["seconds"]) and rate["host"] > 0

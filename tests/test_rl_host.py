@@ -239,7 +239,9 @@ def test_a_missing_popgym_is_named(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(sys.modules, "popgym", None)  # import popgym now fails
     monkeypatch.setattr(gymnasium_env, "_probe", gymnasium_env._made)  # nothing cached
     assert main(["rl", "--env", "gymnasium:popgym-FooEasy-v0", "--out", str(tmp_path / "r")]) == 2
-    assert "needs the popgym package: pip install 'rtrl[popgym]'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "needs the popgym package: .venv/bin/pip install -e '.[popgym]' in a clone" in err
+    assert "pip install 'rtrl[popgym]' where rtrl is installed as a package" in err
     assert not (tmp_path / "r").exists()
 
 

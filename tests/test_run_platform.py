@@ -31,7 +31,7 @@ def test_header_summary_and_config_name_the_backend_and_device(tmp_path, capsys)
         assert header.endswith(f"| {said}") and f" s on {said}" in summary, (header, summary)
         data = json.loads((tmp_path / name / "config.json").read_text())
         assert {k: data[k] for k in ("backend", "device")} == where
-        assert read_config(tmp_path / name).to_dict() == {k: v for k, v in data.items() if k not in where}
+        assert read_config(tmp_path / name).stored() == {k: v for k, v in data.items() if k not in where}
 
 
 def test_a_folder_without_them_loads_and_resumes_and_records_them(tmp_path):

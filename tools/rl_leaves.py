@@ -36,7 +36,7 @@ def save(path: str, names: list[str]) -> None:
         options = RUNS[name]
         config = RLConfig(**options, dtype="float64", record_every=options["steps"] // 2, normalize_obs=True,
                           scale_rewards=True)
-        state, records = train(config)
+        state, records = train(config, quiet=True)
         params = state.runs.params if hasattr(state, "runs") else state.params
         for where, leaf in jax.tree_util.tree_leaves_with_path(params):
             out[f"{name}/params{jax.tree_util.keystr(where)}"] = np.asarray(leaf)

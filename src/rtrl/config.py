@@ -231,6 +231,19 @@ class Config(Frozen):
         others (none here; ``rtrl.rl.RLConfig``'s are), so that a preset's may be dropped (``config_from_args``)."""
         return []
 
+    @classmethod
+    def never_read_options(cls, values: dict) -> list[str]:
+        """The fields that the configuration ``values`` (every field's value) never reads, whatever their values (none
+        here; ``rtrl.rl.RLConfig``'s are): ``stored`` leaves them out, ``from_dict`` does not miss them."""
+        return []
+
+    def stored(self) -> dict[str, Any]:
+        """What a run folder's ``config.json`` holds: ``to_dict`` less the options this configuration never reads
+        (``never_read_options``), which read back at their defaults (``from_dict``)."""
+        values = self.to_dict()
+        unused = set(self.never_read_options(values))
+        return {name: value for name, value in values.items() if name not in unused}
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-like, as ``config.json`` shows it: options kept as ``pairs`` an object, a tuple of names a list."""
         def plain(field):
@@ -274,7 +287,8 @@ class Config(Frozen):
         unknown = sorted(set(data) - set(names))
         if unknown:
             raise ValueError(f"{where} has unknown options {unknown}; the options are {names}")
-        missing = [n for n in names if n not in data and n not in ADDED_KEYS]
+        unused = cls.never_read_options({**defaults(cls), **data})  # what ``stored`` leaves out
+        missing = [n for n in names if n not in data and n not in ADDED_KEYS and n not in unused]
         if complete and missing:
             raise ValueError(f"{where} lacks options {missing}: it was not written by `{cls.command}`")
         try:

@@ -87,6 +87,7 @@ from rtrl.cells.iir2 import IIR2
 from rtrl.cells.lif import LIF
 from rtrl.cells.spiking_iir2 import SpikingIIR2
 from rtrl.checks import default_dtype
+from rtrl.extras import install
 
 SURROGATE_OPTIONS = ("surrogate", "surrogate_scale", "surrogate_height")
 NEURONS = ("LIF", "IF", "CubaLIF", "LI", "CubaLI", "I")
@@ -100,7 +101,7 @@ def nir_module():
     try:
         return importlib.import_module("nir")
     except ImportError as error:
-        raise ImportError("rtrl.export needs the nir package: pip install 'rtrl[nir]' (or pip install nir)") from error
+        raise ImportError(f"rtrl.export needs the nir package: {install('nir')} (or pip install nir)") from error
 
 
 def check_dt(dt, where: str = "dt") -> float:

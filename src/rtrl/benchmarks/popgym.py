@@ -123,11 +123,11 @@ def agent_seconds(env: str, envs: int, steps: int, repeats: int) -> float:
     ``AGENT``, compiled before timing: a first run of the same length (seed 0) compiles the chunks every later run
     shares (a jitted chunk is compiled for its length)."""
     config = RLConfig(**{**AGENT, "env": env, "envs": envs, "steps": steps, "record_every": steps})
-    train(config)
+    train(config, quiet=True)
     times = []
     for r in range(repeats):
         start = time.perf_counter()
-        train(config.replace(seed=r + 1))
+        train(config.replace(seed=r + 1), quiet=True)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 

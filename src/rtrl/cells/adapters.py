@@ -14,7 +14,7 @@ framework's own pytree, so gradients go straight back into it and into optax:
   ``eqx.partition(module, eqx.is_inexact_array)[0]``; ``h`` is the state, or its first element when the state
   is a tuple (``LSTMCell``'s ``(h, c)``).
 
-Flax and Equinox are imported only when their adapter is called (``pip install rtrl[flax]`` / ``rtrl[equinox]``).
+Flax and Equinox are imported only when their adapter is called (the ``flax`` / ``equinox`` extra).
 Each carry leaf must be a vector per example (every framework's cells satisfy this). An adapter checks the
 step once, at construction, on shapes alone: a step that returns the wrong structure or changes the carry's
 shape, or parameters that do not match ``init``'s, is a ``ValueError`` that names what was expected.

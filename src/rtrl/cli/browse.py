@@ -48,6 +48,14 @@ def first_paragraph(obj) -> str:
     return " ".join(doc.strip().split("\n\n")[0].split()).replace("``", "")
 
 
+def method_summary(method) -> str:
+    """A method's line in ``rtrl list methods``: the ``summary`` its class defines where it does (``SnAp``: one for
+    each ``n``, as ``snap1`` and ``snap2`` are registered; not a subclass's, ``EProp``), else its class's first
+    paragraph."""
+    own = vars(type(method)).get("summary")
+    return own.__get__(method) if own is not None else first_paragraph(type(method))
+
+
 WIDTH = 22  # of the name column of `rtrl list`
 SECTIONS = ("tasks", "environments", "cells", "presets", "methods", "algorithms")
 ALIASES = {"envs": "environments", "env": "environments", "task": "tasks", "cell": "cells", "preset": "presets",
@@ -100,7 +108,7 @@ def listing() -> dict[str, list[tuple[str, str]]]:
                    + [(path, first_paragraph(factory)) for path, factory in path_cells(PRESETS).items()])],
         "presets": [(f"presets ({command} --preset NAME):", [(name, p.summary) for name, p in presets.items()])
                     for command, presets in (("rtrl train", PRESETS), ("rtrl rl", RL_PRESETS))],
-        "methods": [("methods:", [(name, f"[{kind(make())}] {first_paragraph(type(make()))}")
+        "methods": [("methods:", [(name, f"[{kind(make())}] {method_summary(make())}")
                                   for name, make in REGISTRY.items()])],
         "algorithms": [("algorithms (rtrl rl --algorithm NAME):",
                         [(name, f"{first_paragraph(cls)} {algorithm_options(name)}")

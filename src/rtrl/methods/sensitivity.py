@@ -148,6 +148,18 @@ class SnAp(Sensitivity):
     def name(self) -> str:
         return f"snap{self.n}"
 
+    @property
+    def summary(self) -> str:
+        """This ``n``'s one line (``rtrl list methods``): what its pattern keeps and what that costs."""
+        if self.n == 1:
+            return ("SnAp-1: each parameter's sensitivity kept only on the carry entries it touches within one step "
+                    "(Elman: R_ij -> h_j, traces the size of the parameters); exact where the recurrence never moves "
+                    "a sensitivity to another entry.")
+        if self.n == 2:
+            return ("SnAp-2: each parameter's sensitivity kept where two steps of the connectivity reach (the entries "
+                    "it touches and those they feed); on a dense recurrence that is every entry, exact RTRL's cost.")
+        return f"SnAp-{self.n}: each parameter's sensitivity kept where {self.n} steps of the connectivity reach."
+
     def pattern(self, cell, params=None, carry=None) -> Pattern:
         params, carry = example_shapes(cell, params, carry)
         return snap_pattern(cell, structure.spec(params), structure.spec(carry), self.n)

@@ -129,7 +129,7 @@ def play(job: Job) -> list[list[dict]]:
         returns = uniform_returns(opts["env"], list(job.seeds), opts["steps"], opts["envs"])
         wall = time.perf_counter() - start
         return [[{"step": opts["steps"], "return": value, "wall_s": wall}] for value in returns]
-    records = train(RLConfig(**opts), on_record=progress(job.table, job.row, opts["steps"]))[1]
+    records = train(RLConfig(**opts), on_record=progress(job.table, job.row, opts["steps"]), quiet=True)[1]
     return scoring.split_seeds(records)
 
 

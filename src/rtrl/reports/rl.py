@@ -115,7 +115,7 @@ def jobs(args, done: dict) -> list[Job]:
 
 def play(job: Job) -> list[list[dict]]:
     """Each seed's records of the preset ``job`` names, run from its seeds in one call."""
-    records = train(RLConfig(**{**job.options, "seed": job.seeds[0], "seeds": len(job.seeds)}))[1]
+    records = train(RLConfig(**{**job.options, "seed": job.seeds[0], "seeds": len(job.seeds)}), quiet=True)[1]
     return scoring.split_seeds(records)
 
 

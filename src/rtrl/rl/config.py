@@ -69,34 +69,37 @@ def readers(option_name: str) -> str:
     return ", ".join(a for a in ALGORITHMS if option_name in options_of(a))
 
 
-def unread(values: dict) -> list[tuple[str, str]]:
-    """The options that ``values`` (an ``RLConfig``'s fields) gives, each differing from its default, and that the
-    run they configure never reads, each with why: another algorithm's (``options_of``), a step rule's
-    (``STEP_OPTIONS``; an algorithm may read ``clip`` too, as QRC's secondary weights do; ``clip`` None is not
-    refused), or ``truncation``
-    without ``method`` tbptt (by name: a ``TBPTT`` object carries its own)."""
-    default = defaults(RLConfig)
-    # ``clip`` None (``--no-clip``) says what a rule without a clip does anyway
-    given = {name for name in (*ALGORITHM_OPTIONS, *STEP_OPTIONS, "truncation")
-             if values[name] != default[name] and not (name == "clip" and values[name] is None)}
-    algorithm, optimizer = values["algorithm"], values["optimizer"]
+def never_read(values: dict) -> dict[str, str]:
+    """Every option that the run ``values`` (an ``RLConfig``'s fields) configures never reads, whatever its value, each
+    with why: another algorithm's (``options_of``), a step rule's (``STEP_OPTIONS``; an algorithm may read ``clip``
+    too, as QRC's secondary weights do), ``critic_lr`` outside ``ac``, or ``truncation`` without ``method`` tbptt (by
+    name: a ``TBPTT`` object carries its own). Only ``algorithm``, ``optimizer`` and ``method`` decide it; a run
+    folder's ``config.json`` leaves these out (``RLConfig.stored``)."""
+    algorithm, optimizer, method = values["algorithm"], values["optimizer"], values["method"]
     reads = options_of(algorithm)
-    found = []
+    found = {}
     for name in ALGORITHM_OPTIONS:
-        if name in given and name not in reads:
+        if name not in reads:
             users = [a for a in ALGORITHMS if name in options_of(a)]
-            found.append((name, f"algorithm {algorithm!r} does not read it (only {', '.join(users)})"))
+            found[name] = f"algorithm {algorithm!r} does not read it (only {', '.join(users)})"
     for name, rules in STEP_OPTIONS.items():
-        if name in given and optimizer not in rules and name not in reads:
+        if optimizer not in rules and name not in reads:
             users = " or ".join(rules) + "".join(f", or algorithm {a}" for a in ALGORITHMS if name in options_of(a))
-            found.append((name, f"optimizer {optimizer!r} does not read it (only {users})"))
-    if "critic_lr" in given and algorithm != "ac":  # the critic's own constant: an algorithm with a critic
-        found.append(("critic_lr", f"algorithm {algorithm!r} does not read it (only ac, an actor and a critic)"))
-    if "truncation" in given and values["method"] != "tbptt":
-        method = values["method"]
+            found[name] = f"optimizer {optimizer!r} does not read it (only {users})"
+    if algorithm != "ac":  # the critic's own constant: an algorithm with a critic
+        found.setdefault("critic_lr", f"algorithm {algorithm!r} does not read it (only ac, an actor and a critic)")
+    if method != "tbptt":
         which = repr(method) if isinstance(method, str) else f"a {type(method).__name__} object (its own window)"
-        found.append(("truncation", f"only method tbptt (by name) reads it, not {which}"))
+        found["truncation"] = f"only method tbptt (by name) reads it, not {which}"
     return found
+
+
+def unread(values: dict) -> list[tuple[str, str]]:
+    """The options of ``never_read(values)`` that ``values`` gives, each differing from its default (``clip`` None,
+    ``--no-clip``, says what a rule without a clip does anyway, so it is not given), each with why."""
+    default = defaults(RLConfig)
+    return [(name, why) for name, why in never_read(values).items()
+            if values[name] != default[name] and not (name == "clip" and values[name] is None)]
 
 
 def check_split(seeds: int, envs: int, devices: int) -> None:
@@ -250,6 +253,14 @@ class RLConfig(Config):
         """The names of ``unread(values)``; none where ``values`` are not valid (construction names what is wrong)."""
         try:
             return [name for name, _ in unread(values)]
+        except (KeyError, TypeError, ValueError):
+            return []
+
+    @classmethod
+    def never_read_options(cls, values: dict) -> list[str]:
+        """The names of ``never_read(values)``; none where ``values`` are not valid."""
+        try:
+            return list(never_read(values))
         except (KeyError, TypeError, ValueError):
             return []
 

@@ -74,6 +74,7 @@ from rtrl.rl.assemble import RLAssembly, assemble, rule_of
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs.gymnasium_env import Outcome
 from rtrl.rl.envs.normalize import chain, normalize_observations, scale_rewards
+from rtrl.rl.progress import Progress
 from rtrl.rl.transforms import eligibility
 from rtrl.validate import what
 
@@ -519,7 +520,7 @@ def runner(assembly: RLAssembly | RLConfig) -> OnlineActorCritic:
 def train(config: RLConfig | RLAssembly, state: RLState | None = None,
           on_record: Callable[[RLState, dict], None] | None = None,
           on_chunk: Callable[[RLState, int], None] | None = None, wall_s: float = 0.0,
-          run: OnlineActorCritic | None = None) -> tuple[RLState, list[dict]]:
+          run: OnlineActorCritic | None = None, quiet: bool = False) -> tuple[RLState, list[dict]]:
     """Run ``config`` (or its assembly) up to ``config.steps`` steps per environment (from ``state``, or from the
     start), one record at every multiple of ``record_every`` and at the end (``rtrl.driver.drive``);
     ``on_record(state, record)`` after each (a checkpoint there resumes the run exactly; the trainer's order,
@@ -528,7 +529,8 @@ def train(config: RLConfig | RLAssembly, state: RLState | None = None,
     run to step (``runner``; default a new one): a host environment's run continues the environments of the state it
     last returned, where another run re-seeds them (``OnlineActorCritic.restarted``). Stops with
     ``rtrl.driver.Diverged`` if a parameter stops being finite (``on_record`` has seen nothing past the previous
-    record)."""
+    record). Unless ``quiet``, it shows its progress on standard error (``rtrl.rl.progress``: a bar on a terminal,
+    else a line every few seconds); ``rtrl rl`` shows its own."""
     if not isinstance(config, (RLConfig, RLAssembly)):
         raise TypeError(f"config must be an RLConfig, e.g. rl.train(rl.RLConfig(env='tmaze')), got {what(config)}")
     run = runner(config) if run is None else run
@@ -536,6 +538,7 @@ def train(config: RLConfig | RLAssembly, state: RLState | None = None,
     state = run.init(config.seed) if state is None else state
     run.timing_record()  # the clock starts here (a run given may have stepped before)
     records = []
+    shown = None if quiet else Progress(config.steps, int(state.step))
 
     def advance(state, step, n):
         state = run.advance(state, n)
@@ -544,11 +547,23 @@ def train(config: RLConfig | RLAssembly, state: RLState | None = None,
 
     def on(state, rec):
         records.append(rec)
+        if shown is not None:
+            shown.record(state, rec)
         if on_record is not None:
             on_record(state, rec)
 
-    state = drive(state, config.steps, config.record_every, CHUNK, advance,
-                  lambda state, step: (record(state) | run.timing_record(), cleared(state)), None, on, on_chunk,
-                  wall_s)
+    def chunk(state, n):
+        if shown is not None:
+            shown.chunk(state, n)
+        if on_chunk is not None:
+            on_chunk(state, n)
+
+    try:
+        state = drive(state, config.steps, config.record_every, CHUNK, advance,
+                      lambda state, step: (record(state) | run.timing_record(), cleared(state)), None, on, chunk,
+                      wall_s)
+    finally:
+        if shown is not None:
+            shown.close()
     return state, records
 

@@ -6,10 +6,11 @@ actor-critic). Each kind registers itself in ``KINDS`` (its configuration class,
 ``Run.create`` and ``Run.open`` pick the kind from the configuration, and ``kind_of_data`` infers it from
 ``config.json``'s options (once, here). Files in ``runs/NAME/``:
 
-* ``config.json``: the run's configuration, complete and resolved: a ``RunConfig`` (task, cell, method and their
-  options, sizes, optimiser, budget, seed; ``rtrl.training.assemble`` turns it back into its parts) or an
-  ``rtrl.rl.RLConfig``; beside the options, ``backend`` and ``device``: where the run last computed
-  (``rtrl.provenance.platform``; a folder without them, written before they were, reads and resumes as ever);
+* ``config.json``: the run's configuration, complete (every option its run reads: ``Config.stored``) and resolved:
+  a ``RunConfig`` (task, cell, method and their options, sizes, optimiser, budget, seed; ``rtrl.training.assemble``
+  turns it back into its parts) or an ``rtrl.rl.RLConfig``; beside the options, ``backend`` and ``device``: where
+  the run last computed (``rtrl.provenance.platform``; a folder without them, written before they were, reads and
+  resumes as ever);
 * ``metrics.jsonl``: one strict-JSON object per evaluation (never ``NaN``): ``step``, ``loss`` (training loss since
   the previous evaluation, ``null`` at step 0), ``metric`` (the task's held-out headline metric), ``eval_loss``,
   any other metric of the task, and ``wall_s`` (seconds of training so far, across resumptions). An RL run's
@@ -288,9 +289,10 @@ def read_platform(path: str | os.PathLike) -> dict:
 
 
 def write_config(path: Path, config: Config) -> None:
-    """``config.json``: the configuration's options, and the backend and device of this process (``PLATFORM``)."""
+    """``config.json``: the configuration's options (``Config.stored``: those its run reads), and the backend and
+    device of this process (``PLATFORM``)."""
     try:
-        text = json.dumps({**config.to_dict(), **platform()}, indent=2, allow_nan=False)
+        text = json.dumps({**config.stored(), **platform()}, indent=2, allow_nan=False)
     except TypeError as e:  # a cell or method given as an object (from Python), not by name
         raise RunError(f"a run folder's config.json needs every option as a name or a number: {e}") from None
     atomic_write_text(path / CONFIG, text + "\n")

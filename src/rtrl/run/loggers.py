@@ -19,6 +19,7 @@ import os
 import shutil
 from pathlib import Path
 
+from rtrl.extras import install
 from rtrl.run.usage import UsageError
 
 PACKAGES = {"tensorboard": "tensorboardX", "wandb": "wandb"}  # --log NAME -> the package it needs
@@ -45,7 +46,7 @@ def package(name: str):
     try:
         return importlib.import_module(PACKAGES[name])
     except ImportError:
-        raise UsageError(f"--log {name} needs the {PACKAGES[name]} package: pip install 'rtrl[{name}]'") from None
+        raise UsageError(f"--log {name} needs the {PACKAGES[name]} package: {install(name)}") from None
 
 
 class TensorBoard:

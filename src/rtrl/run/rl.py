@@ -10,6 +10,7 @@ from rtrl.devices import check_memory, floats_of
 from rtrl.rl.assemble import assemble
 from rtrl.rl.config import RLConfig
 from rtrl.rl.loop import TIMINGS, Seeds, runner, train
+from rtrl.rl.progress import status
 from rtrl.run.folder import (
     Run,
     check_output_folder,
@@ -43,7 +44,7 @@ class RLRun(Run):
         return self.trainer.init(self.config.seed)
 
     def fit(self, state, wall_s: float, on_record, on_chunk):
-        return train(self.assembly, state, on_record, on_chunk, wall_s, run=self.trainer)[0]
+        return train(self.assembly, state, on_record, on_chunk, wall_s, run=self.trainer, quiet=True)[0]
 
     def trained(self, params):
         return self.assembly.agent.torso.cell, params["torso"]
@@ -128,8 +129,7 @@ class RLRun(Run):
                 f"zeroed), so from here the run differs from an uninterrupted one")
 
     def status(self, record: dict) -> str:
-        cosines = "".join(f" {k} {fmt(record[k])}" for k in ("cos_value", "cos_policy") if k in record)
-        return f"return {fmt(record['return'])} ({record['episodes']} episodes){cosines}"
+        return status(record)
 
     def summary(self) -> str:
         records = read_metrics(self.path)

@@ -48,6 +48,7 @@ import numpy as np
 
 from rtrl.config import is_int
 from rtrl.driver import Stopped
+from rtrl.extras import install
 from rtrl.frozen import Frozen
 from rtrl.rl.envs.continuous import squash, unbounded
 from rtrl.rl.envs.extra_inputs import extended, named, parts_of
@@ -56,8 +57,8 @@ from rtrl.rl.envs.masked import check_keep, keep_of
 PREFIX = "gymnasium:"
 # ID prefix -> the packages whose import registers those IDs (popgym registers its Labyrinth IDs only where mazelib
 # is installed), each with what installs it
-PACKAGES = {"popgym-": (("popgym", "pip install 'rtrl[popgym]'"),),
-            "popgym-Labyrinth": (("popgym", "pip install 'rtrl[popgym]'"), ("mazelib", "pip install mazelib"))}
+PACKAGES = {"popgym-": (("popgym", install("popgym")),),
+            "popgym-Labyrinth": (("popgym", install("popgym")), ("mazelib", "pip install mazelib"))}
 MAKE_OPTIONS = ("max_episode_steps", "disable_env_checker", "render_mode")  # gymnasium.make's own keywords
 # rtrl's own options, not given to gymnasium.make: the observation masks (rtrl.rl.envs.masked), a Box's action map
 OWN_OPTIONS = ("mask", "keep", "actions")
@@ -77,11 +78,11 @@ def env_import(name) -> str | None:
     return None
 
 
-def _imported(module: str, name: str, install: str = "pip install 'rtrl[gymnasium]'"):
+def _imported(module: str, name: str, how: str = install("gymnasium")):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise ValueError(f"environment {name!r} needs the {module} package: {install}") from None
+        raise ValueError(f"environment {name!r} needs the {module} package: {how}") from None
 
 
 def reason(error: BaseException) -> str:
@@ -441,8 +442,8 @@ def _made(env_id: str, options: tuple) -> Probe:
 
     for prefix, packages in PACKAGES.items():
         if env_id.startswith(prefix):
-            for package, install in packages:
-                _imported(package, name, install)
+            for package, how in packages:
+                _imported(package, name, how)
     module, _, registered = env_id.rpartition(":")  # gymnasium's ``module:ID`` form: importing module registers ID
     try:
         if module:  # what make would import (a run folder may name it only where the user allowed it: rtrl.config)

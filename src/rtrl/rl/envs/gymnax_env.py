@@ -1,4 +1,4 @@
-"""gymnax environments (the ``rl`` extra: ``pip install rtrl[rl]``) behind the ``rtrl.rl`` environment API.
+"""gymnax environments (the ``rl`` extra) behind the ``rtrl.rl`` environment API.
 
 gymnax is imported here, when an environment is built, never by ``import rtrl`` or ``import rtrl.rl``.
 ``options`` are fields of the gymnax environment's ``EnvParams`` (``memory_length`` of ``MemoryChain-bsuite``,
@@ -15,6 +15,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from rtrl.extras import install
 from rtrl.rl.envs.base import Env
 
 
@@ -23,7 +24,7 @@ def _gymnax(name: str):
     try:
         import gymnax
     except ImportError as error:  # pragma: no cover - depends on the installation
-        raise ValueError(f"environment {name!r} needs gymnax: pip install 'rtrl[rl]'") from error
+        raise ValueError(f"environment {name!r} needs gymnax: {install('rl')}") from error
     return gymnax.make(name)
 
 

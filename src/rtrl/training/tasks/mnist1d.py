@@ -1,7 +1,7 @@
 """MNIST-1D (Greydanus 2020): classify a noisy 1-D digit read one value per step.
 
 The data is the dataset author's own generator, ``mnist1d.data.make_dataset`` from the ``mnist1d`` package
-(``pip install 'rtrl[mnist1d]'``; imported on first use, never ``get_dataset``, which downloads): ten 12-point
+(the ``mnist1d`` extra; imported on first use, never ``get_dataset``, which downloads): ten 12-point
 template curves padded, stretched, scaled, shifted, filled with correlated noise, sheared and resampled to 40
 points, from a seed, so the default task (4000 train, 1000 test, seed 42) is the published dataset exactly.
 
@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rtrl.checks import default_dtype
+from rtrl.extras import install
 from rtrl.training.tasks.base import Episodes, MissingPackage, Task, below, softmax_cross_entropy, weighted_mean
 
 
@@ -30,8 +31,7 @@ def make_dataset(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
         from mnist1d.data import make_dataset as generate
     except ImportError:
         raise MissingPackage(
-            "the mnist1d task needs the `mnist1d` package (the dataset author's generator): "
-            "pip install 'rtrl[mnist1d]'"
+            f"the mnist1d task needs the `mnist1d` package (the dataset author's generator): {install('mnist1d')}"
         ) from None
     args = get_dataset_args()
     args.num_samples, args.seed, args.train_split = n, seed, 1.0  # one split here; the task cuts its own

@@ -2,7 +2,7 @@
 (``tonic.datasets.SHD``, the dataset's own files ``shd_train.h5`` / ``shd_test.h5``): ``spikes/times`` (each
 example's spike times in seconds), ``spikes/units`` (their channels, 0 .. 699) and ``labels`` (0 .. 19). Nothing is
 downloaded: the user names the files (``--task-arg path=shd_train.h5 --task-arg test_path=shd_test.h5``), and
-reading them needs ``h5py`` (``pip install 'rtrl[shd]'``).
+reading them needs ``h5py`` (the ``shd`` extra: ``rtrl.extras.install``).
 
 Input: the spike counts of ``700 / pool`` channels (each the sum of ``pool`` neighbouring units) in bins of
 ``step_ms`` milliseconds, ``duration_ms / step_ms`` steps (spikes after ``duration_ms`` are dropped; SHD's examples
@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rtrl.checks import default_dtype
+from rtrl.extras import install
 from rtrl.training.tasks.base import Classification, Episodes, MissingPackage, below
 
 UNITS, CLASSES = 700, 20
@@ -35,7 +36,7 @@ def read_hdf5(path: str, argument: str) -> tuple[list, list, np.ndarray]:
     try:
         import h5py
     except ImportError:
-        raise MissingPackage("the shd task reads HDF5 files with `h5py`: pip install 'rtrl[shd]'") from None
+        raise MissingPackage(f"the shd task reads HDF5 files with `h5py`: {install('shd')}") from None
     if not isinstance(path, str) or not path:
         raise ValueError(f"{argument} must name a local SHD file in Tonic's HDF5 layout (e.g. "
                          f"{argument}=shd_train.h5), got {path!r}")
