@@ -21,6 +21,9 @@ RL_BEFORE_SPLIT_TORSO = {  # --critic-lr, before --split-torso, --init-std and -
     "optimizer": "adam", "lr": 0.001, "critic_lr": None, "kappa": 2.0, "clip": 1.0, "extra_inputs": False,
     "normalize_obs": True, "scale_rewards": True, "update_every": 1, "health_every": 16, "record_every": 4,
     "fidelity_every": 0, "seed": 0, "seeds": 1, "dtype": "float32", "devices": 1, "backend": "cpu", "device": "cpu"}
+# --split-torso, --init-std and --state-std, before the anchor's agent options (--entropy-sign, --encoder-blocks, ...)
+RL_BEFORE_ANCHOR_AGENT = {**RL_BEFORE_SPLIT_TORSO, "split_torso": False, "init_std": 1.0, "state_std": False,
+                          "extra_inputs": []}
 RL_BEFORE_CRITIC_LR = {k: v for k, v in RL_BEFORE_SPLIT_TORSO.items() if k != "critic_lr"}
 RL_BEFORE_HEAD_HIDDEN = {k: v for k, v in RL_BEFORE_CRITIC_LR.items() if k != "head_hidden"}
 RL_FIRST = {  # the first RLConfig: one algorithm (ac), one seed, no extra inputs, no health samples
@@ -34,14 +37,16 @@ TRAIN_FIRST = {  # RunConfig before --devices, --trace-dtype and the readout's d
     "eval_every": None, "eval_size": 4, "stagger": False, "seed": 0}
 
 
-@pytest.mark.parametrize("written", [RL_BEFORE_SPLIT_TORSO, RL_BEFORE_CRITIC_LR, RL_BEFORE_HEAD_HIDDEN, RL_FIRST],
-                         ids=["before-split-torso", "before-critic-lr", "before-head-hidden", "first"])
+@pytest.mark.parametrize("written", [RL_BEFORE_ANCHOR_AGENT, RL_BEFORE_SPLIT_TORSO, RL_BEFORE_CRITIC_LR, RL_BEFORE_HEAD_HIDDEN, RL_FIRST],
+                         ids=["before-anchor-agent", "before-split-torso", "before-critic-lr", "before-head-hidden", "first"])
 def test_an_rl_config_json_of_each_released_format_reads_with_the_old_behaviour(written):
     data = {k: v for k, v in written.items() if k not in ("backend", "device")}
     config = RLConfig.from_dict(data, complete=True)
     assert (config.gamma, config.hidden, config.record_every) == (0.9, 3, 4)  # what the file says
     assert (config.critic_lr, config.split_torso, config.init_std, config.state_std) == (None, False, 1.0, False)
     assert (config.algorithm, config.seeds, config.head_hidden, config.extra_inputs) == ("ac", 1, 0, ())
+    assert (config.entropy_sign, config.encoder_blocks, config.head_init, config.std_map) == ("positive", 0, "glorot",
+                                                                                             "exp")
 
 
 def test_a_training_config_json_of_the_first_format_reads_with_the_old_behaviour():
