@@ -229,15 +229,15 @@ def test_agent_benchmark_times_the_agent_step_against_its_forward_step(monkeypat
 
     timed, timer = [], once(monkeypatch)
     monkeypatch.setattr(agent, "interleaved_seconds", lambda calls, **kw: timed.append(list(calls)) or timer(calls))
-    rows = agent.measure_all(["lru-concat"], [4], [1, 2], steps=3)
+    rows = agent.measure_all(["lru-matrix"], [4], [1, 2], steps=3)
     # the torsos' and the counts' runs, the memoryless agent's among them, in one interleaved call, so "vs 1 env"
     # and "vs memoryless" compare timings taken under the same load
-    assert timed == [[("ac", torso, kind, e) for torso in ("memoryless", "lru-concat") for e in (1, 2)
+    assert timed == [[("ac", torso, kind, e) for torso in ("memoryless", "lru-matrix") for e in (1, 2)
                       for kind in ("full", "forward")]]
     assert {r["algorithm"] for r in rows} == {"ac"}  # the actor-critic alone unless asked for others
     assert [(r["cell"], r["width"], r["envs"], r["method"]) for r in rows] == [
         ("memoryless", 4, 1, "diagonal"), ("memoryless", 4, 2, "diagonal"),
-        ("lru-concat", 4, 1, "closed_form"), ("lru-concat", 4, 2, "closed_form")]
+        ("lru-matrix", 4, 1, "closed_form"), ("lru-matrix", 4, 2, "closed_form")]
     for r in rows:
         assert r["full_seconds"] > 0 and r["forward_seconds"] > 0
         assert r["ratio_to_forward"] == pytest.approx(r["full_seconds"] / r["forward_seconds"])
@@ -250,16 +250,16 @@ def test_agent_benchmark_times_the_agent_step_against_its_forward_step(monkeypat
     assert [r["vs_memoryless"] for r in rows[:2]] == [1.0, 1.0]
 
 
-def test_the_agent_benchmarks_concatenated_torsos_are_lru_and_rtu_without_an_output_matrix():
-    """``lru-concat`` and ``rtu-concat`` build the streaming agent's torso with ``output_map="concat"`` (their
-    parameters, hence the agent's eligibility traces, hold no N x N matrix); a registered cell's name is its own."""
+def test_the_agent_benchmarks_matrix_torsos_are_lru_and_rtu_with_their_output_matrix():
+    """``lru-matrix`` and ``rtu-matrix`` build the streaming agent's torso with ``output_map="matrix"`` (the agents'
+    torso before they left the matrix out); a registered cell's name is its own, the agent's default form."""
     from rtrl.benchmarks import agent
     from rtrl.cells import LRU, RTU
     from rtrl.rl.config import RLConfig
     from rtrl.rl.loop import OnlineActorCritic
 
-    assert set(agent.CELLS) >= {"lru", "rtu", "lru-concat", "rtu-concat", "mingru"}
-    for torso, cls in (("lru-concat", LRU), ("rtu-concat", RTU), ("lru", LRU)):
+    assert set(agent.CELLS) >= {"lru", "rtu", "lru-matrix", "rtu-matrix", "mingru"}
+    for torso, cls in (("lru-matrix", LRU), ("rtu-matrix", RTU), ("lru", LRU)):
         options = {**agent.STREAMING, **agent.torso_options(torso), "hidden": 8, "envs": 2}
         cell = OnlineActorCritic(RLConfig(**agent.ENV, **options, steps=2, record_every=2)).agent.torso.cell
-        assert type(cell) is cls and cell.output_map == ("matrix" if torso == "lru" else "concat")
+        assert type(cell) is cls and cell.output_map == ("concat" if torso == "lru" else "matrix")

@@ -14,7 +14,7 @@ from rtrl.config import defaults
 from rtrl.devices import floats_of
 from rtrl.rl.algorithm import Algorithm
 from rtrl.rl.algorithms import ALGORITHMS, BOX
-from rtrl.rl.config import RLConfig
+from rtrl.rl.config import OUTPUT_MATRIX_CELLS, RLConfig
 from rtrl.rl.envs import Env, EpisodeStats, make
 from rtrl.rl.envs.extra_inputs import ExtraInputs
 from rtrl.validate import what
@@ -76,6 +76,7 @@ def assemble(config: RLConfig) -> RLAssembly:
         if config.fidelity_every and env.max_steps is None:
             raise ValueError(f"fidelity_every needs a bound on the episode's length, and {env.name} states none; "
                              "give one with --env-arg max_episode_steps=N")
+    config = config.replace(cell_args=torso_args(config))
     cell = config.cell
     if isinstance(cell, str):
         cell = make_cell(cell, dict(config.cell_args), env.obs_size, config.hidden)
@@ -91,6 +92,19 @@ def assemble(config: RLConfig) -> RLAssembly:
                              f"discrete (a categorical policy), got {name} {getattr(config, name)}")
     kind = ALGORITHMS[config.algorithm] if env.action_bounds is None else box_algorithm(config.algorithm, env.name)
     return RLAssembly(config, env, algorithm_of(kind, config, cell, env.num_actions))
+
+
+def torso_args(config: RLConfig) -> tuple:
+    """``config.cell_args``, naming ``output_map`` where the torso is a registered LRU or RTU
+    (``OUTPUT_MATRIX_CELLS``) and they name none: ``"concat"``, the cell without its N x N output matrix (so without
+    N x N eligibility traces per environment), since every head's first map on the torso's output is linear and
+    absorbs that matrix (the function class is the same); ``"matrix"`` where it is not absorbed (``split_torso``:
+    each head reads half of the outputs) or ``hidden`` is odd (``"concat"`` needs ``hidden / 2`` units)."""
+    args = dict(config.cell_args)
+    if config.cell not in OUTPUT_MATRIX_CELLS or "output_map" in args:
+        return config.cell_args
+    fast = not config.split_torso and config.hidden % 2 == 0
+    return tuple(sorted({**args, "output_map": "concat" if fast else "matrix"}.items()))
 
 
 def algorithm_of(kind: type, config: RLConfig, cell, num_actions: int) -> Algorithm:
