@@ -1,5 +1,8 @@
 """The benchmark measurements themselves: memory flat in T for RTRL, growing for BPTT; fits and sizes."""
 
+import os
+import time
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -207,15 +210,42 @@ def once(monkeypatch):
     """The benchmarks' timer timing each function once (one repeat, one call): these tests check what is timed and
     the rows' arithmetic, which hold for any positive timing, not the figures; repeating them only costs time."""
     real = timing.interleaved_seconds
-    monkeypatch.setattr(timing, "interleaved_seconds", lambda calls, repeats=1, min_seconds=0.0: real(calls, 1, 0.0))
+    monkeypatch.setattr(timing, "interleaved_seconds",
+                        lambda calls, repeats=1, min_seconds=0.0, clock=time.perf_counter: real(calls, 1, 0.0, clock))
     return timing.interleaved_seconds
+
+
+def test_interleaved_seconds_reads_the_clock_it_is_given():
+    """A clock that advances one unit a reading: every call lasts one unit, however long it really takes.
+    [guards: the wall clock read whatever clock is asked for]"""
+    readings = iter(range(1000))
+    seconds = timing.interleaved_seconds({"a": (lambda: 0, ()), "b": (lambda: 1, ())}, repeats=3,
+                                         clock=lambda: float(next(readings)))
+    assert seconds == {"a": 1.0, "b": 1.0}
+
+
+def test_cpu_time_times_diagonal_against_closed_form_on_one_thread_by_the_process_clock(capsys, monkeypatch):
+    """``--cpu-time``: one XLA thread (``CPU_TIME``'s flags in the environment before JAX starts) and the process's
+    CPU time as the clock; refused without ``--diagonal-vs-closed-form``."""
+    monkeypatch.setenv("XLA_FLAGS", "")  # what the command sets is undone after the test
+    clocks = []
+    row = {"closed_form": 2e-6, "diagonal": 3e-6, "closed_form bytes": 2**20, "diagonal bytes": 2**20}
+    monkeypatch.setattr(elementwise, "diagonal_against_closed_form", lambda *a, clock: clocks.append(clock) or row)
+    elementwise.main(["--diagonal-vs-closed-form", "--cells", "LRU", "--sizes", "3x4x2", "--cpu-time"])
+    out = capsys.readouterr().out.splitlines()
+    assert clocks == [time.process_time] and "one XLA thread, CPU time" in out[0]
+    assert out[2].split() == ["LRU", "3x4x2", "2.0", "3.0", "1.50x", "1.00", "1.00"]
+    assert os.environ["XLA_FLAGS"] == timing.CPU_TIME["XLA_FLAGS"]
+    with pytest.raises(SystemExit):
+        elementwise.main(["--cpu-time"])
 
 
 def test_diagonal_against_closed_form_prints_a_row_per_cell_with_equal_trace_bytes(capsys, monkeypatch):
     """The command's rows (its default cells), each row's numbers kept as the command computes them."""
     once(monkeypatch)
     rows, real = [], elementwise.diagonal_against_closed_form
-    monkeypatch.setattr(elementwise, "diagonal_against_closed_form", lambda *a: rows.append(real(*a)) or rows[-1])
+    monkeypatch.setattr(elementwise, "diagonal_against_closed_form",
+                        lambda *a, **k: rows.append(real(*a, **k)) or rows[-1])
     elementwise.main(["--diagonal-vs-closed-form", "--sizes", "3x4x2", "--steps", "3"])
     assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()[2:]] == [
         ["IIR2", "3x4x2"], ["LRU", "3x4x2"], ["RTU", "3x4x2"]]
