@@ -98,8 +98,9 @@ def torso_args(config: RLConfig) -> tuple:
     """``config.cell_args``, naming ``output_map`` where the torso is a registered LRU or RTU
     (``OUTPUT_MATRIX_CELLS``) and they name none: ``"concat"``, the cell without its N x N output matrix (so without
     N x N eligibility traces per environment), since every head's first map on the torso's output is linear and
-    absorbs that matrix (the function class is the same); ``"matrix"`` where it is not absorbed (``split_torso``:
-    each head reads half of the outputs) or ``hidden`` is odd (``"concat"`` needs ``hidden / 2`` units)."""
+    absorbs that matrix (the function class of the matrix cell with as many units; ``hidden`` stays the output
+    width, so the cell has ``hidden / 2`` units, their two parts side by side); ``"matrix"`` where it is not
+    absorbed (``split_torso``: each head reads half of the outputs) or ``hidden`` is odd."""
     args = dict(config.cell_args)
     if config.cell not in OUTPUT_MATRIX_CELLS or "output_map" in args:
         return config.cell_args
