@@ -1,5 +1,8 @@
 """The benchmark measurements themselves: memory flat in T for RTRL, growing for BPTT; fits and sizes."""
 
+import os
+import time
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -207,15 +210,42 @@ def once(monkeypatch):
     """The benchmarks' timer timing each function once (one repeat, one call): these tests check what is timed and
     the rows' arithmetic, which hold for any positive timing, not the figures; repeating them only costs time."""
     real = timing.interleaved_seconds
-    monkeypatch.setattr(timing, "interleaved_seconds", lambda calls, repeats=1, min_seconds=0.0: real(calls, 1, 0.0))
+    monkeypatch.setattr(timing, "interleaved_seconds",
+                        lambda calls, repeats=1, min_seconds=0.0, clock=time.perf_counter: real(calls, 1, 0.0, clock))
     return timing.interleaved_seconds
+
+
+def test_interleaved_seconds_reads_the_clock_it_is_given():
+    """A clock that advances one unit a reading: every call lasts one unit, however long it really takes.
+    [guards: the wall clock read whatever clock is asked for]"""
+    readings = iter(range(1000))
+    seconds = timing.interleaved_seconds({"a": (lambda: 0, ()), "b": (lambda: 1, ())}, repeats=3,
+                                         clock=lambda: float(next(readings)))
+    assert seconds == {"a": 1.0, "b": 1.0}
+
+
+def test_cpu_time_times_diagonal_against_closed_form_on_one_thread_by_the_process_clock(capsys, monkeypatch):
+    """``--cpu-time``: one XLA thread (``CPU_TIME``'s flags in the environment before JAX starts) and the process's
+    CPU time as the clock; refused without ``--diagonal-vs-closed-form``."""
+    monkeypatch.setenv("XLA_FLAGS", "")  # what the command sets is undone after the test
+    clocks = []
+    row = {"closed_form": 2e-6, "diagonal": 3e-6, "closed_form bytes": 2**20, "diagonal bytes": 2**20}
+    monkeypatch.setattr(elementwise, "diagonal_against_closed_form", lambda *a, clock: clocks.append(clock) or row)
+    elementwise.main(["--diagonal-vs-closed-form", "--cells", "LRU", "--sizes", "3x4x2", "--cpu-time"])
+    out = capsys.readouterr().out.splitlines()
+    assert clocks == [time.process_time] and "one XLA thread, CPU time" in out[0]
+    assert out[2].split() == ["LRU", "3x4x2", "2.0", "3.0", "1.50x", "1.00", "1.00"]
+    assert os.environ["XLA_FLAGS"] == timing.CPU_TIME["XLA_FLAGS"]
+    with pytest.raises(SystemExit):
+        elementwise.main(["--cpu-time"])
 
 
 def test_diagonal_against_closed_form_prints_a_row_per_cell_with_equal_trace_bytes(capsys, monkeypatch):
     """The command's rows (its default cells), each row's numbers kept as the command computes them."""
     once(monkeypatch)
     rows, real = [], elementwise.diagonal_against_closed_form
-    monkeypatch.setattr(elementwise, "diagonal_against_closed_form", lambda *a: rows.append(real(*a)) or rows[-1])
+    monkeypatch.setattr(elementwise, "diagonal_against_closed_form",
+                        lambda *a, **k: rows.append(real(*a, **k)) or rows[-1])
     elementwise.main(["--diagonal-vs-closed-form", "--sizes", "3x4x2", "--steps", "3"])
     assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()[2:]] == [
         ["IIR2", "3x4x2"], ["LRU", "3x4x2"], ["RTU", "3x4x2"]]
@@ -229,15 +259,15 @@ def test_agent_benchmark_times_the_agent_step_against_its_forward_step(monkeypat
 
     timed, timer = [], once(monkeypatch)
     monkeypatch.setattr(agent, "interleaved_seconds", lambda calls, **kw: timed.append(list(calls)) or timer(calls))
-    rows = agent.measure_all(["lru-concat"], [4], [1, 2], steps=3)
+    rows = agent.measure_all(["lru-matrix"], [4], [1, 2], steps=3)
     # the torsos' and the counts' runs, the memoryless agent's among them, in one interleaved call, so "vs 1 env"
     # and "vs memoryless" compare timings taken under the same load
-    assert timed == [[("ac", torso, kind, e) for torso in ("memoryless", "lru-concat") for e in (1, 2)
+    assert timed == [[("ac", torso, kind, e) for torso in ("memoryless", "lru-matrix") for e in (1, 2)
                       for kind in ("full", "forward")]]
     assert {r["algorithm"] for r in rows} == {"ac"}  # the actor-critic alone unless asked for others
     assert [(r["cell"], r["width"], r["envs"], r["method"]) for r in rows] == [
         ("memoryless", 4, 1, "diagonal"), ("memoryless", 4, 2, "diagonal"),
-        ("lru-concat", 4, 1, "closed_form"), ("lru-concat", 4, 2, "closed_form")]
+        ("lru-matrix", 4, 1, "closed_form"), ("lru-matrix", 4, 2, "closed_form")]
     for r in rows:
         assert r["full_seconds"] > 0 and r["forward_seconds"] > 0
         assert r["ratio_to_forward"] == pytest.approx(r["full_seconds"] / r["forward_seconds"])
@@ -250,16 +280,16 @@ def test_agent_benchmark_times_the_agent_step_against_its_forward_step(monkeypat
     assert [r["vs_memoryless"] for r in rows[:2]] == [1.0, 1.0]
 
 
-def test_the_agent_benchmarks_concatenated_torsos_are_lru_and_rtu_without_an_output_matrix():
-    """``lru-concat`` and ``rtu-concat`` build the streaming agent's torso with ``output_map="concat"`` (their
-    parameters, hence the agent's eligibility traces, hold no N x N matrix); a registered cell's name is its own."""
+def test_the_agent_benchmarks_matrix_torsos_are_lru_and_rtu_with_their_output_matrix():
+    """``lru-matrix`` and ``rtu-matrix`` build the streaming agent's torso with ``output_map="matrix"`` (the agents'
+    torso before they left the matrix out); a registered cell's name is its own, the agent's default form."""
     from rtrl.benchmarks import agent
     from rtrl.cells import LRU, RTU
     from rtrl.rl.config import RLConfig
     from rtrl.rl.loop import OnlineActorCritic
 
-    assert set(agent.CELLS) >= {"lru", "rtu", "lru-concat", "rtu-concat", "mingru"}
-    for torso, cls in (("lru-concat", LRU), ("rtu-concat", RTU), ("lru", LRU)):
+    assert set(agent.CELLS) >= {"lru", "rtu", "lru-matrix", "rtu-matrix", "mingru"}
+    for torso, cls in (("lru-matrix", LRU), ("rtu-matrix", RTU), ("lru", LRU)):
         options = {**agent.STREAMING, **agent.torso_options(torso), "hidden": 8, "envs": 2}
         cell = OnlineActorCritic(RLConfig(**agent.ENV, **options, steps=2, record_every=2)).agent.torso.cell
-        assert type(cell) is cls and cell.output_map == ("matrix" if torso == "lru" else "concat")
+        assert type(cell) is cls and cell.output_map == ("concat" if torso == "lru" else "matrix")

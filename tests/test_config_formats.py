@@ -37,8 +37,10 @@ TRAIN_FIRST = {  # RunConfig before --devices, --trace-dtype and the readout's d
     "eval_every": None, "eval_size": 4, "stagger": False, "seed": 0}
 
 
-@pytest.mark.parametrize("written", [RL_BEFORE_ANCHOR_AGENT, RL_BEFORE_SPLIT_TORSO, RL_BEFORE_CRITIC_LR, RL_BEFORE_HEAD_HIDDEN, RL_FIRST],
-                         ids=["before-anchor-agent", "before-split-torso", "before-critic-lr", "before-head-hidden", "first"])
+@pytest.mark.parametrize("written", [RL_BEFORE_ANCHOR_AGENT, RL_BEFORE_SPLIT_TORSO, RL_BEFORE_CRITIC_LR,
+                                     RL_BEFORE_HEAD_HIDDEN, RL_FIRST],
+                         ids=["before-anchor-agent", "before-split-torso", "before-critic-lr", "before-head-hidden",
+                              "first"])
 def test_an_rl_config_json_of_each_released_format_reads_with_the_old_behaviour(written):
     data = {k: v for k, v in written.items() if k not in ("backend", "device")}
     config = RLConfig.from_dict(data, complete=True)

@@ -205,7 +205,8 @@ LRU, LIF = rtrl.cells.LRU(3, 4), rtrl.cells.LIF(3, 4)
 PER_BODY = [(rtrl.cells.IIR2(3, 4), "closed_form", 2), (rtrl.cells.IIR2(3, 4), "diagonal", 2),
             (rtrl.cells.AdaptiveIIR2(3, 4), "closed_form", 2), (rtrl.cells.ELSTM(3, 4), "closed_form", 1),
             (rtrl.cells.Elman(3, 4), "closed_form", 1), (rtrl.cells.MinGRU(3, 4), "closed_form", 1),
-            (LRU, "closed_form", 2), (LRU, "diagonal", 1), (rtrl.cells.RTU(3, 4), "closed_form", 2),
+            (LRU, "closed_form", 2), (LRU, "diagonal", 2), (rtrl.cells.RTU(3, 4), "closed_form", 2),
+            (rtrl.cells.RTU(3, 4), "diagonal", 2), (rtrl.cells.RTU(3, 4, variant="nonlinear"), "diagonal", 1),
             (LIF, "closed_form", 2), (LIF, "diagonal", 1),
             (rtrl.cells.Network(layers=(rtrl.cells.ELSTM(4, 4), rtrl.cells.MinGRU(4, 4)), input_size=3), "auto", 1),
             (rtrl.cells.Network(layers=(rtrl.cells.LRU(4, 4), rtrl.cells.IIR2(4, 4)), input_size=3), "auto", 2)]
@@ -214,10 +215,12 @@ PER_BODY = [(rtrl.cells.IIR2(3, 4), "closed_form", 2), (rtrl.cells.IIR2(3, 4), "
 @pytest.mark.parametrize("cell, method, per_body", PER_BODY)
 def test_scans_compile_two_steps_per_body_where_carry_leaves_shift_or_cross_under_closed_form(cell, method, per_body):
     """Two steps per body where a carry leaf is passed on to another place (IIR filters' z2' = z1, under any
-    method), and under closed_form where a new leaf reads another's old value (an LRU's rotation, a LIF neuron's
-    reset); a stack whose second layer reads the first's new carry crosses nothing. [guards: a read through a new
-    value counted as a read of the old one (the ELSTM-minGRU stack); crossing leaves ignored (LRU, LIF under
-    closed_form); the method's flag ignored (LRU, LIF under diagonal)]"""
+    method), under closed_form where a new leaf reads another's old value (an LRU's rotation, a LIF neuron's
+    reset), and under diagonal where those leaves are a complex recurrence's parts (the LRU's, the linear RTU's; not
+    the non-linear RTU's, whose activation splits them, nor a reset); a stack whose second layer reads the first's
+    new carry crosses nothing. [guards: a read through a new value counted as a read of the old one (the
+    ELSTM-minGRU stack); crossing leaves ignored (LRU, LIF under closed_form); the method's rule ignored (LIF and
+    the non-linear RTU under diagonal)]"""
     params = cell.init(jax.random.PRNGKey(0))
     carry = cell.initial_carry((2,))
     learner = rtrl.online(cell, method)

@@ -44,20 +44,21 @@ from rtrl.structure import old_values_read, passed_through, unread_as_none
 def steps_per_body(learner, params, carry, x) -> int:
     """How many online steps of ``learner`` a scan over them should compile into one loop body: 2 where the
     cell's step passes a carry leaf on unchanged to another place (the IIR filters' ``z2' = z1``, ``y2' = y1``),
-    or, under a method that gains from it (``two_steps_where_leaves_cross``: ``closed_form``), where a leaf of the
+    or, under a method that gains from it (``two_steps_where_leaves_cross``: ``closed_form``; ``diagonal`` where
+    the leaves are a complex recurrence's parts), where a leaf of the
     new carry reads the old value of another (an LRU's or RTU's rotation of its real and imaginary parts, a
     spiking neuron's reset: ``rtrl.structure.old_values_read``); else 1. With two steps per body those leaves and
     their traces alternate between two buffers, where one step per body makes XLA copy them every step
     (AdaptiveIIR2 64x256x32 closed_form: 7.3 ms against 2.3 ms a step, one thread; LRU closed_form 0.79x);
     where each leaf reads only itself, one step per body is the faster (ELSTM closed_form 0.65 ms against 0.88 ms,
-    the tanh cell 134 us against 159 us), and ``diagonal`` on LRU or LIF at 32x64x8 was 1.3x to 2.9x slower
-    with two.
+    the tanh cell 134 us against 159 us), and ``diagonal`` on LIF was 1.7x to 2.0x slower with two (on LRU and
+    RTU 0.84x to 1.03x).
     """
     jaxpr = jax.make_jaxpr(lambda c: learner.cell.step(params, c, x)[0])(carry).jaxpr
     if any(j is not None and j != i for i, j in enumerate(passed_through(jaxpr))):
         return 2
     crossed = any(leaves - {i} for i, leaves in enumerate(old_values_read(jaxpr)))
-    return 2 if crossed and learner.method.two_steps_where_leaves_cross else 1
+    return 2 if crossed and learner.method.two_steps_where_leaves_cross(learner.cell) else 1
 
 
 # The contraction's loop over examples takes four per iteration: XLA then sums four examples' traces in one pass over

@@ -1,7 +1,7 @@
 """The streaming agent's step: the whole online actor-critic step against the forward-only agent step, and
 against the memoryless agent's step.
 
-    python -m rtrl.benchmarks.agent [--cells mingru rtu rtu-concat lru lru-concat] [--widths 16 64 192]
+    python -m rtrl.benchmarks.agent [--cells mingru rtu rtu-matrix lru lru-matrix] [--widths 16 64 192]
                                     [--envs 1 16 64] [--steps 50] [--algorithms ac q qrc sarsa ...]
 
 For each torso, width and number of environments per call, on MemoryChain (cue 20 steps back), float32, with the
@@ -14,9 +14,11 @@ Both are timed interleaved (``rtrl.benchmarks.timing``), so a slow spell of a sh
 the ratio holds; ``env steps/s`` is environments x steps a second of the full step, and ``x E=1`` that figure over
 the first count's (one environment by default) of the same torso and width.
 
-A torso is a registered cell's name, or one of ``TORSOS``: ``rtu-concat`` and ``lru-concat`` are RTU and LRU with
-``output_map="concat"`` (no N x N output matrix in the cell: the heads read the units' parts, so the agent keeps no
-N x N eligibility traces per environment), ``memoryless`` the memoryless rows' torso (``rtrl.rl.presets.ROW_OPTIONS``:
+A torso is a registered cell's name, or one of ``TORSOS``: ``rtu`` and ``lru`` are the agent's own RTU and LRU
+(``output_map="concat"``, ``rtrl.rl.assemble.torso_args``: no N x N output matrix in the cell, the heads read the
+units' parts, so the agent keeps no N x N eligibility traces per environment), ``rtu-matrix`` and ``lru-matrix``
+those cells with their output matrix (``--cell-arg output_map=matrix``; the agents' torso before they left it out),
+``memoryless`` the memoryless rows' torso (``rtrl.rl.presets.ROW_OPTIONS``:
 no recurrence), ``mingru-tbptt1`` the minGRU under TBPTT(1) (no traces: what the torso's learning costs without
 them). Every width's torsos, the memoryless one always among them, and every environment count are timed
 in one interleaved call, so ``x memoryless``, each full step over the memoryless agent's full step with as many
@@ -51,11 +53,11 @@ from rtrl.rl.presets import Q_ALGORITHMS, ROW_OPTIONS, STREAMING
 BASELINE = "memoryless"
 TORSOS = {  # a torso's options beyond the streaming presets'; a registered cell's name is its own torso
     BASELINE: {"cell": ROW_OPTIONS[BASELINE]["cell"], "method": ROW_OPTIONS[BASELINE]["method"], "cell_args": {}},
-    "rtu-concat": {"cell": "rtu", "cell_args": {"output_map": "concat"}},
-    "lru-concat": {"cell": "lru", "cell_args": {"output_map": "concat"}},
+    "rtu-matrix": {"cell": "rtu", "cell_args": {"output_map": "matrix"}},
+    "lru-matrix": {"cell": "lru", "cell_args": {"output_map": "matrix"}},
     "mingru-tbptt1": {"cell": "mingru", "method": "tbptt", "truncation": 1},
 }
-CELLS = ("mingru", "rtu", "rtu-concat", "lru", "lru-concat")
+CELLS = ("mingru", "rtu", "rtu-matrix", "lru", "lru-matrix")
 ENV = {"env": "memory-chain", "env_args": {"memory_length": 20}}
 VALUE_BASED = {k: v for k, v in STREAMING.items() if k != "entropy"}  # the streaming agent less what only AC reads
 ALGORITHMS = {  # name -> the environment and agent options of its runs (the torso's, width and count aside)

@@ -2,11 +2,12 @@
 IIR2, LRU, RTU and MinGRU, which ``rtrl bench`` adds to its per-step section), as ratios to a forward-only step.
 
     python -m rtrl.benchmarks.elementwise [--cells ELSTM LRU] [--sizes 64x256x32 32x64x8] [--steps 100]
-    python -m rtrl.benchmarks.elementwise --diagonal-vs-closed-form [--cells IIR2 LRU RTU] [--steps 200]
+    python -m rtrl.benchmarks.elementwise --diagonal-vs-closed-form [--cells IIR2 LRU RTU] [--steps 200] [--cpu-time]
 
 The second form prints, per cell and size, ``diagonal``'s whole-sequence gradient time as a ratio to
 ``closed_form``'s (measured round-robin in one process) and the trace bytes of each (float32, the batch's):
-how close the traces found from the step alone come to the hand-derived ones.
+how close the traces found from the step alone come to the hand-derived ones. ``--cpu-time`` times it on one XLA
+thread by the process's CPU time (``rtrl.benchmarks.timing.CPU_TIME``): ratios that hold on a busy machine.
 
 Sizes are ``DxNxB`` (input, hidden, batch). Each figure is the median over repeats of a jitted whole-sequence
 gradient (T steps, loss on every step) divided by T, float32; the forward-only baseline scans the same cell and loss
@@ -22,14 +23,16 @@ as a user would, a plain function of one example handed to ``rtrl.cells.from_fun
 from __future__ import annotations
 
 import argparse
+import os
 import platform
+import time
 
 import jax
 import jax.numpy as jnp
 
 import rtrl
 from rtrl.benchmarks.roofline import trace_bytes
-from rtrl.benchmarks.timing import per_step_seconds, random_problem
+from rtrl.benchmarks.timing import CPU_TIME, per_step_seconds, random_problem
 from rtrl.cells.base import glorot
 from rtrl.methods import Chunked, resolve
 from rtrl.run.argtypes import size3
@@ -77,20 +80,20 @@ def measure(cell, B: int, T: int, rtrl_steps: int | None, seed: int = 0, methods
     return {"forward": seconds["forward"], **{label: seconds[m] for label, m in timed.items()}}
 
 
-def diagonal_against_closed_form(cell, B: int, T: int, seed: int = 0) -> dict[str, float]:
-    """Seconds per step of ``closed_form`` and ``diagonal`` (whole-sequence gradient, round-robin) and the bytes
-    of each one's traces for ``B`` streams, float32."""
+def diagonal_against_closed_form(cell, B: int, T: int, seed: int = 0, clock=time.perf_counter) -> dict[str, float]:
+    """Seconds per step of ``closed_form`` and ``diagonal`` (whole-sequence gradient, round-robin on ``clock``) and
+    the bytes of each one's traces for ``B`` streams, float32."""
     params, xs, ys = random_problem(cell, T, B, seed)
-    t = per_step_seconds(cell, params, xs, ys, ("closed_form", "diagonal"))
+    t = per_step_seconds(cell, params, xs, ys, ("closed_form", "diagonal"), clock=clock)
     return {**t, **{f"{m} bytes": trace_bytes(cell, params, B, m) for m in ("closed_form", "diagonal")}}
 
 
-def print_against_closed_form(cells, sizes, T: int) -> None:
+def print_against_closed_form(cells, sizes, T: int, clock=time.perf_counter) -> None:
     print(f"{'cell':>13} {'D x N x B':>12} {'closed_form (us)':>17} {'diagonal (us)':>14} {'ratio':>6} "
           f"{'closed_form MiB':>16} {'diagonal MiB':>13}")
     for name in cells:
         for D, N, B in sizes:
-            r = diagonal_against_closed_form(PER_STEP_CELLS[name](D, N), B, T)
+            r = diagonal_against_closed_form(PER_STEP_CELLS[name](D, N), B, T, clock=clock)
             print(f"{name:>13} {f'{D}x{N}x{B}':>12} {r['closed_form'] * 1e6:>17.1f} {r['diagonal'] * 1e6:>14.1f} "
                   f"{r['diagonal'] / r['closed_form']:>5.2f}x {r['closed_form bytes'] / 2**20:>16.2f} "
                   f"{r['diagonal bytes'] / 2**20:>13.2f}", flush=True)
@@ -109,12 +112,20 @@ def main(argv=None) -> None:
                         help="the columns (chunked-xla, chunked-pallas: Chunked(kernel=...), on request)")
     parser.add_argument("--diagonal-vs-closed-form", action="store_true",
                         help="diagonal against closed_form: time ratio and trace bytes (default cells: IIR2 LRU RTU)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="with --diagonal-vs-closed-form: one XLA thread, timed by the process's CPU time")
     args = parser.parse_args(argv)
+    if args.cpu_time and not args.diagonal_vs_closed_form:
+        parser.error("--cpu-time applies to --diagonal-vs-closed-form")
     if args.diagonal_vs_closed_form:
+        if args.cpu_time:
+            os.environ.update(CPU_TIME)  # before JAX starts its backend: nothing has run on it yet
         cells = args.cells if args.cells != list(CELLS) else ["IIR2", "LRU", "RTU"]
+        clock = time.process_time if args.cpu_time else time.perf_counter
         print(f"float32, T={args.steps}; {jax.devices()[0].platform} ({platform.processor() or platform.machine()}); "
-              "whole-sequence gradient per step, round-robin in one process")
-        print_against_closed_form(cells, args.sizes, args.steps)
+              "whole-sequence gradient per step, round-robin in one process"
+              + ("; one XLA thread, CPU time" if args.cpu_time else ""))
+        print_against_closed_form(cells, args.sizes, args.steps, clock)
         return
     print(f"float32, T={args.steps} (rtrl: T={args.rtrl_steps}); {jax.devices()[0].platform} "
           f"({platform.processor() or platform.machine()}); per-step time as a ratio to the forward-only step")

@@ -15,26 +15,34 @@ from rtrl.compare import squared_error
 
 
 def interleaved_seconds(calls: dict[str, tuple[Callable, tuple]], repeats: int = 7,
-                        min_seconds: float = 0.05) -> dict[str, float]:
+                        min_seconds: float = 0.05, clock: Callable[[], float] = time.perf_counter
+                        ) -> dict[str, float]:
     """Median over ``repeats`` of the time per call of each ``fn(*args)`` in ``calls = {name: (fn, args)}``
     (compiled first, results awaited), taken round-robin: every repeat times every function once, so a slow
     spell of a shared machine slows them all alike and the ratios between them hold. Each timing calls its
-    function enough times to last ``min_seconds``, so short calls are not timer noise."""
+    function enough times to last ``min_seconds``, so short calls are not timer noise. ``clock``: wall time by
+    default; ``time.process_time`` counts the CPU time of this process's threads, which other processes on a busy
+    machine disturb far less (``CPU_TIME``)."""
     counts = {}
     for name, (fn, args) in calls.items():
         jax.block_until_ready(fn(*args))
-        start = time.perf_counter()
+        start = clock()
         jax.block_until_ready(fn(*args))
-        counts[name] = max(1, int(min_seconds / max(time.perf_counter() - start, 1e-9)))
+        counts[name] = max(1, int(min_seconds / max(clock() - start, 1e-9)))
     samples: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(repeats):
         for name, (fn, args) in calls.items():
-            start = time.perf_counter()
+            start = clock()
             for _ in range(counts[name]):
                 out = fn(*args)
             jax.block_until_ready(out)
-            samples[name].append((time.perf_counter() - start) / counts[name])
+            samples[name].append((clock() - start) / counts[name])
     return {name: statistics.median(times) for name, times in samples.items()}
+
+
+# How to time on a machine that other work keeps busy: one XLA thread (XLA_FLAGS below, set before JAX starts) and
+# the process's CPU time, so that a ratio compares the work of two programs, not their share of the cores.
+CPU_TIME = {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
 
 
 def median_seconds(fn: Callable, *args, repeats: int = 7, min_seconds: float = 0.05) -> float:
@@ -74,12 +82,13 @@ def gradient_fn(cell, method) -> Callable:
     return jax.jit(lambda p, xs, ys: rtrl.sequence_grad(cell, p, xs, ys, squared_error, method=method))
 
 
-def per_step_seconds(cell, params, xs, ys, methods, steps: dict[str, int] | None = None) -> dict[str, float]:
+def per_step_seconds(cell, params, xs, ys, methods, steps: dict[str, int] | None = None,
+                     clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
     """Seconds per step of the forward pass (``"forward"``) and of each method's whole-sequence gradient (forward,
-    traces and gradient; or BPTT over all of ``xs``), measured round-robin; ``steps[method]`` runs a method on
-    the first steps only (for the slow dense RTRL)."""
+    traces and gradient; or BPTT over all of ``xs``), measured round-robin on ``clock`` (``interleaved_seconds``);
+    ``steps[method]`` runs a method on the first steps only (for the slow dense RTRL)."""
     steps = steps or {}
     lengths = {"forward": xs.shape[0], **{m: steps.get(m, xs.shape[0]) for m in methods}}
     calls = {"forward": (forward_fn(cell), (params, xs, ys))}
     calls.update({m: (gradient_fn(cell, m), (params, xs[:lengths[m]], ys[:lengths[m]])) for m in methods})
-    return {name: seconds / lengths[name] for name, seconds in interleaved_seconds(calls).items()}
+    return {name: seconds / lengths[name] for name, seconds in interleaved_seconds(calls, clock=clock).items()}

@@ -159,11 +159,13 @@ class Method(Frozen):
 
 class TraceMethod(Method):
     online: ClassVar[bool] = True
-    # Whether a scan of this method's steps compiles two per loop body where a leaf of the cell's new carry reads
-    # the old value of another (``rtrl.online.steps_per_body``): measured per method, as the gain depends on how
-    # its traces are laid out.
-    two_steps_where_leaves_cross: ClassVar[bool] = False
     trace_dtype: str | None = trace_dtype_option()
+
+    def two_steps_where_leaves_cross(self, cell) -> bool:
+        """Whether a scan of this method's steps on ``cell`` compiles two per loop body where a leaf of the cell's
+        new carry reads the old value of another (``rtrl.online.steps_per_body``): measured per method, as the gain
+        depends on how its traces are laid out (none by default)."""
+        return False
 
     def __check_init__(self) -> None:
         object.__setattr__(self, "trace_dtype", check_trace_dtype(self.trace_dtype))  # canonical: "bfloat16"

@@ -21,9 +21,12 @@ class ClosedForm(TraceMethod):
 
     name: ClassVar[str] = "closed_form"
     exact: ClassVar[bool] = True
-    # LRU, RTU, LIF and ALIF (their carries' leaves read each other), whole-sequence gradient, quiet 2-core CPU:
-    # 0.73x to 0.99x the time with one step per body at 32x64x8 and 64x256x32 (docs/performance-history.md)
-    two_steps_where_leaves_cross: ClassVar[bool] = True
+
+    def two_steps_where_leaves_cross(self, cell) -> bool:
+        """Always: LRU, RTU, LIF and ALIF (their carries' leaves read each other), whole-sequence gradient, quiet
+        2-core CPU: 0.73x to 0.99x the time with one step per body at 32x64x8 and 64x256x32
+        (docs/performance-history.md)."""
+        return True
 
     def applies(self, cell) -> bool:
         return isinstance(cell, HandDerivedTraces)

@@ -15,7 +15,7 @@ from rtrl.config import defaults
 from rtrl.devices import bytes_of, floats_of
 from rtrl.rl.algorithm import Algorithm
 from rtrl.rl.algorithms import ALGORITHMS, BOX
-from rtrl.rl.config import RLConfig
+from rtrl.rl.config import OUTPUT_MATRIX_CELLS, RLConfig
 from rtrl.rl.envs import Env, EpisodeStats, make
 from rtrl.rl.envs.extra_inputs import ExtraInputs
 from rtrl.rl.transforms import update_rule
@@ -92,6 +92,7 @@ def assemble(config: RLConfig) -> RLAssembly:
         if config.fidelity_every and env.max_steps is None:
             raise ValueError(f"fidelity_every needs a bound on the episode's length, and {env.name} states none; "
                              "give one with --env-arg max_episode_steps=N")
+    config = config.replace(cell_args=torso_args(config))
     cell = config.cell
     # what the cell reads: the observation, or the last encoder block's output
     reads = config.encoder_width if config.encoder_blocks else env.obs_size
@@ -119,6 +120,20 @@ def rule_of(config: RLConfig, agent: Algorithm, envs: int) -> optax.GradientTran
     return update_rule(c.optimizer, lr=c.lr, decay=decay, envs=envs, clip=c.clip, kappa=c.kappa,
                        every_k=c.update_every, correction=agent.correction(c.gamma, decay, envs),
                        critic_lr=c.critic_lr, signed=c.entropy if c.entropy_sign == "td" else 0.0)
+
+
+def torso_args(config: RLConfig) -> tuple:
+    """``config.cell_args``, naming ``output_map`` where the torso is a registered LRU or RTU
+    (``OUTPUT_MATRIX_CELLS``) and they name none: ``"concat"``, the cell without its N x N output matrix (so without
+    N x N eligibility traces per environment), since every head's first map on the torso's output is linear and
+    absorbs that matrix (the function class of the matrix cell with as many units; ``hidden`` stays the output
+    width, so the cell has ``hidden / 2`` units, their two parts side by side); ``"matrix"`` where it is not
+    absorbed (``split_torso``: each head reads half of the outputs) or ``hidden`` is odd."""
+    args = dict(config.cell_args)
+    if config.cell not in OUTPUT_MATRIX_CELLS or "output_map" in args:
+        return config.cell_args
+    fast = not config.split_torso and config.hidden % 2 == 0
+    return tuple(sorted({**args, "output_map": "concat" if fast else "matrix"}.items()))
 
 
 def algorithm_of(kind: type, config: RLConfig, cell, num_actions: int, observations: int | None = None

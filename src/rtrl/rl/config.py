@@ -102,6 +102,22 @@ def unread(values: dict) -> list[tuple[str, str]]:
             if values[name] != default[name] and not (name == "clip" and values[name] is None)]
 
 
+# Registered cells whose output ends in an N x N matrix (``output_map="matrix"``, their own default) that the heads'
+# first linear map absorbs: an agent builds them without it (``rtrl.rl.assemble.torso_args``), and its config.json
+# names the form it built.
+OUTPUT_MATRIX_CELLS = ("lru", "rtu")
+
+
+def with_old_output_map(data: dict) -> dict:
+    """``data`` (a ``config.json`` we wrote) with ``output_map="matrix"`` named in its ``cell_args`` where its torso is
+    one of ``OUTPUT_MATRIX_CELLS`` and it names none: a file from before agents named the form they built, whose
+    torso had the cell's own default."""
+    args = data.get("cell_args")
+    if data.get("cell") not in OUTPUT_MATRIX_CELLS or not isinstance(args, dict) or "output_map" in args:
+        return data
+    return {**data, "cell_args": {**args, "output_map": "matrix"}}
+
+
 def check_split(seeds: int, envs: int, devices: int) -> None:
     """What ``devices`` split: the environments of one seed (``envs`` a multiple of ``devices``), or the seeds when
     there are several, each device running an equal share of them with all their environments (``seeds`` a
@@ -268,8 +284,11 @@ class RLConfig(Config):
     def from_dict(cls, data, where: str = "the configuration", complete: bool = False, trusted: bool = True
                   ) -> RLConfig:
         """``Config.from_dict``; a file we wrote (``complete``) may hold options its run never read (written before
-        they were refused): they are set back to their defaults, the run they configure the same."""
+        they were refused): they are set back to their defaults, the run they configure the same; and an LRU or RTU
+        torso without ``output_map`` was written before agents named it (``OUTPUT_MATRIX_CELLS``): its run had the
+        cell's own default, the output matrix, so that is named."""
         if complete and isinstance(data, dict):
+            data = with_old_output_map(data)
             default = defaults(cls)
             checks = {f.name: f.metadata["check"] for f in dataclasses.fields(cls)}
 
