@@ -138,8 +138,10 @@ def test_options_are_the_fields_of_rlconfig_and_a_preset_gives_the_rest():
     qrc = RLConfig(algorithm="qrc", epsilon=0.2, explore_steps=5, h_lr=0.01, h_beta=0.5, optimizer="sgd", clip=None)
     assert config_from_args(parser().parse_args(argv), RLConfig, PRESETS) == qrc
     argv = ("rl --optimizer intentional --lr 0.05 --critic-lr 0.5 --split-torso --init-std 0.5 --state-std "
+            "--std-map softplus --entropy-sign td --encoder-blocks 2 --encoder-width 16 --head-init sparse "
             "--out x").split()
-    split = RLConfig(optimizer="intentional", lr=0.05, critic_lr=0.5, split_torso=True, init_std=0.5, state_std=True)
+    split = RLConfig(optimizer="intentional", lr=0.05, critic_lr=0.5, split_torso=True, init_std=0.5, state_std=True,
+                     std_map="softplus", entropy_sign="td", encoder_blocks=2, encoder_width=16, head_init="sparse")
     assert config_from_args(parser().parse_args(argv), RLConfig, PRESETS) == split
     # every option above is not a default
     assert {f.name: any(getattr(c, f.name) != getattr(RLConfig(), f.name) for c in (ac, qrc, split))
