@@ -200,6 +200,23 @@ class ALIF(SpikingCell):
         return {name: g.at[..., cols].add(-jnp.einsum(spec[name], traces["a"][name], drop))
                 for name, g in grads.items()}
 
+    def start_adaptation(self, grads: Params, traces: Params, lam: jax.Array, summed: bool) -> Params:
+        """``- eps_a0 (x) (rho - psi0 beta) lambda`` on the adapting columns: the carried ``eps_a0`` reaches the
+        window through ``eps_a^(t0) = (rho - psi0 beta) eps_a0 + psi0 zbar0`` (the second term is
+        ``SpikingCell.factored_eprop_window_start``'s)."""
+        if not self.adapting_count():
+            return grads
+        cols, psi = self.adapting(), traces["psi"]
+        weight = ((self.values("adaptation_decay", psi) - psi * self.beta(psi)) * lam)[..., cols]
+        shapes = self.param_shapes()
+
+        def carried(name, ea):
+            if summed:
+                return jnp.einsum("...ik,...k->ik" if len(shapes[name]) == 2 else "...k,...k->k", ea, weight)
+            return ea * (jnp.expand_dims(weight, -2) if len(shapes[name]) == 2 else weight)
+
+        return {name: g.at[..., cols].add(-carried(name, traces["a"][name])) for name, g in grads.items()}
+
     def window_threshold(self, new_carries: Params):
         """``threshold + beta a'``."""
         a = new_carries["a"]

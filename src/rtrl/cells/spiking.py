@@ -192,7 +192,8 @@ class SpikingCell(Cell):
         if self.eprop_factorises and hasattr(self, "factored_eprop_init"):  # rtrl.capabilities.FactoredEProp
             for name in ("init", "update", "contract", "output"):
                 object.__setattr__(self, "eprop_factored_" + name, getattr(self, "factored_eprop_" + name))
-            object.__setattr__(self, "eprop_window", self.factored_eprop_window)  # rtrl.capabilities.WindowEProp
+            for name in ("window", "window_start", "window_traces"):  # rtrl.capabilities.WindowEProp
+                object.__setattr__(self, "eprop_" + name, getattr(self, "factored_eprop_" + name))
 
     # -- shared pieces of the step ----------------------------------------------------------------------
     def values_at(self, name: str, k: int) -> float:
@@ -347,35 +348,121 @@ class SpikingCell(Cell):
         ``(T, *batch)``: ``carries`` the carry each step starts from, ``new_carries`` the one it makes, ``g_carries``
         the credit on that), the traces zero at the window's start and where ``starts``, and the backward state at
         its first step (``P``, ``lambda``, the filtered credits), which a window just before this one takes as its
-        ``later`` (``None``: zero, the last window). ``filters``: credits on states that low-pass filter the spikes,
-        ``(g, decay, weight)`` for ``o' = decay o + weight s'`` (a readout's: ``Filtered``), whose eligibility traces
-        are the spikes' filtered alike: their credit joins the spikes' filtered backwards, ``c^t = g_s^t + sum weight
-        G^t``, ``G^t = g^t + decay G^(t+1)``, in the same backward scan."""
+        ``later`` (``None``: zero, the last window) and ``factored_eprop_window_start`` contracts with the traces
+        carried into the window. ``filters``: credits on states that low-pass filter the spikes, ``(g, decay,
+        weight)`` for ``o' = decay o + weight s'`` (a readout's: ``Filtered``), whose eligibility traces are the
+        spikes' filtered alike: their credit joins the spikes' filtered backwards, ``c^t = g_s^t + sum weight G^t``,
+        ``G^t = g^t + decay G^(t+1)``, in the same backward scan."""
         if g_carries.get("a") is not None:
             raise ValueError("e-prop over a window takes credits on the membrane and the spikes only (as "
                              "eprop_factored_contract); a credit on the adaptation needs eprop_contract")
-        filters = tuple(f for f in filters if f[0] is not None)
+        like = new_carries["v"]
+        credits = {"s": credit(g_carries["s"], like), "v": credit(g_carries["v"], like),
+                   "filters": tuple(credit(g, like) for g, _, _ in filters)}
+        earlier, P = self.window_scan(params, carries, new_carries, credits, starts, later,
+                                      tuple((decay, weight) for _, decay, weight in filters))
+        return self.window_rows(carries, xs, P), earlier
+
+    def window_scan(self, params: Params, carries: Params, new_carries: Params, credits: Params, starts: jax.Array,
+                    later, filters):
+        """``(earlier, P)``: ``factored_eprop_window``'s backward scan of the credits ``{"s", "v", "filters"}`` (and
+        ``"a"``, a credit on the adaptation's eligibility vector itself, contracted as ``+ eps_a^t g_a^t``:
+        ``factored_eprop_window_traces``), each laid out as ``new_carries["v"]``; ``filters``: each filtered credit's
+        ``(decay, weight)``."""
         like = new_carries["v"]
         leak = self.leak_of(params, like)
         steps = {"new": {k: new_carries[k] for k in ("v", "a") if k in new_carries},
-                 "r": carries["r"] if self.refractory else None, "g_s": g_carries["s"], "g_v": g_carries["v"],
-                 "filters": tuple(g for g, _, _ in filters), "keep": 1 - starts.astype(like.dtype)[..., None]}
+                 "r": carries["r"] if self.refractory else None, "credits": credits,
+                 "keep": 1 - starts.astype(like.dtype)[..., None]}
 
         def back(later, step):  # P^(t+1), lambda^(t+1), G^(t+1): zero where step t+1 starts an episode
             P, lam, G = later
+            g = step["credits"]
             psi = self.window_psi({"r": step["r"]}, step["new"])
-            G = tuple(g + decay * f for g, f, (_, decay, _) in zip(step["filters"], G, filters, strict=True))
-            c = credit(step["g_s"], psi) + sum(weight * f for f, (_, _, weight) in zip(G, filters, strict=True))
+            G = tuple(g_f + decay * f for g_f, f, (decay, _) in zip(g["filters"], G, filters, strict=True))
+            c = g["s"] + sum(weight * f for f, (_, weight) in zip(G, filters, strict=True))
             lam, drop = self.window_adaptation(lam, c * psi, psi)
-            P = credit(step["g_v"], psi) + c * psi - drop + leak * P
+            if "a" in g:
+                lam = lam - g["a"]
+            P = g["v"] + c * psi - drop + leak * P
             keep = step["keep"]
             return jax.tree.map(lambda a: a * keep, (P, lam, G)), P
 
         if later is None:
             zeros = jnp.zeros_like(like[0])
             later = (zeros, self.window_lambda(zeros), tuple(zeros for _ in filters))
-        earlier, P = jax.lax.scan(back, later, steps, reverse=True)
-        return self.window_rows(carries, xs, P), earlier
+        return jax.lax.scan(back, later, steps, reverse=True)
+
+    # -- a window that starts inside an episode (docs/spiking.md, "The window's boundary term") ---------------------
+    # The traces carried into a window, ``zbar0, psi0`` (ALIF: ``eps_a0``; a readout's filtered traces ``F0``),
+    # reach its contractions only through the backward state at its first step (``P, lambda, G``), as
+    # ``zbar0 (x) (leak P - psi0 lambda) - eps_a0 (x) (rho - psi0 beta) lambda + sum decay G F0``; the traces at the
+    # window's end are such sums too, each of a unit credit at the window's last step.
+    def factored_eprop_window_start(self, params: Params, traces: Params, earlier, summed: bool = True) -> Params:
+        """What the contractions over a window owe to the traces carried into it (``traces``, the factorised layout
+        with leading batch axes; ``earlier`` the backward state ``factored_eprop_window`` returned for the window's
+        first step), filtered states aside (``Filtered``): summed over the examples, or each example's."""
+        P, lam, _ = earlier
+        column = self.leak_of(params, P) * P
+        if not isinstance(lam, tuple):  # eps_a^(t0) = (rho - psi0 beta) eps_a0 + psi0 zbar0
+            column = column - traces["psi"] * lam
+        return self.start_adaptation(self.rows_outer(traces["z"], column, summed), traces, lam, summed)
+
+    def start_adaptation(self, grads: Params, traces: Params, lam, summed: bool) -> Params:
+        """``factored_eprop_window_start``'s part of the carried adaptation vectors (none for a neuron without one)."""
+        return grads
+
+    def rows_outer(self, rows: Params, column: jax.Array, summed: bool) -> Params:
+        """``row (x) column`` of every example, summed over them (``summed_outer_rows``) or each its own."""
+        if summed:
+            return self.summed_outer_rows(rows, column)
+        return {name: jnp.einsum("...i,...j->...ij" if len(self.param_shapes()[name]) == 2 else "...,...j->...j",
+                                 row, column) for name, row in rows.items()}
+
+    def factored_eprop_window_traces(self, params: Params, traces: Params, carries: Params, new_carries: Params,
+                                     xs: jax.Array, starts: jax.Array) -> Params:
+        """Each example's factorised e-prop traces after a window's steps, from ``traces``, those before it
+        (``window_traces``)."""
+        return self.window_traces(params, traces, carries, new_carries, xs, starts)[0]
+
+    def window_traces(self, params: Params, traces: Params, carries: Params, new_carries: Params, xs: jax.Array,
+                      starts: jax.Array, filters=()):
+        """``(traces, filtered)``: each example's factorised e-prop traces after a window's steps (leading axes
+        ``(T, *batch)`` as ``factored_eprop_window``'s; ``starts`` where the traces are zeroed before a step) from
+        ``traces``, those before it. ``filters``: ``(decay, weight, F0)`` of each of a readout's filtered eligibility
+        traces ``F' = decay F + weight e'`` (``Filtered``), ``filtered`` theirs after the window. Each trace is a
+        backward scan of a unit credit at the window's last step (module comment above)."""
+        zeros = jnp.zeros_like(new_carries["v"])
+        unit = zeros.at[-1].set(1)
+        decays = tuple((decay, weight) for decay, weight, _ in filters)
+
+        def scan(**credits):
+            credits = {"s": zeros, "v": zeros, "filters": tuple(zeros for _ in filters), **credits}
+            return self.window_scan(params, carries, new_carries, credits, starts, None, decays)
+
+        def sums(earlier, P, cols=slice(None)):  # sum_t rows (x) P and the carried traces' part, each example's
+            start = self.factored_eprop_window_start(params, traces, earlier, summed=False)
+            inside = self.window_rows(carries, xs, P[..., cols], summed=False)
+            return {name: g + start[name][..., cols] for name, g in inside.items()}
+
+        filtered = []
+        for k, (decay, _, F0) in enumerate(filters):
+            earlier, P = scan(filters=tuple(unit if i == k else zeros for i in range(len(filters))))
+            G = earlier[2][k]
+            filtered.append({name: g + decay * F0[name] * (jnp.expand_dims(G, -2) if jnp.ndim(g) > jnp.ndim(G) else G)
+                             for name, g in sums(earlier, P).items()})
+        earlier, P = scan(v=unit)  # P^t = leak^(T - t) in every column: the rows filtered by the leak
+        P, carried = P[..., 0], self.leak_of(params, P) * earlier[0][..., 0]
+        rows = self.presynaptic_rows(carries, xs)
+        zbar = {name: jnp.einsum("t...i,t...->...i", row, P) + jnp.expand_dims(carried, -1) * traces["z"][name]
+                if jnp.ndim(row) else jnp.sum(P, axis=0) * row + carried * traces["z"][name]
+                for name, row in rows.items()}
+        last = jax.tree.map(lambda a: a[-1], (carries, new_carries))
+        end = {"z": zbar, "psi": self.window_psi(last[0], last[1])}
+        if "a" in traces:
+            cols = self.adapting()
+            end["a"] = sums(*scan(a=unit), cols=cols)
+        return end, tuple(filtered)
 
     def window_lambda(self, zeros: jax.Array):
         """The adaptation's backward state at the window's end (none; ALIF's ``lambda``)."""
@@ -396,12 +483,16 @@ class SpikingCell(Cell):
         """The threshold the step's spikes were fired against, from its new carry (each cell's)."""
         raise NotImplementedError
 
-    def window_rows(self, carries: Params, xs: jax.Array, P: jax.Array) -> Params:
+    def window_rows(self, carries: Params, xs: jax.Array, P: jax.Array, summed: bool = True) -> Params:
         """``sum_t rows^t (x) P^t`` over the window's steps and examples (leading axes ``(T, *batch)`` of
-        ``carries``, the carry each step starts from, ``xs`` and ``P``): one matrix product per parameter."""
-        rows = self.presynaptic_rows(carries, xs)
-        return self.summed_outer_rows({name: jnp.broadcast_to(row, P.shape[:-1]) if jnp.ndim(row) == 0 else row
-                                       for name, row in rows.items()}, P)
+        ``carries``, the carry each step starts from, ``xs`` and ``P``), or over its steps only, each example's
+        (``summed=False``): one matrix product per parameter (and example)."""
+        rows = {name: jnp.broadcast_to(row, P.shape[:-1]) if jnp.ndim(row) == 0 else row
+                for name, row in self.presynaptic_rows(carries, xs).items()}
+        if summed:
+            return self.summed_outer_rows(rows, P)
+        return {name: jnp.einsum("t...i,t...j->...ij" if len(self.param_shapes()[name]) == 2 else "t...,t...j->...j",
+                                 row, P) for name, row in rows.items()}
 
     # -- the membrane's traces, shared (derivation: docs/spiking.md, "Resets") ------------------------------
     # Per parameter ``ed = dd/dtheta`` (the membrane the spike reads); per neuron, from the last step, ``psi``,

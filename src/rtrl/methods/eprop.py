@@ -127,19 +127,40 @@ class EPropWindow(SequenceMethod):
                              f"value, or a readout around one), and {cell.name} has none; use 'eprop'")
 
     def sequence_grad(self, cell, params, xs, targets, loss_fn, carry):
+        return self.carried_grad(cell, params, xs, targets, loss_fn, carry)[:2]
+
+    def carried_grad(self, cell, params, xs, targets, loss_fn, carry, traces=None):
+        """``(loss, grads, traces)``: ``sequence_grad``'s, from the e-prop traces ``traces`` carried into the window
+        (the per-step rule's factorised traces, each example's; ``None``: zero, and ``traces`` returned ``None``),
+        with the traces after it. The traces carried in add their part of the window's contractions
+        (``eprop_window_start``, from the backward state at the window's first step); those after it come chunk by
+        chunk in the forward pass (``eprop_window_traces``)."""
         self.check(cell)
         steps = jnp.shape(xs)[0]
         size = min(self.chunk, steps)
         n, rest = divmod(steps, size)
 
-        def advance(c, chunk_xs):
-            return lax.scan(lambda c, x: (cell.step(params, c, x)[0], None), c, chunk_xs)[0]
+        def forward(start, chunk_xs):
+            """The carries each step of a chunk starts from and the ones it makes."""
+            _, after = lax.scan(lambda c, x: (cell.step(params, c, x)[0],) * 2, start, chunk_xs)
+            return jax.tree.map(lambda c0, c: jnp.concatenate([c0[None], c[:-1]]), start, after), after
+
+        def no_starts(chunk_xs):  # the window's traces start where it does: no step restarts them but a reset
+            return jnp.zeros(chunk_xs.shape[:-1], bool)
+
+        def advance(state, chunk_xs):
+            """The carry (and traces) after a chunk, from those before it."""
+            c, tr = state
+            if tr is None:
+                return lax.scan(lambda c, x: (cell.step(params, c, x)[0], None), c, chunk_xs)[0], None
+            before, after = forward(c, chunk_xs)
+            return (jax.tree.map(lambda a: a[-1], after),
+                    cell.eprop_window_traces(params, tr, before, after, chunk_xs, no_starts(chunk_xs)))
 
         def chunk(start, chunk_xs, chunk_targets, later):
             """``(loss, grads, earlier)`` of one chunk from the carry ``start``, ``later`` the backward state of the
             chunk after it (``None``: none, the window's last chunk)."""
-            _, after = lax.scan(lambda c, x: (cell.step(params, c, x)[0],) * 2, start, chunk_xs)
-            before = jax.tree.map(lambda c0, c: jnp.concatenate([c0[None], c[:-1]]), start, after)
+            before, after = forward(start, chunk_xs)
 
             def chunk_loss(p, after):
                 hs = jax.vmap(cell.output, in_axes=(None, 0, 0))(p, after, chunk_xs)
@@ -151,16 +172,17 @@ class EPropWindow(SequenceMethod):
                                     jax.tree.map(lambda a: a[0], g_after))
             g_after = jax.tree.map(lambda read, g: None if read is None else g, unread, g_after,
                                    is_leaf=lambda a: a is None)
-            starts = jnp.zeros(chunk_xs.shape[:-1], bool)  # the window's traces start at zero: no step restarts them
-            grads, earlier = cell.eprop_window(params, before, after, chunk_xs, g_after, starts, later)
+            grads, earlier = cell.eprop_window(params, before, after, chunk_xs, g_after, no_starts(chunk_xs), later)
             return loss, jax.tree.map(jnp.add, g_params, grads), earlier
 
         def whole(a):  # the first n * size steps as n chunks
             return a[: n * size].reshape((n, size) + a.shape[1:])
 
         full = (whole(xs), jax.tree.map(whole, targets))
-        end, firsts = lax.scan(lambda c, chunk_xs: (advance(c, chunk_xs), c), carry, full[0])
+        (end, end_traces), firsts = lax.scan(lambda state, chunk_xs: (advance(state, chunk_xs), state[0]),
+                                             (carry, traces), full[0])
         if rest:  # the last steps, fewer than a chunk
+            end_traces = advance((end, end_traces), xs[n * size:])[1]
             loss, grads, later = chunk(end, xs[n * size:], jax.tree.map(lambda a: a[n * size:], targets), None)
         else:
             shapes = jax.eval_shape(lambda: chunk(carry, full[0][0], jax.tree.map(lambda a: a[0], full[1]), None))
@@ -170,5 +192,7 @@ class EPropWindow(SequenceMethod):
             loss, grads, later = chunk(*inputs, acc[2])
             return (acc[0] + loss, jax.tree.map(jnp.add, acc[1], grads), later), None
 
-        loss, grads, _ = lax.scan(back, (loss, grads, later), (firsts, *full), reverse=True)[0]
-        return loss, grads
+        loss, grads, first = lax.scan(back, (loss, grads, later), (firsts, *full), reverse=True)[0]
+        if traces is not None:
+            grads = jax.tree.map(jnp.add, grads, cell.eprop_window_start(params, traces, first))
+        return loss, grads, end_traces

@@ -82,14 +82,44 @@ class SequenceWindow(NamedTuple):
         return carry, grads, losses.sum(axis=1), episodes.weights.sum(axis=1)
 
 
+class CarriedWindow(NamedTuple):
+    """A trace method's gradient over each window by its ``over_windows`` method (``EPropWindow``), from the traces
+    the steps before the window left: ``memory`` is the ``OnlineState`` of ``learner`` (``TraceWindow``'s), whose
+    traces the window's ``carried_grad`` takes in and hands on."""
+
+    method: SequenceMethod
+    learner: Learner
+    model: ReadoutModel
+    score: Callable
+    batch: int
+
+    def init(self, params) -> Any:
+        return self.learner.init(params["cell"], batch_shape=(self.batch,))
+
+    def __call__(self, params, memory, episodes, done):
+        xs = with_reset_flag(episodes.xs, done)
+
+        def loss_fn(y, target_weight):
+            return jnp.sum(self.score(y, *target_weight)[0]) / self.batch
+
+        _, grads, traces = self.method.carried_grad(
+            self.model, params, xs, (episodes.targets, episodes.weights), loss_fn, memory.carry, memory.traces
+        )
+        carry, outputs = lax.scan(lambda c, x: self.model.step(params, c, x), memory.carry, xs)
+        losses = self.score(outputs, episodes.targets, episodes.weights)[1]
+        return memory._replace(carry=carry, traces=traces), grads, losses.sum(axis=1), episodes.weights.sum(axis=1)
+
+
 def window_for(method: Method, model: ReadoutModel, score: Callable, batch: int, starts_episodes: bool):
     """The trainer's window for ``method`` on ``model`` (its readout's ``learned`` cell is what the traces follow):
     a ``SequenceWindow`` for a sequence method, or for a trace method's ``over_windows`` where ``starts_episodes``
-    (every window starts with an episode, so the traces start each at zero: module docstring); else a
-    ``TraceWindow``."""
+    (every window starts with an episode, so the traces start each at zero: module docstring); a ``CarriedWindow``
+    for its ``over_windows`` elsewhere (the traces carried from window to window); else a ``TraceWindow``."""
     if not method.online:
         return SequenceWindow(method, model, score, batch)
-    same = method.over_windows(model) if starts_episodes else None
-    if same is not None:
+    same = method.over_windows(model)
+    if same is not None and starts_episodes:
         return SequenceWindow(same, model, score, batch)
+    if same is not None:
+        return CarriedWindow(same, online(model.cell, method), model, score, batch)
     return TraceWindow(online(model.cell, method), model.readout, score, batch)
