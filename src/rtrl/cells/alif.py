@@ -200,10 +200,14 @@ class ALIF(SpikingCell):
         return {name: g.at[..., cols].add(-jnp.einsum(spec[name], traces["a"][name], drop))
                 for name, g in grads.items()}
 
+    def adapting_columns(self):
+        """``adapting`` where some neuron adapts (the columns of ``eps_a``), else ``None``."""
+        return self.adapting() if self.adapting_count() else None
+
     def start_adaptation(self, grads: Params, traces: Params, lam: jax.Array, summed: bool) -> Params:
         """``- eps_a0 (x) (rho - psi0 beta) lambda`` on the adapting columns: the carried ``eps_a0`` reaches the
         window through ``eps_a^(t0) = (rho - psi0 beta) eps_a0 + psi0 zbar0`` (the second term is
-        ``SpikingCell.factored_eprop_window_start``'s)."""
+        ``SpikingCell.window_start``'s)."""
         if not self.adapting_count():
             return grads
         cols, psi = self.adapting(), traces["psi"]

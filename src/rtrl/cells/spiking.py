@@ -29,6 +29,7 @@ structure from the step and picks ``rtrl``.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import numbers
 from collections.abc import Callable
@@ -192,7 +193,7 @@ class SpikingCell(Cell):
         if self.eprop_factorises and hasattr(self, "factored_eprop_init"):  # rtrl.capabilities.FactoredEProp
             for name in ("init", "update", "contract", "output"):
                 object.__setattr__(self, "eprop_factored_" + name, getattr(self, "factored_eprop_" + name))
-            for name in ("window", "window_start", "window_traces"):  # rtrl.capabilities.WindowEProp
+            for name in ("window", "window_traces", "window_carried"):  # rtrl.capabilities.WindowEProp
                 object.__setattr__(self, "eprop_" + name, getattr(self, "factored_eprop_" + name))
 
     # -- shared pieces of the step ----------------------------------------------------------------------
@@ -348,7 +349,7 @@ class SpikingCell(Cell):
         ``(T, *batch)``: ``carries`` the carry each step starts from, ``new_carries`` the one it makes, ``g_carries``
         the credit on that), the traces zero at the window's start and where ``starts``, and the backward state at
         its first step (``P``, ``lambda``, the filtered credits), which a window just before this one takes as its
-        ``later`` (``None``: zero, the last window) and ``factored_eprop_window_start`` contracts with the traces
+        ``later`` (``None``: zero, the last window) and ``window_start`` contracts with the traces
         carried into the window. ``filters``: credits on states that low-pass filter the spikes, ``(g, decay,
         weight)`` for ``o' = decay o + weight s'`` (a readout's: ``Filtered``), whose eligibility traces are the
         spikes' filtered alike: their credit joins the spikes' filtered backwards, ``c^t = g_s^t + sum weight G^t``,
@@ -398,7 +399,7 @@ class SpikingCell(Cell):
     # reach its contractions only through the backward state at its first step (``P, lambda, G``), as
     # ``zbar0 (x) (leak P - psi0 lambda) - eps_a0 (x) (rho - psi0 beta) lambda + sum decay G F0``; the traces at the
     # window's end are such sums too, each of a unit credit at the window's last step.
-    def factored_eprop_window_start(self, params: Params, traces: Params, earlier, summed: bool = True) -> Params:
+    def window_start(self, params: Params, traces: Params, earlier, summed: bool = True) -> Params:
         """What the contractions over a window owe to the traces carried into it (``traces``, the factorised layout
         with leading batch axes; ``earlier`` the backward state ``factored_eprop_window`` returned for the window's
         first step), filtered states aside (``Filtered``): summed over the examples, or each example's."""
@@ -409,7 +410,7 @@ class SpikingCell(Cell):
         return self.start_adaptation(self.rows_outer(traces["z"], column, summed), traces, lam, summed)
 
     def start_adaptation(self, grads: Params, traces: Params, lam, summed: bool) -> Params:
-        """``factored_eprop_window_start``'s part of the carried adaptation vectors (none for a neuron without one)."""
+        """``window_start``'s part of the carried adaptation vectors (none for a neuron without one)."""
         return grads
 
     def rows_outer(self, rows: Params, column: jax.Array, summed: bool) -> Params:
@@ -419,50 +420,88 @@ class SpikingCell(Cell):
         return {name: jnp.einsum("...i,...j->...ij" if len(self.param_shapes()[name]) == 2 else "...,...j->...j",
                                  row, column) for name, row in rows.items()}
 
-    def factored_eprop_window_traces(self, params: Params, traces: Params, carries: Params, new_carries: Params,
-                                     xs: jax.Array, starts: jax.Array) -> Params:
-        """Each example's factorised e-prop traces after a window's steps, from ``traces``, those before it
-        (``window_traces``)."""
-        return self.window_traces(params, traces, carries, new_carries, xs, starts)[0]
+    def factored_eprop_window_traces(self, params: Params, carries: Params, new_carries: Params, xs: jax.Array,
+                                     starts: jax.Array, ends: jax.Array, later=None):
+        """``(sums, earlier)`` of ``window_traces`` without a filtered trace (``rtrl.capabilities.WindowEProp``)."""
+        return self.window_traces(params, carries, new_carries, xs, starts, ends, later)
 
-    def window_traces(self, params: Params, traces: Params, carries: Params, new_carries: Params, xs: jax.Array,
-                      starts: jax.Array, filters=()):
-        """``(traces, filtered)``: each example's factorised e-prop traces after a window's steps (leading axes
-        ``(T, *batch)`` as ``factored_eprop_window``'s; ``starts`` where the traces are zeroed before a step) from
-        ``traces``, those before it. ``filters``: ``(decay, weight, F0)`` of each of a readout's filtered eligibility
-        traces ``F' = decay F + weight e'`` (``Filtered``), ``filtered`` theirs after the window. Each trace is a
-        backward scan of a unit credit at the window's last step (module comment above)."""
+    def factored_eprop_window_carried(self, params: Params, traces: Params, earlier, traces_earlier, sums: Params):
+        """``(grads, traces)`` of ``window_carried`` without a filtered trace (``rtrl.capabilities.WindowEProp``)."""
+        grads, end, _ = self.window_carried(params, traces, earlier, traces_earlier, sums)
+        return grads, end
+
+    def window_traces(self, params: Params, carries: Params, new_carries: Params, xs: jax.Array, starts: jax.Array,
+                      ends: jax.Array, later=None, filters=()):
+        """``(sums, earlier)``: each example's part of the factorised traces after a window that these steps make
+        (leading axes ``(T, *batch)`` as ``factored_eprop_window``'s; ``ends`` where the window ends, at its last
+        step), and the backward states at their first step, the ``later`` of the steps before them (``None``: zero).
+        Each trace is a backward scan of a unit credit where the window ends: the rows filtered by the leak (``z``),
+        the adaptation's vectors (``a``, a credit on ``eps_a`` itself) and, ``filters`` the ``(decay, weight)`` of a
+        readout's filtered eligibility traces ``F' = decay F + weight e'`` (``Filtered``), theirs (a credit on the
+        filtered state); their columns in one matrix product per parameter and example. ``window_carried`` adds what
+        the traces carried into the window owe."""
         zeros = jnp.zeros_like(new_carries["v"])
-        unit = zeros.at[-1].set(1)
-        decays = tuple((decay, weight) for decay, weight, _ in filters)
+        unit = jnp.broadcast_to(ends.astype(zeros.dtype)[..., None], zeros.shape)
+        credits = {"z": {"v": unit}, **({"a": {"a": unit}} if self.adapting_columns() is not None else {}),
+                   **{f"filter{k}": {"filters": tuple(unit if i == k else zeros for i in range(len(filters)))}
+                      for k in range(len(filters))}}
+        if later is None:
+            later = {name: None for name in credits}
+        scans = {name: self.window_scan(params, carries, new_carries,
+                                        {"s": zeros, "v": zeros, "filters": tuple(zeros for _ in filters), **c},
+                                        starts, later[name], filters) for name, c in credits.items()}
+        cols = self.adapting_columns()
+        columns = [scans[f"filter{k}"][1] for k in range(len(filters))]
+        columns += [scans["a"][1][..., cols]] if "a" in scans else []
+        sums = {"z": self.filtered_end(carries, xs, scans["z"][1][..., 0]),
+                "psi": jnp.sum(unit * self.window_psi(carries, new_carries), axis=0)}
+        if columns:  # the filtered traces' and the adaptation's columns, one product
+            sizes = [c.shape[-1] for c in columns]
+            parts = self.window_rows(carries, xs, jnp.concatenate(columns, axis=-1), summed=False)
+            split = {name: jnp.split(part, list(itertools.accumulate(sizes))[:-1], axis=-1)
+                     for name, part in parts.items()}
+            sums["filters"] = tuple({name: split[name][k] for name in parts} for k in range(len(filters)))
+            if "a" in scans:
+                sums["a"] = {name: split[name][-1] for name in parts}
+        return sums, {name: scan[0] for name, scan in scans.items()}
 
-        def scan(**credits):
-            credits = {"s": zeros, "v": zeros, "filters": tuple(zeros for _ in filters), **credits}
-            return self.window_scan(params, carries, new_carries, credits, starts, None, decays)
+    def filtered_end(self, carries: Params, xs: jax.Array, P: jax.Array) -> Params:
+        """``sum_t rows^t P^t`` of each example, ``P`` ``(T, *batch)``: the rows filtered by the leak."""
+        return {name: jnp.einsum("t...i,t...->...i", row, P) if jnp.ndim(row) else jnp.sum(P, axis=0) * row
+                for name, row in self.presynaptic_rows(carries, xs).items()}
 
-        def sums(earlier, P, cols=slice(None)):  # sum_t rows (x) P and the carried traces' part, each example's
-            start = self.factored_eprop_window_start(params, traces, earlier, summed=False)
-            inside = self.window_rows(carries, xs, P[..., cols], summed=False)
-            return {name: g + start[name][..., cols] for name, g in inside.items()}
+    def adapting_columns(self):
+        """The columns of the adaptation's eligibility vectors (none for a neuron without them)."""
+        return None
 
+    def window_carried(self, params: Params, traces: Params, earlier, traces_earlier, sums: Params, filters=()):
+        """``(grads, traces, filtered)``: what the window's contractions owe to the traces carried into it,
+        ``traces`` (``window_start``, from the gradient's backward state ``earlier`` at the window's
+        first step), and the traces after the window, ``window_traces``'s ``sums`` (over the window, from its
+        backward states ``traces_earlier`` at the first step) with the carried traces' part; ``filters``: ``(decay,
+        weight, F0)`` of each filtered trace carried in, ``filtered`` theirs after the window."""
+        grads = self.window_start(params, traces, earlier)
+        P = traces_earlier["z"][0][..., 0]
+        carried = self.leak_of(params, P) * P
+        end = {"z": {name: z + (jnp.expand_dims(carried, -1) if jnp.ndim(z) > jnp.ndim(carried) else carried)
+                     * traces["z"][name] for name, z in sums["z"].items()},
+               "psi": sums["psi"]}
+
+        def with_start(part, state, cols):  # the carried traces' part of one trace after the window
+            start = self.window_start(params, traces, state, summed=False)
+            return {name: g + start[name][..., cols] for name, g in part.items()}
+
+        if "a" in traces:  # (none to add where no neuron adapts)
+            cols = self.adapting_columns()
+            end["a"] = traces["a"] if cols is None else with_start(sums["a"], traces_earlier["a"], cols)
         filtered = []
         for k, (decay, _, F0) in enumerate(filters):
-            earlier, P = scan(filters=tuple(unit if i == k else zeros for i in range(len(filters))))
-            G = earlier[2][k]
+            state = traces_earlier[f"filter{k}"]
+            G = state[2][k]  # F^T gains decay G^(t0) F0
+            part = with_start(sums["filters"][k], state, slice(None))
             filtered.append({name: g + decay * F0[name] * (jnp.expand_dims(G, -2) if jnp.ndim(g) > jnp.ndim(G) else G)
-                             for name, g in sums(earlier, P).items()})
-        earlier, P = scan(v=unit)  # P^t = leak^(T - t) in every column: the rows filtered by the leak
-        P, carried = P[..., 0], self.leak_of(params, P) * earlier[0][..., 0]
-        rows = self.presynaptic_rows(carries, xs)
-        zbar = {name: jnp.einsum("t...i,t...->...i", row, P) + jnp.expand_dims(carried, -1) * traces["z"][name]
-                if jnp.ndim(row) else jnp.sum(P, axis=0) * row + carried * traces["z"][name]
-                for name, row in rows.items()}
-        last = jax.tree.map(lambda a: a[-1], (carries, new_carries))
-        end = {"z": zbar, "psi": self.window_psi(last[0], last[1])}
-        if "a" in traces:
-            cols = self.adapting()
-            end["a"] = sums(*scan(a=unit), cols=cols)
-        return end, tuple(filtered)
+                             for name, g in part.items()})
+        return grads, end, tuple(filtered)
 
     def window_lambda(self, zeros: jax.Array):
         """The adaptation's backward state at the window's end (none; ALIF's ``lambda``)."""

@@ -131,36 +131,26 @@ class EPropWindow(SequenceMethod):
 
     def carried_grad(self, cell, params, xs, targets, loss_fn, carry, traces=None):
         """``(loss, grads, traces)``: ``sequence_grad``'s, from the e-prop traces ``traces`` carried into the window
-        (the per-step rule's factorised traces, each example's; ``None``: zero, and ``traces`` returned ``None``),
-        with the traces after it. The traces carried in add their part of the window's contractions
-        (``eprop_window_start``, from the backward state at the window's first step); those after it come chunk by
-        chunk in the forward pass (``eprop_window_traces``)."""
+        (the per-step rule's factorised traces, each example's; ``None``: zero, and ``None`` returned), with the
+        traces after it. Each chunk also gives its part of the traces after the window (``eprop_window_traces``: a
+        unit credit where the window ends, its backward state handed from chunk to chunk); the traces carried in
+        add theirs, and their part of the window's gradient, at the end (``eprop_window_carried``)."""
         self.check(cell)
         steps = jnp.shape(xs)[0]
         size = min(self.chunk, steps)
         n, rest = divmod(steps, size)
+        carried = traces is not None
+        ends = jnp.zeros(xs.shape[:-1], bool).at[-1].set(True)  # the traces are read after the window's last step
 
-        def forward(start, chunk_xs):
-            """The carries each step of a chunk starts from and the ones it makes."""
+        def advance(c, chunk_xs):
+            return lax.scan(lambda c, x: (cell.step(params, c, x)[0], None), c, chunk_xs)[0]
+
+        def chunk(start, chunk_xs, chunk_targets, chunk_ends, later):
+            """``(loss, grads, earlier, sums)`` of one chunk from the carry ``start``, ``later`` the backward states
+            of the chunk after it (``None``: none, the window's last chunk), ``sums`` its part of the traces after
+            the window (``None`` without ``traces``)."""
             _, after = lax.scan(lambda c, x: (cell.step(params, c, x)[0],) * 2, start, chunk_xs)
-            return jax.tree.map(lambda c0, c: jnp.concatenate([c0[None], c[:-1]]), start, after), after
-
-        def no_starts(chunk_xs):  # the window's traces start where it does: no step restarts them but a reset
-            return jnp.zeros(chunk_xs.shape[:-1], bool)
-
-        def advance(state, chunk_xs):
-            """The carry (and traces) after a chunk, from those before it."""
-            c, tr = state
-            if tr is None:
-                return lax.scan(lambda c, x: (cell.step(params, c, x)[0], None), c, chunk_xs)[0], None
-            before, after = forward(c, chunk_xs)
-            return (jax.tree.map(lambda a: a[-1], after),
-                    cell.eprop_window_traces(params, tr, before, after, chunk_xs, no_starts(chunk_xs)))
-
-        def chunk(start, chunk_xs, chunk_targets, later):
-            """``(loss, grads, earlier)`` of one chunk from the carry ``start``, ``later`` the backward state of the
-            chunk after it (``None``: none, the window's last chunk)."""
-            before, after = forward(start, chunk_xs)
+            before = jax.tree.map(lambda c0, c: jnp.concatenate([c0[None], c[:-1]]), start, after)
 
             def chunk_loss(p, after):
                 hs = jax.vmap(cell.output, in_axes=(None, 0, 0))(p, after, chunk_xs)
@@ -172,27 +162,31 @@ class EPropWindow(SequenceMethod):
                                     jax.tree.map(lambda a: a[0], g_after))
             g_after = jax.tree.map(lambda read, g: None if read is None else g, unread, g_after,
                                    is_leaf=lambda a: a is None)
-            grads, earlier = cell.eprop_window(params, before, after, chunk_xs, g_after, no_starts(chunk_xs), later)
-            return loss, jax.tree.map(jnp.add, g_params, grads), earlier
+            starts = jnp.zeros(chunk_xs.shape[:-1], bool)  # no step restarts the traces but a reset (the cell's)
+            later, later_traces = (None, None) if later is None else later
+            grads, earlier = cell.eprop_window(params, before, after, chunk_xs, g_after, starts, later)
+            sums, earlier_traces = (cell.eprop_window_traces(params, before, after, chunk_xs, starts, chunk_ends,
+                                                             later_traces) if carried else (None, None))
+            return loss, jax.tree.map(jnp.add, g_params, grads), (earlier, earlier_traces), sums
 
         def whole(a):  # the first n * size steps as n chunks
             return a[: n * size].reshape((n, size) + a.shape[1:])
 
-        full = (whole(xs), jax.tree.map(whole, targets))
-        (end, end_traces), firsts = lax.scan(lambda state, chunk_xs: (advance(state, chunk_xs), state[0]),
-                                             (carry, traces), full[0])
+        full = (whole(xs), jax.tree.map(whole, targets), whole(ends))
+        end, firsts = lax.scan(lambda c, chunk_xs: (advance(c, chunk_xs), c), carry, full[0])
         if rest:  # the last steps, fewer than a chunk
-            end_traces = advance((end, end_traces), xs[n * size:])[1]
-            loss, grads, later = chunk(end, xs[n * size:], jax.tree.map(lambda a: a[n * size:], targets), None)
+            last = chunk(end, xs[n * size:], jax.tree.map(lambda a: a[n * size:], targets), ends[n * size:], None)
         else:
-            shapes = jax.eval_shape(lambda: chunk(carry, full[0][0], jax.tree.map(lambda a: a[0], full[1]), None))
-            loss, grads, later = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
+            shapes = jax.eval_shape(lambda: chunk(carry, *jax.tree.map(lambda a: a[0], full), None))
+            last = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
+        last = (last[0], last[1], last[3], last[2])  # the backward states last in the accumulator
 
         def back(acc, inputs):
-            loss, grads, later = chunk(*inputs, acc[2])
-            return (acc[0] + loss, jax.tree.map(jnp.add, acc[1], grads), later), None
+            loss, grads, later, sums = chunk(*inputs, acc[3])
+            return (acc[0] + loss, *jax.tree.map(jnp.add, (acc[1], acc[2]), (grads, sums)), later), None
 
-        loss, grads, first = lax.scan(back, (loss, grads, later), (firsts, *full), reverse=True)[0]
-        if traces is not None:
-            grads = jax.tree.map(jnp.add, grads, cell.eprop_window_start(params, traces, first))
-        return loss, grads, end_traces
+        loss, grads, sums, (first, first_traces) = lax.scan(back, last, (firsts, *full), reverse=True)[0]
+        if not carried:
+            return loss, grads, None
+        start, traces = cell.eprop_window_carried(params, traces, first, first_traces, sums)
+        return loss, jax.tree.map(jnp.add, grads, start), traces

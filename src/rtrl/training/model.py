@@ -92,7 +92,7 @@ class Filtered(Cell):
                     object.__setattr__(self, "eprop_factored_" + name,
                                        functools.partial(getattr(self, "filtered_eprop_" + name), factored=True))
         if isinstance(self.cell, WindowEProp):
-            for name in ("window", "window_start", "window_traces"):
+            for name in ("window", "window_traces", "window_carried"):
                 object.__setattr__(self, "eprop_" + name, getattr(self, "filtered_eprop_" + name))
 
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
@@ -170,24 +170,23 @@ class Filtered(Cell):
         """``(decay, weight)`` of each state that filters the spikes, ``o' = decay o + weight s'``: ``o`` and ``n``."""
         return {"o": (self.decay, 1 - self.decay), "n": (1.0, 1.0)}
 
-    def filtered_eprop_window_start(self, params: Params, traces: Params, earlier) -> Params:
-        """``rtrl.capabilities.WindowEProp``: the cell's, and ``decay <G^(t0), F0>`` of each filtered trace ``F0``
-        carried into the window (``o`` and ``n``), ``G^(t0)`` its filtered credit at the window's first step (in
-        ``earlier``), summed over the examples."""
-        grads = self.cell.eprop_window_start(params, traces["cell"], earlier)
-        for (k, (decay, _)), G in zip(self.filters().items(), earlier[2], strict=True):
-            grads = {name: g + decay * jnp.einsum("...ij,...j->ij" if jnp.ndim(g) == 2 else "...j,...j->j",
-                                                   traces[k][name], G) for name, g in grads.items()}
-        return grads
+    def filtered_eprop_window_traces(self, params: Params, carries, new_carries, xs: jax.Array, starts: jax.Array,
+                                     ends: jax.Array, later=None):
+        """``rtrl.capabilities.WindowEProp``: the cell's, its filtered traces ``o`` and ``n`` among them."""
+        return self.cell.window_traces(params, carries["cell"], new_carries["cell"], xs, starts, ends, later,
+                                       filters=tuple(self.filters().values()))
 
-    def filtered_eprop_window_traces(self, params: Params, traces: Params, carries, new_carries, xs: jax.Array,
-                                     starts: jax.Array) -> Params:
-        """``rtrl.capabilities.WindowEProp``: the cell's traces after the window and the filtered ones, ``o`` and
-        ``n``, from the cell's backward scans."""
+    def filtered_eprop_window_carried(self, params: Params, traces: Params, earlier, traces_earlier, sums: Params):
+        """``rtrl.capabilities.WindowEProp``: the cell's, and what the filtered traces ``F0`` carried into the window
+        (``o`` and ``n``) owe its contractions, ``decay <G^(t0), F0>`` summed over the examples, ``G^(t0)`` the
+        filtered credit at its first step (in ``earlier``)."""
         filters = tuple((decay, weight, traces[k]) for k, (decay, weight) in self.filters().items())
-        inner, filtered = self.cell.window_traces(params, traces["cell"], carries["cell"], new_carries["cell"], xs,
-                                                  starts, filters=filters)
-        return {"cell": inner, **dict(zip(self.filters(), filtered, strict=True))}
+        grads, inner, filtered = self.cell.window_carried(params, traces["cell"], earlier, traces_earlier, sums,
+                                                          filters=filters)
+        for (decay, _, F0), G in zip(filters, earlier[2], strict=True):
+            grads = {name: g + decay * jnp.einsum("...ij,...j->ij" if jnp.ndim(g) == 2 else "...j,...j->j",
+                                                   F0[name], G) for name, g in grads.items()}
+        return grads, {"cell": inner, **dict(zip(self.filters(), filtered, strict=True))}
 
 
 class Readout(Frozen):
@@ -289,7 +288,7 @@ class ReadoutModel(Cell):
         super().__post_init__()
         if isinstance(self.cell, WindowEProp) and isinstance(self.cell, HasOutput):
             object.__setattr__(self, "output", self.read_output)
-            for name in ("window", "window_start", "window_traces"):
+            for name in ("window", "window_traces", "window_carried"):
                 object.__setattr__(self, "eprop_" + name, getattr(self, "readout_eprop_" + name))
 
     def initial_carry(self, batch_shape=(), dtype=None):
@@ -308,19 +307,19 @@ class ReadoutModel(Cell):
                                                 xs[..., :-1], g_carries, starts | reset, later)
         return {"cell": grads, "readout": jax.tree.map(jnp.zeros_like, params["readout"])}, earlier
 
-    def readout_eprop_window_start(self, params: Params, traces: Params, earlier) -> Params:
-        """``rtrl.capabilities.WindowEProp``: the cell's (an episode's start at the window's first step has cut
-        ``earlier`` already), the readout's part none."""
-        return {"cell": self.cell.eprop_window_start(params["cell"], traces, earlier),
-                "readout": jax.tree.map(jnp.zeros_like, params["readout"])}
-
-    def readout_eprop_window_traces(self, params: Params, traces: Params, carries, new_carries, xs: jax.Array,
-                                    starts: jax.Array) -> Params:
+    def readout_eprop_window_traces(self, params: Params, carries, new_carries, xs: jax.Array, starts: jax.Array,
+                                    ends: jax.Array, later=None):
         """``rtrl.capabilities.WindowEProp``: the cell's, the carries zeroed and the traces cut where the reset flag
         is set (as ``readout_eprop_window``)."""
         reset = xs[..., -1] > 0.5
-        return self.cell.eprop_window_traces(params["cell"], traces, zero_where(reset, carries), new_carries,
-                                             xs[..., :-1], starts | reset)
+        return self.cell.eprop_window_traces(params["cell"], zero_where(reset, carries), new_carries, xs[..., :-1],
+                                             starts | reset, ends, later)
+
+    def readout_eprop_window_carried(self, params: Params, traces: Params, earlier, traces_earlier, sums: Params):
+        """``rtrl.capabilities.WindowEProp``: the cell's (an episode's start at the window's first step has cut the
+        backward states already), the readout's part none."""
+        grads, traces = self.cell.eprop_window_carried(params["cell"], traces, earlier, traces_earlier, sums)
+        return {"cell": grads, "readout": jax.tree.map(jnp.zeros_like, params["readout"])}, traces
 
     def step(self, params: Params, carry, x: jax.Array):
         self.check_input(x)
