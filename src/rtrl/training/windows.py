@@ -14,10 +14,12 @@ objective's term and the task's loss times its weight (what the losses report).
 * ``SequenceWindow`` (``bptt``, ``tbptt``): ``method.sequence_grad`` of the ``ReadoutModel`` over the window from
   the carried carry, so the gradient is cut at window boundaries. ``memory`` is the carry.
 
-``window_for`` picks one. A trace method may name a sequence method that computes its gradient over a window whose
-traces start at zero (``TraceMethod.over_windows``); online ``eprop`` names ``EPropWindow``, which computes it
-(tested to 1e-9 in float64) from the window's carries without per-step traces, at under BPTT's cost where the
-per-step traces cost several BPTTs (docs/performance.md, "e-prop over a window").
+``window_for`` picks one. A trace method may name a sequence method that computes its gradient over a window
+(``TraceMethod.over_windows``); online ``eprop`` names ``EPropWindow``, which computes it (tested to 1e-9 in float64)
+from the window's carries without per-step traces, at under BPTT's cost where the per-step traces cost several
+BPTTs (docs/performance.md, "e-prop over a window"). Where every window starts with an episode its traces start at
+zero and the window is a ``SequenceWindow``; elsewhere a ``CarriedWindow`` takes in the traces the steps before it
+left and hands on those after it (``EPropWindow.carried_grad``), the per-step rule's ``OnlineState`` as memory.
 """
 
 from __future__ import annotations
@@ -110,16 +112,18 @@ class CarriedWindow(NamedTuple):
         return memory._replace(carry=carry, traces=traces), grads, losses.sum(axis=1), episodes.weights.sum(axis=1)
 
 
-def window_for(method: Method, model: ReadoutModel, score: Callable, batch: int, starts_episodes: bool):
-    """The trainer's window for ``method`` on ``model`` (its readout's ``learned`` cell is what the traces follow):
-    a ``SequenceWindow`` for a sequence method, or for a trace method's ``over_windows`` where ``starts_episodes``
-    (every window starts with an episode, so the traces start each at zero: module docstring); a ``CarriedWindow``
-    for its ``over_windows`` elsewhere (the traces carried from window to window); else a ``TraceWindow``."""
+def window_for(method: Method, model: ReadoutModel, score: Callable, batch: int, starts_episodes: bool,
+               steps: int = 2):
+    """The trainer's window of ``steps`` steps for ``method`` on ``model`` (its readout's ``learned`` cell is what
+    the traces follow): a ``SequenceWindow`` for a sequence method, or for a trace method's ``over_windows`` where
+    ``starts_episodes`` (every window starts with an episode, so the traces start each at zero: module docstring);
+    a ``CarriedWindow`` for its ``over_windows`` elsewhere (the traces carried from window to window), but for a
+    window of one step, the per-step rule's own step; else a ``TraceWindow``."""
     if not method.online:
         return SequenceWindow(method, model, score, batch)
     same = method.over_windows(model)
     if same is not None and starts_episodes:
         return SequenceWindow(same, model, score, batch)
-    if same is not None:
+    if same is not None and steps > 1:
         return CarriedWindow(same, online(model.cell, method), model, score, batch)
     return TraceWindow(online(model.cell, method), model.readout, score, batch)
