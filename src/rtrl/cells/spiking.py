@@ -445,11 +445,22 @@ class SpikingCell(Cell):
         credits = {"z": {"v": unit}, **({"a": {"a": unit}} if self.adapting_columns() is not None else {}),
                    **{f"filter{k}": {"filters": tuple(unit if i == k else zeros for i in range(len(filters)))}
                       for k in range(len(filters))}}
+        base = {"s": zeros, "v": zeros, "filters": tuple(zeros for _ in filters),
+                **({"a": zeros} if "a" in credits else {})}
+        names = sorted(credits)  # one backward scan for all: the credits stacked on a leading axis
+
+        def stacked(trees):
+            return jax.tree.map(lambda *a: jnp.stack(a), *trees)
+
+        def scan(c, later):
+            return self.window_scan(params, carries, new_carries, c, starts, later, filters)
+
+        credits = stacked([{**base, **credits[name]} for name in names])
         if later is None:
-            later = {name: None for name in credits}
-        scans = {name: self.window_scan(params, carries, new_carries,
-                                        {"s": zeros, "v": zeros, "filters": tuple(zeros for _ in filters), **c},
-                                        starts, later[name], filters) for name, c in credits.items()}
+            scanned = jax.vmap(lambda c: scan(c, None))(credits)
+        else:
+            scanned = jax.vmap(scan)(credits, stacked([later[name] for name in names]))
+        scans = {name: jax.tree.map(lambda a, i=i: a[i], scanned) for i, name in enumerate(names)}
         cols = self.adapting_columns()
         columns = [scans[f"filter{k}"][1] for k in range(len(filters))]
         columns += [scans["a"][1][..., cols]] if "a" in scans else []

@@ -129,12 +129,14 @@ class EPropWindow(SequenceMethod):
     def sequence_grad(self, cell, params, xs, targets, loss_fn, carry):
         return self.carried_grad(cell, params, xs, targets, loss_fn, carry)[:2]
 
-    def carried_grad(self, cell, params, xs, targets, loss_fn, carry, traces=None):
-        """``(loss, grads, traces)``: ``sequence_grad``'s, from the e-prop traces ``traces`` carried into the window
-        (the per-step rule's factorised traces, each example's; ``None``: zero, and ``None`` returned), with the
-        traces after it. Each chunk also gives its part of the traces after the window (``eprop_window_traces``: a
-        unit credit where the window ends, its backward state handed from chunk to chunk); the traces carried in
-        add theirs, and their part of the window's gradient, at the end (``eprop_window_carried``)."""
+    def carried_grad(self, cell, params, xs, targets, loss_fn, carry, traces=None, report=None):
+        """``(loss, grads, traces, carry, reports)``: ``sequence_grad``'s, from the e-prop traces ``traces`` carried
+        into the window (the per-step rule's factorised traces, each example's; ``None``: zero, and ``None``
+        returned), with the traces and the carry after it, and ``report(h, target)`` of each step (``None``: none),
+        from the outputs the gradient's pass computes. Each chunk also gives its part of the traces after the
+        window (``eprop_window_traces``: a unit credit where the window ends, its backward state handed from chunk
+        to chunk); the traces carried in add theirs, and their part of the window's gradient, at the end
+        (``eprop_window_carried``)."""
         self.check(cell)
         steps = jnp.shape(xs)[0]
         size = min(self.chunk, steps)
@@ -146,17 +148,18 @@ class EPropWindow(SequenceMethod):
             return lax.scan(lambda c, x: (cell.step(params, c, x)[0], None), c, chunk_xs)[0]
 
         def chunk(start, chunk_xs, chunk_targets, chunk_ends, later):
-            """``(loss, grads, earlier, sums)`` of one chunk from the carry ``start``, ``later`` the backward states
-            of the chunk after it (``None``: none, the window's last chunk), ``sums`` its part of the traces after
-            the window (``None`` without ``traces``)."""
+            """``(loss, grads, earlier, sums, reports)`` of one chunk from the carry ``start``, ``later`` the backward
+            states of the chunk after it (``None``: none, the window's last chunk), ``sums`` its part of the traces
+            after the window (``None`` without ``traces``)."""
             _, after = lax.scan(lambda c, x: (cell.step(params, c, x)[0],) * 2, start, chunk_xs)
             before = jax.tree.map(lambda c0, c: jnp.concatenate([c0[None], c[:-1]]), start, after)
 
             def chunk_loss(p, after):
                 hs = jax.vmap(cell.output, in_axes=(None, 0, 0))(p, after, chunk_xs)
-                return jnp.sum(jax.vmap(loss_fn)(hs, chunk_targets))
+                reports = None if report is None else jax.vmap(report)(hs, chunk_targets)
+                return jnp.sum(jax.vmap(loss_fn)(hs, chunk_targets)), reports
 
-            loss, pull = jax.vjp(chunk_loss, params, after)
+            loss, pull, reports = jax.vjp(chunk_loss, params, after, has_aux=True)
             g_params, g_after = pull(jnp.ones_like(loss))
             unread = unread_as_none(lambda c: cell.output(params, c, chunk_xs[0]),
                                     jax.tree.map(lambda a: a[0], g_after))
@@ -167,26 +170,33 @@ class EPropWindow(SequenceMethod):
             grads, earlier = cell.eprop_window(params, before, after, chunk_xs, g_after, starts, later)
             sums, earlier_traces = (cell.eprop_window_traces(params, before, after, chunk_xs, starts, chunk_ends,
                                                              later_traces) if carried else (None, None))
-            return loss, jax.tree.map(jnp.add, g_params, grads), (earlier, earlier_traces), sums
+            return loss, jax.tree.map(jnp.add, g_params, grads), (earlier, earlier_traces), sums, reports
 
         def whole(a):  # the first n * size steps as n chunks
             return a[: n * size].reshape((n, size) + a.shape[1:])
 
         full = (whole(xs), jax.tree.map(whole, targets), whole(ends))
         end, firsts = lax.scan(lambda c, chunk_xs: (advance(c, chunk_xs), c), carry, full[0])
+        tail = None
         if rest:  # the last steps, fewer than a chunk
-            last = chunk(end, xs[n * size:], jax.tree.map(lambda a: a[n * size:], targets), ends[n * size:], None)
+            rest_xs = xs[n * size:]
+            last = chunk(end, rest_xs, jax.tree.map(lambda a: a[n * size:], targets), ends[n * size:], None)
+            end, tail = advance(end, rest_xs), last[4]
         else:
             shapes = jax.eval_shape(lambda: chunk(carry, *jax.tree.map(lambda a: a[0], full), None))
             last = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
         last = (last[0], last[1], last[3], last[2])  # the backward states last in the accumulator
 
         def back(acc, inputs):
-            loss, grads, later, sums = chunk(*inputs, acc[3])
-            return (acc[0] + loss, *jax.tree.map(jnp.add, (acc[1], acc[2]), (grads, sums)), later), None
+            loss, grads, later, sums, reports = chunk(*inputs, acc[3])
+            return (acc[0] + loss, *jax.tree.map(jnp.add, (acc[1], acc[2]), (grads, sums)), later), reports
 
-        loss, grads, sums, (first, first_traces) = lax.scan(back, last, (firsts, *full), reverse=True)[0]
-        if not carried:
-            return loss, grads, None
-        start, traces = cell.eprop_window_carried(params, traces, first, first_traces, sums)
-        return loss, jax.tree.map(jnp.add, grads, start), traces
+        (loss, grads, sums, (first, first_traces)), reports = lax.scan(back, last, (firsts, *full), reverse=True)
+        if report is not None:  # each step's, in order
+            reports = jax.tree.map(lambda a: a.reshape((n * size,) + a.shape[2:]), reports)
+            if tail is not None:
+                reports = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), reports, tail)
+        if carried:
+            start, traces = cell.eprop_window_carried(params, traces, first, first_traces, sums)
+            grads = jax.tree.map(jnp.add, grads, start)
+        return loss, grads, traces, end, reports

@@ -104,12 +104,13 @@ class CarriedWindow(NamedTuple):
         def loss_fn(y, target_weight):
             return jnp.sum(self.score(y, *target_weight)[0]) / self.batch
 
-        _, grads, traces = self.method.carried_grad(
-            self.model, params, xs, (episodes.targets, episodes.weights), loss_fn, memory.carry, memory.traces
+        def report(y, target_weight):  # the step's weighted losses, summed over the streams
+            return jnp.sum(self.score(y, *target_weight)[1])
+
+        _, grads, traces, carry, losses = self.method.carried_grad(
+            self.model, params, xs, (episodes.targets, episodes.weights), loss_fn, memory.carry, memory.traces, report
         )
-        carry, outputs = lax.scan(lambda c, x: self.model.step(params, c, x), memory.carry, xs)
-        losses = self.score(outputs, episodes.targets, episodes.weights)[1]
-        return memory._replace(carry=carry, traces=traces), grads, losses.sum(axis=1), episodes.weights.sum(axis=1)
+        return memory._replace(carry=carry, traces=traces), grads, losses, episodes.weights.sum(axis=1)
 
 
 def window_for(method: Method, model: ReadoutModel, score: Callable, batch: int, starts_episodes: bool,
