@@ -399,17 +399,21 @@ class SpikingCell(Cell):
     # reach its contractions only through the backward state at its first step (``P, lambda, G``), as
     # ``zbar0 (x) (leak P - psi0 lambda) - eps_a0 (x) (rho - psi0 beta) lambda + sum decay G F0``; the traces at the
     # window's end are such sums too, each of a unit credit at the window's last step.
-    def window_start(self, params: Params, traces: Params, earlier, summed: bool = True) -> Params:
+    def window_start(self, params: Params, traces: Params, earlier) -> Params:
         """What the contractions over a window owe to the traces carried into it (``traces``, the factorised layout
         with leading batch axes; ``earlier`` the backward state ``factored_eprop_window`` returned for the window's
-        first step), filtered states aside (``Filtered``): summed over the examples, or each example's."""
+        first step), filtered states aside (``Filtered``), summed over the examples."""
+        column = self.start_column(params, traces, earlier)
+        return self.start_adaptation(self.rows_outer(traces["z"], column, summed=True), traces, earlier[1])
+
+    def start_column(self, params: Params, traces: Params, earlier) -> jax.Array:
+        """``leak P - psi0 lambda`` at the window's first step: what ``zbar0`` meets (``eps_a^(t0) = (rho - psi0 beta)
+        eps_a0 + psi0 zbar0``)."""
         P, lam, _ = earlier
         column = self.leak_of(params, P) * P
-        if not isinstance(lam, tuple):  # eps_a^(t0) = (rho - psi0 beta) eps_a0 + psi0 zbar0
-            column = column - traces["psi"] * lam
-        return self.start_adaptation(self.rows_outer(traces["z"], column, summed), traces, lam, summed)
+        return column if isinstance(lam, tuple) else column - traces["psi"] * lam
 
-    def start_adaptation(self, grads: Params, traces: Params, lam, summed: bool) -> Params:
+    def start_adaptation(self, grads: Params, traces: Params, lam) -> Params:
         """``window_start``'s part of the carried adaptation vectors (none for a neuron without one)."""
         return grads
 
@@ -466,14 +470,8 @@ class SpikingCell(Cell):
         columns += [scans["a"][1][..., cols]] if "a" in scans else []
         sums = {"z": self.filtered_end(carries, xs, scans["z"][1][..., 0]),
                 "psi": jnp.sum(unit * self.window_psi(carries, new_carries), axis=0)}
-        if columns:  # the filtered traces' and the adaptation's columns, one product
-            sizes = [c.shape[-1] for c in columns]
-            parts = self.window_rows(carries, xs, jnp.concatenate(columns, axis=-1), summed=False)
-            split = {name: jnp.split(part, list(itertools.accumulate(sizes))[:-1], axis=-1)
-                     for name, part in parts.items()}
-            sums["filters"] = tuple({name: split[name][k] for name in parts} for k in range(len(filters)))
-            if "a" in scans:
-                sums["a"] = {name: split[name][-1] for name in parts}
+        if columns:  # the filtered traces' and the adaptation's columns, one product (window_carried splits it)
+            sums["columns"] = self.window_rows(carries, xs, jnp.concatenate(columns, axis=-1), summed=False)
         return sums, {name: scan[0] for name, scan in scans.items()}
 
     def filtered_end(self, carries: Params, xs: jax.Array, P: jax.Array) -> Params:
@@ -487,32 +485,49 @@ class SpikingCell(Cell):
 
     def window_carried(self, params: Params, traces: Params, earlier, traces_earlier, sums: Params, filters=()):
         """``(grads, traces, filtered)``: what the window's contractions owe to the traces carried into it,
-        ``traces`` (``window_start``, from the gradient's backward state ``earlier`` at the window's
-        first step), and the traces after the window, ``window_traces``'s ``sums`` (over the window, from its
-        backward states ``traces_earlier`` at the first step) with the carried traces' part; ``filters``: ``(decay,
-        weight, F0)`` of each filtered trace carried in, ``filtered`` theirs after the window."""
+        ``traces`` (``window_start``, from the gradient's backward state ``earlier`` at the window's first step), and
+        the traces after the window, ``window_traces``'s ``sums`` (over the window, from its backward states
+        ``traces_earlier`` at the first step) with the carried traces' part, all columns at once; ``filters``:
+        ``(decay, weight, F0)`` of each filtered trace carried in, ``filtered`` theirs after the window."""
         grads = self.window_start(params, traces, earlier)
         P = traces_earlier["z"][0][..., 0]
         carried = self.leak_of(params, P) * P
         end = {"z": {name: z + (jnp.expand_dims(carried, -1) if jnp.ndim(z) > jnp.ndim(carried) else carried)
                      * traces["z"][name] for name, z in sums["z"].items()},
                "psi": sums["psi"]}
+        cols = self.adapting_columns()
+        if cols is None:
+            if "a" in traces:  # no neuron adapts: nothing to carry
+                end["a"] = traces["a"]
+            if not filters:
+                return grads, end, ()
+        # each trace's columns as window_traces lays them: the filtered traces' (all neurons), the adaptation's
+        parts = [(traces_earlier[f"filter{k}"], slice(None), (decay, k, F0))
+                 for k, (decay, _, F0) in enumerate(filters)]
+        parts += [(traces_earlier["a"], cols, None)] if cols is not None else []
+        column = jnp.concatenate([self.start_column(params, traces, state)[..., c] for state, c, _ in parts], axis=-1)
+        total = jax.tree.map(jnp.add, sums["columns"], self.rows_outer(traces["z"], column, summed=False))
 
-        def with_start(part, state, cols):  # the carried traces' part of one trace after the window
-            start = self.window_start(params, traces, state, summed=False)
-            return {name: g + start[name][..., cols] for name, g in part.items()}
+        def extra(state, c, filtered):  # the carried eps_a0's part, and decay G^(t0) F0 of a filtered trace
+            adapted = None if cols is None else self.carried_adaptation(traces, state[1], summed=False)
+            if filtered is None:
+                return {name: -adapted[name] for name in total}
+            decay, k, F0 = filtered
+            G = state[2][k]
+            return {name: decay * F0[name] * (jnp.expand_dims(G, -2) if jnp.ndim(F0[name]) > jnp.ndim(G) else G)
+                    - (0 if adapted is None else self.on_columns(adapted[name], cols)) for name in total}
 
-        if "a" in traces:  # (none to add where no neuron adapts)
-            cols = self.adapting_columns()
-            end["a"] = traces["a"] if cols is None else with_start(sums["a"], traces_earlier["a"], cols)
-        filtered = []
-        for k, (decay, _, F0) in enumerate(filters):
-            state = traces_earlier[f"filter{k}"]
-            G = state[2][k]  # F^T gains decay G^(t0) F0
-            part = with_start(sums["filters"][k], state, slice(None))
-            filtered.append({name: g + decay * F0[name] * (jnp.expand_dims(G, -2) if jnp.ndim(g) > jnp.ndim(G) else G)
-                             for name, g in part.items()})
-        return grads, end, tuple(filtered)
+        extras = [extra(*part) for part in parts]
+        total = {name: g + jnp.concatenate([e[name] for e in extras], axis=-1) for name, g in total.items()}
+        sizes = [self.hidden_size] * len(filters)
+        split = {name: jnp.split(g, list(itertools.accumulate(sizes)), axis=-1) for name, g in total.items()}
+        if cols is not None:
+            end["a"] = {name: pieces[-1] for name, pieces in split.items()}
+        return grads, end, tuple({name: split[name][k] for name in total} for k in range(len(filters)))
+
+    def carried_adaptation(self, traces: Params, lam, summed: bool):
+        """The carried adaptation vectors' part of the window's sums (``None``: a neuron without them)."""
+        return None
 
     def window_lambda(self, zeros: jax.Array):
         """The adaptation's backward state at the window's end (none; ALIF's ``lambda``)."""
