@@ -556,8 +556,10 @@ class SpikingCell(Cell):
                 for name, row in self.presynaptic_rows(carries, xs).items()}
         if summed:
             return self.summed_outer_rows(rows, P)
-        return {name: jnp.einsum("t...i,t...j->...ij" if len(self.param_shapes()[name]) == 2 else "t...,t...j->...j",
-                                 row, P) for name, row in rows.items()}
+        # each example's (i x T) @ (T x j): a batched product (on a CPU, XLA's einsum over the same axes is slower)
+        return {name: jnp.matmul(jnp.moveaxis(row, 0, -1), jnp.moveaxis(P, 0, -2))
+                if len(self.param_shapes()[name]) == 2 else jnp.sum(row[..., None] * P, axis=0)
+                for name, row in rows.items()}
 
     # -- the membrane's traces, shared (derivation: docs/spiking.md, "Resets") ------------------------------
     # Per parameter ``ed = dd/dtheta`` (the membrane the spike reads); per neuron, from the last step, ``psi``,
