@@ -40,8 +40,13 @@ rows in one matrix product per parameter (docs/spiking.md, "e-prop over a window
 backward state handed from chunk to chunk: memory is a chunk's carries, whatever the window's length (the whole
 window at once, keeping every step's carries, was slower than ``bptt`` at the paper's scale; in chunks it is faster:
 docs/performance.md, "e-prop over a window"). The gradient is the online rule's
-exactly where the window's traces start at zero (tested against it); a window that starts inside an episode starts
-from zero traces here, as ``bptt`` over windows starts from a zero adjoint (online e-prop would carry them on).
+exactly where the window's traces start at zero (tested against it); named as a method (``sequence_grad``), a window
+that starts inside an episode starts from zero traces, as ``bptt`` over windows starts from a zero adjoint. Online
+``eprop`` carries its traces on: ``carried_grad`` takes the traces before the window (the per-step rule's), adds
+their boundary term (what they owe the window's contractions, from the backward state at its first step) and returns
+the traces after it, each a backward scan of a unit credit at the window's last step (the cells'
+``eprop_window_traces`` and ``eprop_window_carried``; docs/spiking.md, "The window's boundary term"): the per-step
+rule's gradient and traces for any window (tested against it), which the trainer's ``CarriedWindow`` uses.
 """
 
 from __future__ import annotations
@@ -62,10 +67,10 @@ from rtrl.structure import unread_as_none
 
 class EProp(SnAp):
     """The cell's own e-prop where it has one (``BellecEProp``), else SnAp-1's sparse traces carried by the diagonal
-    of the recurrence Jacobian only. ``window`` (default on): where the trainer's every window starts with an
-    episode and the model has e-prop over a window (``WindowEProp``), the trainer computes each window's gradient
-    as ``EPropWindow`` does, the same gradient without per-step traces (``rtrl.training.windows.window_for``);
-    ``window=False`` keeps the per-step traces there too."""
+    of the recurrence Jacobian only. ``window`` (default on): where the model has e-prop over a window
+    (``WindowEProp``) and an update closes more than one step, the trainer computes each window's gradient as
+    ``EPropWindow`` does, the same gradient without per-step traces, from the traces carried in where the window
+    starts inside an episode (``rtrl.training.windows.window_for``); ``window=False`` keeps the per-step traces."""
 
     n: int = dataclasses.field(default=1, init=False, repr=False)
     window: bool = True
