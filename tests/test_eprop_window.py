@@ -29,7 +29,7 @@ from rtrl.training.model import Filtered, Readout, ReadoutModel
 from rtrl.training.tasks.base import Episodes
 from rtrl.training.tasks.evidence_poisson import EvidencePoisson
 from rtrl.training.trainer import Trainer
-from rtrl.training.windows import SequenceWindow, TraceWindow
+from rtrl.training.windows import CarriedWindow, SequenceWindow, TraceWindow
 
 jax.config.update("jax_enable_x64", True)
 
@@ -216,15 +216,18 @@ def test_a_trainer_with_the_window_trains_as_online_eprop(method):
     assert relative(states[1].params, states[0].params) <= 1e-9, relative(states[1].params, states[0].params)
 
 
-def test_plain_eprop_takes_the_window_only_where_every_window_starts_an_episode():
-    """``eprop`` keeps its per-step traces where a window can start inside an episode (an update more often than an
-    episode, or not at a multiple of its length; staggered streams), where asked (``window=False``), where the traces
-    are rounded (``trace_dtype``) and on a cell without e-prop over a window."""
+def test_plain_eprop_takes_the_window_but_for_a_window_of_one_step():
+    """``eprop`` takes the window where every window starts an episode (``SequenceWindow``) and where a window can
+    start inside one (an update more often than an episode, or not at a multiple of its length; staggered streams:
+    ``CarriedWindow``, tests/test_eprop_carried.py); it keeps its per-step traces for an update every step, where
+    asked (``window=False``), where the traces are rounded (``trace_dtype``) and on a cell without e-prop over a
+    window."""
     length = SMALL_EVIDENCE.length
-    assert isinstance(trainer_of("eprop", update_every=2 * length).computed_by, EPropWindow)
-    for options in ({"update_every": 1}, {"update_every": length // 2}, {"update_every": 3 * length // 2},
-                    {"stagger": True}):
-        assert isinstance(trainer_of("eprop", **options).window, TraceWindow), options
+    assert isinstance(trainer_of("eprop", update_every=2 * length).window, SequenceWindow)
+    for options in ({"update_every": length // 2}, {"update_every": 3 * length // 2}, {"stagger": True}):
+        trainer = trainer_of("eprop", **options)
+        assert isinstance(trainer.window, CarriedWindow) and isinstance(trainer.computed_by, EPropWindow), options
+    assert isinstance(trainer_of("eprop", update_every=1).window, TraceWindow)
     assert isinstance(trainer_of(EProp(window=False)).window, TraceWindow)
     assert isinstance(trainer_of(EProp(trace_dtype="bfloat16")).window, TraceWindow)
     elman = Trainer(SMALL_EVIDENCE, rtrl.cells.Elman(SMALL_EVIDENCE.input_size, 4), "eprop", batch=2,

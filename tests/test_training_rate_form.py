@@ -156,11 +156,13 @@ def detached_lif_step(cell):
     return step
 
 
-@pytest.mark.parametrize("window", [True, False], ids=["over-the-window", "per-step-traces"])
-def test_eprop_gives_the_batch_forms_gradient_of_the_detached_neurons(window):
-    """Without recurrent weights, e-prop (over the window, or online with per-step traces) with the batch form is the
-    exact gradient of the same neurons with the reset detached."""
-    grads, params, data = trainer_grads(PLAIN_LIF, EProp(window=window), T)
+@pytest.mark.parametrize(("window", "k"), [(True, T), (False, T), (True, 3)],
+                         ids=["over-the-window", "per-step-traces", "windows-inside-episodes"])
+def test_eprop_gives_the_batch_forms_gradient_of_the_detached_neurons(window, k):
+    """Without recurrent weights, e-prop (over the window, online with per-step traces, or over windows of 3 steps
+    that start inside episodes, the traces carried from window to window) with the batch form is the exact gradient
+    of the same neurons with the reset detached."""
+    grads, params, data = trainer_grads(PLAIN_LIF, EProp(window=window), k)
     zero = jnp.zeros((B, PLAIN_LIF.hidden_size), jnp.float64)
     reference = oracle_grads(detached_lif_step(PLAIN_LIF), (zero, zero), params, data, "batch")
     assert relative_error(grads, reference) <= EXACT_TOL

@@ -38,7 +38,11 @@ of its members and the cell itself gets them at construction (``rtrl.cells.spiki
   credit, backwards in time (the spiking cells, ``Filtered`` and the trainer's ``ReadoutModel`` around them). It
   returns the gradient and the backward state at the window's first step, which the window before takes as
   ``later`` (so a window may be taken in pieces, last to first). The ``eprop_window`` method
-  (``rtrl.methods.eprop.EPropWindow``) uses it.
+  (``rtrl.methods.eprop.EPropWindow``) uses it. For a window that starts inside an episode, two more hooks:
+  ``eprop_window_traces(params, carries, new_carries, xs, starts, ends, later=None)``, each example's part of the
+  factorised traces after the window that these steps make (``ends``: the window's last step) and its backward
+  state, and ``eprop_window_carried(params, traces, earlier, traces_earlier, sums)``, the boundary term (what the
+  traces carried in owe the window's gradient) and the traces after the window.
 * ``Spiking``: a cell whose ``h`` is its spikes (0 or 1), fired by ``fire(u)`` with a surrogate derivative
   (``rtrl.cells.LIF``, ``ALIF``, ``SpikingIIR2``); a trainer reports the firing rate of its held-out episodes.
 * ``Layered``: a cell made of recurrent layers (``rtrl.cells.Stack``, ``rtrl.cells.Network``), which
@@ -159,3 +163,12 @@ class WindowEProp(Protocol):
     def eprop_window(self, params, carries, new_carries, xs, g_carries, starts, later=None) -> Any:
         """``(grads, earlier)``: the window's gradient, laid out like ``params``, summed over its steps and examples,
         and the backward state at its first step (the ``later`` of the window before)."""
+
+    def eprop_window_traces(self, params, carries, new_carries, xs, starts, ends, later=None) -> Any:
+        """``(sums, earlier)``: each example's part of the traces after the window that these steps make, and the
+        backward state at their first step (the ``later`` of the steps before)."""
+
+    def eprop_window_carried(self, params, traces, earlier, traces_earlier, sums) -> Any:
+        """``(grads, traces)``: what the traces carried into the window owe its gradient (from ``eprop_window``'s
+        ``earlier`` at its first step) and the traces after it (``eprop_window_traces``'s ``sums`` and ``earlier``
+        there, with the carried traces' part), in the per-step rule's layout."""

@@ -200,6 +200,32 @@ class ALIF(SpikingCell):
         return {name: g.at[..., cols].add(-jnp.einsum(spec[name], traces["a"][name], drop))
                 for name, g in grads.items()}
 
+    def adapting_columns(self):
+        """``adapting`` where some neuron adapts (the columns of ``eps_a``), else ``None``."""
+        return self.adapting() if self.adapting_count() else None
+
+    def carried_adaptation(self, traces: Params, lam: jax.Array, summed: bool):
+        """``eps_a0 (x) (rho - psi0 beta) lambda`` on the adapting columns (``None`` where no neuron adapts), summed
+        over the examples or each example's: the carried ``eps_a0`` reaches the window through ``eps_a^(t0) = (rho -
+        psi0 beta) eps_a0 + psi0 zbar0`` (the second term is ``SpikingCell.start_column``'s)."""
+        if not self.adapting_count():
+            return None
+        cols, psi = self.adapting(), traces["psi"]
+        weight = ((self.values("adaptation_decay", psi) - psi * self.beta(psi)) * lam)[..., cols]
+        shapes = self.param_shapes()
+        if summed:
+            return {name: jnp.einsum("...ik,...k->ik" if len(shapes[name]) == 2 else "...k,...k->k", ea, weight)
+                    for name, ea in traces["a"].items()}
+        return {name: ea * (jnp.expand_dims(weight, -2) if len(shapes[name]) == 2 else weight)
+                for name, ea in traces["a"].items()}
+
+    def start_adaptation(self, grads: Params, traces: Params, lam: jax.Array) -> Params:
+        """``- carried_adaptation`` laid on all the columns."""
+        carried = self.carried_adaptation(traces, lam, summed=True)
+        if carried is None:
+            return grads
+        return {name: g - self.on_columns(carried[name], self.adapting()) for name, g in grads.items()}
+
     def window_threshold(self, new_carries: Params):
         """``threshold + beta a'``."""
         a = new_carries["a"]

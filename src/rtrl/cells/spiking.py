@@ -29,6 +29,7 @@ structure from the step and picks ``rtrl``.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import numbers
 from collections.abc import Callable
@@ -192,7 +193,8 @@ class SpikingCell(Cell):
         if self.eprop_factorises and hasattr(self, "factored_eprop_init"):  # rtrl.capabilities.FactoredEProp
             for name in ("init", "update", "contract", "output"):
                 object.__setattr__(self, "eprop_factored_" + name, getattr(self, "factored_eprop_" + name))
-            object.__setattr__(self, "eprop_window", self.factored_eprop_window)  # rtrl.capabilities.WindowEProp
+            for name in ("window", "window_traces", "window_carried"):  # rtrl.capabilities.WindowEProp
+                object.__setattr__(self, "eprop_" + name, getattr(self, "factored_eprop_" + name))
 
     # -- shared pieces of the step ----------------------------------------------------------------------
     def values_at(self, name: str, k: int) -> float:
@@ -347,35 +349,185 @@ class SpikingCell(Cell):
         ``(T, *batch)``: ``carries`` the carry each step starts from, ``new_carries`` the one it makes, ``g_carries``
         the credit on that), the traces zero at the window's start and where ``starts``, and the backward state at
         its first step (``P``, ``lambda``, the filtered credits), which a window just before this one takes as its
-        ``later`` (``None``: zero, the last window). ``filters``: credits on states that low-pass filter the spikes,
-        ``(g, decay, weight)`` for ``o' = decay o + weight s'`` (a readout's: ``Filtered``), whose eligibility traces
-        are the spikes' filtered alike: their credit joins the spikes' filtered backwards, ``c^t = g_s^t + sum weight
-        G^t``, ``G^t = g^t + decay G^(t+1)``, in the same backward scan."""
+        ``later`` (``None``: zero, the last window) and ``window_start`` contracts with the traces
+        carried into the window. ``filters``: credits on states that low-pass filter the spikes, ``(g, decay,
+        weight)`` for ``o' = decay o + weight s'`` (a readout's: ``Filtered``), whose eligibility traces are the
+        spikes' filtered alike: their credit joins the spikes' filtered backwards, ``c^t = g_s^t + sum weight G^t``,
+        ``G^t = g^t + decay G^(t+1)``, in the same backward scan."""
         if g_carries.get("a") is not None:
             raise ValueError("e-prop over a window takes credits on the membrane and the spikes only (as "
                              "eprop_factored_contract); a credit on the adaptation needs eprop_contract")
-        filters = tuple(f for f in filters if f[0] is not None)
+        like = new_carries["v"]
+        credits = {"s": credit(g_carries["s"], like), "v": credit(g_carries["v"], like),
+                   "filters": tuple(credit(g, like) for g, _, _ in filters)}
+        earlier, P = self.window_scan(params, carries, new_carries, credits, starts, later,
+                                      tuple((decay, weight) for _, decay, weight in filters))
+        return self.window_rows(carries, xs, P), earlier
+
+    def window_scan(self, params: Params, carries: Params, new_carries: Params, credits: Params, starts: jax.Array,
+                    later, filters):
+        """``(earlier, P)``: ``factored_eprop_window``'s backward scan of the credits ``{"s", "v", "filters"}`` (and
+        ``"a"``, a credit on the adaptation's eligibility vector itself, contracted as ``+ eps_a^t g_a^t``:
+        ``factored_eprop_window_traces``), each laid out as ``new_carries["v"]``; ``filters``: each filtered credit's
+        ``(decay, weight)``."""
         like = new_carries["v"]
         leak = self.leak_of(params, like)
         steps = {"new": {k: new_carries[k] for k in ("v", "a") if k in new_carries},
-                 "r": carries["r"] if self.refractory else None, "g_s": g_carries["s"], "g_v": g_carries["v"],
-                 "filters": tuple(g for g, _, _ in filters), "keep": 1 - starts.astype(like.dtype)[..., None]}
+                 "r": carries["r"] if self.refractory else None, "credits": credits,
+                 "keep": 1 - starts.astype(like.dtype)[..., None]}
 
         def back(later, step):  # P^(t+1), lambda^(t+1), G^(t+1): zero where step t+1 starts an episode
             P, lam, G = later
+            g = step["credits"]
             psi = self.window_psi({"r": step["r"]}, step["new"])
-            G = tuple(g + decay * f for g, f, (_, decay, _) in zip(step["filters"], G, filters, strict=True))
-            c = credit(step["g_s"], psi) + sum(weight * f for f, (_, _, weight) in zip(G, filters, strict=True))
+            G = tuple(g_f + decay * f for g_f, f, (decay, _) in zip(g["filters"], G, filters, strict=True))
+            c = g["s"] + sum(weight * f for f, (_, weight) in zip(G, filters, strict=True))
             lam, drop = self.window_adaptation(lam, c * psi, psi)
-            P = credit(step["g_v"], psi) + c * psi - drop + leak * P
+            if "a" in g:
+                lam = lam - g["a"]
+            P = g["v"] + c * psi - drop + leak * P
             keep = step["keep"]
             return jax.tree.map(lambda a: a * keep, (P, lam, G)), P
 
         if later is None:
             zeros = jnp.zeros_like(like[0])
             later = (zeros, self.window_lambda(zeros), tuple(zeros for _ in filters))
-        earlier, P = jax.lax.scan(back, later, steps, reverse=True)
-        return self.window_rows(carries, xs, P), earlier
+        return jax.lax.scan(back, later, steps, reverse=True)
+
+    # -- a window that starts inside an episode (docs/spiking.md, "The window's boundary term") ---------------------
+    # The traces carried into a window, ``zbar0, psi0`` (ALIF: ``eps_a0``; a readout's filtered traces ``F0``),
+    # reach its contractions only through the backward state at its first step (``P, lambda, G``), as
+    # ``zbar0 (x) (leak P - psi0 lambda) - eps_a0 (x) (rho - psi0 beta) lambda + sum decay G F0``; the traces at the
+    # window's end are such sums too, each of a unit credit at the window's last step.
+    def window_start(self, params: Params, traces: Params, earlier) -> Params:
+        """What the contractions over a window owe to the traces carried into it (``traces``, the factorised layout
+        with leading batch axes; ``earlier`` the backward state ``factored_eprop_window`` returned for the window's
+        first step), filtered states aside (``Filtered``), summed over the examples."""
+        column = self.start_column(params, traces, earlier)
+        return self.start_adaptation(self.rows_outer(traces["z"], column, summed=True), traces, earlier[1])
+
+    def start_column(self, params: Params, traces: Params, earlier) -> jax.Array:
+        """``leak P - psi0 lambda`` at the window's first step: what ``zbar0`` meets (``eps_a^(t0) = (rho - psi0 beta)
+        eps_a0 + psi0 zbar0``)."""
+        P, lam, _ = earlier
+        column = self.leak_of(params, P) * P
+        return column if isinstance(lam, tuple) else column - traces["psi"] * lam
+
+    def start_adaptation(self, grads: Params, traces: Params, lam) -> Params:
+        """``window_start``'s part of the carried adaptation vectors (none for a neuron without one)."""
+        return grads
+
+    def rows_outer(self, rows: Params, column: jax.Array, summed: bool) -> Params:
+        """``row (x) column`` of every example, summed over them (``summed_outer_rows``) or each its own."""
+        if summed:
+            return self.summed_outer_rows(rows, column)
+        return {name: jnp.einsum("...i,...j->...ij" if len(self.param_shapes()[name]) == 2 else "...,...j->...j",
+                                 row, column) for name, row in rows.items()}
+
+    def factored_eprop_window_traces(self, params: Params, carries: Params, new_carries: Params, xs: jax.Array,
+                                     starts: jax.Array, ends: jax.Array, later=None):
+        """``(sums, earlier)`` of ``window_traces`` without a filtered trace (``rtrl.capabilities.WindowEProp``)."""
+        return self.window_traces(params, carries, new_carries, xs, starts, ends, later)
+
+    def factored_eprop_window_carried(self, params: Params, traces: Params, earlier, traces_earlier, sums: Params):
+        """``(grads, traces)`` of ``window_carried`` without a filtered trace (``rtrl.capabilities.WindowEProp``)."""
+        grads, end, _ = self.window_carried(params, traces, earlier, traces_earlier, sums)
+        return grads, end
+
+    def window_traces(self, params: Params, carries: Params, new_carries: Params, xs: jax.Array, starts: jax.Array,
+                      ends: jax.Array, later=None, filters=()):
+        """``(sums, earlier)``: each example's part of the factorised traces after a window that these steps make
+        (leading axes ``(T, *batch)`` as ``factored_eprop_window``'s; ``ends`` where the window ends, at its last
+        step), and the backward states at their first step, the ``later`` of the steps before them (``None``: zero).
+        Each trace is a backward scan of a unit credit where the window ends: the rows filtered by the leak (``z``),
+        the adaptation's vectors (``a``, a credit on ``eps_a`` itself) and, ``filters`` the ``(decay, weight)`` of a
+        readout's filtered eligibility traces ``F' = decay F + weight e'`` (``Filtered``), theirs (a credit on the
+        filtered state); their columns in one matrix product per parameter and example. ``window_carried`` adds what
+        the traces carried into the window owe."""
+        zeros = jnp.zeros_like(new_carries["v"])
+        unit = jnp.broadcast_to(ends.astype(zeros.dtype)[..., None], zeros.shape)
+        credits = {"z": {"v": unit}, **({"a": {"a": unit}} if self.adapting_columns() is not None else {}),
+                   **{f"filter{k}": {"filters": tuple(unit if i == k else zeros for i in range(len(filters)))}
+                      for k in range(len(filters))}}
+        base = {"s": zeros, "v": zeros, "filters": tuple(zeros for _ in filters),
+                **({"a": zeros} if "a" in credits else {})}
+        names = sorted(credits)  # one backward scan for all: the credits stacked on a leading axis
+
+        def stacked(trees):
+            return jax.tree.map(lambda *a: jnp.stack(a), *trees)
+
+        def scan(c, later):
+            return self.window_scan(params, carries, new_carries, c, starts, later, filters)
+
+        credits = stacked([{**base, **credits[name]} for name in names])
+        if later is None:
+            scanned = jax.vmap(lambda c: scan(c, None))(credits)
+        else:
+            scanned = jax.vmap(scan)(credits, stacked([later[name] for name in names]))
+        scans = {name: jax.tree.map(lambda a, i=i: a[i], scanned) for i, name in enumerate(names)}
+        cols = self.adapting_columns()
+        columns = [scans[f"filter{k}"][1] for k in range(len(filters))]
+        columns += [scans["a"][1][..., cols]] if "a" in scans else []
+        sums = {"z": self.filtered_end(carries, xs, scans["z"][1][..., 0]),
+                "psi": jnp.sum(unit * self.window_psi(carries, new_carries), axis=0)}
+        if columns:  # the filtered traces' and the adaptation's columns, one product (window_carried splits it)
+            sums["columns"] = self.window_rows(carries, xs, jnp.concatenate(columns, axis=-1), summed=False)
+        return sums, {name: scan[0] for name, scan in scans.items()}
+
+    def filtered_end(self, carries: Params, xs: jax.Array, P: jax.Array) -> Params:
+        """``sum_t rows^t P^t`` of each example, ``P`` ``(T, *batch)``: the rows filtered by the leak."""
+        return {name: jnp.einsum("t...i,t...->...i", row, P) if jnp.ndim(row) else jnp.sum(P, axis=0) * row
+                for name, row in self.presynaptic_rows(carries, xs).items()}
+
+    def adapting_columns(self):
+        """The columns of the adaptation's eligibility vectors (none for a neuron without them)."""
+        return None
+
+    def window_carried(self, params: Params, traces: Params, earlier, traces_earlier, sums: Params, filters=()):
+        """``(grads, traces, filtered)``: what the window's contractions owe to the traces carried into it,
+        ``traces`` (``window_start``, from the gradient's backward state ``earlier`` at the window's first step), and
+        the traces after the window, ``window_traces``'s ``sums`` (over the window, from its backward states
+        ``traces_earlier`` at the first step) with the carried traces' part, all columns at once; ``filters``:
+        ``(decay, weight, F0)`` of each filtered trace carried in, ``filtered`` theirs after the window."""
+        grads = self.window_start(params, traces, earlier)
+        P = traces_earlier["z"][0][..., 0]
+        carried = self.leak_of(params, P) * P
+        end = {"z": {name: z + (jnp.expand_dims(carried, -1) if jnp.ndim(z) > jnp.ndim(carried) else carried)
+                     * traces["z"][name] for name, z in sums["z"].items()},
+               "psi": sums["psi"]}
+        cols = self.adapting_columns()
+        if cols is None:
+            if "a" in traces:  # no neuron adapts: nothing to carry
+                end["a"] = traces["a"]
+            if not filters:
+                return grads, end, ()
+        # each trace's columns as window_traces lays them: the filtered traces' (all neurons), the adaptation's
+        parts = [(traces_earlier[f"filter{k}"], slice(None), (decay, k, F0))
+                 for k, (decay, _, F0) in enumerate(filters)]
+        parts += [(traces_earlier["a"], cols, None)] if cols is not None else []
+        column = jnp.concatenate([self.start_column(params, traces, state)[..., c] for state, c, _ in parts], axis=-1)
+        total = jax.tree.map(jnp.add, sums["columns"], self.rows_outer(traces["z"], column, summed=False))
+
+        def extra(state, c, filtered):  # the carried eps_a0's part, and decay G^(t0) F0 of a filtered trace
+            adapted = None if cols is None else self.carried_adaptation(traces, state[1], summed=False)
+            if filtered is None:
+                return {name: -adapted[name] for name in total}
+            decay, k, F0 = filtered
+            G = state[2][k]
+            return {name: decay * F0[name] * (jnp.expand_dims(G, -2) if jnp.ndim(F0[name]) > jnp.ndim(G) else G)
+                    - (0 if adapted is None else self.on_columns(adapted[name], cols)) for name in total}
+
+        extras = [extra(*part) for part in parts]
+        total = {name: g + jnp.concatenate([e[name] for e in extras], axis=-1) for name, g in total.items()}
+        sizes = [self.hidden_size] * len(filters)
+        split = {name: jnp.split(g, list(itertools.accumulate(sizes)), axis=-1) for name, g in total.items()}
+        if cols is not None:
+            end["a"] = {name: pieces[-1] for name, pieces in split.items()}
+        return grads, end, tuple({name: split[name][k] for name in total} for k in range(len(filters)))
+
+    def carried_adaptation(self, traces: Params, lam, summed: bool):
+        """The carried adaptation vectors' part of the window's sums (``None``: a neuron without them)."""
+        return None
 
     def window_lambda(self, zeros: jax.Array):
         """The adaptation's backward state at the window's end (none; ALIF's ``lambda``)."""
@@ -396,12 +548,18 @@ class SpikingCell(Cell):
         """The threshold the step's spikes were fired against, from its new carry (each cell's)."""
         raise NotImplementedError
 
-    def window_rows(self, carries: Params, xs: jax.Array, P: jax.Array) -> Params:
+    def window_rows(self, carries: Params, xs: jax.Array, P: jax.Array, summed: bool = True) -> Params:
         """``sum_t rows^t (x) P^t`` over the window's steps and examples (leading axes ``(T, *batch)`` of
-        ``carries``, the carry each step starts from, ``xs`` and ``P``): one matrix product per parameter."""
-        rows = self.presynaptic_rows(carries, xs)
-        return self.summed_outer_rows({name: jnp.broadcast_to(row, P.shape[:-1]) if jnp.ndim(row) == 0 else row
-                                       for name, row in rows.items()}, P)
+        ``carries``, the carry each step starts from, ``xs`` and ``P``), or over its steps only, each example's
+        (``summed=False``): one matrix product per parameter (and example)."""
+        rows = {name: jnp.broadcast_to(row, P.shape[:-1]) if jnp.ndim(row) == 0 else row
+                for name, row in self.presynaptic_rows(carries, xs).items()}
+        if summed:
+            return self.summed_outer_rows(rows, P)
+        # each example's (i x T) @ (T x j): a batched product (on a CPU, XLA's einsum over the same axes is slower)
+        return {name: jnp.matmul(jnp.moveaxis(row, 0, -1), jnp.moveaxis(P, 0, -2))
+                if len(self.param_shapes()[name]) == 2 else jnp.sum(row[..., None] * P, axis=0)
+                for name, row in rows.items()}
 
     # -- the membrane's traces, shared (derivation: docs/spiking.md, "Resets") ------------------------------
     # Per parameter ``ed = dd/dtheta`` (the membrane the spike reads); per neuron, from the last step, ``psi``,

@@ -40,8 +40,13 @@ rows in one matrix product per parameter (docs/spiking.md, "e-prop over a window
 backward state handed from chunk to chunk: memory is a chunk's carries, whatever the window's length (the whole
 window at once, keeping every step's carries, was slower than ``bptt`` at the paper's scale; in chunks it is faster:
 docs/performance.md, "e-prop over a window"). The gradient is the online rule's
-exactly where the window's traces start at zero (tested against it); a window that starts inside an episode starts
-from zero traces here, as ``bptt`` over windows starts from a zero adjoint (online e-prop would carry them on).
+exactly where the window's traces start at zero (tested against it); named as a method (``sequence_grad``), a window
+that starts inside an episode starts from zero traces, as ``bptt`` over windows starts from a zero adjoint. Online
+``eprop`` carries its traces on: ``carried_grad`` takes the traces before the window (the per-step rule's), adds
+their boundary term (what they owe the window's contractions, from the backward state at its first step) and returns
+the traces after it, each a backward scan of a unit credit at the window's last step (the cells'
+``eprop_window_traces`` and ``eprop_window_carried``; docs/spiking.md, "The window's boundary term"): the per-step
+rule's gradient and traces for any window (tested against it), which the trainer's ``CarriedWindow`` uses.
 """
 
 from __future__ import annotations
@@ -62,10 +67,10 @@ from rtrl.structure import unread_as_none
 
 class EProp(SnAp):
     """The cell's own e-prop where it has one (``BellecEProp``), else SnAp-1's sparse traces carried by the diagonal
-    of the recurrence Jacobian only. ``window`` (default on): where the trainer's every window starts with an
-    episode and the model has e-prop over a window (``WindowEProp``), the trainer computes each window's gradient
-    as ``EPropWindow`` does, the same gradient without per-step traces (``rtrl.training.windows.window_for``);
-    ``window=False`` keeps the per-step traces there too."""
+    of the recurrence Jacobian only. ``window`` (default on): where the model has e-prop over a window
+    (``WindowEProp``) and an update closes more than one step, the trainer computes each window's gradient as
+    ``EPropWindow`` does, the same gradient without per-step traces, from the traces carried in where the window
+    starts inside an episode (``rtrl.training.windows.window_for``); ``window=False`` keeps the per-step traces."""
 
     n: int = dataclasses.field(default=1, init=False, repr=False)
     window: bool = True
@@ -127,48 +132,76 @@ class EPropWindow(SequenceMethod):
                              f"value, or a readout around one), and {cell.name} has none; use 'eprop'")
 
     def sequence_grad(self, cell, params, xs, targets, loss_fn, carry):
+        return self.carried_grad(cell, params, xs, targets, loss_fn, carry)[:2]
+
+    def carried_grad(self, cell, params, xs, targets, loss_fn, carry, traces=None, report=None):
+        """``(loss, grads, traces, carry, reports)``: ``sequence_grad``'s, from the e-prop traces ``traces`` carried
+        into the window (the per-step rule's factorised traces, each example's; ``None``: zero, and ``None``
+        returned), with the traces and the carry after it, and ``report(h, target)`` of each step (``None``: none),
+        from the outputs the gradient's pass computes. Each chunk also gives its part of the traces after the
+        window (``eprop_window_traces``: a unit credit where the window ends, its backward state handed from chunk
+        to chunk); the traces carried in add theirs, and their part of the window's gradient, at the end
+        (``eprop_window_carried``)."""
         self.check(cell)
         steps = jnp.shape(xs)[0]
         size = min(self.chunk, steps)
         n, rest = divmod(steps, size)
+        carried = traces is not None
+        ends = jnp.zeros(xs.shape[:-1], bool).at[-1].set(True)  # the traces are read after the window's last step
 
         def advance(c, chunk_xs):
             return lax.scan(lambda c, x: (cell.step(params, c, x)[0], None), c, chunk_xs)[0]
 
-        def chunk(start, chunk_xs, chunk_targets, later):
-            """``(loss, grads, earlier)`` of one chunk from the carry ``start``, ``later`` the backward state of the
-            chunk after it (``None``: none, the window's last chunk)."""
+        def chunk(start, chunk_xs, chunk_targets, chunk_ends, later):
+            """``(loss, grads, earlier, sums, reports)`` of one chunk from the carry ``start``, ``later`` the backward
+            states of the chunk after it (``None``: none, the window's last chunk), ``sums`` its part of the traces
+            after the window (``None`` without ``traces``)."""
             _, after = lax.scan(lambda c, x: (cell.step(params, c, x)[0],) * 2, start, chunk_xs)
             before = jax.tree.map(lambda c0, c: jnp.concatenate([c0[None], c[:-1]]), start, after)
 
             def chunk_loss(p, after):
                 hs = jax.vmap(cell.output, in_axes=(None, 0, 0))(p, after, chunk_xs)
-                return jnp.sum(jax.vmap(loss_fn)(hs, chunk_targets))
+                reports = None if report is None else jax.vmap(report)(hs, chunk_targets)
+                return jnp.sum(jax.vmap(loss_fn)(hs, chunk_targets)), reports
 
-            loss, pull = jax.vjp(chunk_loss, params, after)
+            loss, pull, reports = jax.vjp(chunk_loss, params, after, has_aux=True)
             g_params, g_after = pull(jnp.ones_like(loss))
             unread = unread_as_none(lambda c: cell.output(params, c, chunk_xs[0]),
                                     jax.tree.map(lambda a: a[0], g_after))
             g_after = jax.tree.map(lambda read, g: None if read is None else g, unread, g_after,
                                    is_leaf=lambda a: a is None)
-            starts = jnp.zeros(chunk_xs.shape[:-1], bool)  # the window's traces start at zero: no step restarts them
+            starts = jnp.zeros(chunk_xs.shape[:-1], bool)  # no step restarts the traces but a reset (the cell's)
+            later, later_traces = (None, None) if later is None else later
             grads, earlier = cell.eprop_window(params, before, after, chunk_xs, g_after, starts, later)
-            return loss, jax.tree.map(jnp.add, g_params, grads), earlier
+            sums, earlier_traces = (cell.eprop_window_traces(params, before, after, chunk_xs, starts, chunk_ends,
+                                                             later_traces) if carried else (None, None))
+            return loss, jax.tree.map(jnp.add, g_params, grads), (earlier, earlier_traces), sums, reports
 
         def whole(a):  # the first n * size steps as n chunks
             return a[: n * size].reshape((n, size) + a.shape[1:])
 
-        full = (whole(xs), jax.tree.map(whole, targets))
+        full = (whole(xs), jax.tree.map(whole, targets), whole(ends))
         end, firsts = lax.scan(lambda c, chunk_xs: (advance(c, chunk_xs), c), carry, full[0])
+        tail = None
         if rest:  # the last steps, fewer than a chunk
-            loss, grads, later = chunk(end, xs[n * size:], jax.tree.map(lambda a: a[n * size:], targets), None)
+            rest_xs = xs[n * size:]
+            last = chunk(end, rest_xs, jax.tree.map(lambda a: a[n * size:], targets), ends[n * size:], None)
+            end, tail = advance(end, rest_xs), last[4]
         else:
-            shapes = jax.eval_shape(lambda: chunk(carry, full[0][0], jax.tree.map(lambda a: a[0], full[1]), None))
-            loss, grads, later = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
+            shapes = jax.eval_shape(lambda: chunk(carry, *jax.tree.map(lambda a: a[0], full), None))
+            last = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
+        last = (last[0], last[1], last[3], last[2])  # the backward states last in the accumulator
 
         def back(acc, inputs):
-            loss, grads, later = chunk(*inputs, acc[2])
-            return (acc[0] + loss, jax.tree.map(jnp.add, acc[1], grads), later), None
+            loss, grads, later, sums, reports = chunk(*inputs, acc[3])
+            return (acc[0] + loss, *jax.tree.map(jnp.add, (acc[1], acc[2]), (grads, sums)), later), reports
 
-        loss, grads, _ = lax.scan(back, (loss, grads, later), (firsts, *full), reverse=True)[0]
-        return loss, grads
+        (loss, grads, sums, (first, first_traces)), reports = lax.scan(back, last, (firsts, *full), reverse=True)
+        if report is not None:  # each step's, in order
+            reports = jax.tree.map(lambda a: a.reshape((n * size,) + a.shape[2:]), reports)
+            if tail is not None:
+                reports = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), reports, tail)
+        if carried:
+            start, traces = cell.eprop_window_carried(params, traces, first, first_traces, sums)
+            grads = jax.tree.map(jnp.add, grads, start)
+        return loss, grads, traces, end, reports

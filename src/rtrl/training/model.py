@@ -92,7 +92,8 @@ class Filtered(Cell):
                     object.__setattr__(self, "eprop_factored_" + name,
                                        functools.partial(getattr(self, "filtered_eprop_" + name), factored=True))
         if isinstance(self.cell, WindowEProp):
-            object.__setattr__(self, "eprop_window", self.filtered_eprop_window)
+            for name in ("window", "window_traces", "window_carried"):
+                object.__setattr__(self, "eprop_" + name, getattr(self, "filtered_eprop_" + name))
 
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
         return self.cell.param_shapes()
@@ -161,9 +162,31 @@ class Filtered(Cell):
         G_o^(t+1)``, ``G_n^t = g_n^t + G_n^(t+1)`` (cut where step t+1 starts an episode): the cell's window takes
         them as filters of its spikes (``o' = decay o + (1 - decay) s'``, ``n' = n + s'``), in its own backward
         scan (``e`` contracts as a credit on the spikes: ``eprop_output``)."""
-        filters = ((g_carries["o"], self.decay, 1 - self.decay), (g_carries["n"], 1.0, 1.0))
+        filters = tuple((g_carries[k], decay, weight) for k, (decay, weight) in self.filters().items())
         return self.cell.eprop_window(params, carries["cell"], new_carries["cell"], xs, g_carries["cell"], starts,
                                       later, filters=filters)
+
+    def filters(self) -> dict[str, tuple[float, float]]:
+        """``(decay, weight)`` of each state that filters the spikes, ``o' = decay o + weight s'``: ``o`` and ``n``."""
+        return {"o": (self.decay, 1 - self.decay), "n": (1.0, 1.0)}
+
+    def filtered_eprop_window_traces(self, params: Params, carries, new_carries, xs: jax.Array, starts: jax.Array,
+                                     ends: jax.Array, later=None):
+        """``rtrl.capabilities.WindowEProp``: the cell's, its filtered traces ``o`` and ``n`` among them."""
+        return self.cell.window_traces(params, carries["cell"], new_carries["cell"], xs, starts, ends, later,
+                                       filters=tuple(self.filters().values()))
+
+    def filtered_eprop_window_carried(self, params: Params, traces: Params, earlier, traces_earlier, sums: Params):
+        """``rtrl.capabilities.WindowEProp``: the cell's, and what the filtered traces ``F0`` carried into the window
+        (``o`` and ``n``) owe its contractions, ``decay <G^(t0), F0>`` summed over the examples, ``G^(t0)`` the
+        filtered credit at its first step (in ``earlier``)."""
+        filters = tuple((decay, weight, traces[k]) for k, (decay, weight) in self.filters().items())
+        grads, inner, filtered = self.cell.window_carried(params, traces["cell"], earlier, traces_earlier, sums,
+                                                          filters=filters)
+        for (decay, _, F0), G in zip(filters, earlier[2], strict=True):
+            grads = {name: g + decay * jnp.einsum("...ij,...j->ij" if jnp.ndim(g) == 2 else "...j,...j->j",
+                                                   F0[name], G) for name, g in grads.items()}
+        return grads, {"cell": inner, **dict(zip(self.filters(), filtered, strict=True))}
 
 
 class Readout(Frozen):
@@ -265,7 +288,8 @@ class ReadoutModel(Cell):
         super().__post_init__()
         if isinstance(self.cell, WindowEProp) and isinstance(self.cell, HasOutput):
             object.__setattr__(self, "output", self.read_output)
-            object.__setattr__(self, "eprop_window", self.readout_eprop_window)
+            for name in ("window", "window_traces", "window_carried"):
+                object.__setattr__(self, "eprop_" + name, getattr(self, "readout_eprop_" + name))
 
     def initial_carry(self, batch_shape=(), dtype=None):
         return self.cell.initial_carry(batch_shape, dtype)
@@ -282,6 +306,20 @@ class ReadoutModel(Cell):
         grads, earlier = self.cell.eprop_window(params["cell"], zero_where(reset, carries), new_carries,
                                                 xs[..., :-1], g_carries, starts | reset, later)
         return {"cell": grads, "readout": jax.tree.map(jnp.zeros_like, params["readout"])}, earlier
+
+    def readout_eprop_window_traces(self, params: Params, carries, new_carries, xs: jax.Array, starts: jax.Array,
+                                    ends: jax.Array, later=None):
+        """``rtrl.capabilities.WindowEProp``: the cell's, the carries zeroed and the traces cut where the reset flag
+        is set (as ``readout_eprop_window``)."""
+        reset = xs[..., -1] > 0.5
+        return self.cell.eprop_window_traces(params["cell"], zero_where(reset, carries), new_carries, xs[..., :-1],
+                                             starts | reset, ends, later)
+
+    def readout_eprop_window_carried(self, params: Params, traces: Params, earlier, traces_earlier, sums: Params):
+        """``rtrl.capabilities.WindowEProp``: the cell's (an episode's start at the window's first step has cut the
+        backward states already), the readout's part none."""
+        grads, traces = self.cell.eprop_window_carried(params["cell"], traces, earlier, traces_earlier, sums)
+        return {"cell": grads, "readout": jax.tree.map(jnp.zeros_like, params["readout"])}, traces
 
     def step(self, params: Params, carry, x: jax.Array):
         self.check_input(x)

@@ -11,7 +11,8 @@ How a window of k steps becomes a gradient is one of two small objects (``rtrl.t
 (``TraceWindow``: carry and traces run on across updates, k = 1 is fully online RTRL) or a whole-window method
 (``SequenceWindow``: ``bptt``, ``tbptt`` over each window from the carried carry, so the gradient is truncated at
 window boundaries; ``bptt`` with ``k`` = the episode length is full BPTT; ``eprop`` where every window starts with an
-episode, ``EPropWindow``'s, the same gradient: ``rtrl.training.windows.window_for``).
+episode, ``EPropWindow``'s, the same gradient), or, for ``eprop`` elsewhere (``k > 1``), ``EPropWindow``'s from the
+traces carried in (``CarriedWindow``: ``rtrl.training.windows.window_for``).
 
 With ``k > 1`` the two differ by design: traces keep the credit of steps before the window (as RTRL does), BPTT
 windows drop it; where every window starts with an episode they agree exactly (tested).
@@ -49,7 +50,7 @@ from rtrl.online import steps_per_body
 from rtrl.optim import make_optimizer
 from rtrl.training.model import Readout, ReadoutModel, with_reset_flag
 from rtrl.training.tasks import Task, stream_chunk
-from rtrl.training.windows import SequenceWindow, TraceWindow, window_for
+from rtrl.training.windows import CarriedWindow, SequenceWindow, TraceWindow, window_for
 from rtrl.validate import check_cell, describe, same_tree, what
 
 
@@ -120,7 +121,7 @@ class Trainer:
         self.model = ReadoutModel.of(self.learned, task.output_size, self.readout)
         # with stagger an episode starts at another step in each stream; without it, at every multiple of its length
         self.window = window_for(self.method, self.model, self.scored, batch,
-                                 starts_episodes=not stagger and update_every % task.length == 0)
+                                 starts_episodes=not stagger and update_every % task.length == 0, steps=update_every)
         self.offsets = (jnp.arange(batch) * task.length) // batch if stagger else jnp.zeros((batch,), jnp.int32)
         self.eval_size = eval_size
         self.mesh = mesh(devices, batch)
@@ -131,7 +132,7 @@ class Trainer:
     def computed_by(self) -> Method:
         """The method that computes each window's gradient: ``method``, or ``EPropWindow`` where ``window_for`` gave
         online ``eprop`` a window (the same gradient)."""
-        return self.window.method if isinstance(self.window, SequenceWindow) else self.method
+        return self.window.method if isinstance(self.window, SequenceWindow | CarriedWindow) else self.method
 
     @functools.cached_property
     def eval_set(self):
