@@ -169,7 +169,8 @@ class RLConfig(Config):
     head_init: str = option("glorot", f"{readers('head_init')}: the heads' weights at the start: "
                             + "; ".join(f"{k}: {v}" for k, v in HEAD_INITS.items()), one_of(HEAD_INITS), "INIT")
     encoder_blocks: int = option(0, f"{readers('encoder_blocks')}: blocks before the torso, each a linear layer of "
-                                 "--encoder-width units (sparse initialisation 0.9), a LayerNorm without parameters "
+                                 "--encoder-width units (sparse initialisation: nine in ten weights zero), a LayerNorm "
+                                 "without parameters "
                                  "and a leaky ReLU (Farr et al.'s MuJoCo torso; the cell then reads --encoder-width "
                                  "inputs); their gradient is the step's immediate one, cut where it reaches the "
                                  "torso's state, as in Farr et al.'s code (for exact traces use the cell "

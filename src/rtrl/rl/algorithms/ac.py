@@ -66,8 +66,8 @@ ENTROPY_SIGNS = {
 
 
 # the heads' weights at the start (``--head-init``)
-HEAD_INITS = {"glorot": "the policy's 0.01 Glorot (near the uniform policy), the value's Glorot",
-              "sparse": "both sparse at 0.9, uniform in +-1/sqrt(fan-in) (Farr et al.'s)"}
+HEAD_INITS = {"glorot": "the policy's Glorot times one hundredth (near the uniform policy), the value's Glorot",
+              "sparse": "both sparse (nine in ten weights zero), the rest uniform in +-1/sqrt(fan-in) (Farr et al.'s)"}
 
 
 def check_entropy_sign(entropy_sign: str) -> str:
