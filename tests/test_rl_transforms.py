@@ -292,6 +292,26 @@ def test_split_intentional_steps_the_critic_and_the_actor_apart():
         T.update_rule("adam", lr=0.5, decay=decay, envs=E, critic_lr=0.5)
 
 
+
+@pytest.mark.parametrize("lr, critic_lr", [(0.05, 0.5), (0.5, 0.05)])
+def test_update_rule_gives_lr_to_the_actor_and_critic_lr_to_the_critic(lr, critic_lr):
+    """``update_rule("intentional", lr=..., critic_lr=...)``: the traces, then the critic's intentional step at
+    ``critic_lr`` on the value's gradients and the actor's at ``lr`` (its TD error normalised) on the policy's,
+    every step against the oracles; both orders of two different constants, so neither the rule nor its wiring
+    can swap them. [guards: ``split_intentional(critic_lr, lr, ...)`` in ``update_rule``]"""
+    decay = GAMMA_LAMBDA
+    rule = T.update_rule("intentional", lr=lr, decay=decay, envs=E, critic_lr=critic_lr)
+    state = rule.init(PARAMS)
+    critic = oracle_intentional(DELTAS, 20.0, critic_lr, decay, 0.999, 0.9998, 1e-8, bonus=None)
+    actor = oracle_intentional(DELTAS, 20.0, lr, decay, 0.999, 0.9998, 1e-8, bonus=None, grads=GRADS_PI,
+                               beta_norm=0.9998)
+    for t in range(STEPS):
+        g_v, g_pi = (jax.tree.map(jnp.asarray, g[t]) for g in (GRADS, GRADS_PI))
+        out, state = rule.update(jax.tree.map(jnp.add, g_v, g_pi), state, PARAMS, delta=jnp.asarray(DELTAS[t]),
+                                 cut=jnp.asarray(CUTS[t]), bonus=None, grads=g_v, value_grads=g_v,
+                                 policy_grads=g_pi)
+        assert_close(out, {k: critic[t][0][k] + actor[t][0][k] for k in SHAPES}, f"update at step {t}")
+
 def test_update_rule_names_and_refusals():
     """``update_rule`` builds every named rule; an unknown name and ``every_k > 1`` under a per-environment rule are
     refused with the option named."""
