@@ -273,7 +273,8 @@ class Config(Frozen):
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = sorted(set(data) - set(names))
         if unknown:
-            raise ValueError(f"{where} has unknown options {unknown}; the options are {names}")
+            newer = " (written by a newer rtrl? this one does not know them)" if complete else ""
+            raise ValueError(f"{where} has unknown options {unknown}{newer}; the options are {names}")
         missing = [n for n in names if n not in data and n not in ADDED_KEYS]
         if complete and missing:
             raise ValueError(f"{where} lacks options {missing}: it was not written by `{cls.command}`")
