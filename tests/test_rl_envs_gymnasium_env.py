@@ -233,19 +233,19 @@ def test_an_integer_box_takes_the_nearest_integer_within_its_bounds():
     """A Box of integers in [-2, 3]: the agent's action u is squashed onto the open interval and rounded to the
     nearest integer, so both bounds are reached and 0 is taken for |squashed| <= 0.5 only. By hand: u = 0 squashes
     to the middle, 0.5, taken as 0 (round half to even); u = +-30 to 3 and -2; u = atanh(2 * 1.4 / 5 - 1) to
-    -2 + 1.4 = -0.6, taken as -1. A float Box is untouched. [a cast alone: u = 30 gives 2, 3 is never taken, and
-    -0.6 gives 0]"""
+    -2 + 1.4 = -0.6, taken as -1, and u = atanh(2 * 3.6 / 5 - 1) to 1.6, taken as 2. A float Box is untouched. [a
+    cast alone: u = 30 gives 2, 3 is never taken, and -0.6 gives 0; a floor: 1.6 gives 1]"""
     from gymnasium import spaces
 
     from rtrl.rl.envs.gymnasium_env import to_space
 
     box = spaces.Box(-2, 3, (1,), np.int64)
     bounds = ((-2.0,), (3.0,))
-    u = np.array([[0.0], [30.0], [-30.0], [math.atanh(2 * 1.4 / 5 - 1)]])
+    u = np.array([[0.0], [30.0], [-30.0], [math.atanh(2 * 1.4 / 5 - 1)], [math.atanh(2 * 3.6 / 5 - 1)]])
     taken = to_space(box, bounds, u)
-    assert taken.dtype == np.int64 and taken.ravel().tolist() == [0, 3, -2, -1]
+    assert taken.dtype == np.int64 and taken.ravel().tolist() == [0, 3, -2, -1, 2]
     floats = spaces.Box(-2.0, 3.0, (1,), np.float32)
-    np.testing.assert_allclose(to_space(floats, bounds, u).ravel(), [0.5, 3.0, -2.0, -0.6], rtol=1e-6)
+    np.testing.assert_allclose(to_space(floats, bounds, u).ravel(), [0.5, 3.0, -2.0, -0.6, 1.6], rtol=1e-6)
 
 
 @pytest.mark.parametrize("space, words", [("obs", "observation space Box([], [], (0,), float32), of no entries"),
