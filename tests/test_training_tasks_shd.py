@@ -136,32 +136,6 @@ def test_a_resume_refuses_another_file_under_the_same_name(tmp_path, capsys):
     assert main(["resume", str(run), "--steps", "2", "--quiet"]) == 0
 
 
-def test_evaluation_refuses_another_file_under_the_same_name_as_resume_does(tmp_path, capsys):
-    """``rtrl eval`` and ``load().evaluate()`` of an ``shd`` run whose test file was replaced under its name (the
-    labels changed) are refused naming ``test_path``, as a resume is; the file put back, both score again
-    [``check_data`` not called on evaluation: the run is scored on the other file, exit 0]."""
-    import rtrl
-    from rtrl.cli import main
-    from rtrl.run.folder import RunError
-
-    train = write_shd(tmp_path / "train.h5", TIMES, UNITS, LABELS)
-    test = write_shd(tmp_path / "test.h5", TIMES[2:], UNITS[2:], LABELS[2:])
-    run = tmp_path / "run"
-    assert main(f"train --task shd --task-arg path={train} --task-arg test_path={test} --task-arg step_ms=5 "
-                f"--task-arg duration_ms=20 --task-arg pool=350 --cell elman --hidden 2 --batch 2 --eval-every 1 "
-                f"--eval-size 1 --steps 1 --quiet --out {run}".split()) == 0
-    write_shd(tmp_path / "test.h5", TIMES[2:], UNITS[2:], [5])
-    capsys.readouterr()
-    assert main(["eval", str(run)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.splitlines() == [err] and f"test_path: {test!r} is not the file this run was trained on" in err, err
-    with pytest.raises(RunError, match="test_path: .* is not the file this run was trained on"):
-        rtrl.load(run).evaluate()
-    write_shd(tmp_path / "test.h5", TIMES[2:], UNITS[2:], LABELS[2:])  # the same bytes again
-    assert rtrl.load(run).evaluate()["episodes"] == 1
-    assert main(["eval", str(run)]) == 0
-
-
 def shd_run(tmp_path):
     """A run of one step on a training and a test file: ``(run folder, train file, test file)``."""
     from rtrl.cli import main
@@ -173,6 +147,27 @@ def shd_run(tmp_path):
                 f"--task-arg duration_ms=20 --task-arg pool=350 --cell elman --hidden 2 --batch 2 --eval-every 1 "
                 f"--eval-size 1 --steps 1 --quiet --out {run}".split()) == 0
     return run, train, test
+
+
+def test_evaluation_refuses_another_file_under_the_same_name_as_resume_does(tmp_path, capsys):
+    """``rtrl eval`` and ``load().evaluate()`` of an ``shd`` run whose test file was replaced under its name (the
+    labels changed) are refused naming ``test_path``, as a resume is; the file put back, both score again
+    [``check_data`` not called on evaluation: the run is scored on the other file, exit 0]."""
+    import rtrl
+    from rtrl.cli import main
+    from rtrl.run.folder import RunError
+
+    run, _, test = shd_run(tmp_path)
+    write_shd(tmp_path / "test.h5", TIMES[2:], UNITS[2:], [5])
+    capsys.readouterr()
+    assert main(["eval", str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and f"test_path: {test!r} is not the file this run was trained on" in err, err
+    with pytest.raises(RunError, match="test_path: .* is not the file this run was trained on"):
+        rtrl.load(run).evaluate()
+    write_shd(tmp_path / "test.h5", TIMES[2:], UNITS[2:], LABELS[2:])  # the same bytes again
+    assert rtrl.load(run).evaluate()["episodes"] == 1
+    assert main(["eval", str(run)]) == 0
 
 
 def test_a_changed_file_of_the_same_size_and_time_is_refused(tmp_path, capsys):
