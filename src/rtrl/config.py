@@ -315,3 +315,7 @@ def make(kind: str, registry: dict, name: str, args: dict, exclude=(), positiona
         return registry[name](*positional, **args)
     except TypeError as e:  # e.g. an option of the wrong type deep in a constructor
         raise OptionError(f"{kind} {name!r}: bad options {args}: {e}", f"{kind}_args") from None
+    except OptionError:
+        raise
+    except ValueError as e:  # an option's value the constructor refuses: named as the option it came through
+        raise OptionError(f"{kind} {name!r}: {e}", f"{kind}_args") from None
