@@ -50,7 +50,32 @@ ROWS = [
      "--env-arg gives length twice (length=3 and length=4)"),
     (["inspect", "--cell", "elman", "--cell-arg", "activation=tanh", "--cell-arg", "activation=relu"], nothing,
      "--cell-arg gives activation twice"),
+    # a value the cell's, method's or task's own constructor refuses: named as the option it came through
+    (["train", *TINY, "--cell", "lif", "--method", "eprop_window", "--method-arg", "chunk=0", "--out", "new"], nothing,
+     "argument --method-arg: method 'eprop_window': chunk must be a positive integer, got 0"),
+    (["train", *TINY, "--cell", "alif", "--cell-arg", "lif_neurons=50", "--out", "new"], nothing,
+     "argument --cell-arg: cell 'alif': lif_neurons must be an integer in 0..hidden_size (3), got 50"),
 ]
+
+
+def test_a_value_a_constructor_refuses_is_an_option_error_naming_the_option():
+    """``make``, the one door every task, cell and method is built through: a ``ValueError`` of the constructor
+    becomes an ``OptionError`` of ``KIND_args`` (the command line names ``--KIND-arg``), the kind and name first; an
+    ``OptionError`` of its own passes unchanged. [the ``ValueError`` not caught: a bare "pool must divide" naming
+    no option, as a bad ``chunk`` was]"""
+    from rtrl.config import OptionError, make
+    from rtrl.training.tasks import TASKS
+
+    with pytest.raises(OptionError, match=r"^task 'shd': pool must divide 700") as e:
+        make("task", TASKS, "shd", {"path": "x.h5", "pool": 3})
+    assert e.value.option == "task_args"
+
+    def raises_option_error(**options):
+        raise OptionError("inner", "lr")
+
+    with pytest.raises(OptionError, match="^inner$") as e:
+        make("thing", {"t": raises_option_error}, "t", {})
+    assert e.value.option == "lr"
 
 
 @pytest.mark.parametrize("argv, setup, word", ROWS, ids=[" ".join(a) for a, *_ in ROWS])

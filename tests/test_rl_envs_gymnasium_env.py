@@ -210,3 +210,63 @@ def test_what_an_environment_gives_is_checked_by_hand_checked_cases():
     assert kind_of_default(0.5)[1](1) and not kind_of_default(0.5)[1](math.nan)
     assert kind_of_default(None) is None
     assert issubclass(Stopped, RuntimeError)
+
+
+def test_a_number_past_float32s_range_is_a_fault_not_an_infinity():
+    """The agent reads observations and rewards in float32: a finite reward of 1e39 (or -3.5e38) would arrive as
+    an infinity, the largest float32 (about 3.40282e38) is taken; an observation entry likewise, named with its
+    value. [the check made on float64 only: 1e39 passes and the run trains on inf]"""
+    from gymnasium import spaces
+
+    top = float(np.finfo(np.float32).max)
+    assert checked_reward(top) == top and checked_reward(-top) == -top
+    for bad in (1e39, -3.5e38, np.float64(4e38)):
+        with pytest.raises(Fault, match=r"beyond float32's range"):
+            checked_reward(bad)
+    box = spaces.Box(-np.inf, np.inf, (2,), np.float64)
+    checked_observation(box, np.array([top, -top]), "step")
+    with pytest.raises(Fault, match=r"its reset gave an observation entry -1e\+39, beyond float32's range"):
+        checked_observation(box, np.array([0.0, -1e39]), "reset")
+
+
+def test_an_integer_box_takes_the_nearest_integer_within_its_bounds():
+    """A Box of integers in [-2, 3]: the agent's action u is squashed onto the open interval and rounded to the
+    nearest integer, so both bounds are reached and 0 is taken for |squashed| <= 0.5 only. By hand: u = 0 squashes
+    to the middle, 0.5, taken as 0 (round half to even); u = +-30 to 3 and -2; u = atanh(2 * 1.4 / 5 - 1) to
+    -2 + 1.4 = -0.6, taken as -1, and u = atanh(2 * 3.6 / 5 - 1) to 1.6, taken as 2. A float Box is untouched. [a
+    cast alone: u = 30 gives 2, 3 is never taken, and -0.6 gives 0; a floor: 1.6 gives 1]"""
+    from gymnasium import spaces
+
+    from rtrl.rl.envs.gymnasium_env import to_space
+
+    box = spaces.Box(-2, 3, (1,), np.int64)
+    bounds = ((-2.0,), (3.0,))
+    u = np.array([[0.0], [30.0], [-30.0], [math.atanh(2 * 1.4 / 5 - 1)], [math.atanh(2 * 3.6 / 5 - 1)]])
+    taken = to_space(box, bounds, u)
+    assert taken.dtype == np.int64 and taken.ravel().tolist() == [0, 3, -2, -1, 2]
+    floats = spaces.Box(-2.0, 3.0, (1,), np.float32)
+    np.testing.assert_allclose(to_space(floats, bounds, u).ravel(), [0.5, 3.0, -2.0, -0.6, 1.6], rtol=1e-6)
+
+
+@pytest.mark.parametrize("space, words", [("obs", "observation space Box([], [], (0,), float32), of no entries"),
+                                          ("act", "action space Box([], [], (0,), float32), of no entries")])
+def test_a_space_of_no_entries_is_refused_naming_the_environment(here, capsys, space, words):
+    """An observation or a Box action of shape (0,): one line naming the environment and the space, not the
+    network's ``input_size`` or ``num_actions``."""
+    source = ("import gymnasium as gym, numpy as np\nfrom gymnasium import spaces\n"
+              "class Empty(gym.Env):\n"
+              "    def __init__(self, empty='obs'):\n"
+              "        self.observation_space = spaces.Box(-1.0, 1.0, (0 if empty == 'obs' else 2,), np.float32)\n"
+              "        self.action_space = spaces.Box(-1.0, 1.0, (0 if empty == 'act' else 2,), np.float32)\n"
+              "    def reset(self, *, seed=None, options=None):\n"
+              "        return np.zeros(self.observation_space.shape, np.float32), {}\n"
+              "    def step(self, action):\n"
+              "        return np.zeros(self.observation_space.shape, np.float32), 0.0, False, False, {}\n"
+              "if 'Empty-v0' not in gym.registry:\n"
+              "    gym.register('Empty-v0', entry_point=Empty, max_episode_steps=5)\n")
+    (here / "empty_envs_test.py").write_text(source)
+    try:
+        refused(here, capsys, ["--env", "gymnasium:empty_envs_test:Empty-v0", "--env-arg", f"empty={space}"],
+                "gymnasium:empty_envs_test:Empty-v0", words)
+    finally:
+        sys.modules.pop("empty_envs_test", None)

@@ -189,3 +189,17 @@ def test_the_two_masks_of_a_family_split_its_positions_from_its_velocities():
         p, v = keep_of(env_id, "P"), keep_of(env_id, "V")
         assert not set(p) & set(v), env_id
     assert max(keep_of("Ant-v5", "V")) == 26 < 27  # 27..104: contact forces, in neither
+
+
+def test_cartpole_masks_keep_the_simulators_positions_or_velocities(here):
+    """Gymnasium's CartPole through the host vector: -P's observation is (x, theta) and -V's (x dot, theta dot) of
+    the simulator's own state (``unwrapped.state``: x, x dot, theta, theta dot), after a reset and after a step."""
+    for mask, index in (("P", [0, 2]), ("V", [1, 3])):
+        vector = make("gymnasium:CartPole-v1", mask=mask).vector(1)
+        obs = vector.reset([4])[0]
+        state = np.asarray(vector.envs.envs[0].unwrapped.state)
+        np.testing.assert_allclose(obs, state[index], rtol=1e-6)
+        obs = vector.step(np.array([1])).obs[0]
+        state = np.asarray(vector.envs.envs[0].unwrapped.state)
+        np.testing.assert_allclose(obs, state[index], rtol=1e-6)
+        vector.close()

@@ -86,6 +86,22 @@ def host_run(config: RLConfig) -> OnlineActorCritic:
     return OnlineActorCritic(RLAssembly(config, ScriptedHost(), algorithm_of(ActorCritic, config, cell, 3)))
 
 
+def stepped_beside(run, state, oracle):
+    """``(t, state)`` after each of ``STEPS`` single steps of the host run, the oracle stepped beside it on what the
+    scripted vector logged (its first observations before the vector wrappers), and the parameters, traces and
+    carries checked against the oracle's after each step."""
+    obs = np.stack([ScriptedVector.obs(e, 0, 0) for e in range(E)])
+    for t in range(STEPS):
+        state = run.advance(state, 1)
+        actions, out = run.vector.log[-1]
+        oracle.act(obs.astype(np.float64), actions)
+        oracle.observe(out.reward.astype(np.float64), out.done, out.truncated, out.final_obs.astype(np.float64))
+        obs = out.obs
+        assert_close(state.params, oracle.p, f"parameters after step {t}")
+        assert_close(state.traces, jax.tree.map(lambda *z: np.stack(z), *oracle.z), f"traces after step {t}")
+        assert_close(state.memory.carry, oracle.h, f"carries after step {t}")
+        yield t, state
+
 def test_truncation_bootstraps_from_the_last_observation_and_termination_does_not():
     config = RLConfig(**{**BASE, "steps": STEPS, "record_every": STEPS})
     run = host_run(config)
@@ -95,24 +111,15 @@ def test_truncation_bootstraps_from_the_last_observation_and_termination_does_no
     state = state._replace(params=params, opt_state=run.optimizer.init(params))
     start = state
     oracle = Oracle(config, params)
-    obs = np.stack([ScriptedVector.obs(e, 0, 0) for e in range(E)])  # the first, before the vector wrappers
     owed_log, values_log = [], []
-    for t in range(STEPS):
-        state = run.advance(state, 1)
-        actions, out = run.vector.log[-1]
-        oracle.act(obs.astype(np.float64), actions)
-        oracle.observe(out.reward.astype(np.float64), out.done, out.truncated, out.final_obs.astype(np.float64))
-        obs = out.obs
+    for t, now in stepped_beside(run, state, oracle):
         owed_log.append(oracle.pending[3].copy())
         values_log.append(oracle.values.copy())
-        assert_close(state.params, oracle.p, f"parameters after step {t}")
-        assert_close(state.traces, jax.tree.map(lambda *z: np.stack(z), *oracle.z), f"traces after step {t}")
-        assert_close(state.memory.carry, oracle.h, f"carries after step {t}")
         value, reward, done, owed = oracle.pending
-        assert_close((state.pending.value, state.pending.transition.reward, state.pending.transition.final_value),
+        assert_close((now.pending.value, now.pending.transition.reward, now.pending.transition.final_value),
                      (value, reward, owed),
                      f"pending step {t}")
-        assert np.array_equal(state.pending.transition.done, done)
+        assert np.array_equal(now.pending.transition.done, done)
     # the case is the one described: owed where truncated only, and there it is not the next episode's value
     truncated = [(k, e) for k in range(STEPS) for e in range(E) if run.vector.log[k][1].truncated[e]]
     assert truncated == [(2, 1), (3, 0)]

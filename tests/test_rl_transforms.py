@@ -269,6 +269,14 @@ def test_intentional_normalize_delta_divides_the_clipped_error_by_its_running_me
 GRADS_PI = [{k: RNG.normal(size=(E, *s)) for k, s in SHAPES.items()} for _ in range(STEPS)]  # the policy's g_t
 
 
+def split_oracles(actor_eta, critic_eta, decay):
+    """The oracle's rows of the critic's intentional step (the value's gradients, ``GRADS``) and of the actor's
+    (the policy's, ``GRADS_PI``, its TD error normalised), each at its own constant."""
+    critic = oracle_intentional(DELTAS, 20.0, critic_eta, decay, 0.999, 0.9998, 1e-8, bonus=None)
+    actor = oracle_intentional(DELTAS, 20.0, actor_eta, decay, 0.999, 0.9998, 1e-8, bonus=None, grads=GRADS_PI,
+                               beta_norm=0.9998)
+    return critic, actor
+
 def test_split_intentional_steps_the_critic_and_the_actor_apart():
     """Farr et al.'s intentional actor-critic: the value's gradients and the policy's in traces of their own, the
     critic's step at its constant, the actor's at its own with the TD error normalised, the bonus added once; the
@@ -277,9 +285,7 @@ def test_split_intentional_steps_the_critic_and_the_actor_apart():
     decay, actor_eta, critic_eta = GAMMA_LAMBDA, 0.05, 0.5
     rule = T.split_intentional(actor_eta, critic_eta, decay, E)
     state = rule.init(PARAMS)
-    critic = oracle_intentional(DELTAS, 20.0, critic_eta, decay, 0.999, 0.9998, 1e-8, bonus=None)
-    actor = oracle_intentional(DELTAS, 20.0, actor_eta, decay, 0.999, 0.9998, 1e-8, bonus=None, grads=GRADS_PI,
-                               beta_norm=0.9998)
+    critic, actor = split_oracles(actor_eta, critic_eta, decay)
     for t in range(STEPS):
         g_v, g_pi = (jax.tree.map(jnp.asarray, g[t]) for g in (GRADS, GRADS_PI))
         junk = jax.tree.map(lambda a: 1e3 * jnp.ones_like(a), g_v)  # the combined drive: not read
@@ -343,6 +349,23 @@ def test_eligibility_finds_the_one_trace_set_of_every_other_rule():
     state = T.update_rule("sgd", lr=0.1, decay=GAMMA_LAMBDA, envs=E, correction=correction).init(PARAMS)
     assert len(T.eligibility(state)) == 1  # QRC's own traces (of h) are not the eligibility traces
 
+
+@pytest.mark.parametrize("lr, critic_lr", [(0.05, 0.5), (0.5, 0.05)])
+def test_update_rule_gives_lr_to_the_actor_and_critic_lr_to_the_critic(lr, critic_lr):
+    """``update_rule("intentional", lr=..., critic_lr=...)``: the traces, then the critic's intentional step at
+    ``critic_lr`` on the value's gradients and the actor's at ``lr`` (its TD error normalised) on the policy's,
+    every step against the oracles; both orders of two different constants, so neither the rule nor its wiring
+    can swap them. [guards: ``split_intentional(critic_lr, lr, ...)`` in ``update_rule``]"""
+    decay = GAMMA_LAMBDA
+    rule = T.update_rule("intentional", lr=lr, decay=decay, envs=E, critic_lr=critic_lr)
+    state = rule.init(PARAMS)
+    critic, actor = split_oracles(lr, critic_lr, decay)
+    for t in range(STEPS):
+        g_v, g_pi = (jax.tree.map(jnp.asarray, g[t]) for g in (GRADS, GRADS_PI))
+        out, state = rule.update(jax.tree.map(jnp.add, g_v, g_pi), state, PARAMS, delta=jnp.asarray(DELTAS[t]),
+                                 cut=jnp.asarray(CUTS[t]), bonus=None, grads=g_v, value_grads=g_v,
+                                 policy_grads=g_pi)
+        assert_close(out, {k: critic[t][0][k] + actor[t][0][k] for k in SHAPES}, f"update at step {t}")
 
 def test_update_rule_names_and_refusals():
     """``update_rule`` builds every named rule; an unknown name and ``every_k > 1`` under a per-environment rule are

@@ -144,3 +144,41 @@ def test_allow_import_loads_a_run_of_a_users_cell_and_only_within_the_call(tmp_p
             np.testing.assert_array_equal(np.asarray(value), stored[f"['{name}']"])
     with pytest.raises(RunError, match="--allow-import test_cells_lookup:tiny"):
         rtrl.load(run)
+
+
+@pytest.mark.parametrize("kind", ["lif", "rl"])
+def test_a_run_folder_moved_elsewhere_loads_and_evaluates_as_before(runs, tmp_path, kind):
+    """The folder copied to another place and the original taken away while it is read: the same parameters, step
+    and evaluation as from where it was trained (nothing of the folder is read through the path it was made at)."""
+    import shutil
+
+    original = runs / kind
+    here = rtrl.load(original)
+    figures = here.evaluate(episodes=2, seed=1)
+    moved = tmp_path / "elsewhere" / "deeper" / "run"
+    shutil.copytree(original, moved)
+    away = runs / f"{kind}-away"
+    original.rename(away)
+    try:
+        there = rtrl.load(moved)
+        assert there.step == here.step and there.config == here.config
+        for a, b in zip(jax.tree.leaves(there.model_params), jax.tree.leaves(here.model_params), strict=True):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        assert there.evaluate(episodes=2, seed=1) == figures
+        assert not original.exists()
+    finally:
+        away.rename(original)
+
+
+def test_a_config_with_an_option_of_a_newer_rtrl_is_refused_by_name(runs, tmp_path):
+    """A ``config.json`` holding an option this rtrl does not know (as a newer release would write): ``rtrl.load``
+    names the file and the option and says it may be a newer rtrl's, rather than dropping what it cannot read."""
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("config.json", "metrics.jsonl", "checkpoint.npz"):
+        (run / name).write_bytes((runs / "lif" / name).read_bytes())
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**config, "warmup_steps": 10}))
+    with pytest.raises(RunError, match=r"config.json has unknown options \['warmup_steps'\] \(written by a newer "
+                                       r"rtrl\?"):
+        rtrl.load(run)

@@ -136,6 +136,19 @@ def test_a_resume_refuses_another_file_under_the_same_name(tmp_path, capsys):
     assert main(["resume", str(run), "--steps", "2", "--quiet"]) == 0
 
 
+def shd_run(tmp_path):
+    """A run of one step on a training and a test file: ``(run folder, train file, test file)``."""
+    from rtrl.cli import main
+
+    train = write_shd(tmp_path / "train.h5", TIMES, UNITS, LABELS)
+    test = write_shd(tmp_path / "test.h5", TIMES[2:], UNITS[2:], LABELS[2:])
+    run = tmp_path / "run"
+    assert main(f"train --task shd --task-arg path={train} --task-arg test_path={test} --task-arg step_ms=5 "
+                f"--task-arg duration_ms=20 --task-arg pool=350 --cell elman --hidden 2 --batch 2 --eval-every 1 "
+                f"--eval-size 1 --steps 1 --quiet --out {run}".split()) == 0
+    return run, train, test
+
+
 def test_evaluation_refuses_another_file_under_the_same_name_as_resume_does(tmp_path, capsys):
     """``rtrl eval`` and ``load().evaluate()`` of an ``shd`` run whose test file was replaced under its name (the
     labels changed) are refused naming ``test_path``, as a resume is; the file put back, both score again
@@ -144,12 +157,7 @@ def test_evaluation_refuses_another_file_under_the_same_name_as_resume_does(tmp_
     from rtrl.cli import main
     from rtrl.run.folder import RunError
 
-    train = write_shd(tmp_path / "train.h5", TIMES, UNITS, LABELS)
-    test = write_shd(tmp_path / "test.h5", TIMES[2:], UNITS[2:], LABELS[2:])
-    run = tmp_path / "run"
-    assert main(f"train --task shd --task-arg path={train} --task-arg test_path={test} --task-arg step_ms=5 "
-                f"--task-arg duration_ms=20 --task-arg pool=350 --cell elman --hidden 2 --batch 2 --eval-every 1 "
-                f"--eval-size 1 --steps 1 --quiet --out {run}".split()) == 0
+    run, _, test = shd_run(tmp_path)
     write_shd(tmp_path / "test.h5", TIMES[2:], UNITS[2:], [5])
     capsys.readouterr()
     assert main(["eval", str(run)]) == 2
@@ -160,3 +168,69 @@ def test_evaluation_refuses_another_file_under_the_same_name_as_resume_does(tmp_
     write_shd(tmp_path / "test.h5", TIMES[2:], UNITS[2:], LABELS[2:])  # the same bytes again
     assert rtrl.load(run).evaluate()["episodes"] == 1
     assert main(["eval", str(run)]) == 0
+
+
+def test_a_changed_file_of_the_same_size_and_time_is_refused(tmp_path, capsys):
+    """The test file rewritten with one label changed: the same number of bytes, its modification time set back
+    to the old one, so only its contents tell it apart. ``rtrl eval``, ``load().evaluate()`` and ``rtrl resume``
+    each refuse it naming ``test_path``, and nothing in the folder changes [a fingerprint of the size and the
+    time would take it]."""
+    import os
+
+    import rtrl
+    from rtrl.cli import main
+    from rtrl.run.folder import RunError
+
+    run, _, test = shd_run(tmp_path)
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    was = os.stat(test)
+    write_shd(tmp_path / "test.h5", TIMES[2:], UNITS[2:], [5])
+    os.utime(test, ns=(was.st_atime_ns, was.st_mtime_ns))
+    now = os.stat(test)
+    assert (now.st_size, now.st_mtime_ns) == (was.st_size, was.st_mtime_ns)
+    capsys.readouterr()
+    for command in (["eval", str(run)], ["resume", str(run), "--steps", "2", "--quiet"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.splitlines() == [err] and f"test_path: {test!r} is not the file this run was trained on" in err
+    with pytest.raises(RunError, match="test_path: .* is not the file this run was trained on"):
+        rtrl.load(run).evaluate()
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+
+
+def test_a_missing_data_file_is_one_line_naming_it(tmp_path, capsys):
+    """The training file gone: ``rtrl eval``, ``rtrl resume`` and ``rtrl.load`` each name ``path`` and the file, no
+    traceback, nothing in the folder changed; put back, the run evaluates again."""
+    import rtrl
+    from rtrl.cli import main
+    from rtrl.run.folder import RunError
+
+    run, train, _ = shd_run(tmp_path)
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    saved = (tmp_path / "train.h5").read_bytes()
+    (tmp_path / "train.h5").unlink()
+    capsys.readouterr()
+    for command in (["eval", str(run)], ["resume", str(run), "--steps", "2", "--quiet"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.splitlines() == [err] and f"path: no file {train!r}" in err, err
+    with pytest.raises(RunError, match="path: no file"):
+        rtrl.load(run)
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+    (tmp_path / "train.h5").write_bytes(saved)
+    assert rtrl.load(run).evaluate()["episodes"] == 1
+
+
+def test_the_fingerprint_reads_the_whole_file(tmp_path):
+    """``sha256`` of a file of two and a half mebibytes (three of its reads) is the digest of all its bytes, and a
+    change of its last byte alone changes it [the digest of the first read only: both fail]."""
+    import hashlib
+
+    from rtrl.training.tasks.shd import sha256
+
+    data = bytes(range(256)) * (10 * 2**10) + b"x"
+    (tmp_path / "f").write_bytes(data)
+    assert len(data) == 5 * 2**19 + 1
+    assert sha256(str(tmp_path / "f")) == hashlib.sha256(data).hexdigest()
+    (tmp_path / "g").write_bytes(data[:-1] + b"y")
+    assert sha256(str(tmp_path / "g")) != sha256(str(tmp_path / "f"))

@@ -287,7 +287,8 @@ class Config(Frozen):
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = sorted(set(data) - set(names))
         if unknown:
-            raise ValueError(f"{where} has unknown options {unknown}; the options are {names}")
+            newer = " (written by a newer rtrl? this one does not know them)" if complete else ""
+            raise ValueError(f"{where} has unknown options {unknown}{newer}; the options are {names}")
         unused = cls.never_read_options({**defaults(cls), **data})  # what ``stored`` leaves out
         missing = [n for n in names if n not in data and n not in ADDED_KEYS and n not in unused]
         if complete and missing:
@@ -329,3 +330,7 @@ def make(kind: str, registry: dict, name: str, args: dict, exclude=(), positiona
         return registry[name](*positional, **args)
     except TypeError as e:  # e.g. an option of the wrong type deep in a constructor
         raise OptionError(f"{kind} {name!r}: bad options {args}: {e}", f"{kind}_args") from None
+    except OptionError:
+        raise
+    except ValueError as e:  # an option's value the constructor refuses: named as the option it came through
+        raise OptionError(f"{kind} {name!r}: {e}", f"{kind}_args") from None

@@ -229,7 +229,20 @@ def checked_observation(space, obs, what: str):
                     f"space {space}")
     if not np.isfinite(flat).all():
         raise Fault(f"its {what} gave an observation that is not finite ({flat[~np.isfinite(flat)][0]})")
+    if (beyond := past_float32(flat)) is not None:
+        raise Fault(f"its {what} gave an observation entry {beyond!r}, {FLOAT32_RANGE}")
     return obs
+
+
+FLOAT32_RANGE = "beyond float32's range (at most about 3.4e38 in size), which the agent reads"
+
+
+def past_float32(values) -> float | None:
+    """The first of the finite ``values`` that float32 (what the agent reads of an observation or a reward) would
+    make infinite, else ``None``."""
+    values = np.asarray(values, np.float64).ravel()
+    beyond = np.abs(values) > np.finfo(np.float32).max
+    return float(values[beyond][0]) if beyond.any() else None
 
 
 def checked_reward(reward):
@@ -239,6 +252,8 @@ def checked_reward(reward):
         raise Fault(f"its step gave the reward {reward!r}, not a number")
     if not math.isfinite(value):
         raise Fault(f"its step gave the reward {reward}, not a finite number")
+    if past_float32(value) is not None:
+        raise Fault(f"its step gave the reward {value!r}, {FLOAT32_RANGE}")
     return reward
 
 
@@ -394,11 +409,16 @@ class Probe(NamedTuple):
 
 def to_space(space, bounds: tuple | None, actions: np.ndarray, clip: bool = False) -> np.ndarray:
     """The agent's actions ``(E,)`` or ``(E, A)`` as ``space`` takes them: a Discrete space's shifted by its
-    ``start``, a Box's squashed onto ``bounds`` (``clip``: clipped to them) and shaped as the space."""
+    ``start``, a Box's squashed onto ``bounds`` (``clip``: clipped to them) and shaped as the space; a Box of integers
+    takes the nearest integer within its bounds (a cast alone would round toward zero: ``high`` never taken, 0 taken
+    twice as often)."""
     if bounds is None:
         return actions + int(space.start)
     mapped = np.clip(actions, *bounds) if clip else squash(actions, *bounds, xp=np)
-    return mapped.reshape(len(actions), *space.shape).astype(space.dtype)
+    taken = mapped.reshape(len(actions), *space.shape)
+    if np.issubdtype(space.dtype, np.integer):
+        taken = np.rint(taken)  # within the bounds: they are integers, and the squash or the clip stays between them
+    return taken.astype(space.dtype)
 
 
 def clips(name: str, options: tuple, bounds: tuple | None) -> bool:
@@ -472,6 +492,10 @@ def _made(env_id: str, options: tuple) -> Probe:
         else:
             raise ValueError(f"{name} has the action space {actions}; rtrl rl takes a Discrete one (a categorical "
                              "policy) or a Box (a Gaussian policy, --algorithm ac)")
+        for what, space, n in (("observation", env.observation_space, size), ("action", actions, count)):
+            if n == 0:
+                raise ValueError(f"{name} has the {what} space {space}, of no entries: nothing to "
+                                 f"{'read' if what == 'observation' else 'choose'}")
         clip = clips(name, options, bounds)
         first = to_space(actions, bounds, np.zeros((1,) if bounds is None else (1, count), np.int64 if bounds is None
                                                    else np.float32), clip)[0]  # the first action, or the Box's middle
