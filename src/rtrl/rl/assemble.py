@@ -100,10 +100,9 @@ def assemble(config: RLConfig) -> RLAssembly:
         cell = make_cell(cell, dict(config.cell_args), reads, config.hidden)
     elif config.cell_args:
         raise ValueError("cell_args apply to a cell given by name; this one is an object")
-    if cell.input_size != reads:
-        what_it_reads = (f"encoder_width {reads} (it reads the last encoder block)" if config.encoder_blocks
-                         else f"the observation size {reads} of {env.name}")
-        raise ValueError(f"cell input_size must be {what_it_reads}, got {cell.input_size}")
+    # with encoder blocks the algorithm checks the width the cell reads (``rtrl.rl.agent.encoder_sizes``), once
+    if not config.encoder_blocks and cell.input_size != reads:
+        raise ValueError(f"cell input_size must be the observation size {reads} of {env.name}, got {cell.input_size}")
     default = defaults(RLConfig)
     for name in ("init_std", "state_std", "std_map"):  # the Gaussian policy's options
         if env.action_bounds is None and getattr(config, name) != default[name]:
