@@ -32,7 +32,7 @@ from rtrl.methods import TBPTT, Method, resolve
 from rtrl.online import Learner, online, zero_where
 from rtrl.rl.rolling import RollingTBPTT
 
-ENCODER_SPARSITY = 0.9  # the share of zero weights in each unit of an encoder block (Farr et al.'s sparse(0.9))
+SPARSITY = 0.9  # zero weights per unit of a sparse layer, encoder blocks and sparse heads (Farr et al.'s sparse(0.9))
 
 
 def learner_of(cell: Cell, method: str | Method | RollingTBPTT, truncation: int) -> Learner:
@@ -72,7 +72,7 @@ def encoder_params(key: jax.Array, sizes: tuple[int, ...], dtype) -> dict:
     if not sizes:
         return {}
     pairs = zip(sizes[:-1], sizes[1:], strict=True)
-    return {"encoder": [{"W": sparse_init(jax.random.fold_in(key, 16 + i), (d, m), ENCODER_SPARSITY, dtype),
+    return {"encoder": [{"W": sparse_init(jax.random.fold_in(key, 16 + i), (d, m), SPARSITY, dtype),
                          "b": jnp.zeros((m,), dtype)} for i, (d, m) in enumerate(pairs)]}
 
 

@@ -35,7 +35,7 @@ from rtrl.cells.base import Cell, glorot
 from rtrl.cells.encoder import sparse_init
 from rtrl.methods import Method
 from rtrl.rl.agent import (
-    ENCODER_SPARSITY,
+    SPARSITY,
     Torso,
     check_heads,
     encoded,
@@ -147,8 +147,8 @@ class ActorCritic:
         # A small policy head starts near the uniform policy (as PPO's 0.01-scaled one does); ``head_init`` sparse:
         # both heads sparse at 0.9, as Farr et al.'s
         if self.head_init == "sparse":
-            W_policy = sparse_init(k_policy, (width, A), ENCODER_SPARSITY, dtype)
-            W_value = sparse_init(k_value, (width, 1), ENCODER_SPARSITY, dtype)
+            W_policy = sparse_init(k_policy, (width, A), SPARSITY, dtype)
+            W_value = sparse_init(k_value, (width, 1), SPARSITY, dtype)
         else:
             W_policy, W_value = 0.01 * glorot(k_policy, (width, A), dtype), glorot(k_value, (width, 1), dtype)
         return {"torso": self.torso.cell.init(k_torso, dtype),

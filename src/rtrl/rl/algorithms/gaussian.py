@@ -53,7 +53,7 @@ import jax.numpy as jnp
 from rtrl.cells.base import Cell
 from rtrl.cells.encoder import sparse_init
 from rtrl.methods import Method
-from rtrl.rl.agent import ENCODER_SPARSITY, encoded, heads, split_drive
+from rtrl.rl.agent import SPARSITY, encoded, heads, split_drive
 from rtrl.rl.algorithm import learn_on_policy, no_correction
 from rtrl.rl.algorithms import ac
 
@@ -125,7 +125,7 @@ class GaussianActorCritic:
             return {**params, "log_std": log_std}
         W, b = params["policy"]["W"], params["policy"]["b"]
         start = log_std if self.std_map == "exp" else jnp.full_like(log_std, math.log(math.expm1(self.init_std)))
-        spread = (sparse_init(jax.random.fold_in(key, 32), W.shape, ENCODER_SPARSITY, dtype)
+        spread = (sparse_init(jax.random.fold_in(key, 32), W.shape, SPARSITY, dtype)
                   if self.categorical.head_init == "sparse" else jnp.zeros_like(W))
         return {**params, "policy": {"W": jnp.concatenate([W, spread], axis=1),
                                      "b": jnp.concatenate([b, start])}}
