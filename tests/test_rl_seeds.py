@@ -40,9 +40,46 @@ def test_resume_of_several_seeds_is_the_uninterrupted_run():
     assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(resumed), strict=True))
 
 
-def test_several_seeds_need_a_jitted_environment():
-    with pytest.raises(ValueError, match="seeds must be 1 for"):
-        assemble(RLConfig(env="gymnasium:CartPole-v1", seeds=2))
+HOST = dict(env="gymnasium:CartPole-v1", hidden=4, envs=2, steps=30, record_every=15, lam=0.8, dtype="float64",
+            fidelity_every=0, health_every=1)
+
+
+def assert_seeds_are_singles(state, records, singles):
+    """``state`` / ``records`` of a several-seed run hold, seed by seed, the one-seed runs ``singles``."""
+    for i, (single_state, single_records) in enumerate(singles):
+        for a, b in zip(jax.tree.leaves(single_state), jax.tree.leaves(jax.tree.map(lambda x: x[i], state.runs)),
+                        strict=True):
+            if np.issubdtype(np.asarray(a).dtype, np.floating):
+                np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+            else:
+                assert np.array_equal(a, b)
+        for rec, one in zip(records, single_records, strict=True):
+            assert rec["episodes_per_seed"][i] == one["episodes"]
+            mine = rec["return_per_seed"][i]
+            assert mine == one["return"] if one["return"] is None else mine == pytest.approx(one["return"], rel=1e-9)
+
+
+def test_a_host_environment_runs_several_seeds_each_as_its_one_seed_run():
+    """Seeds on a host environment (Gymnasium's CartPole): one vector of S x E environments, the agent's steps under
+    one vmap; every leaf of each seed's state (parameters, traces, observation statistics, the environments' reset
+    seeds through the first observations) is its one-seed run's. [Mutation, killed: every seed's environments reset
+    with the first seed's seeds -> the second seed's observations differ.]"""
+    state, records = train(RLConfig(**HOST, seed=7, seeds=2), quiet=True)
+    assert_seeds_are_singles(state, records, [train(RLConfig(**HOST, seed=s), quiet=True) for s in (7, 8)])
+    assert int(state.step) == 30 and all(r["episodes"] > 0 for r in records)
+
+
+def test_a_host_run_of_several_seeds_resumed_restarts_each_seed_as_its_one_seed_run_does():
+    """A checkpoint of several host seeds, resumed by another run: each seed's environments re-seeded from its own
+    key and every episode begun again, as the one-seed run resumed there. [Mutation, killed: the restart reseeding
+    every seed from the first seed's key.]"""
+    half = {**HOST, "steps": 15}
+    first, _ = train(RLConfig(**half, seed=3, seeds=2), quiet=True)
+    state, records = train(RLConfig(**HOST, seed=3, seeds=2), first, quiet=True)
+    singles = [train(RLConfig(**HOST, seed=s), train(RLConfig(**half, seed=s), quiet=True)[0], quiet=True)
+               for s in (3, 4)]
+    assert_seeds_are_singles(state, records, singles)
+    assert not np.array_equal(state.runs.obs[0], state.runs.obs[1])
 
 
 def test_cli_seeds_write_per_seed_returns_and_resume(tmp_path):

@@ -83,9 +83,6 @@ def assemble(config: RLConfig) -> RLAssembly:
         env = (dataclasses.replace(env, extra_inputs=config.extra_inputs) if host
                else EpisodeStats(ExtraInputs.of(env.env, config.extra_inputs)))
     if getattr(env, "host", False):
-        if config.seeds != 1:
-            raise ValueError(f"seeds must be 1 for {env.name}, a Python environment stepped on the host (several "
-                             f"seeds in one call need a jitted environment), got {config.seeds}")
         if config.devices != 1:
             raise ValueError(f"devices must be 1 for {env.name}, a Python environment stepped on the host, got "
                              f"{config.devices}")

@@ -224,8 +224,8 @@ class RLConfig(Config):
                                  f"{', '.join(a for a, cls in ALGORITHMS.items() if cls.checked == 1)}: of "
                                  "Q(s_t, a_t)'s, as cos_value)", non_negative_int, "M")
     seed: int = option(0, "seed of the parameters, the environments and the actions", random_seed, "SEED")
-    seeds: int = option(1, "seeds run in one call under jax.vmap: SEED, SEED+1, ... (a jitted environment; with "
-                        "--devices, split over the devices); a record's return is their mean, return_per_seed each "
+    seeds: int = option(1, "seeds run in one call under jax.vmap: SEED, SEED+1, ... (with "
+                        "--devices, split over the devices; a host environment's on one device); a record's return is their mean, return_per_seed each "
                         "one's", positive_int, "S")
     dtype: str = option("float32", "float32 or float64", one_of(("float32", "float64")), "DTYPE")
     devices: int = option(1, "devices to split the environments over (--envs a multiple of it), or with --seeds "

@@ -39,8 +39,8 @@ of its own (one line), so their rows are presets, named and run as every other t
   ``grad log pi + 0.01 sign(delta) grad H`` and enters the actor's trace (``--entropy 0.01 --entropy-sign td``);
   ``ClipActionWrapper`` clips actions to the Box (``--env-arg actions=clip``; rtrl's default squashes them by
   ``tanh``: the map is the environment's, the log-probability the Gaussian's either way); observation and reward
-  normalisation, the time input (limit 1000), one environment per seed (``--envs 1``; Gymnasium's MuJoCo is stepped
-  on the host, so seeds run one per call, not under ``vmap``). Left as it differs: their actor and critic are two
+  normalisation, the time input (limit 1000), one environment per seed (``--envs 1``; ``--seeds S`` runs S seeds'
+  agents under one ``vmap``, their environments one host vector). Left as it differs: their actor and critic are two
   networks (each its own blocks and RTU; here one torso with both heads; heads started sparse as theirs,
   ``--head-init sparse``), their actor's step statistics read the entropy term too (here the
   log-policy's gradient alone). The step time (2,000 steps of this preset against ``hopper-p``'s, on this project's

@@ -42,7 +42,9 @@ the outcome to the device. Its environments are not in ``RLState`` but the run's
 two runs of one configuration in a process never step each other's): a state that is not the one this run last
 returned (a checkpoint loaded, another run's) re-seeds them from the state's key (a function of the run's seed and
 the step), and every environment begins a new episode there (no TD error across the cut, the traces and the
-torso's state zeroed). What is compiled (``Program``: pure functions of ``RLState``, no live environment) is shared
+torso's state zeroed). With ``seeds = S > 1`` on a host environment the S seeds' agent steps run under one
+``vmap`` and their environments are one host vector of S x E, each seed's E reset with its one-seed run's seeds.
+What is compiled (``Program``: pure functions of ``RLState``, no live environment) is shared
 by the runs of one configuration (``runner``): another length, record_every, seed or resume point compiles nothing.
 
 ``devices = N`` splits the E environments over N devices (``rtrl.devices``): environment states, torso memory and
@@ -141,8 +143,8 @@ class RLState(NamedTuple):
 
 class Seeds(NamedTuple):
     """``seeds = S`` runs of one configuration, with the seeds ``seed, seed + 1, ..., seed + S - 1``: their states
-    stacked along a leading axis and advanced under one ``jax.vmap`` (a jitted environment only). A checkpoint of it
-    resumes every seed."""
+    stacked along a leading axis and advanced under one ``jax.vmap`` (a host environment's: the agent's steps, the
+    seeds' environments one host vector). A checkpoint of it resumes every seed."""
 
     runs: RLState  # every leaf with leading axis S
     step: jax.Array  # environment steps per environment so far (the same in every seed)
@@ -178,7 +180,7 @@ class Program:
                                                             (config.scale_rewards, scale_rewards(config.gamma)))
                                 if on))
         # jitted like the steps that apply them (XLA's compiled arithmetic can differ from op-by-op in the last bit)
-        self._init_wrappers, self._reset_wrappers = jax.jit(self.wrappers.init), jax.jit(self.wrappers.reset)
+        self._init_wrappers = jax.jit(self.wrappers.init)
         if config.dtype == "float64" and not jax.config.jax_enable_x64:  # JAX would silently run in float32
             raise ValueError("dtype float64 needs JAX's 64-bit mode: jax.config.update('jax_enable_x64', True) "
                              "before anything else (rtrl rl does it)")
@@ -187,10 +189,11 @@ class Program:
         self.mesh = (mesh(config.devices, config.seeds, "seeds", "seeds") if config.seeds > 1
                      else mesh(config.devices, config.envs, "envs", "environments"))
         self.host = getattr(self.env, "host", False)
-        if self.host:
-            self._act_jit = jax.jit(self._act)
-            self._observe_jit = jax.jit(self._observe)
-            self._observe_act = jax.jit(lambda acted, outcome: self._act(self._observe(acted, outcome)))
+        if self.host:  # several seeds: each seed's step under one vmap, their environments one host vector
+            act, observe = (self._act_seeds, self._observe_seeds) if config.seeds > 1 else (self._act, self._observe)
+            self._act_jit, self._observe_jit = jax.jit(act), jax.jit(observe)
+            self._observe_act = jax.jit(lambda acted, outcome: act(observe(acted, outcome)))
+            self._restart = jax.jit(jax.vmap(self.restart) if config.seeds > 1 else self.restart)
         elif config.seeds > 1:
             self._compiled = jax.jit(self._advance_seeds)
             # each device makes its own seeds' states
@@ -220,14 +223,14 @@ class Program:
         """``state`` on this run's devices (one from a checkpoint of any device count); unchanged on one."""
         return state if self.mesh is None else jax.device_put(state, self.sharding)
 
-    def fresh(self, seed: int, envs: int, vector=None) -> RLState:
-        """The state at step 0 of the run with ``seed``; a host environment's first observations are those of
-        ``vector`` (a run's environments), reset with the seed's seeds (``seeds``)."""
+    def fresh(self, seed: int, envs: int, host_obs=None) -> RLState:
+        """The state at step 0 of the run with ``seed``; a host environment's first observations are ``host_obs``
+        (``(E, obs_size)``: the run's environments reset with the seed's ``env_seeds``)."""
         E, dtype = envs, self.dtype
         k_params, k_env, key = jax.random.split(jax.random.PRNGKey(seed), 3)
         params = self.agent.init(k_params, dtype)
         if self.host:
-            obs, env_state = jnp.asarray(vector.reset(self.seeds(k_env))), ()
+            obs, env_state = jnp.asarray(host_obs), ()
         else:
             obs, env_state = jax.vmap(self.env.reset)(jax.random.split(k_env, E))
         zeros = jnp.zeros((E,), dtype)
@@ -241,6 +244,11 @@ class Program:
             key=key, step=jnp.zeros((), jnp.int32),
             tally=Tally(jnp.zeros((), jnp.int32), jnp.zeros((), dtype), jnp.zeros((self.agent.checked,), dtype),
                         jnp.zeros((), jnp.int32), jnp.zeros((len(HEALTH),), dtype), jnp.zeros((), jnp.int32)))
+
+    def env_seeds(self, seed: int) -> list[int]:
+        """The host environments' seeds at the start of the run with ``seed`` (``seeds`` of its environments' key,
+        the key ``fresh`` splits off for them)."""
+        return self.seeds(jax.random.split(jax.random.PRNGKey(seed), 3)[1])
 
     def seeds(self, key: jax.Array) -> list[int]:
         """The host environments' seeds at a (re)start, one per environment, drawn from ``key`` (at the start the
@@ -321,6 +329,25 @@ class Program:
                               pending=Pending(acted.value, transition, jnp.array(True), acted.exploratory),
                               step=state.step + 1, tally=tally)
 
+    def _act_seeds(self, seeds: Seeds) -> Acted:
+        """``_act`` of every seed under one ``vmap``, the step shared (as ``_advance_seeds`` shares it)."""
+        return jax.vmap(lambda run: self._act(run._replace(step=seeds.step)))(seeds.runs)
+
+    def _observe_seeds(self, acted: Acted, outcome: Outcome) -> Seeds:
+        """``_observe`` of every seed (``outcome``'s leaves ``(S, E, ...)``) under one ``vmap``."""
+        runs = jax.vmap(self._observe)(acted, outcome)
+        return Seeds(runs, runs.step[0])
+
+    def restart(self, state: RLState, obs: jax.Array) -> RLState:
+        """``state`` with every environment at the start of an episode whose first observations are ``obs`` (host
+        values): the pending TD step dropped, the torso's state zeroed, the vector wrappers told (the discounted
+        returns restarted) and, at the next step, the traces cut."""
+        obs, wrappers = self.wrappers.reset(state.wrappers, obs.astype(self.dtype))
+        ended = jnp.ones(obs.shape[:1], bool)
+        cut = state.pending.transition._replace(terminated=ended, truncated=jnp.zeros_like(ended))
+        return state._replace(obs=obs, wrappers=wrappers, memory=self.agent.torso.reset(state.memory, ended),
+                              pending=state.pending._replace(transition=cut, valid=jnp.array(False)))
+
     def _one(self, _, state: RLState) -> RLState:
         """A step with a jitted environment (a ``fori_loop`` body; the index unused): the agent's part, the
         environments' step, the bookkeeping."""
@@ -360,7 +387,7 @@ class OnlineActorCritic:
         self.program = Program(assembly) if program is None else program
         self.config = getattr(assembly, "config", assembly)  # this run's: its steps and seed, not the program's
         if self.program.host:
-            self.vector = self.program.env.vector(self.config.envs)
+            self.vector = self.program.env.vector(self.config.seeds * self.config.envs)  # every seed's, in order
             self._live = None  # the obs array of the state this run last returned: its environments are live
         self.timings = dict.fromkeys(TIMINGS, 0.0)  # seconds, summed over host steps since the last record
 
@@ -384,46 +411,51 @@ class OnlineActorCritic:
     def init(self, seed: int) -> RLState | Seeds:
         """The state at step 0 of the run with ``seed``: an ``RLState``, or with ``seeds = S > 1`` the ``Seeds`` of
         ``seed .. seed + S - 1`` (each the ``RLState`` that a one-seed run with that seed starts from)."""
-        if self.config.seeds > 1:  # host values: under a mesh of several processes, the same on each
-            return self._init_seeds(seed + np.arange(self.config.seeds, dtype=np.uint32))
-        state = self.place(self.fresh(seed, self.config.envs))
-        if self.host:
-            self._live = state.obs  # the environments were just reset for this state
+        seeds = seed + np.arange(self.config.seeds, dtype=np.uint32)
+        if not self.host:
+            if self.config.seeds > 1:  # host values: under a mesh of several processes, the same on each
+                return self._init_seeds(seeds)
+            return self.place(self.fresh(seed, self.config.envs))
+        # one vector of S x E environments, each seed's E reset with the seeds its one-seed run would give them
+        obs = self.split(self.vector.reset([s for one in seeds for s in self.env_seeds(int(one))]))
+        runs = [self.fresh(int(one), self.config.envs, o) for one, o in zip(seeds, obs, strict=True)]
+        state = runs[0] if self.config.seeds == 1 else Seeds(jax.tree.map(lambda *a: jnp.stack(a), *runs),
+                                                            jnp.zeros((), jnp.int32))
+        self._live = live(state)  # the environments were just reset for this state
         return state
 
-    def fresh(self, seed: int, envs: int) -> RLState:
-        """``Program.fresh`` with this run's environments."""
-        return self.program.fresh(seed, envs, getattr(self, "vector", None))
-
     # -- a host environment -------------------------------------------------------------------------------------
-    def restarted(self, state: RLState) -> RLState:
-        """``state`` with fresh environments (re-seeded), each at the start of an episode: the pending TD step
-        dropped, the torso's state zeroed, the vector wrappers told (the discounted returns restarted) and, at the
-        next step, the traces cut."""
-        E = self.config.envs
-        obs = self.vector.reset(self.seeds(state.key), int(state.step))
-        obs, wrappers = self._reset_wrappers(state.wrappers, jnp.asarray(obs).astype(self.dtype))
-        ended = jnp.ones((E,), bool)
-        cut = state.pending.transition._replace(terminated=ended, truncated=jnp.zeros_like(ended))
-        return state._replace(obs=obs, wrappers=wrappers, memory=self.agent.torso.reset(state.memory, ended),
-                              pending=state.pending._replace(transition=cut, valid=jnp.array(False)))
+    def split(self, batch):
+        """The host vector's ``(S x E, ...)`` arrays (a tree of them) as ``(S, E, ...)``, one row per seed."""
+        S, E = self.config.seeds, self.config.envs
+        return jax.tree.map(lambda a: np.asarray(a).reshape(S, E, *np.shape(a)[1:]), batch)
 
-    def _advance_host(self, state: RLState, n: int) -> RLState:
+    def restarted(self, state: RLState | Seeds) -> RLState | Seeds:
+        """``state`` with fresh environments, each seed's re-seeded from its own key (``Program.restart``)."""
+        runs = state.runs if isinstance(state, Seeds) else state
+        keys = runs.key if isinstance(state, Seeds) else runs.key[None]
+        obs = self.split(self.vector.reset([s for key in keys for s in self.seeds(key)], int(state.step)))
+        if isinstance(state, Seeds):
+            return state._replace(runs=self._restart(runs, obs))
+        return self._restart(runs, obs[0])
+
+    def _advance_host(self, state: RLState | Seeds, n: int) -> RLState | Seeds:
         """``n`` steps with the environments on the host: one jitted call per step (the last step's ``_observe``
-        fused with this step's ``_act``), the actions to the host, the environments' step, the outcome back."""
-        if state.obs is not self._live:
+        fused with this step's ``_act``), the actions to the host, the environments' step, the outcome back; with
+        several seeds, all their environments in one host vector."""
+        if live(state) is not self._live:
             state = self.restarted(state)
         clock, t = self.timings, time.perf_counter()
-        start = int(state.step)
+        start, seeds = int(state.step), self.config.seeds > 1
         acted = self._act_jit(state)
         for i in range(n):
             jax.block_until_ready(acted)
             t1 = time.perf_counter()
             actions = np.asarray(acted.action)
             t2 = time.perf_counter()
-            outcome = self.vector.step(actions, start + i + 1)
+            outcome = self.vector.step(actions.reshape(-1, *actions.shape[2:]) if seeds else actions, start + i + 1)
             t3 = time.perf_counter()
-            outcome = jax.device_put(outcome)
+            outcome = jax.device_put(self.split(outcome) if seeds else outcome)
             t4 = time.perf_counter()
             clock["agent_s"] += t1 - t
             clock["transfer_s"] += (t2 - t1) + (t4 - t3)
@@ -433,7 +465,7 @@ class OnlineActorCritic:
                 acted = self._observe_act(acted, outcome)
         state = jax.block_until_ready(self._observe_jit(acted, outcome))
         clock["agent_s"] += time.perf_counter() - t
-        self._live = state.obs
+        self._live = live(state)
         return state
 
     def timing_record(self) -> dict:
@@ -457,6 +489,11 @@ def record(state: RLState | Seeds) -> dict:
         return seeds_record([record_of(step, jax.tree.map(lambda a, i=i: a[i], tally))
                              for i in range(len(tally.episodes))])
     return record_of(*gathered((state.step, state.tally)))
+
+
+def live(state: RLState | Seeds) -> jax.Array:
+    """The observations of ``state`` (every seed's), by which a host run knows the state it last returned."""
+    return state.runs.obs if isinstance(state, Seeds) else state.obs
 
 
 def record_of(step, t: Tally) -> dict:
