@@ -18,7 +18,7 @@ from rtrl.rl.algorithms import ALGORITHMS, BOX
 from rtrl.rl.config import OUTPUT_MATRIX_CELLS, RLConfig
 from rtrl.rl.envs import Env, EpisodeStats, make
 from rtrl.rl.envs.extra_inputs import ExtraInputs
-from rtrl.rl.transforms import update_rule
+from rtrl.rl.transforms import eligibility, update_rule
 from rtrl.validate import what
 
 
@@ -28,14 +28,6 @@ class RLAssembly(NamedTuple):
     config: RLConfig
     env: Env
     agent: Algorithm
-
-    def floats(self) -> tuple[int, int]:
-        """The floats of the agent's parameters (the heads' too) and of one environment's torso state (traces, or
-        tbptt's window)."""
-        agent = self.agent
-        params = floats_of(lambda: agent.init(jax.random.PRNGKey(0)))
-        memory = floats_of(lambda: agent.torso.learner.init(agent.torso.cell.init(jax.random.PRNGKey(0))))
-        return params, memory
 
     def memory_needed(self) -> int:
         """The bytes of the state the run holds (``rtrl.devices.check_memory``), per seed times ``seeds`` (their
@@ -64,12 +56,14 @@ class RLAssembly(NamedTuple):
 
     def work_needed(self) -> tuple[int, int]:
         """The work the run asks for (``rtrl.devices.check_work``): the floats it updates (each step of each
-        environment of each seed: the parameters and the torso's online state), and the per-seed figures its host
-        gathers (seeds times records)."""
-        c = self.config
-        params, memory = self.floats()
+        environment of each seed: the eligibility traces the rule keeps, every set of them, and the torso's online
+        state), and the per-seed figures its host gathers (seeds times records)."""
+        c, agent = self.config, self.agent
+        key = jax.random.PRNGKey(0)
+        traces = floats_of(lambda: eligibility(self.rule(1).init(agent.init(key))))  # one environment's
+        memory = floats_of(lambda: agent.torso.learner.init(agent.torso.cell.init(key)))  # its traces, or window
         records = -(-c.steps // c.record_every)
-        return c.steps * c.envs * c.seeds * (params + memory), c.seeds * records
+        return c.steps * c.envs * c.seeds * (traces + memory), c.seeds * records
 
 
 def assemble(config: RLConfig) -> RLAssembly:
