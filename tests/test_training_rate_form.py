@@ -171,8 +171,9 @@ def test_eprop_gives_the_batch_forms_gradient_of_the_detached_neurons(window, k)
 # -- the option --------------------------------------------------------------------------------------------------
 def test_the_flag_reaches_the_config_and_trial_is_the_default():
     assert config_from_args(parser().parse_args(["train", "--out", "x"])).rate_form == "trial"
-    config = config_from_args(parser().parse_args(["train", "--rate-form", "batch", "--out", "x"]))
-    assert config == RunConfig(rate_form="batch")
+    config = config_from_args(parser().parse_args(["train", "--rate-form", "batch", "--rate-weight", "1", "--out",
+                                                   "x"]))
+    assert config == RunConfig(rate_form="batch", rate_weight=1.0)
     assert assemble(config.replace(rate_weight=1.0, readout_decay=0.5)).trainer().readout.rate_form == "batch"
 
 
@@ -186,14 +187,37 @@ def test_a_bad_form_is_refused_naming_the_flag():
 
 def test_the_batch_form_with_staggered_streams_is_refused_naming_the_flag():
     """Staggered streams start their episodes at different steps, so the batch's mean count mixes episodes: refused
-    before anything is built, naming --rate-form; the trial form, or the batch form without a regulariser, is not."""
+    before anything is built, naming --rate-form; the trial form is not."""
     config = RunConfig(stagger=True, rate_form="batch", rate_weight=1.0)
     with pytest.raises(UsageError, match="argument --rate-form: .*stagger"):
         assembled(assemble, config)
     with pytest.raises(ValueError, match="rate_form 'batch'"):
         Trainer(TASK, PLAIN_LIF, "rtrl", stagger=True, rate_form="batch", rate_weight=1.0)
     assemble(config.replace(rate_form="trial"))
-    assemble(config.replace(rate_weight=0.0))
+
+
+def test_the_regulariser_s_shape_without_the_regulariser_is_refused_naming_the_flag():
+    """``--rate-target`` and ``--rate-form`` do nothing where ``--rate-weight`` is 0 (the regulariser off): refused,
+    the first one given named; at their defaults they pass, and ``config.json`` leaves them out. [Mutation,
+    killed: ``never_read_options`` naming ``rate_target`` alone -> ``--rate-form batch`` passes.]"""
+    for argv, flag in ((["--rate-target", "0.02"], "--rate-target"), (["--rate-form", "batch"], "--rate-form"),
+                       (["--rate-form", "batch", "--rate-target", "0.02"], "--rate-target")):
+        with pytest.raises(UsageError, match=f"argument {flag}: .*firing-rate regulariser, which rate_weight 0 "
+                                             "turns off"):
+            config_from_args(parser().parse_args(["train", *argv, "--out", "x"]))
+    with pytest.raises(ValueError, match="rate_form shapes the firing-rate regulariser"):
+        RunConfig(rate_form="batch")
+    assert "rate_form" not in RunConfig().stored() and "rate_target" not in RunConfig().stored()
+    assert RunConfig(rate_weight=0.5, rate_form="batch").stored()["rate_form"] == "batch"
+
+
+def test_a_config_json_with_the_regulariser_s_shape_but_not_the_regulariser_loads_at_its_defaults():
+    """A run folder written before the refusal (``--rate-target`` given, the regulariser off) reads back, the run
+    it configures the same; a file we did not write (``complete`` false) is refused."""
+    data = {**json.loads(json.dumps(RunConfig().to_dict())), "rate_target": 0.05, "rate_form": "batch"}
+    assert RunConfig.from_dict(data, where="runs/old/config.json", complete=True) == RunConfig()
+    with pytest.raises(ValueError, match="runs/new.json: rate_target and rate_form shape"):
+        RunConfig.from_dict(data, where="runs/new.json")
 
 
 def test_a_config_json_without_rate_form_loads_as_trial():

@@ -14,6 +14,7 @@ from rtrl.cells.lookup import cell_import, cell_name
 from rtrl.checks import check_shares
 from rtrl.config import (
     Config,
+    OptionError,
     below_one,
     flag,
     key_values,
@@ -31,6 +32,8 @@ from rtrl.training.model import RATE_FORMS
 from rtrl.training.tasks import TASKS
 
 OPTIMIZERS = ("adam", "sgd")
+# The firing-rate regulariser's shape, at its defaults: read only where it is on (rate_weight > 0)
+REGULARISER = {"rate_target": 0.01, "rate_form": "trial"}
 
 
 class RunConfig(Config):
@@ -67,10 +70,10 @@ class RunConfig(Config):
     rate_weight: float = option(
         0.0, "weight c of the firing-rate regulariser c sum_j (rate_j - rate_target)^2 over each episode (the e-prop "
         "paper's; 0: none)", non_negative_float, "C")
-    rate_target: float = option(0.01, "the regulariser's target rate in spikes per step (the paper's 10 Hz at its "
+    rate_target: float = option(REGULARISER["rate_target"], "the regulariser's target rate in spikes per step (the paper's 10 Hz at its "
                                 "millisecond step: a hundredth)", unit_interval, "F")
     rate_form: str = option(
-        "trial", "trial: the regulariser squares each stream's rate over its episode, then averages over the streams; "
+        REGULARISER["rate_form"], "trial: the regulariser squares each stream's rate over its episode, then averages over the streams; "
         "batch: it squares the streams' mean rate (the e-prop paper's code; needs episodes that start together, no "
         "--stagger)", one_of(RATE_FORMS), "FORM")
     optimizer: str = option("adam", "adam or sgd (optax)", one_of(OPTIMIZERS), "NAME")
@@ -89,6 +92,26 @@ class RunConfig(Config):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_shares(self.batch, self.devices)
+        inert = [name for name in self.never_read_options(self.to_dict()) if getattr(self, name) != REGULARISER[name]]
+        if inert:
+            one = len(inert) == 1
+            raise OptionError(f"{' and '.join(inert)} {'shapes' if one else 'shape'} the firing-rate regulariser, "
+                              f"which rate_weight 0 turns off; give rate_weight C > 0 with "
+                              f"{'it' if one else 'them'}, or leave {'it' if one else 'them'} out", inert[0])
+
+    @classmethod
+    def never_read_options(cls, values: dict) -> list[str]:
+        """The regulariser's shape (``REGULARISER``) where it is off (``rate_weight`` 0)."""
+        return list(REGULARISER) if values.get("rate_weight") == 0 else []
+
+    @classmethod
+    def from_dict(cls, data, where: str = "the configuration", complete: bool = False, trusted: bool = True
+                  ) -> RunConfig:
+        """``Config.from_dict``; a file we wrote (``complete``) before the regulariser's shape was refused where it
+        is off may hold it: read back at its defaults, the run it configures the same."""
+        if complete and isinstance(data, dict) and data.get("rate_weight") == 0:
+            data = {**data, **REGULARISER}
+        return super().from_dict(data, where, complete, trusted)
 
     def label(self, method: str | None = None) -> str:
         """The legend's name of the run: its cell and method (``method``: what ``auto`` chose, where known), and the
