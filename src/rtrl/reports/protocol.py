@@ -96,6 +96,7 @@ def anchor_environment(config, anchor: dict) -> str | None:
     if "environments" in anchor:
         return anchor["environments"].get(name.partition("-")[0])
     if "level" in anchor:
+        name = name.removeprefix("popgym-").rsplit("-v", 1)[0]  # popgym's own Gymnasium ID: popgym-<Task>-v0
         for level in ("Easy", "Medium", "Hard"):
             if name.endswith(level):
                 return name[: -len(level)] + anchor["level"]

@@ -43,7 +43,7 @@ def anchor_of(config) -> dict | None:
     """The anchor a table's runs compare with: Farr et al.'s POPGym suite for a POPGym task, their MuJoCo -P
     tasks for a MuJoCo one; none for the others."""
     env = protocol.option(config, "env")
-    if env.startswith("popgym:"):
+    if env.startswith(("popgym:", "gymnasium:popgym-")):  # rtrl's port, or popgym's own Gymnasium environments
         return protocol.ANCHORS["popgym"]
     name = env.partition(":")[2].partition("-")[0]
     return protocol.ANCHORS["mujoco"] if name in protocol.ANCHORS["mujoco"]["environments"] else None
