@@ -7,7 +7,6 @@ import pytest
 
 from rtrl.cli import main
 from rtrl.rl import RLConfig, train
-from rtrl.rl.assemble import assemble
 from rtrl.run.folder import read_metrics
 
 BASE = dict(env="tmaze", env_args=(("length", 2),), hidden=6, envs=3, steps=40, record_every=20, lam=0.8,
@@ -47,8 +46,8 @@ HOST = dict(env="gymnasium:CartPole-v1", hidden=4, envs=2, steps=30, record_ever
 def assert_seeds_are_singles(state, records, singles):
     """``state`` / ``records`` of a several-seed run hold, seed by seed, the one-seed runs ``singles``."""
     for i, (single_state, single_records) in enumerate(singles):
-        for a, b in zip(jax.tree.leaves(single_state), jax.tree.leaves(jax.tree.map(lambda x: x[i], state.runs)),
-                        strict=True):
+        seed_i = jax.tree.map(lambda x, i=i: x[i], state.runs)
+        for a, b in zip(jax.tree.leaves(single_state), jax.tree.leaves(seed_i), strict=True):
             if np.issubdtype(np.asarray(a).dtype, np.floating):
                 np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
             else:

@@ -233,6 +233,17 @@ class Config(Frozen):
         return []
 
     @classmethod
+    def well_formed(cls, name: str, value) -> bool:
+        """Whether ``value`` passes the option ``name``'s own check: an option never read that a file holds is read
+        back at its default only where it is a value the option takes (any other is refused, not reset)."""
+        check = next(f.metadata["check"] for f in dataclasses.fields(cls) if f.name == name)
+        try:
+            checked(name, check, value)
+        except (ValueError, TypeError):
+            return False
+        return True
+
+    @classmethod
     def never_read_options(cls, values: dict) -> list[str]:
         """The fields that the configuration ``values`` (every field's value) never reads, whatever their values (none
         here; ``rtrl.rl.RLConfig``'s are): ``stored`` leaves them out, ``from_dict`` does not miss them."""

@@ -3,7 +3,6 @@ validated data (``rtrl.config``); ``rtrl.rl.assemble`` builds what it names."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from rtrl.cells import Cell
@@ -14,7 +13,6 @@ from rtrl.config import (
     Config,
     Invalid,
     OptionError,
-    checked,
     defaults,
     flag,
     non_negative_float,
@@ -224,9 +222,9 @@ class RLConfig(Config):
                                  f"{', '.join(a for a, cls in ALGORITHMS.items() if cls.checked == 1)}: of "
                                  "Q(s_t, a_t)'s, as cos_value)", non_negative_int, "M")
     seed: int = option(0, "seed of the parameters, the environments and the actions", random_seed, "SEED")
-    seeds: int = option(1, "seeds run in one call under jax.vmap: SEED, SEED+1, ... (with "
-                        "--devices, split over the devices; a host environment's on one device); a record's return is their mean, return_per_seed each "
-                        "one's", positive_int, "S")
+    seeds: int = option(1, "seeds run in one call under jax.vmap: SEED, SEED+1, ... (with --devices, split over the "
+                        "devices; a host environment's on one device); a record's return is their mean, "
+                        "return_per_seed each one's", positive_int, "S")
     dtype: str = option("float32", "float32 or float64", one_of(("float32", "float64")), "DTYPE")
     devices: int = option(1, "devices to split the environments over (--envs a multiple of it), or with --seeds "
                           "S > 1 the seeds, each with its environments (S a multiple of it; docs/devices.md)",
@@ -291,17 +289,8 @@ class RLConfig(Config):
         if complete and isinstance(data, dict):
             data = with_old_output_map(data)
             default = defaults(cls)
-            checks = {f.name: f.metadata["check"] for f in dataclasses.fields(cls)}
-
-            def well_formed(name: str) -> bool:  # a value the option never takes is refused, not reset
-                try:
-                    checked(name, checks[name], data[name])
-                except (ValueError, TypeError):
-                    return False
-                return True
-
             data = {**data, **{name: default[name] for name in cls.unread_options({**default, **data})
-                               if well_formed(name)}}
+                               if cls.well_formed(name, data[name])}}
         return super().from_dict(data, where, complete, trusted)
 
     def label(self, method: str | None = None) -> str:

@@ -43,9 +43,8 @@ of its own (one line), so their rows are presets, named and run as every other t
   agents under one ``vmap``, their environments one host vector). Left as it differs: their actor and critic are two
   networks (each its own blocks and RTU; here one torso with both heads; heads started sparse as theirs,
   ``--head-init sparse``), their actor's step statistics read the entropy term too (here the
-  log-policy's gradient alone). The step time (2,000 steps of this preset against ``hopper-p``'s, on this project's
-  2 shared cores: 11.2 ms a frame against 1.53 ms,
-  about 4 to 6 hours a seed of 2M frames): docs/rl-control.md, "The anchor's agent", with the commands.
+  log-policy's gradient alone). The step time (1.75 ms a frame on 2 quiet cores, about an hour a seed of 2M frames;
+  seeds under one ``vmap`` near twice the throughput): docs/rl-control.md, "The anchor's agent", with the commands.
 * ``hopper-p-v5-action-reward-gamma995``, ``walker2d-p-v5-action-reward``, ``halfcheetah-p-v5-action-reward``,
   ``ant-p-v5-action-reward``: the presets these names had before they took the anchor's protocol, each figure of
   docs/rl-results.md measured so: Gymnasium's v5 tasks, the previous action and reward fed beside the time (Hopper's

@@ -70,12 +70,12 @@ class RunConfig(Config):
     rate_weight: float = option(
         0.0, "weight c of the firing-rate regulariser c sum_j (rate_j - rate_target)^2 over each episode (the e-prop "
         "paper's; 0: none)", non_negative_float, "C")
-    rate_target: float = option(REGULARISER["rate_target"], "the regulariser's target rate in spikes per step (the paper's 10 Hz at its "
-                                "millisecond step: a hundredth)", unit_interval, "F")
+    rate_target: float = option(REGULARISER["rate_target"], "the regulariser's target rate in spikes per step (the "
+                                "paper's 10 Hz at its millisecond step: a hundredth)", unit_interval, "F")
     rate_form: str = option(
-        REGULARISER["rate_form"], "trial: the regulariser squares each stream's rate over its episode, then averages over the streams; "
-        "batch: it squares the streams' mean rate (the e-prop paper's code; needs episodes that start together, no "
-        "--stagger)", one_of(RATE_FORMS), "FORM")
+        REGULARISER["rate_form"], "trial: the regulariser squares each stream's rate over its episode, then averages "
+        "over the streams; batch: it squares the streams' mean rate (the e-prop paper's code; needs episodes that "
+        "start together, no --stagger)", one_of(RATE_FORMS), "FORM")
     optimizer: str = option("adam", "adam or sgd (optax)", one_of(OPTIMIZERS), "NAME")
     lr: float = option(1e-3, "learning rate", positive_float, "LR")
     clip: float | None = option(1.0, "clip the global gradient norm to this (`--no-clip`: do not)",
@@ -110,7 +110,8 @@ class RunConfig(Config):
         """``Config.from_dict``; a file we wrote (``complete``) before the regulariser's shape was refused where it
         is off may hold it: read back at its defaults, the run it configures the same."""
         if complete and isinstance(data, dict) and data.get("rate_weight") == 0:
-            data = {**data, **REGULARISER}
+            data = {**data, **{name: default for name, default in REGULARISER.items()
+                               if name in data and cls.well_formed(name, data[name])}}
         return super().from_dict(data, where, complete, trusted)
 
     def label(self, method: str | None = None) -> str:
