@@ -27,8 +27,8 @@ def ran(body: str) -> tuple[list[str], set[int]]:
     rows, seeds = [], set()
     for line in body.splitlines():
         cells = [c.strip() for c in line.split("|")[1:-1]]
-        if len(cells) > 2 and cells[0].startswith("`") and cells[2] != "not run":
-            rows.append(cells[1])
+        if len(cells) > 2 and cells[0].startswith("`") and "not run" not in cells:
+            rows += [] if cells[1] in rows else [cells[1]]
             seeds |= {int(m.group(2)) for c in cells[3:6] for m in [re.search(r"\b(\d+)/(\d+)\b", c)] if m}
     return rows, seeds
 
