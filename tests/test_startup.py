@@ -31,3 +31,24 @@ def test_a_bad_jax_variable_is_one_line_and_exit_2_in_the_command(variable, valu
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("rtrl: error: ") and variable in done.stderr, \
         done.stderr
+
+
+def test_the_command_takes_ctrl_c_before_importing_anything_slow():
+    """In the command, ``import rtrl`` handles SIGINT before it imports a module the bare interpreter has not
+    (``signal``, ``enum``, ``collections``, ``pathlib``: tens of milliseconds in which a Ctrl-C was a traceback),
+    and a Ctrl-C then ends the process as an interrupted command: one line, status 130. [``import signal`` in
+    ``check``, or ``pathlib`` back in ``rtrl.startup``: the modules seen at the handler's install include them]"""
+    probe = ("import sys, _signal; sys.argv[0] = 'rtrl'; seen = []\n"
+             "real = _signal.signal\n"
+             "def spy(sig, handler):\n"
+             "    seen.append(sorted(m for m in ('signal', 'enum', 'collections', 'pathlib') if m in sys.modules))\n"
+             "    return real(sig, handler)\n"
+             "_signal.signal = spy\n"
+             "import rtrl.startup\n"
+             "print(seen[0], len(seen))\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    # the early handler with none of them imported, then rtrl.interrupts' own
+    assert done.stdout.splitlines()[0] == "[] 2", done.stdout + done.stderr
+    early = "from rtrl.startup import interrupted_early; interrupted_early(2, None); print('went on')"
+    done = subprocess.run([sys.executable, "-c", early], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "rtrl: interrupted\n")

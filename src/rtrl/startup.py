@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 TRUTH = ("1", "0", "true", "false", "yes", "no", "on", "off", "y", "n", "t", "f")  # what JAX's bool_env takes
 
@@ -26,7 +25,7 @@ def invoked_as_command() -> bool:
     """Whether this process is the ``rtrl`` command (the console script, ``python -m rtrl`` or ``-m rtrl.cli``)."""
     argv = list(getattr(sys, "orig_argv", sys.argv))
     as_module = any(argv[i:i + 2] in (["-m", "rtrl"], ["-m", "rtrl.cli"]) for i in range(len(argv)))
-    return as_module or Path(sys.argv[0]).name == "rtrl"
+    return as_module or os.path.basename(sys.argv[0]) == "rtrl"  # not pathlib: its import delays the handler
 
 
 def flag_problems(environ=os.environ) -> list[str]:
@@ -65,11 +64,22 @@ def check_backend() -> None:
             "JAX choose") from None
 
 
+def interrupted_early(signum, frame) -> None:
+    """A Ctrl-C in the command's first milliseconds, before ``rtrl.interrupts`` takes over: nothing is written yet,
+    so the process ends at once, as an interrupted command does (one line, ``rtrl.interrupts.STATUS``)."""
+    os.write(2, b"rtrl: interrupted\n")
+    os._exit(130)
+
+
 def check() -> None:
     """At ``import rtrl``: in the command, a problem is one line and exit status 2 (and Ctrl-C is handled from here
     on); from Python, an ``EnvironmentProblem``."""
     command = invoked_as_command()
     if command:
+        # signal's C half, loaded with the interpreter: ``import signal`` would first import enum and collections
+        import _signal
+
+        _signal.signal(_signal.SIGINT, interrupted_early)  # before the imports rtrl.interrupts needs
         from rtrl import interrupts
 
         interrupts.install()
