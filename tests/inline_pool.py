@@ -13,7 +13,10 @@ class Inline:
 
     def submit(self, fn, *args):
         future = concurrent.futures.Future()
-        future.set_result(fn(*args))
+        try:
+            future.set_result(fn(*args))
+        except Exception as e:  # noqa: BLE001 - as a pool does: the job's exception is the future's
+            future.set_exception(e)
         return future
 
     def shutdown(self, wait=True, cancel_futures=False):

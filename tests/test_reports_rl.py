@@ -337,3 +337,41 @@ def test_a_ctrl_c_mid_row_ends_the_command_and_its_workers_at_once_and_it_resume
     status, out, err = interrupted(kill=True)
     assert status == -signal.SIGKILL and "Traceback" not in err and out == "", (status, out, err)  # resumed
     assert (out_dir / "runs.jsonl").read_text() == text
+
+
+def test_a_row_that_diverges_is_said_left_out_and_the_others_go_on(tmp_path, monkeypatch, capsys):
+    """A job whose run stops (``Diverged``, as a worker sends it back) is one line naming the row, its seeds and
+    why, and is not in the ledger; the next row runs and is kept; exit 1. [the ``except Stopped`` removed: the
+    command ends in a traceback and the second row never runs]"""
+    from rtrl.driver import Diverged
+
+    def play(job):
+        if job.row == "rtrl":
+            raise Diverged(120, float("nan"), "a parameter")
+        return [[record(10, 0.5, 1.0), record(20, 0.5, 2.0)] for _ in job.seeds]
+
+    monkeypatch.setattr(results, "play", play)
+    run_inline(monkeypatch)
+    assert main(["--out", str(tmp_path), "--tables", "memory-chain-16", "--rows", "rtrl", "memoryless",
+                 "--seeds", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "memory-chain-16 rtrl (seeds 0, 1) stopped: a parameter became nan at step 120; not kept" in err
+    kept = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [(line["row"], line["seed"]) for line in kept] == [("memoryless", 0), ("memoryless", 1)]
+
+
+@pytest.mark.parametrize("error", ["stopped", "diverged", "option"])
+def test_the_runs_exceptions_cross_a_process_pool_whole(error):
+    """What a worker raises reaches the runner through pickle: each of rtrl's exceptions with arguments comes back
+    as itself, message and fields. [``__reduce__`` removed: unpickling calls the class with the message alone, a
+    TypeError, and the pool breaks]"""
+    import pickle
+
+    from rtrl.config import OptionError
+    from rtrl.driver import Diverged, Stopped
+
+    made = {"stopped": Stopped("the environment failed", 7), "diverged": Diverged(9, float("inf"), "the loss"),
+            "option": OptionError("lr must be positive", "lr")}[error]
+    back = pickle.loads(pickle.dumps(made))
+    assert type(back) is type(made) and str(back) == str(made)
+    assert vars(back) == vars(made)

@@ -56,6 +56,9 @@ class OptionError(ValueError):
         super().__init__(message)
         self.option = option
 
+    def __reduce__(self):  # its arguments, not the message alone: it crosses a process pool's pipe whole
+        return type(self), (str(self), self.option)
+
 
 # -- checks: value -> value, or Invalid(what was expected) ------------------------------------------------------
 def is_int(value) -> bool:

@@ -28,6 +28,9 @@ class Stopped(RuntimeError):
         super().__init__(message)
         self.step = step
 
+    def __reduce__(self):  # its arguments, not the message alone: it crosses a process pool's pipe whole
+        return type(self), (str(self), self.step)
+
 
 class Diverged(Stopped):
     """A quantity (the training loss, a held-out metric, the parameters) became NaN or infinite; ``step`` is the
@@ -35,7 +38,10 @@ class Diverged(Stopped):
 
     def __init__(self, step: int, value: float, quantity: str = "the training loss"):
         super().__init__(f"{quantity} became {value} at step {step}", step)
-        self.quantity = quantity
+        self.value, self.quantity = value, quantity
+
+    def __reduce__(self):
+        return type(self), (self.step, self.value, self.quantity)
 
 
 def finite_or_diverged(step: int, params) -> None:

@@ -13,6 +13,9 @@ there with the options the command would run is kept and not run again, so a sto
 stopped; one whose options changed is run anew and its line replaced, and once a row's new run is in, the row's lines
 of other options go.
 
+A job that stops (a row that diverges: ``rtrl.driver.Stopped``, from its worker whole) is said in one line and
+left out of the ledger, so a later command runs it again; the other rows go on and the command exits 1.
+
 Ctrl-C (``rtrl.interrupts``): while jobs run, the command stops its workers and ends within a moment, with one line
 and exit status 130 (the workers ignore it and end with the command); a finished job is in runs.jsonl, with the
 table written, before its line is printed, and a Ctrl-C while it is written is acted on once it is in.
@@ -27,6 +30,7 @@ import os
 import sys
 
 from rtrl import interrupts, ledger, provenance
+from rtrl.driver import Stopped
 from rtrl.files import atomic_write_text
 from rtrl.reports import popgym, rl
 from rtrl.reports.kind import Job, Kind
@@ -119,7 +123,7 @@ def run(kind: Kind, args) -> int:
     # process (interrupts.install, in a spawned process): this one stops them.
     pool = concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn"),
                                                   initializer=interrupts.install)
-    futures = {}
+    futures, stopped = {}, 0
     try:
         # A Ctrl-C while rows run: acted on by finishing's poll, within 0.1 s, so that this process ends through
         # the pool's clean-up (ended at once, it would leave the pool's semaphores to multiprocessing's resource
@@ -127,7 +131,15 @@ def run(kind: Kind, args) -> int:
         with interrupts.deferred(quiet=True):
             futures = {pool.submit(play, job): job for job in todo}
             for future in finishing(futures):
-                job, per_seed = futures[future], future.result()
+                job = futures[future]
+                try:
+                    per_seed = future.result()
+                except Stopped as e:  # a row that diverged: said, left out of the ledger, the other rows go on
+                    seeds = ", ".join(map(str, job.seeds))
+                    print(f"{args.prog}: {job.table} {job.row} (seeds {seeds}) stopped: {e}; not kept, the other "
+                          "rows go on", file=sys.stderr, flush=True)
+                    stopped += 1
+                    continue
                 lines = with_job(lines, job, per_seed, kind)
                 if not ledger.keep(path, lines, kind.said(job, per_seed), [(page, kind.table(lines, args, at))]):
                     return interrupts.STATUS  # a Ctrl-C while the row was written: it is in, and nothing after it
@@ -140,4 +152,4 @@ def run(kind: Kind, args) -> int:
                 process.kill()
         pool.shutdown(wait=True, cancel_futures=True)
     atomic_write_text(page, kind.table(lines, args, at))
-    return 0
+    return 1 if stopped else 0
