@@ -232,7 +232,8 @@ class Config(Frozen):
     @classmethod
     def unread_options(cls, values: dict) -> list[str]:
         """The fields of ``values`` (every field's value) that construction would refuse as doing nothing under the
-        others (none here; ``rtrl.rl.RLConfig``'s are), so that a preset's may be dropped (``config_from_args``)."""
+        others (none here; ``RLConfig``'s and ``RunConfig``'s are), so that a preset's may be dropped
+        (``config_from_args``) and a file written before they were refused reads back (``from_dict``)."""
         return []
 
     @classmethod
@@ -303,10 +304,14 @@ class Config(Frozen):
         if unknown:
             newer = " (written by a newer rtrl? this one does not know them)" if complete else ""
             raise ValueError(f"{where} has unknown options {unknown}{newer}; the options are {names}")
-        unused = cls.never_read_options({**defaults(cls), **data})  # what ``stored`` leaves out
+        default = defaults(cls)
+        unused = cls.never_read_options({**default, **data})  # what ``stored`` leaves out
         missing = [n for n in names if n not in data and n not in ADDED_KEYS and n not in unused]
         if complete and missing:
             raise ValueError(f"{where} lacks options {missing}: it was not written by `{cls.command}`")
+        if complete:  # a file we wrote before its run's unread options were refused: they read back at their defaults
+            data = {**data, **{name: default[name] for name in cls.unread_options({**default, **data})
+                               if cls.well_formed(name, data[name])}}
         try:
             return cls(**data)
         except ValueError as e:

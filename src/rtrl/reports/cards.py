@@ -28,7 +28,7 @@ from rtrl.rl.presets import TABLES
 
 SUITE = "popgym-suite"
 # the comment, then on its line the card it generates (or nothing yet)
-CARD = re.compile(r"^<!-- card: (?P<spec>.*?) -->(?P<card>[^\n]*)$", re.MULTILINE)
+CARD = re.compile(r"^<!-- card: (?P<spec>.*?) -->[^\n]*$", re.MULTILINE)
 
 
 def parsed(spec: str) -> tuple[str, dict[str, str]]:
@@ -62,13 +62,13 @@ def card(spec: str) -> str:
     """The protocol card ``spec`` (the comment's words) generates."""
     table, pairs = parsed(spec)
     rows, seeds = pairs.pop("rows").split(","), int(pairs.pop("seeds"))
+    steps = pairs.pop("steps") if table == SUITE else None  # the suite's own word, not an option over the preset's
+    changes = {key: value(text) for key, text in pairs.items()}
     if table == SUITE:
-        steps = dict(part.split(":") if ":" in part else ("", part) for part in pairs.pop("steps").split(","))
-        changes = {key: value(text) for key, text in pairs.items()}
+        steps = dict(part.split(":") if ":" in part else ("", part) for part in steps.split(","))
         configs = [{**popgym.options(task, row, int(steps.get(task, steps[""])), 0, seeds), **changes, "seeds": seeds}
                    for task in popgym.TASKS for row in rows]
         return protocol.protocol_card(configs, protocol.ANCHORS["popgym"], popgym.SCORE)
-    changes = {key: value(text) for key, text in pairs.items()}
     unknown = [row for row in rows if row not in TABLES[table].methods]
     if unknown:
         raise ValueError(f"the card of {table} names rows {unknown} it does not have; its rows are "

@@ -282,15 +282,11 @@ class RLConfig(Config):
     @classmethod
     def from_dict(cls, data, where: str = "the configuration", complete: bool = False, trusted: bool = True
                   ) -> RLConfig:
-        """``Config.from_dict``; a file we wrote (``complete``) may hold options its run never read (written before
-        they were refused): they are set back to their defaults, the run they configure the same; and an LRU or RTU
+        """``Config.from_dict`` (which sets a file's options its run never read back at their defaults); an LRU or RTU
         torso without ``output_map`` was written before agents named it (``OUTPUT_MATRIX_CELLS``): its run had the
         cell's own default, the output matrix, so that is named."""
         if complete and isinstance(data, dict):
             data = with_old_output_map(data)
-            default = defaults(cls)
-            data = {**data, **{name: default[name] for name in cls.unread_options({**default, **data})
-                               if cls.well_formed(name, data[name])}}
         return super().from_dict(data, where, complete, trusted)
 
     def label(self, method: str | None = None) -> str:

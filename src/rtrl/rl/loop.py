@@ -227,7 +227,7 @@ class Program:
         """The state at step 0 of the run with ``seed``; a host environment's first observations are ``host_obs``
         (``(E, obs_size)``: the run's environments reset with the seed's ``env_seeds``)."""
         E, dtype = envs, self.dtype
-        k_params, k_env, key = jax.random.split(jax.random.PRNGKey(seed), 3)
+        k_params, k_env, key = seed_keys(seed)
         params = self.agent.init(k_params, dtype)
         if self.host:
             obs, env_state = jnp.asarray(host_obs), ()
@@ -248,7 +248,7 @@ class Program:
     def env_seeds(self, seed: int) -> list[int]:
         """The host environments' seeds at the start of the run with ``seed`` (``seeds`` of its environments' key,
         the key ``fresh`` splits off for them)."""
-        return self.seeds(jax.random.split(jax.random.PRNGKey(seed), 3)[1])
+        return self.seeds(seed_keys(seed)[1])
 
     def seeds(self, key: jax.Array) -> list[int]:
         """The host environments' seeds at a (re)start, one per environment, drawn from ``key`` (at the start the
@@ -432,12 +432,11 @@ class OnlineActorCritic:
 
     def restarted(self, state: RLState | Seeds) -> RLState | Seeds:
         """``state`` with fresh environments, each seed's re-seeded from its own key (``Program.restart``)."""
-        runs = state.runs if isinstance(state, Seeds) else state
-        keys = runs.key if isinstance(state, Seeds) else runs.key[None]
+        several = isinstance(state, Seeds)
+        runs = state.runs if several else state
+        keys = runs.key if several else [runs.key]
         obs = self.split(self.vector.reset([s for key in keys for s in self.seeds(key)], int(state.step)))
-        if isinstance(state, Seeds):
-            return state._replace(runs=self._restart(runs, obs))
-        return self._restart(runs, obs[0])
+        return state._replace(runs=self._restart(runs, obs)) if several else self._restart(runs, obs[0])
 
     def _advance_host(self, state: RLState | Seeds, n: int) -> RLState | Seeds:
         """``n`` steps with the environments on the host: one jitted call per step (the last step's ``_observe``
@@ -489,6 +488,11 @@ def record(state: RLState | Seeds) -> dict:
         return seeds_record([record_of(step, jax.tree.map(lambda a, i=i: a[i], tally))
                              for i in range(len(tally.episodes))])
     return record_of(*gathered((state.step, state.tally)))
+
+
+def seed_keys(seed: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The keys of the run with ``seed``: its parameters', its environments' and its state's."""
+    return tuple(jax.random.split(jax.random.PRNGKey(seed), 3))
 
 
 def live(state: RLState | Seeds) -> jax.Array:

@@ -92,7 +92,7 @@ class RunConfig(Config):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_shares(self.batch, self.devices)
-        inert = [name for name in self.never_read_options(self.to_dict()) if getattr(self, name) != REGULARISER[name]]
+        inert = self.unread_options(self.to_dict())
         if inert:
             one = len(inert) == 1
             raise OptionError(f"{' and '.join(inert)} {'shapes' if one else 'shape'} the firing-rate regulariser, "
@@ -105,14 +105,10 @@ class RunConfig(Config):
         return list(REGULARISER) if values.get("rate_weight") == 0 else []
 
     @classmethod
-    def from_dict(cls, data, where: str = "the configuration", complete: bool = False, trusted: bool = True
-                  ) -> RunConfig:
-        """``Config.from_dict``; a file we wrote (``complete``) before the regulariser's shape was refused where it
-        is off may hold it: read back at its defaults, the run it configures the same."""
-        if complete and isinstance(data, dict) and data.get("rate_weight") == 0:
-            data = {**data, **{name: default for name, default in REGULARISER.items()
-                               if name in data and cls.well_formed(name, data[name])}}
-        return super().from_dict(data, where, complete, trusted)
+    def unread_options(cls, values: dict) -> list[str]:
+        """The regulariser's shape given other than its default where the regulariser is off: refused at
+        construction, set back to its default in a file written before that (``Config.from_dict``)."""
+        return [name for name in cls.never_read_options(values) if values.get(name) != REGULARISER[name]]
 
     def label(self, method: str | None = None) -> str:
         """The legend's name of the run: its cell and method (``method``: what ``auto`` chose, where known), and the
