@@ -176,3 +176,45 @@ def test_the_anchor_options_refuse_what_does_not_apply(options, message):
 def test_a_torso_that_does_not_read_the_blocks_width_is_refused():
     with pytest.raises(ValueError, match="cell input_size must be encoder_width 4"):
         ActorCritic(MinGRU(D, 3), 2, encoder_blocks=1, encoder_width=M, observations=D)
+
+
+def test_critic_network_gives_the_value_a_network_of_its_own_exact_against_bptt():
+    """``critic_network``: the cell and its two blocks twice. The value's online gradient is zero on the actor's
+    network (its blocks ``W[0]``, its cell ``part0``) and, on the critic's, equals BPTT through the critic's blocks
+    (``W[1]``, the earlier steps' outputs cut) and cell alone, written out here (<= 1e-9, float64); the log-policy's
+    gradient is zero on the critic's network. [guards: both heads on one network; the blocks shared; the value read
+    from the actor's half]"""
+    cell = RTU(M, 6, output_map="concat")
+    agent = GaussianActorCritic(cell, 2, "auto", encoder_blocks=2, encoder_width=M, observations=D,
+                                critic_network=True, state_std=True, std_map="softplus")
+    params = agent.init(jax.random.PRNGKey(0), jnp.float64)
+    assert [layer["W"].shape for layer in params["encoder"]] == [(2, D, M), (2, M, M)]
+    assert params["value"]["W"].shape == (6, 1) and params["policy"]["W"].shape == (6, 4)  # each reads one network
+    xs = jax.random.normal(jax.random.PRNGKey(1), (T, D), jnp.float64)
+    online = online_value_grads(agent, params, xs)
+    critic = {"encoder": [{k: v[1] for k, v in layer.items()} for layer in params["encoder"]],
+              "torso": params["torso"]["part1"], "value": params["value"]}
+    want = jax.jit(jax.grad(lambda p: oracle_value(cell, p, xs, cut=True)))(critic)
+    assert relative_error(online["torso"]["part1"], want["torso"]) <= 1e-9
+    assert relative_error([layer["W"][1] for layer in online["encoder"]], [g["W"] for g in want["encoder"]]) <= 1e-9
+    assert relative_error(online["value"], want["value"]) <= 1e-9
+    for g in (*jax.tree.leaves(online["torso"]["part0"]), *(layer["W"][0] for layer in online["encoder"])):
+        np.testing.assert_array_equal(g, 0.0)
+    memory, step = agent.torso.learner.init(params["torso"]), jax.jit(agent.objective_grads)
+    for x in xs:
+        _, grads, memory, _ = step(params, memory, x, jnp.ones(2, jnp.float64))
+    policy = jax.tree.map(lambda g: g[1], grads)
+    for g in (*jax.tree.leaves(policy["torso"]["part1"]), *(layer["W"][1] for layer in policy["encoder"])):
+        np.testing.assert_array_equal(g, 0.0)
+    assert np.abs(np.asarray(policy["torso"]["part0"]["W1"])).max() > 0
+
+
+def test_critic_network_without_blocks_steps_both_networks_on_the_observation_and_refuses_split_torso():
+    agent = ActorCritic(MinGRU(D, 3), 2, critic_network=True)
+    params = agent.init(jax.random.PRNGKey(0))
+    assert agent.torso.cell.input_size == D and agent.torso.cell.hidden_size == 6
+    assert params["policy"]["W"].shape == (3, 2) and params["value"]["W"].shape == (3, 1)
+    with pytest.raises(ValueError, match="critic_network and split_torso both give the value a torso apart"):
+        ActorCritic(MinGRU(D, 4), 2, critic_network=True, split_torso=True)
+    with pytest.raises(ValueError, match="critic_network does nothing here: algorithm 'q'"):
+        RLConfig(algorithm="q", critic_network=True)

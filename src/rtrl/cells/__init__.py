@@ -23,6 +23,7 @@ from rtrl.cells.lif import LIF
 from rtrl.cells.lru import LRU
 from rtrl.cells.mingru import MinGRU
 from rtrl.cells.network import Network
+from rtrl.cells.parallel import Parallel
 from rtrl.cells.rtu import RTU
 from rtrl.cells.spiking_iir2 import SpikingIIR2
 from rtrl.cells.stack import Stack
@@ -33,5 +34,5 @@ CELLS: dict[str, type[Cell]] = {"elman": Elman, "gru": GRU, "iir2": IIR2, "adapt
 
 __all__ = ["ALIF", "CELLS", "ELSTM", "GRU", "IIR2", "LIF", "LRU", "RTU", "AdaptedCell", "AdaptiveIIR2", "Cell",
            "ElementwiseCell", "Elman", "Encoded", "FeedForward", "FunctionCell", "FunctionCellWithOutput", "MinGRU",
-           "Network", "SpikingIIR2", "Stack", "from_equinox", "from_flax", "from_function", "from_nnx", "stability",
-           "stability_margin"]
+           "Network", "Parallel", "SpikingIIR2", "Stack", "from_equinox", "from_flax", "from_function", "from_nnx",
+           "stability", "stability_margin"]

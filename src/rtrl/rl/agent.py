@@ -50,38 +50,52 @@ def learner_of(cell: Cell, method: str | Method | RollingTBPTT, truncation: int)
     return online(cell, method)
 
 
-def encoder_sizes(observations: int | None, blocks: int, width: int, cell: Cell) -> tuple[int, ...]:
+def encoder_sizes(observations: int | None, blocks: int, width: int, cell: Cell, parts: int = 1
+                  ) -> tuple[int, ...]:
     """``(D, M, ..., M)`` (K + 1 sizes) of ``blocks = K`` encoder blocks of ``width = M`` on ``observations = D``
     inputs, ``()`` for none; ``ValueError`` naming the option that is not a non-negative (a positive) integer, or a
-    cell that does not read ``width`` inputs."""
+    cell that does not read ``parts * width`` inputs (``parts`` stacks of blocks side by side, one per network)."""
     if not isinstance(blocks, int) or isinstance(blocks, bool) or blocks < 0:
         raise ValueError(f"encoder_blocks must be a non-negative integer, got {blocks!r}")
     if not blocks:
         return ()
     check_positive_int("encoder_width", width)
     check_positive_int("observations", observations)
-    if cell.input_size != width:
-        raise ValueError(f"cell input_size must be encoder_width {width} (the torso reads the last encoder block), "
-                         f"got {cell.input_size}")
+    if cell.input_size != parts * width:
+        needs = f"encoder_width {width}" if parts == 1 else f"{parts} x encoder_width {width} (a stack of blocks each)"
+        raise ValueError(f"cell input_size must be {needs} (the torso reads the last encoder block), got "
+                         f"{cell.input_size}")
     return (observations, *(width,) * blocks)
 
 
-def encoder_params(key: jax.Array, sizes: tuple[int, ...], dtype) -> dict:
+def encoder_params(key: jax.Array, sizes: tuple[int, ...], dtype, parts: int = 1) -> dict:
     """``{"encoder": [{"W", "b"}, ...]}`` for the blocks of ``sizes`` (``encoder_sizes``; ``{}`` for none), block
-    ``i`` drawn from its own key (``fold_in(key, 16 + i)``), so the parameters without them are those of before."""
+    ``i`` drawn from its own key (``fold_in(key, 16 + i)``), so the parameters without them are those of before;
+    ``parts > 1``: each block's ``W`` (parts, d, m) and ``b`` (parts, m), one stack of blocks per network (part ``p``
+    drawn from ``fold_in`` of block ``i``'s key and ``p``)."""
     if not sizes:
         return {}
+
+    def weights(k, shape):
+        if parts == 1:
+            return sparse_init(k, shape, SPARSITY, dtype)
+        return jnp.stack([sparse_init(jax.random.fold_in(k, p), shape, SPARSITY, dtype) for p in range(parts)])
+
     pairs = zip(sizes[:-1], sizes[1:], strict=True)
-    return {"encoder": [{"W": sparse_init(jax.random.fold_in(key, 16 + i), (d, m), SPARSITY, dtype),
-                         "b": jnp.zeros((m,), dtype)} for i, (d, m) in enumerate(pairs)]}
+    return {"encoder": [{"W": weights(jax.random.fold_in(key, 16 + i), (d, m)),
+                         "b": jnp.zeros((m,) if parts == 1 else (parts, m), dtype)} for i, (d, m) in enumerate(pairs)]}
 
 
 def encoded(params, x: jax.Array) -> jax.Array:
     """``x`` (..., D) through the encoder blocks ``params["encoder"]`` where ``params`` has them, else ``x``: what
-    the torso reads."""
-    for layer in params.get("encoder", ()):
-        x = block(x @ layer["W"] + layer["b"])
-    return x
+    the torso reads. Blocks with a leading parts axis (``encoder_params``' ``parts``) run side by side on ``x``, each
+    stack its own, their outputs concatenated (..., parts * M)."""
+    layers = params.get("encoder", ())
+    parts = bool(layers) and layers[0]["W"].ndim == 3
+    e = x[..., None, :] if parts else x
+    for layer in layers:
+        e = block(jnp.einsum("...d,...dm->...m", e, layer["W"]) + layer["b"])
+    return e.reshape(*e.shape[:-2], -1) if parts else e
 
 
 def through_head(params, h: jax.Array, name: str = "head") -> jax.Array:

@@ -178,6 +178,9 @@ class RLConfig(Config):
     split_torso: bool = option(False, f"{readers('split_torso')}: the policy reads the first half of the torso's "
                                "units and the value the second, each through its own --head-hidden layer (separate "
                                "actor and critic networks where the cell is element-wise: minGRU, LRU, RTU, ...)", flag)
+    critic_network: bool = option(False, f"{readers('critic_network')}: the value a network of its own beside the "
+                                  "policy's, the cell and its --encoder-blocks twice (Farr et al.'s separate actor "
+                                  "and critic; rtrl.cells.Parallel), neither's gradient reaching the other", flag)
     init_std: float = option(1.0, "ac on a Box action space: the Gaussian policy's standard deviation at the start "
                              "(its log is learnt)", positive_float, "S")
     state_std: bool = option(False, "ac on a Box action space: the Gaussian policy's log standard deviation is a head "

@@ -80,6 +80,7 @@ MUJOCO_TASKS = {"hopper": ("Hopper", 1300.0, {}), "walker2d": ("Walker2d", 1011.
 ANCHOR_AGENT = {"cell": "rtu", "hidden": 384, "cell_args": {"output_map": "concat", "r_min": 0.0, "r_max": 0.999},
                 "head_hidden": 0, "head_init": "sparse", "encoder_blocks": 2, "encoder_width": 128, "state_std": True,
                 "std_map": "softplus", "init_std": math.log(2.0), "entropy": 0.01, "entropy_sign": "td", "envs": 1,
+                "critic_network": True,
                 "steps": 2_000_000, "record_every": 100_000, "fidelity_every": 100_000}
 ANCHOR_VERSION = "v4"  # Farr et al.'s MuJoCo tasks (Gymnasium's v4: the mujoco bindings, deprecated but served)
 # The presets these names had before (every figure measured up to 3132a4e): v5, the previous action and reward beside

@@ -5,7 +5,9 @@ Parameters are ``{"torso": <the cell's>, "policy": {"W": (N, A), "b": (A,)}, "va
 with ``head_hidden = M > 0`` a tanh layer before the heads (``rtrl.rl.agent.heads``). With ``split_torso`` the policy
 reads the first half of the torso's units and the value the second half, each through a tanh layer of its own: where
 the cell is element-wise (minGRU, LRU, RTU, ...; its units recur apart), the two halves are separate actor and critic
-networks, as Farr et al. 2026 run theirs, and neither's gradient reaches the other's units.
+networks, and neither's gradient reaches the other's units. With ``critic_network`` the critic is a network of its
+own whatever the cell: the cell twice side by side (``rtrl.cells.Parallel``; with encoder blocks, a stack of blocks
+each), the policy reading the first's outputs and the value the second's, as Farr et al. 2026 run their agents.
 
 One environment's step (``act_grads``) runs the torso's online step on the observation, samples an action and returns,
 besides it, the gradients w.r.t. all parameters of three per-step objectives of this step::
@@ -33,6 +35,7 @@ import jax.numpy as jnp
 
 from rtrl.cells.base import Cell, glorot
 from rtrl.cells.encoder import sparse_init
+from rtrl.cells.parallel import Parallel
 from rtrl.methods import Method
 from rtrl.rl.agent import (
     SPARSITY,
@@ -47,6 +50,18 @@ from rtrl.rl.agent import (
     split_drive,
 )
 from rtrl.rl.algorithm import Stepped, learn_on_policy, no_correction
+
+
+def critic_networked(cell: Cell, critic_network: bool, split_torso: bool, encoder_blocks: int) -> Cell:
+    """The torso's cell: ``cell``, or with ``critic_network`` two of it side by side (``Parallel``), the actor's and
+    the critic's, each on its own stack of encoder blocks where there are some (else both on the observation);
+    ``ValueError`` for ``critic_network`` beside ``split_torso`` (two ways to split one torso)."""
+    if not critic_network:
+        return cell
+    if split_torso:
+        raise ValueError("critic_network and split_torso both give the value a torso apart; choose one "
+                         "(critic_network: a network each; split_torso: halves of one cell's units)")
+    return Parallel((cell, cell), shared_input=not encoder_blocks)
 
 
 def check_split(cell: Cell, split_torso: bool) -> bool:
@@ -115,28 +130,32 @@ class ActorCritic:
     """Stream AC(lambda): a categorical policy and a value on the torso (linear heads, or behind a tanh layer of
     ``head_hidden`` units), the traces of value and log-policy gradients, an entropy bonus."""
 
-    options = ("entropy", "entropy_sign", "value_coef", "head_hidden", "head_init", "split_torso", "encoder_blocks",
-               "encoder_width")
+    options = ("entropy", "entropy_sign", "value_coef", "head_hidden", "head_init", "split_torso", "critic_network",
+               "encoder_blocks", "encoder_width")
     checked = 2  # the fidelity check's gradients: the first two of ``objective_grads`` (v_t's, log pi(a_t)'s)
 
     def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8, *,
                  head_hidden: int = 0, entropy: float = 0.01, value_coef: float = 1.0, split_torso: bool = False,
                  split_critic: bool = False, entropy_sign: str = "positive", encoder_blocks: int = 0,
-                 encoder_width: int = 128, observations: int | None = None, head_init: str = "glorot"):
+                 encoder_width: int = 128, observations: int | None = None, head_init: str = "glorot",
+                 critic_network: bool = False):
         """``split_critic``: the value's and the policy's gradients apart (the intentional rule with a step of
         the critic's own, ``critic_lr``); ``entropy_sign``: how ``entropy`` enters (``ENTROPY_SIGNS``);
         ``encoder_blocks`` of ``encoder_width`` units before the torso on ``observations`` inputs
         (``rtrl.rl.agent.encoder_sizes``; the cell then reads ``encoder_width``); ``head_init``: the heads' weights
-        at the start (``HEAD_INITS``)."""
+        at the start (``HEAD_INITS``); ``critic_network``: the value a network of its own (``critic_networked``),
+        the policy's ``cell`` and blocks again."""
         if head_init not in HEAD_INITS:
             raise ValueError(f"head_init must be one of {list(HEAD_INITS)}, got {head_init!r}")
         self.head_init = head_init
+        self.parts = 2 if critic_network else 1  # networks side by side, each with its own encoder blocks
+        cell = critic_networked(cell, critic_network, split_torso, encoder_blocks)
         self.torso = Torso(cell, method, truncation)
         self.num_actions, self.head_hidden = check_heads(num_actions, head_hidden)
         self.entropy, self.value_coef, self.split_critic = entropy, value_coef, split_critic
         self.entropy_sign = check_entropy_sign(entropy_sign)
-        self.split = check_split(cell, split_torso)
-        self.encoder = encoder_sizes(observations, encoder_blocks, encoder_width, cell)
+        self.split = check_split(cell, split_torso) or critic_network
+        self.encoder = encoder_sizes(observations, encoder_blocks, encoder_width, cell, self.parts)
 
     stepped, learn, value, bootstrap, correction = stepped, learn_on_policy, value, bootstrap, no_correction
 
@@ -154,7 +173,7 @@ class ActorCritic:
         return {"torso": self.torso.cell.init(k_torso, dtype),
                 "policy": {"W": W_policy, "b": jnp.zeros((A,), dtype)},
                 "value": {"W": W_value, "b": jnp.zeros((1,), dtype)},
-                **head_params(key, N, M, dtype, self.split), **encoder_params(key, self.encoder, dtype)}
+                **head_params(key, N, M, dtype, self.split), **encoder_params(key, self.encoder, dtype, self.parts)}
 
     def forward(self, params, memory, x: jax.Array):
         """One environment's ``((logits, value), memory')``: the torso's online step on ``x``, then the heads."""
