@@ -82,6 +82,9 @@ def test_a_card_says_the_runs_options_and_an_option_given_overrides_the_preset()
     ("memory-chain-16 rows=rtrl", "needs seeds="),
     ("memory-chain-16 rows=rtrl seeds=5 extra", "must be KEY=VALUE, got 'extra'"),
     ("memory-chain-16 rows=rtrl,snap1 seeds=5", "names rows ['snap1'] it does not have"),
+    ("hopper-p-anchor-agent rows=rtrl seeds=2 critic_network=False", "critic_network must be true or false, got "
+     "'False'"),
+    ("memory-chain-16 rows=rtrl seeds=5 hiden=4", "has unknown options ['hiden']"),
 ])
 def test_a_wrong_spec_is_refused_naming_what_is_wrong(spec, said):
     with pytest.raises(ValueError, match=re.escape(said)):

@@ -153,8 +153,9 @@ def test_a_preset_s_option_left_unread_by_the_options_beside_it_is_dropped():
 
 # what each algorithm never reads under adam and method auto, typed out from the algorithms' docs (not derived
 # from ``never_read``): config.json leaves these out
-Q_NEVER_READS = {"entropy", "value_coef", "split_torso", "init_std", "state_std", "h_lr", "h_beta", "kappa",
-                 "critic_lr", "truncation", "entropy_sign", "encoder_blocks", "encoder_width", "head_init", "std_map"}
+Q_NEVER_READS = {"entropy", "value_coef", "split_torso", "critic_network", "init_std", "state_std", "h_lr", "h_beta",
+                 "kappa", "critic_lr", "truncation", "entropy_sign", "encoder_blocks", "encoder_width", "head_init",
+                 "std_map"}
 NEVER_READS = {
     "ac": {"epsilon", "explore_steps", "h_lr", "h_beta", "kappa", "critic_lr", "truncation"},
     "q": Q_NEVER_READS, "sarsa": Q_NEVER_READS, "peng": Q_NEVER_READS,

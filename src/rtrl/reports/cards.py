@@ -24,6 +24,7 @@ from pathlib import Path
 
 from rtrl.files import atomic_write_text
 from rtrl.reports import popgym, protocol, rl
+from rtrl.rl.config import RLConfig
 from rtrl.rl.presets import TABLES
 
 SUITE = "popgym-suite"
@@ -58,6 +59,15 @@ def value(text: str):
         return text.split(",") if "," in text else text
 
 
+def checked(configs: list[dict], spec: str) -> list[dict]:
+    """``configs``, each read as a run folder's ``config.json`` is (``RLConfig.from_dict``), so that an option the
+    comment gives a value of the wrong kind (``critic_network=False``, not JSON's ``false``) is refused, naming it
+    and the card, rather than shown as the string it parsed to."""
+    for config in configs:
+        RLConfig.from_dict({**config, "seed": 0}, where=f"the card {spec!r}")
+    return configs
+
+
 def card(spec: str) -> str:
     """The protocol card ``spec`` (the comment's words) generates."""
     table, pairs = parsed(spec)
@@ -68,13 +78,13 @@ def card(spec: str) -> str:
         steps = dict(part.split(":") if ":" in part else ("", part) for part in steps.split(","))
         configs = [{**popgym.options(task, row, int(steps.get(task, steps[""])), 0, seeds), **changes, "seeds": seeds}
                    for task in popgym.TASKS for row in rows]
-        return protocol.protocol_card(configs, protocol.ANCHORS["popgym"], popgym.SCORE)
+        return protocol.protocol_card(checked(configs, spec), protocol.ANCHORS["popgym"], popgym.SCORE)
     unknown = [row for row in rows if row not in TABLES[table].methods]
     if unknown:
         raise ValueError(f"the card of {table} names rows {unknown} it does not have; its rows are "
                          f"{list(TABLES[table].methods)}")
     configs = [{**rl.options(table, row), **changes, "seeds": seeds} for row in rows]
-    return protocol.protocol_card(configs, rl.anchor_of(configs[0]))
+    return protocol.protocol_card(checked(configs, spec), rl.anchor_of(configs[0]))
 
 
 def one_line(text: str) -> str:

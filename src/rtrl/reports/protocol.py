@@ -36,12 +36,10 @@ ANCHORS: dict[str, dict] = {
                          "encoder_width": 128, "head_hidden": 0, "head_init": "sparse", "state_std": True,
                          "std_map": "softplus",
                          "entropy": 0.01, "entropy_sign": "td", "optimizer": "intentional", "lr": 0.05,
-                         "critic_lr": 0.5},
+                         "critic_lr": 0.5, "critic_network": True},
                "actions": "clip",  # ClipActionWrapper: rtrl's --env-arg actions=clip
                # what no option of rtrl's matches (rtrl.rl.control_presets' docstring, the -anchor-agent presets)
-               "unmatched": ("one torso under both heads (anchor: an actor's and a critic's network, each with its "
-                             "own blocks and RTU)",
-                             "the actor's step statistics read the log-policy's gradient alone (anchor: with the "
+               "unmatched": ("the actor's step statistics read the log-policy's gradient alone (anchor: with the "
                              "signed entropy term)")},
     "popgym": {"name": "Farr et al. 2026, POPGym Easy", "inputs": ("action", "reward"), "frames": 10_000_000,
                "envs": 1, "seeds": 10, "gamma": 0.99, "level": "Easy"},
@@ -131,6 +129,8 @@ def agent(config) -> str:
     torso = f"{name} {option(config, 'hidden')}" + (" (concatenated output)" if concat else "")
     if option(config, "encoder_blocks"):
         torso += f" behind {option(config, 'encoder_blocks')} blocks of {option(config, 'encoder_width')}"
+    if option(config, "critic_network"):
+        torso = f"an actor's and a critic's network, each {torso}"
     width = option(config, "head_hidden")
     heads = f"heads behind a tanh layer of {width}" if width else "linear heads"
     heads += f" ({option(config, 'head_init')} at the start)"

@@ -40,10 +40,11 @@ of its own (one line), so their rows are presets, named and run as every other t
   ``ClipActionWrapper`` clips actions to the Box (``--env-arg actions=clip``; rtrl's default squashes them by
   ``tanh``: the map is the environment's, the log-probability the Gaussian's either way); observation and reward
   normalisation, the time input (limit 1000), one environment per seed (``--envs 1``; ``--seeds S`` runs S seeds'
-  agents under one ``vmap``, their environments one host vector). Left as it differs: their actor and critic are two
-  networks (each its own blocks and RTU; here one torso with both heads; heads started sparse as theirs,
-  ``--head-init sparse``), their actor's step statistics read the entropy term too (here the
-  log-policy's gradient alone). The step time (1.75 ms a frame on 2 quiet cores, about an hour a seed of 2M frames;
+  agents under one ``vmap``, their environments one host vector); their actor and critic two networks, each its own
+  blocks and RTU (``--critic-network``: ``rtrl.cells.Parallel`` of two RTUs, one stack of blocks each; before
+  12e9dc3 one torso under both heads, on which seeds 0 and 1 collapsed before 800k frames); heads started sparse as
+  theirs (``--head-init sparse``). Left as it differs: their actor's step statistics read the entropy term too (here
+  the log-policy's gradient alone). The step time (1.75 ms a frame on 2 quiet cores, about an hour a seed of 2M frames;
   seeds under one ``vmap`` near twice the throughput): docs/rl-control.md, "The anchor's agent", with the commands.
 * ``hopper-p-v5-action-reward-gamma995``, ``walker2d-p-v5-action-reward``, ``halfcheetah-p-v5-action-reward``,
   ``ant-p-v5-action-reward``: the presets these names had before they took the anchor's protocol, each figure of
