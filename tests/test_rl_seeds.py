@@ -126,3 +126,22 @@ def test_what_is_due_at_a_step_stays_a_conditional_under_seeds():
     # the check, the sample, and the value owed at a truncation; under vmap the last depends on each seed's
     # environments and becomes a select, the two that are due by the step count stay conditionals
     assert (single, several) == (3, 2)
+
+
+def test_host_seeds_bootstrap_a_truncation_as_their_one_seed_runs_under_a_conditional():
+    """Host seeds whose episodes are truncated (CartPole cut at 6 steps): the value a truncation is owed is the
+    bootstrap's under a conditional taken once for all seeds (not a select that steps the torso on s_T every
+    step), and each seed is still its one-seed run. [Mutations, killed: the condition taken per seed -> a select,
+    no conditional in the lowered step; the seeds' condition left False -> their states differ from the one-seed
+    runs'.]"""
+    from rtrl.rl.loop import Outcome, runner
+
+    cut = {**HOST, "env_args": (("max_episode_steps", 6),)}
+    state, records = train(RLConfig(**cut, seed=5, seeds=2), quiet=True)
+    assert_seeds_are_singles(state, records, [train(RLConfig(**cut, seed=s), quiet=True) for s in (5, 6)])
+    run = runner(RLConfig(**cut, seeds=2))
+    acted = run._act_seeds(run.init(0))
+    S, E = 2, cut["envs"]
+    obs = np.zeros((S, E, 4))
+    outcome = Outcome(obs, np.zeros((S, E)), np.zeros((S, E), bool), np.zeros((S, E), bool), obs, np.zeros((S, E)))
+    assert conditionals(jax.jit(run._observe_seeds).lower(acted, outcome)) == 1

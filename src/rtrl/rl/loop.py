@@ -307,10 +307,12 @@ class Program:
                                tally=tally)
         return Acted(state, action, value, stepped.exploratory, k_env)
 
-    def _observe(self, acted: Acted, outcome: Outcome) -> RLState:
+    def _observe(self, acted: Acted, outcome: Outcome, owed: jax.Array | None = None) -> RLState:
         """The step's bookkeeping once the environments have stepped: the vector wrappers (the observations
         normalised, the reward scaled), the value a truncated episode is owed, the torso reset where an episode
-        ended, the pending step, the tallies."""
+        ended, the pending step, the tallies. ``owed``: whether any episode was truncated (default: any of
+        ``outcome``'s), the bootstrap's condition; several seeds pass it unmapped, over all of them, so that it
+        stays a conditional under their ``vmap`` rather than a select that computes the bootstrap every step."""
         state = acted.state
         done, truncated = jnp.asarray(outcome.done), jnp.asarray(outcome.truncated)
         cast = {name: jnp.asarray(getattr(outcome, name)).astype(self.dtype) for name in ("obs", "reward", "final_obs")}
@@ -320,7 +322,8 @@ class Program:
             return jax.vmap(self.agent.bootstrap, in_axes=(None, 0, 0, None))(
                 state.params, state.memory, wrapped.final_obs, state.step)
 
-        final_value = lax.cond(truncated.any(), values, lambda _: jnp.zeros(done.shape, self.dtype), None)
+        owed = truncated.any() if owed is None else owed
+        final_value = lax.cond(owed, values, lambda _: jnp.zeros(done.shape, self.dtype), None)
         transition = Transition(wrapped.reward, done & ~truncated, truncated, jnp.where(truncated, final_value, 0.0))
         ended = jnp.asarray(outcome.episode_return, state.tally.returns.dtype)  # the host's float64 as the tally's
         tally = state.tally._replace(episodes=state.tally.episodes + done.sum(dtype=jnp.int32),
@@ -334,8 +337,10 @@ class Program:
         return jax.vmap(lambda run: self._act(run._replace(step=seeds.step)))(seeds.runs)
 
     def _observe_seeds(self, acted: Acted, outcome: Outcome) -> Seeds:
-        """``_observe`` of every seed (``outcome``'s leaves ``(S, E, ...)``) under one ``vmap``."""
-        runs = jax.vmap(self._observe)(acted, outcome)
+        """``_observe`` of every seed (``outcome``'s leaves ``(S, E, ...)``) under one ``vmap``, the bootstrap's
+        condition taken over every seed's environments (unmapped: a conditional, not a select)."""
+        owed = jnp.asarray(outcome.truncated).any()
+        runs = jax.vmap(self._observe, in_axes=(0, 0, None))(acted, outcome, owed)
         return Seeds(runs, runs.step[0])
 
     def restart(self, state: RLState, obs: jax.Array) -> RLState:
