@@ -28,6 +28,7 @@ RULES = {
     "intentional": {"optimizer": "intentional"},
     "split": {"optimizer": "intentional", "critic_lr": 0.5},
     "split-seeds": {"optimizer": "intentional", "critic_lr": 0.5, "seeds": 2},
+    "split-networks": {"optimizer": "intentional", "critic_lr": 0.5, "critic_network": True},
     "adam-every": {"optimizer": "adam", "update_every": 2},
     "q": {"algorithm": "q"},
     "qrc": {"algorithm": "qrc"},
