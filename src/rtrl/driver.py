@@ -53,13 +53,17 @@ def finite_or_diverged(step: int, params) -> None:
 
 def drive(state: Any, steps: int, every: int, chunk: int, advance: Callable, record: Callable,
           first: Callable | None = None, on_record: Callable | None = None, on_chunk: Callable | None = None,
-          wall_s: float = 0.0) -> Any:
+          wall_s: float = 0.0, until: Callable | None = None) -> Any:
     """Advance ``state`` (its ``step`` leaf counts the steps done) to ``steps``, in calls of at most ``chunk`` steps
-    that never cross a multiple of ``every``; see the module's docstring."""
+    that never cross a multiple of ``every``; see the module's docstring. ``until(record)``: true stops the run
+    after that record (and ``on_record``'s checkpoint of it), before ``steps``."""
     step = int(state.step)
     start = time.perf_counter() - wall_s
     if step == 0 and first is not None and on_record is not None:  # where learning starts from
-        on_record(state, {**first(state), "wall_s": 0.0})
+        rec = {**first(state), "wall_s": 0.0}
+        on_record(state, rec)
+        if until is not None and until(rec):
+            return state
     while step < steps:
         boundary = min((step // every + 1) * every, steps)
         while step < boundary:
@@ -72,4 +76,6 @@ def drive(state: Any, steps: int, every: int, chunk: int, advance: Callable, rec
         rec = {**rec, "wall_s": round(time.perf_counter() - start, 3)}
         if on_record is not None:
             on_record(state, rec)
+        if until is not None and until(rec):
+            break
     return state

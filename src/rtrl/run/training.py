@@ -8,7 +8,7 @@ from rtrl.run.folder import Run, chosen, computed_on, evaluation_options, fmt, r
 from rtrl.run.plot import Curve
 from rtrl.training.assemble import assemble, task_of
 from rtrl.training.config import RunConfig
-from rtrl.training.trainer import evaluation, fit
+from rtrl.training.trainer import evaluation, fit, reached
 
 
 @register
@@ -26,8 +26,19 @@ class TrainRun(Run):
         return self.trainer.init()
 
     def fit(self, state, wall_s: float, on_record, on_chunk):
+        """Train to ``steps``, or with ``stop_at`` to the first record that reaches it: a run folder whose last
+        record already did is done (resumed, it trains no further)."""
+        if self.stopped() is not None:
+            return state
         return fit(self.trainer, state, self.config.steps, self.config.eval_every, on_eval=on_record,
-                   on_chunk=on_chunk, wall_s=wall_s)
+                   on_chunk=on_chunk, wall_s=wall_s, stop_at=self.config.stop_at)
+
+    def stopped(self) -> dict | None:
+        """The last record, where it reached ``stop_at`` (``rtrl.training.trainer.reached``); else ``None``."""
+        stop_at = self.config.stop_at
+        records = read_metrics(self.path) if stop_at is not None else []
+        higher = self.assembly.task.higher_is_better
+        return records[-1] if records and reached(records[-1], stop_at, higher) else None
 
     def trained(self, params):
         return self.assembly.cell, params["cell"]
@@ -84,5 +95,7 @@ class TrainRun(Run):
         records, task = read_metrics(self.path), self.assembly.task
         first, last = records[0], records[-1]
         extra = ", ".join(f"{k} {fmt(v)}" for k, v in last.items() if k not in ("step", "loss", "metric", "wall_s"))
+        stop = f"; stopped: --stop-at {self.config.stop_at:g} reached" if self.stopped() is not None else ""
         return (f"{task.metric_name}: {fmt(first['metric'])} at step {first['step']} -> {fmt(last['metric'])} at "
-                f"step {last['step']} (chance {task.chance:.3g}; {extra}) in {last['wall_s']:.1f} s on {computed_on()}")
+                f"step {last['step']} (chance {task.chance:.3g}; {extra}{stop}) in {last['wall_s']:.1f} s on "
+                f"{computed_on()}")

@@ -294,6 +294,7 @@ def fit(
     on_eval: Callable[[TrainState, dict], None] | None = None,
     on_chunk: Callable[[TrainState, int], None] | None = None,
     wall_s: float = 0.0,
+    stop_at: float | None = None,
 ) -> TrainState:
     """Train until ``steps``, evaluating at every multiple of ``eval_every`` and at the end.
 
@@ -302,7 +303,8 @@ def fit(
     state it gets is the one to checkpoint. ``on_chunk(state, n)`` is told of every ``n`` steps done.
     ``wall_s`` is the time already spent (for a resumed run). Raises ``Diverged`` naming the first step whose
     loss, held-out metric or parameter is not finite; ``on_eval`` has then not seen anything past the previous
-    evaluation, so every record it saw is finite."""
+    evaluation, so every record it saw is finite. ``stop_at``: stop after the first record whose held-out metric
+    reaches it (``reached``; step 0's too), before ``steps``."""
     k = trainer.update_every
     for name, value in (("steps", steps), ("eval_every", eval_every)):
         check_positive_int(name, value)
@@ -327,5 +329,16 @@ def fit(
     def first(state):
         return checked_record(0, {"step": 0, "loss": None, **evaluation(trainer, state)})
 
+    higher = trainer.task.higher_is_better
+    until = None if stop_at is None else (lambda rec: reached(rec, stop_at, higher))
     return drive(state, steps, eval_every, chunk_size(eval_every, k), advance, record, first, on_eval, on_chunk,
-                 wall_s)
+                 wall_s, until)
+
+
+def reached(record: dict, stop_at: float, higher_is_better: bool = True) -> bool:
+    """Whether ``record``'s held-out ``metric`` reaches ``stop_at``: at or above it where higher is better, at or
+    below where lower is."""
+    metric = record.get("metric")
+    if metric is None:
+        return False
+    return metric >= stop_at if higher_is_better else metric <= stop_at
