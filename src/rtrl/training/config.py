@@ -86,8 +86,8 @@ class RunConfig(Config):
     eval_size: int = option(256, "held-out episodes per evaluation", positive_int, "M")
     stop_at: float | None = option(
         None, "stop at the first evaluation whose held-out metric reaches this value (at or above it; at or below for "
-        "a metric where lower is better, e.g. mse): the e-prop paper's stopping rule, whose code trains until the "
-        "error is under 7% (--stop-at 0.93); default: train to --steps", optional(non_negative_float), "V")
+        "a metric where lower is better, e.g. mse): the e-prop paper's stopping rule is `--stop-at 0.93`; default: "
+        "train to --steps", optional(non_negative_float), "V")
     stagger: bool = option(False, "start stream b at b/B of an episode (trace methods only)", flag)
     seed: int = option(0, "seed of the parameters and of the data", random_seed, "SEED")
     devices: int = option(1, "devices to split the streams over (the batch a multiple of it; docs/devices.md)",
