@@ -77,6 +77,20 @@ def test_a_card_says_the_runs_options_and_an_option_given_overrides_the_preset()
     assert "previous reward + time (anchor: observation + previous action + previous reward)" in suite
 
 
+def test_the_anchor_agents_card_names_its_two_networks_and_what_no_option_matches():
+    """The -anchor-agent preset as it runs now: the agent an actor's and a critic's network (as the anchor's), what
+    no option matches listed item by item; with ``critic_network=false`` (the runs before it) the agent is a
+    difference and nothing is listed as unmatched."""
+    card = cards.card("hopper-p-anchor-agent rows=rtrl seeds=2")
+    assert "- agent: an actor's and a critic's network, each rtu 384" in card
+    assert ("- what no option matches: the actor's step statistics read the log-policy's gradient alone (anchor: "
+            "with the signed entropy term)\n") in card
+    assert "- differences from the anchor: 1 (seeds)\n" in card
+    before = cards.card("hopper-p-anchor-agent rows=rtrl seeds=2 critic_network=false")
+    assert "- agent: rtu 384" in before and "what no option matches" not in before
+    assert "- differences from the anchor: 2 (seeds, agent)\n" in before
+
+
 @pytest.mark.parametrize("spec, said", [
     ("memory-chain-99 rows=rtrl seeds=5", "a card names a results table"),
     ("memory-chain-16 rows=rtrl", "needs seeds="),

@@ -40,7 +40,7 @@ ANCHORS: dict[str, dict] = {
                "actions": "clip",  # ClipActionWrapper: rtrl's --env-arg actions=clip
                # what no option of rtrl's matches (rtrl.rl.control_presets' docstring, the -anchor-agent presets)
                "unmatched": ("the actor's step statistics read the log-policy's gradient alone (anchor: with the "
-                             "signed entropy term)")},
+                             "signed entropy term)",)},
     "popgym": {"name": "Farr et al. 2026, POPGym Easy", "inputs": ("action", "reward"), "frames": 10_000_000,
                "envs": 1, "seeds": 10, "gamma": 0.99, "level": "Easy"},
 }
