@@ -153,6 +153,30 @@ class Cell(Frozen):
 CellInterface.register(Cell)  # what rtrl.validate.check_cell accepts
 
 
+# -- cells made of cells (rtrl.cells.Stack, Network, Parallel): their members, parameters and carries checked alike --
+def member_cells(name: str, value, note: str = "") -> tuple[Cell, ...]:
+    """``value``, a list or tuple of cells, as a tuple; ``ValueError`` naming the option ``name`` (and ``note``)
+    for anything else, or for none."""
+    cells = tuple(value) if isinstance(value, list | tuple) else None
+    if not cells or not all(isinstance(c, Cell) for c in cells):
+        raise ValueError(f"{name} must be a non-empty sequence of cells{note}, got {value!r}")
+    return cells
+
+
+def check_member_params(params, names, what: str) -> None:
+    """``params`` must be a dict with exactly the keys ``names`` (one per member); ``what`` names the cell ("a
+    2-layer Stack")."""
+    if not isinstance(params, dict) or set(params) != set(names):
+        raise ValueError(f"params of {what} must be a dict with keys {list(names)}, "
+                         f"got {sorted(params) if isinstance(params, dict) else type(params).__name__}")
+
+
+def check_member_carry(carry, count: int, what: str, members: str) -> None:
+    """``carry`` must be a tuple of ``count`` carries, one per member (``members``: "layers", "cells")."""
+    if not isinstance(carry, tuple) or len(carry) != count:
+        raise ValueError(f"carry of {what} must be a tuple of the {members}' carries")
+
+
 def checking_first_argument(method: Callable, check: Callable) -> Callable:
     """``method`` whose first argument after ``self`` (given by place or by name) first goes through ``check``,
     whose result, unless ``None``, replaces it."""

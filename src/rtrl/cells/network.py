@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.cells.adapters import cell_factory
-from rtrl.cells.base import Carry, Cell, Params, init_params
+from rtrl.cells.base import Carry, Cell, Params, check_member_carry, check_member_params, init_params, member_cells
 from rtrl.cells.lru import LRU
 from rtrl.cells.rtu import RTU
 from rtrl.checks import check_positive_int, default_dtype
@@ -84,9 +84,7 @@ class Network(Cell):
     mix: str = "glu"
 
     def __post_init__(self) -> None:
-        layers = tuple(self.layers) if isinstance(self.layers, list | tuple) else None
-        if not layers or not all(isinstance(c, Cell) for c in layers):
-            raise ValueError(f"layers must be a non-empty sequence of cells (at least one block), got {self.layers!r}")
+        layers = member_cells("layers", self.layers, " (at least one block)")
         H = layers[0].input_size
         for i, cell in enumerate(layers):
             if cell.input_size != H:
@@ -133,17 +131,13 @@ class Network(Cell):
         return tuple(cell.initial_carry(batch_shape, dtype) for cell in self.layers)
 
     def check_params(self, params, shapes=None) -> None:
-        names = sorted(self.param_shapes())
-        if not isinstance(params, dict) or sorted(params) != names:
-            raise ValueError(f"params of this {len(self.layers)}-block Network must be a dict with keys {names}, "
-                             f"got {sorted(params) if isinstance(params, dict) else type(params).__name__}")
+        check_member_params(params, sorted(self.param_shapes()), f"this {len(self.layers)}-block Network")
 
     def forward(self, params: Params, carry: Carry, x: jax.Array) -> tuple[Carry, jax.Array, tuple]:
         """``(carry', h, inputs)``: one step, and the input each cell read (the layered protocol's)."""
         self.check_input(x)
         self.check_params(params)
-        if not isinstance(carry, tuple) or len(carry) != len(self.layers):
-            raise ValueError(f"carry of a {len(self.layers)}-block Network must be a tuple of the cells' carries")
+        check_member_carry(carry, len(self.layers), f"a {len(self.layers)}-block Network", "cells")
         if self.encoded:
             x = x @ params["encoder"]["W"] + params["encoder"]["b"]
         carries, inputs = [], []

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from rtrl.capabilities import HandDerivedTraces, HasOutput
-from rtrl.cells.base import Carry, Cell, Params
+from rtrl.cells.base import Carry, Cell, Params, check_member_carry, check_member_params, member_cells
 
 CLOSED_FORM = ("init", "update", "contract", "to_params")  # trace_* (rtrl.capabilities.HandDerivedTraces)
 
@@ -45,9 +45,7 @@ class Parallel(Cell):
     hidden_size: int = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
-        cells = tuple(self.cells) if isinstance(self.cells, list | tuple) else None
-        if not cells or not all(isinstance(c, Cell) for c in cells):
-            raise ValueError(f"cells must be a non-empty sequence of cells, got {self.cells!r}")
+        cells = member_cells("cells", self.cells)
         if not isinstance(self.shared_input, bool):
             raise ValueError(f"shared_input must be True or False, got {self.shared_input!r}")
         if self.shared_input and len({c.input_size for c in cells}) > 1:
@@ -80,12 +78,9 @@ class Parallel(Cell):
 
     def step(self, params: Params, carry: Carry, x):
         self.check_input(x)
-        names = [part_name(k) for k in range(len(self.cells))]
-        if not isinstance(params, dict) or set(params) != set(names):
-            raise ValueError(f"params of a {len(self.cells)}-cell Parallel must be a dict with keys {names}, "
-                             f"got {sorted(params) if isinstance(params, dict) else type(params).__name__}")
-        if not isinstance(carry, tuple) or len(carry) != len(self.cells):
-            raise ValueError(f"carry of a {len(self.cells)}-cell Parallel must be a tuple of the cells' carries")
+        what = f"a {len(self.cells)}-cell Parallel"
+        check_member_params(params, [part_name(k) for k in range(len(self.cells))], what)
+        check_member_carry(carry, len(self.cells), what, "cells")
         stepped = [cell.step(params[part_name(k)], c, xk)
                    for k, (cell, c, xk) in enumerate(zip(self.cells, carry, self.inputs(x), strict=True))]
         return tuple(c for c, _ in stepped), jnp.concatenate([h for _, h in stepped], axis=-1)

@@ -21,7 +21,7 @@ import itertools
 
 import jax
 
-from rtrl.cells.base import Carry, Cell, Params
+from rtrl.cells.base import Carry, Cell, Params, check_member_carry, check_member_params, member_cells
 
 
 def layer_name(i: int) -> str:
@@ -36,9 +36,7 @@ class Stack(Cell):
     hidden_size: int = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
-        layers = tuple(self.layers) if isinstance(self.layers, list | tuple) else None
-        if not layers or not all(isinstance(c, Cell) for c in layers):
-            raise ValueError(f"layers must be a non-empty sequence of cells, got {self.layers!r}")
+        layers = member_cells("layers", self.layers)
         for i, (lower, upper) in enumerate(itertools.pairwise(layers)):
             if upper.input_size != lower.hidden_size:
                 raise ValueError(
@@ -58,12 +56,9 @@ class Stack(Cell):
 
     def step(self, params: Params, carry: Carry, x: jax.Array):
         self.check_input(x)
-        names = [layer_name(i) for i in range(len(self.layers))]
-        if not isinstance(params, dict) or set(params) != set(names):
-            raise ValueError(f"params of a {len(self.layers)}-layer Stack must be a dict with keys {names}, "
-                             f"got {sorted(params) if isinstance(params, dict) else type(params).__name__}")
-        if not isinstance(carry, tuple) or len(carry) != len(self.layers):
-            raise ValueError(f"carry of a {len(self.layers)}-layer Stack must be a tuple of the layers' carries")
+        what = f"a {len(self.layers)}-layer Stack"
+        check_member_params(params, [layer_name(i) for i in range(len(self.layers))], what)
+        check_member_carry(carry, len(self.layers), what, "layers")
         return self.forward(params, carry, x)[:2]
 
     def forward(self, params: Params, carry: Carry, x: jax.Array) -> tuple[Carry, jax.Array, tuple]:
