@@ -180,31 +180,31 @@ def test_a_torso_that_does_not_read_the_blocks_width_is_refused():
 
 def test_critic_network_gives_the_value_a_network_of_its_own_exact_against_bptt():
     """``critic_network``: the cell and its two blocks twice. The value's online gradient is zero on the actor's
-    network (its blocks ``W[0]``, its cell ``part0``) and, on the critic's, equals BPTT through the critic's blocks
-    (``W[1]``, the earlier steps' outputs cut) and cell alone, written out here (<= 1e-9, float64); the log-policy's
-    gradient is zero on the critic's network. [guards: both heads on one network; the blocks shared; the value read
-    from the actor's half]"""
+    network (its blocks ``encoder.part0``, its cell ``part0``) and, on the critic's, equals BPTT through the
+    critic's blocks (``encoder.part1``, the earlier steps' outputs cut) and cell alone, written out here (<= 1e-9,
+    float64); the log-policy's gradient is zero on the critic's network. [guards: both heads on one network; the
+    blocks shared; the value read from the actor's half]"""
     cell = RTU(M, 6, output_map="concat")
     agent = GaussianActorCritic(cell, 2, "auto", encoder_blocks=2, encoder_width=M, observations=D,
                                 critic_network=True, state_std=True, std_map="softplus")
     params = agent.init(jax.random.PRNGKey(0), jnp.float64)
-    assert [layer["W"].shape for layer in params["encoder"]] == [(2, D, M), (2, M, M)]
+    assert {p: [layer["W"].shape for layer in stack] for p, stack in params["encoder"].items()} == {
+        "part0": [(D, M), (M, M)], "part1": [(D, M), (M, M)]}
     assert params["value"]["W"].shape == (6, 1) and params["policy"]["W"].shape == (6, 4)  # each reads one network
     xs = jax.random.normal(jax.random.PRNGKey(1), (T, D), jnp.float64)
     online = online_value_grads(agent, params, xs)
-    critic = {"encoder": [{k: v[1] for k, v in layer.items()} for layer in params["encoder"]],
-              "torso": params["torso"]["part1"], "value": params["value"]}
+    critic = {"encoder": params["encoder"]["part1"], "torso": params["torso"]["part1"], "value": params["value"]}
     want = jax.jit(jax.grad(lambda p: oracle_value(cell, p, xs, cut=True)))(critic)
     assert relative_error(online["torso"]["part1"], want["torso"]) <= 1e-9
-    assert relative_error([layer["W"][1] for layer in online["encoder"]], [g["W"] for g in want["encoder"]]) <= 1e-9
+    assert relative_error(online["encoder"]["part1"], want["encoder"]) <= 1e-9
     assert relative_error(online["value"], want["value"]) <= 1e-9
-    for g in (*jax.tree.leaves(online["torso"]["part0"]), *(layer["W"][0] for layer in online["encoder"])):
+    for g in jax.tree.leaves((online["torso"]["part0"], online["encoder"]["part0"])):
         np.testing.assert_array_equal(g, 0.0)
     memory, step = agent.torso.learner.init(params["torso"]), jax.jit(agent.objective_grads)
     for x in xs:
         _, grads, memory, _ = step(params, memory, x, jnp.ones(2, jnp.float64))
     policy = jax.tree.map(lambda g: g[1], grads)
-    for g in (*jax.tree.leaves(policy["torso"]["part1"]), *(layer["W"][1] for layer in policy["encoder"])):
+    for g in jax.tree.leaves((policy["torso"]["part1"], policy["encoder"]["part1"])):
         np.testing.assert_array_equal(g, 0.0)
     assert np.abs(np.asarray(policy["torso"]["part0"]["W1"])).max() > 0
 
@@ -218,3 +218,59 @@ def test_critic_network_without_blocks_steps_both_networks_on_the_observation_an
         ActorCritic(MinGRU(D, 4), 2, critic_network=True, split_torso=True)
     with pytest.raises(ValueError, match="critic_network does nothing here: algorithm 'q'"):
         RLConfig(algorithm="q", critic_network=True)
+
+
+def owned(keep) -> set[str]:
+    """The paths (``a/b/c``) of the leaves ``keep`` marks."""
+    return {"/".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in path)
+            for path, kept in jax.tree_util.tree_flatten_with_path(keep)[0] if kept}
+
+
+AGENTS = {  # name -> an agent whose heads or networks read apart in some way
+    "critic-network": lambda: GaussianActorCritic(RTU(M, 6, output_map="concat"), 2, "auto", encoder_blocks=2,
+                                                  encoder_width=M, observations=D, critic_network=True,
+                                                  state_std=True, std_map="softplus"),
+    "split-torso-head": lambda: ActorCritic(MinGRU(D, 4), 2, head_hidden=3, split_torso=True),
+    "shared-head": lambda: ActorCritic(MinGRU(D, 4), 2, head_hidden=3),
+    "log-std": lambda: GaussianActorCritic(MinGRU(D, 4), 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_reaches_marks_every_leaf_each_gradient_can_move(name):
+    """``reaches``: where it marks a leaf as not the value's, the value's online gradient there is zero after a few
+    steps from random parameters, and where not the policy's, the log-policy's and the entropy's are (so the split
+    rule that drops those leaves changes no update, tests/test_rl_transforms.py); where it marks one, that
+    gradient is non-zero somewhere in it (nothing kept for nothing). [guards: a head, or a network, given to the
+    wrong side, or to both]"""
+    agent = AGENTS[name]()
+    params = jax.tree.map(lambda p: p + 0.3 * jax.random.normal(jax.random.PRNGKey(2), p.shape, p.dtype),
+                          agent.init(jax.random.PRNGKey(0), jnp.float64))
+    value_keep, policy_keep = agent.reaches(params)
+    memory, step = agent.torso.learner.init(params["torso"]), jax.jit(agent.objective_grads)
+    action = jnp.ones(2, jnp.float64) if isinstance(agent, GaussianActorCritic) else jnp.asarray(1)
+    for x in jax.random.normal(jax.random.PRNGKey(1), (T, D), jnp.float64):
+        _, grads, memory, _ = step(params, memory, x, action)
+    for i, keep in ((0, value_keep), (1, policy_keep), (2, policy_keep)):
+        objective = jax.tree.map(lambda a, i=i: a[i], grads)
+        for (path, g), kept in zip(jax.tree_util.tree_flatten_with_path(objective)[0], jax.tree.leaves(keep),
+                                   strict=True):
+            moved = bool(np.abs(np.asarray(g)).max() > 0)
+            assert moved == kept or (i == 2 and not moved), f"objective {i} at {jax.tree_util.keystr(path)}"
+
+
+def test_reaches_gives_each_network_and_head_to_its_side_by_hand():
+    """The sides of the anchor's agent (an actor's and a critic's network, blocks before each, the spread a head's
+    columns) and of a one-torso agent with the heads' tanh layers apart, listed by hand."""
+    agent = AGENTS["critic-network"]()
+    value_keep, policy_keep = agent.reaches(agent.init(jax.random.PRNGKey(0)))
+    critic = {"encoder/part1/0/W", "encoder/part1/0/b", "encoder/part1/1/W", "encoder/part1/1/b",
+              "torso/part1/W1", "torso/part1/W2", "torso/part1/nu", "torso/part1/theta", "value/W", "value/b"}
+    assert owned(value_keep) == critic
+    assert owned(policy_keep) == {p.replace("part1", "part0") for p in critic} - {"value/W", "value/b"} | {
+        "policy/W", "policy/b"}
+    agent = AGENTS["split-torso-head"]()
+    value_keep, policy_keep = agent.reaches(agent.init(jax.random.PRNGKey(0)))
+    torso = {"torso/" + name for name in agent.init(jax.random.PRNGKey(0))["torso"]}
+    assert owned(value_keep) == torso | {"value/W", "value/b", "value_head/W", "value_head/b"}
+    assert owned(policy_keep) == torso | {"policy/W", "policy/b", "head/W", "head/b"}

@@ -482,3 +482,38 @@ def test_signed_entropy_after_the_traces_is_the_trace_of_the_gradient_plus_the_s
         step, sgd_state = sgd.update(g, sgd_state, PARAMS, bonus=None, grads=g, **args)
         ascent = {k: sum(DELTAS[t][e] * want[t][0][k][e] for e in range(E)) / E for k in SHAPES}
         assert_close(step, ascent, f"sgd's step at step {t}")
+
+
+def test_split_intentional_on_the_leaves_each_gradient_reaches_steps_as_on_every_leaf():
+    """``reaches``: the value's gradient reaches ``b`` only, the policy's both leaves (its ``W`` and ``b``); with
+    the value's ``W`` zero, the rule that keeps the critic's traces, statistics and step on ``b`` alone gives the
+    updates of the rule that keeps them on every leaf, every step (1e-12, float64), the signed entropy and the
+    bonus restricted with the actor; the critic's state holds no ``W``. [guards: the sides' leaves swapped (the
+    policy's ``W`` then dropped); an extra argument shaped like the parameters left whole (a tree mismatch); the
+    bonus given to the critic too; a leaf neither side keeps left out of the update]"""
+    decay, zero_w = GAMMA_LAMBDA, lambda g: {**g, "W": np.zeros_like(g["W"])}
+
+    def reaches(params):
+        return {"W": False, "b": True}, {"W": True, "b": True}
+
+    every = T.split_intentional(0.05, 0.5, decay, E, signed=0.2)
+    apart = T.split_intentional(0.05, 0.5, decay, E, signed=0.2, reaches=reaches)
+    full, own = every.init(PARAMS), apart.init(PARAMS)
+    for t in range(STEPS):
+        g_v, g_pi = jax.tree.map(jnp.asarray, zero_w(GRADS[t])), jax.tree.map(jnp.asarray, GRADS_PI[t])
+        extra = dict(delta=jnp.asarray(DELTAS[t]), cut=jnp.asarray(CUTS[t]), bonus=jax.tree.map(jnp.asarray, BONUS),
+                     value_grads=g_v, policy_grads=g_pi, entropy_grads=jax.tree.map(lambda a: 0.5 * a, g_pi))
+        want, full = every.update(g_v, full, PARAMS, **extra)
+        out, own = apart.update(g_v, own, PARAMS, **extra)
+        assert_close(out, want, f"update at step {t}")
+    critic, actor = T.eligibility(own)
+    assert isinstance(critic["W"], optax.MaskedNode) and actor["W"].shape == (E, 2, 3)
+    neither = T.split_intentional(0.05, 0.5, decay, E, reaches=lambda p: ({"W": False, "b": True},) * 2)
+    state = neither.init(PARAMS)
+    grads = {"W": jnp.zeros((E, 2, 3)), "b": jnp.asarray(GRADS[1]["b"])}
+    step = dict(delta=jnp.asarray(DELTAS[1]), cut=jnp.asarray(CUTS[1]), value_grads=grads, policy_grads=grads)
+    for _ in range(2):  # the first call's output is the zero trace before it
+        out, state = neither.update(None, state, PARAMS, **step)
+    assert out["W"].shape == (2, 3) and not np.asarray(out["W"]).any() and np.asarray(out["b"]).any()
+    with pytest.raises(ValueError, match="split_intentional with reaches needs params"):
+        neither.update(None, state, None, **step)

@@ -12,7 +12,8 @@ torso's units and the value the second half, each through a tanh layer of its ow
 
 Encoder blocks (``encoder_blocks K``, ``encoder_width M``; Farr et al.'s MuJoCo torso): ``"encoder"``, a list of K
 ``{"W": (D or M, M), "b": (M,)}``, each block ``e = leaky_relu(layer_norm(x @ W + b))`` (``rtrl.cells.encoder.block``:
-non-affine LayerNorm, slope 0.01; ``W`` sparse at 0.9, ``b`` zeros), the torso stepping on the last block's ``e``.
+non-affine LayerNorm, slope 0.01; ``W`` sparse at 0.9, ``b`` zeros), the torso stepping on the last block's ``e``
+(with ``critic_network``, ``{"part0": [...], "part1": [...]}``, a stack per network).
 The blocks sit outside the cell, so their gradient is the immediate one of the step (the online step's derivative
 w.r.t. its input): what reaches the torso's state through earlier steps is cut, as in Farr et al.'s code, whose
 RTRL sensitivities cover the RTU's own parameters only. For exact traces of such a block use the cell
@@ -71,31 +72,35 @@ def encoder_sizes(observations: int | None, blocks: int, width: int, cell: Cell,
 def encoder_params(key: jax.Array, sizes: tuple[int, ...], dtype, parts: int = 1) -> dict:
     """``{"encoder": [{"W", "b"}, ...]}`` for the blocks of ``sizes`` (``encoder_sizes``; ``{}`` for none), block
     ``i`` drawn from its own key (``fold_in(key, 16 + i)``), so the parameters without them are those of before;
-    ``parts > 1``: each block's ``W`` (parts, d, m) and ``b`` (parts, m), one stack of blocks per network (part ``p``
-    drawn from ``fold_in`` of block ``i``'s key and ``p``)."""
+    ``parts > 1``: ``{"encoder": {"part0": [...], "part1": [...], ...}}``, one stack of blocks per network, named as
+    ``rtrl.cells.Parallel`` names its members (part ``p``'s block ``i`` drawn from ``fold_in`` of block ``i``'s key
+    and ``p``). Each part's leaves its own, so an update rule can keep a network's traces apart
+    (``rtrl.rl.algorithms.ac.reaches``)."""
     if not sizes:
         return {}
+    pairs = list(zip(sizes[:-1], sizes[1:], strict=True))
 
-    def weights(k, shape):
-        if parts == 1:
-            return sparse_init(k, shape, SPARSITY, dtype)
-        return jnp.stack([sparse_init(jax.random.fold_in(k, p), shape, SPARSITY, dtype) for p in range(parts)])
+    def stack(part: int | None) -> list:
+        def fold(k):
+            return k if part is None else jax.random.fold_in(k, part)
+        return [{"W": sparse_init(fold(jax.random.fold_in(key, 16 + i)), (d, m), SPARSITY, dtype),
+                 "b": jnp.zeros((m,), dtype)} for i, (d, m) in enumerate(pairs)]
 
-    pairs = zip(sizes[:-1], sizes[1:], strict=True)
-    return {"encoder": [{"W": weights(jax.random.fold_in(key, 16 + i), (d, m)),
-                         "b": jnp.zeros((m,) if parts == 1 else (parts, m), dtype)} for i, (d, m) in enumerate(pairs)]}
+    if parts == 1:
+        return {"encoder": stack(None)}
+    return {"encoder": {f"part{p}": stack(p) for p in range(parts)}}
 
 
 def encoded(params, x: jax.Array) -> jax.Array:
     """``x`` (..., D) through the encoder blocks ``params["encoder"]`` where ``params`` has them, else ``x``: what
-    the torso reads. Blocks with a leading parts axis (``encoder_params``' ``parts``) run side by side on ``x``, each
-    stack its own, their outputs concatenated (..., parts * M)."""
+    the torso reads. Several stacks (``encoder_params``' ``parts``) run side by side on ``x``, their outputs
+    concatenated (..., parts * M) in the parts' order."""
     layers = params.get("encoder", ())
-    parts = bool(layers) and layers[0]["W"].ndim == 3
-    e = x[..., None, :] if parts else x
+    if isinstance(layers, dict):
+        return jnp.concatenate([encoded({"encoder": layers[f"part{p}"]}, x) for p in range(len(layers))], axis=-1)
     for layer in layers:
-        e = block(jnp.einsum("...d,...dm->...m", e, layer["W"]) + layer["b"])
-    return e.reshape(*e.shape[:-2], -1) if parts else e
+        x = block(x @ layer["W"] + layer["b"])
+    return x
 
 
 def through_head(params, h: jax.Array, name: str = "head") -> jax.Array:

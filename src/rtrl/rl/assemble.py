@@ -105,11 +105,13 @@ def assemble(config: RLConfig) -> RLAssembly:
 
 def rule_of(config: RLConfig, agent: Algorithm, envs: int) -> optax.GradientTransformationExtraArgs:
     """The update rule of ``config`` for ``agent`` and ``envs`` environments (``rtrl.rl.transforms.update_rule``:
-    the traces, the TD ascent with the agent's correction if any, the step; or ``split_intentional``'s two sets)."""
+    the traces, the TD ascent with the agent's correction if any, the step; or ``split_intentional``'s two sets,
+    each on the leaves its gradient reaches where the agent says which: ``agent.reaches``)."""
     c, decay = config, config.gamma * config.lam
     return update_rule(c.optimizer, lr=c.lr, decay=decay, envs=envs, clip=c.clip, kappa=c.kappa,
                        every_k=c.update_every, correction=agent.correction(c.gamma, decay, envs),
-                       critic_lr=c.critic_lr, signed=c.entropy if c.entropy_sign == "td" else 0.0)
+                       critic_lr=c.critic_lr, signed=c.entropy if c.entropy_sign == "td" else 0.0,
+                       reaches=getattr(agent, "reaches", None))
 
 
 def torso_args(config: RLConfig) -> tuple:

@@ -98,7 +98,8 @@ HEALTH = ("value_scale",  # |v_t|
           "param_norm")  # global L2 norm of the parameters
 
 # Where a host run's time goes, seconds since the last record, in its records (``timing_record``): its jitted
-# agent calls, the transfers between host and device, and the environments' steps.
+# agent calls (the outcome's host arrays taken in by the call itself), the actions' transfer to the host, and the
+# environments' steps.
 TIMINGS = ("agent_s", "transfer_s", "env_s")
 
 
@@ -445,7 +446,8 @@ class OnlineActorCritic:
 
     def _advance_host(self, state: RLState | Seeds, n: int) -> RLState | Seeds:
         """``n`` steps with the environments on the host: one jitted call per step (the last step's ``_observe``
-        fused with this step's ``_act``), the actions to the host, the environments' step, the outcome back; with
+        fused with this step's ``_act``), the actions to the host, the environments' step, the outcome back (host
+        arrays, the next call's arguments); with
         several seeds, all their environments in one host vector."""
         if live(state) is not self._live:
             state = self.restarted(state)
@@ -459,7 +461,7 @@ class OnlineActorCritic:
             t2 = time.perf_counter()
             outcome = self.vector.step(actions.reshape(-1, *actions.shape[2:]) if seeds else actions, start + i + 1)
             t3 = time.perf_counter()
-            outcome = jax.device_put(self.split(outcome) if seeds else outcome)
+            outcome = self.split(outcome) if seeds else outcome  # host arrays: the jitted call takes them itself
             t4 = time.perf_counter()
             clock["agent_s"] += t1 - t
             clock["transfer_s"] += (t2 - t1) + (t4 - t3)
@@ -473,9 +475,10 @@ class OnlineActorCritic:
         return state
 
     def timing_record(self) -> dict:
-        """A host run's seconds since the last call in the agent (its jitted calls, fidelity check included), the
-        transfers (actions to the host, outcomes back) and the environments' steps (``TIMINGS``); ``{}`` for a
-        jitted environment, whose steps are not timed apart from the agent's."""
+        """A host run's seconds since the last call in the agent (its jitted calls, fidelity check included, the
+        outcome taken in as the call's host arguments: cheaper than a ``jax.device_put`` of it first), the actions'
+        transfer to the host and the environments' steps (``TIMINGS``); ``{}`` for a jitted environment, whose steps
+        are not timed apart from the agent's."""
         if not self.host:
             return {}
         spent, self.timings = self.timings, dict.fromkeys(TIMINGS, 0.0)

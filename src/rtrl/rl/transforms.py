@@ -30,6 +30,7 @@ Each returns what ``optax.apply_updates`` adds to the parameters. ``update_rule`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -345,7 +346,24 @@ class SplitState(NamedTuple):
     actor: Any  # the policy's
 
 
-def split_intentional(actor_eta: float, critic_eta: float, decay: float, envs: int, signed: float = 0.0
+def restricted(tree, keep):
+    """``tree`` with ``optax.MaskedNode()`` at the leaves where ``keep`` (a tree of bools like ``tree``) is False:
+    what a transformation that owns only some of the parameters sees (as ``optax.masked``'s inner one does)."""
+    return jax.tree.map(lambda k, a: a if k else optax.MaskedNode(), keep, tree)
+
+
+def summed(a, b, like):
+    """The leaf-by-leaf sum of two ``restricted`` trees shaped as ``like``: a leaf one of them lacks is the
+    other's, one both lack zeros."""
+    masked = lambda node: isinstance(node, optax.MaskedNode)  # noqa: E731
+    leaves, treedef = jax.tree.flatten(like)
+    out = [jnp.zeros_like(z) if masked(x) and masked(y) else y if masked(x) else x if masked(y) else x + y
+           for x, y, z in zip(*(jax.tree.leaves(t, is_leaf=masked) for t in (a, b)), leaves, strict=True)]
+    return jax.tree.unflatten(treedef, out)
+
+
+def split_intentional(actor_eta: float, critic_eta: float, decay: float, envs: int, signed: float = 0.0,
+                      reaches: Callable[[Any], tuple[Any, Any]] | None = None
                       ) -> optax.GradientTransformationExtraArgs:
     """Farr et al.'s intentional actor-critic (``RecurrentACLambda`` with an actor and a critic ``Intentional``):
     the value's gradients ``g_v`` and the policy's ``g_pi`` (the extra arguments ``value_grads`` and
@@ -360,19 +378,45 @@ def split_intentional(actor_eta: float, critic_eta: float, decay: float, envs: i
     error is normalised by its running mean absolute value (``intentional``'s ``normalize_delta``), as theirs is.
     Its input (the gradient of the sum, ``drive``) is not read: a run under it keeps these two sets of traces, no
     third of the sum. ``signed`` > 0: the entropy term signed by the TD error in the actor's trace
-    (``signed_entropy(signed, ...)``), as theirs is."""
+    (``signed_entropy(signed, ...)``), as theirs is.
+
+    ``reaches``: ``params -> (value_keep, policy_keep)``, trees of bools like the parameters, the leaves each
+    gradient can be non-zero on (the algorithm's ``reaches``); each side's traces and statistics are kept on its
+    own leaves only (``restricted``), and every extra argument shaped like the parameters is restricted with them.
+    Where the other leaves' gradients are zero this changes no update: a trace that stays zero moves nothing
+    (``z / M`` is 0 there) and adds nothing to a norm. With an actor's and a critic's network it halves each side's
+    work. ``None``: each side keeps every leaf."""
     critic = optax.chain(eligibility_traces(decay, envs), intentional(critic_eta, decay))
     entropy = (signed_entropy(signed, decay, envs),) if signed else ()
     actor = optax.chain(eligibility_traces(decay, envs), *entropy,
                         intentional(actor_eta, decay, normalize_delta=True))
 
-    def init(params):
-        return SplitState(critic.init(params), actor.init(params))
+    def sides(params):
+        if reaches is None:
+            every = jax.tree.map(lambda _: True, params)
+            return every, every
+        return reaches(params)
 
-    def update(z, state, params=None, *, value_grads, policy_grads, grads=None, bonus=None, **extra):
-        v, critic_state = critic.update(value_grads, state.critic, params, grads=value_grads, **extra)
-        pi, actor_state = actor.update(policy_grads, state.actor, params, grads=policy_grads, bonus=bonus, **extra)
-        return jax.tree.map(jnp.add, v, pi), SplitState(critic_state, actor_state)
+    def init(params):
+        value_keep, policy_keep = sides(params)
+        return SplitState(critic.init(restricted(params, value_keep)), actor.init(restricted(params, policy_keep)))
+
+    def update(z, state, params=None, *, value_grads, policy_grads, grads=None, **extra):
+        if params is None and reaches is not None:
+            raise ValueError("split_intentional with reaches needs params (the update's third argument)")
+        like = value_grads if params is None else params  # with reaches None no leaf is left to zeros
+        value_keep, policy_keep = sides(like)
+        shaped = jax.tree.structure(value_keep)
+
+        def own(keep, tree):  # an extra argument shaped like the parameters, restricted to one side's leaves
+            return restricted(tree, keep) if jax.tree.structure(tree) == shaped else tree
+
+        g_v, g_pi = restricted(value_grads, value_keep), restricted(policy_grads, policy_keep)
+        v, critic_state = critic.update(g_v, state.critic, own(value_keep, params), grads=g_v,
+                                        **{k: own(value_keep, a) for k, a in extra.items() if k != "bonus"})
+        pi, actor_state = actor.update(g_pi, state.actor, own(policy_keep, params), grads=g_pi,
+                                       **{k: own(policy_keep, a) for k, a in extra.items()})
+        return summed(v, pi, like), SplitState(critic_state, actor_state)
 
     return optax.GradientTransformationExtraArgs(init, update)
 
@@ -443,14 +487,16 @@ def qrc(gamma: float, decay: float, envs: int, features: int, actions: int, h_lr
 
 def update_rule(name: str, *, lr: float, decay: float, envs: int, clip: float | None = 1.0, kappa: float = 2.0,
                 every_k: int = 1, correction: optax.GradientTransformationExtraArgs | None = None,
-                critic_lr: float | None = None, signed: float = 0.0) -> optax.GradientTransformationExtraArgs:
+                critic_lr: float | None = None, signed: float = 0.0,
+                reaches: Callable[[Any], tuple[Any, Any]] | None = None) -> optax.GradientTransformationExtraArgs:
     """The chain of a run: ``eligibility_traces(decay, envs)``, then the step-size rule ``name`` (``STEP_RULES``;
     ``lr`` is intentional's ``eta``); ``adam``, ``sgd`` and ``obgd`` take ``td_ascent``, the algorithm's
     ``correction`` of the ascent if any (QRC's, ``qrc``) and ``every(every_k)``, the per-environment rules take the
     traces themselves and refuse ``every_k > 1`` and a correction. ``critic_lr`` (``intentional`` only): the
     critic's constant, ``lr`` the actor's, in traces of their own (``split_intentional`` alone, no traces of the
-    sum before it). ``signed`` > 0: the entropy term of that weight signed by the TD error inside the traces
-    (``signed_entropy``; the actor's alone under ``critic_lr``)."""
+    sum before it; ``reaches`` the leaves each side's gradient reaches, ``split_intentional``'s). ``signed`` > 0:
+    the entropy term of that weight signed by the TD error inside the traces (``signed_entropy``; the actor's alone
+    under ``critic_lr``)."""
     if name not in STEP_RULES:
         raise ValueError(f"optimizer must be one of {sorted(STEP_RULES)}, got {name!r}")
     if critic_lr is not None and name != "intentional":
@@ -465,7 +511,7 @@ def update_rule(name: str, *, lr: float, decay: float, envs: int, clip: float | 
             raise ValueError(f"update_every must be 1 under optimizer {name!r} (its step reads each step's traces), "
                              f"got {every_k}")
         if critic_lr is not None:  # its own two sets of traces: none of the sum before it
-            return split_intentional(lr, critic_lr, decay, envs, signed)
+            return split_intentional(lr, critic_lr, decay, envs, signed, reaches)
         rule = adaptive_obgd(lr, kappa) if name == "adaptive_obgd" else intentional(lr, decay)
         return optax.chain(traces, *entropy, rule)
     # Adam and its clip on one flat vector (the ascent has no environment axis, so raveling it is cheap): a few

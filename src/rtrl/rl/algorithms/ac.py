@@ -126,6 +126,29 @@ def bootstrap(agent, params, memory, x: jax.Array, step: jax.Array) -> jax.Array
     return value(agent, params, memory, x)
 
 
+def reaches(agent, params) -> tuple[Any, Any]:
+    """Which parameters the value's gradient and the policy's can reach: two trees of bools like ``params``, so
+    that an update rule that keeps their traces apart (``rtrl.rl.transforms.split_intentional``) keeps each on its
+    own leaves. The value's head (``value``, and ``value_head``) is the value's alone; the policy's (``policy``,
+    ``log_std``, and ``head`` where the heads read apart) the policy's; with ``critic_network`` the actor's network
+    (``part0`` of the torso and of the encoder) the policy's, the critic's (``part1``) the value's; the rest both's
+    (the entropy reaches what the policy does)."""
+    value_only = {"value", "value_head"}
+    policy_only = {"policy", "log_std", *(("head",) if agent.split else ())}
+    networks = {"part0": "policy", "part1": "value"} if agent.parts == 2 else {}
+
+    def owner(path, _):
+        names = [getattr(k, "key", None) for k in path]
+        if names[0] in value_only or names[0] in policy_only:
+            return "value" if names[0] in value_only else "policy"
+        if names[0] in ("torso", "encoder") and len(names) > 1 and names[1] in networks:
+            return networks[names[1]]
+        return "both"
+
+    owners = jax.tree_util.tree_map_with_path(owner, params)
+    return jax.tree.map(lambda o: o != "policy", owners), jax.tree.map(lambda o: o != "value", owners)
+
+
 class ActorCritic:
     """Stream AC(lambda): a categorical policy and a value on the torso (linear heads, or behind a tanh layer of
     ``head_hidden`` units), the traces of value and log-policy gradients, an entropy bonus."""
@@ -157,7 +180,8 @@ class ActorCritic:
         self.split = check_split(cell, split_torso) or critic_network
         self.encoder = encoder_sizes(observations, encoder_blocks, encoder_width, cell, self.parts)
 
-    stepped, learn, value, bootstrap, correction = stepped, learn_on_policy, value, bootstrap, no_correction
+    stepped, learn, value, bootstrap, correction, reaches = (stepped, learn_on_policy, value, bootstrap,
+                                                             no_correction, reaches)
 
     def init(self, key: jax.Array, dtype=jnp.float32):
         k_torso, k_policy, k_value = jax.random.split(key, 3)

@@ -115,8 +115,10 @@ class GaussianActorCritic:
         self.entropy, self.value_coef, self.split_critic = entropy, value_coef, split_critic
         self.entropy_sign = entropy_sign
         self.split, self.init_std, self.state_std = self.categorical.split, init_std, state_std
+        self.parts = self.categorical.parts
 
-    stepped, learn, value, bootstrap, correction = ac.stepped, learn_on_policy, ac.value, ac.bootstrap, no_correction
+    stepped, learn, value, bootstrap, correction, reaches = (ac.stepped, learn_on_policy, ac.value, ac.bootstrap,
+                                                             no_correction, ac.reaches)
 
     def init(self, key: jax.Array, dtype=jnp.float32):
         """The actor-critic's parameters and ``"log_std"`` (A,) at ``log(init_std)``; with ``state_std`` the policy
