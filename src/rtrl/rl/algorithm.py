@@ -95,7 +95,11 @@ def no_correction(agent, gamma: float, decay: float, envs: int) -> None:
 
 @runtime_checkable
 class Algorithm(Protocol):
-    """What ``rtrl.rl.loop``, ``rtrl.rl.assemble``, a rollout and the fidelity check read of an algorithm."""
+    """What ``rtrl.rl.loop``, ``rtrl.rl.assemble``, a rollout and the fidelity check read of an algorithm. Besides
+    these, one that hands the value's and the policy's gradients apart (``split_critic``, under ``--critic-lr``) may
+    say which parameters each can reach, ``reaches(params) -> (value_keep, policy_keep)`` (trees of bools), so that
+    the split rule keeps each side's traces on its own leaves (``rtrl.rl.transforms.split_intentional``); without
+    it each side keeps every leaf."""
 
     torso: Torso  # the cell under its online learner; ``params["torso"]`` its parameters
     num_actions: int  # a Discrete space's actions, or a Box's dimensions
