@@ -274,3 +274,49 @@ def test_reaches_gives_each_network_and_head_to_its_side_by_hand():
     torso = {"torso/" + name for name in agent.init(jax.random.PRNGKey(0))["torso"]}
     assert owned(value_keep) == torso | {"value/W", "value/b", "value_head/W", "value_head/b"}
     assert owned(policy_keep) == torso | {"policy/W", "policy/b", "head/W", "head/b"}
+
+
+@pytest.mark.parametrize("name, blocks", [("gaussian", 2), ("gaussian", 0), ("categorical", 2)])
+def test_the_networks_stepped_apart_give_the_joint_steps_numbers(name, blocks):
+    """With an actor's and a critic's network and their gradients apart (``split``), the step differentiates each
+    network on its own (``ac.apart``): its action, value, gradients, entropy gradients and next state equal the
+    joint step's (one pullback of both outputs), step after step from random parameters, float64 (1e-12). [guards:
+    the networks' states swapped; the value read from the actor's network; the encoder's parts swapped; a network
+    stepped on the other's input]"""
+    kind = GaussianActorCritic if name == "gaussian" else ActorCritic
+    options = {"state_std": True, "std_map": "softplus"} if name == "gaussian" else {}
+    agent = kind(RTU(M if blocks else D, 6, output_map="concat"), 2, "auto", critic_network=True,
+                 encoder_blocks=blocks, encoder_width=M, observations=D, **options)
+    networks = agent.categorical.networks if name == "gaussian" else agent.networks
+    assert networks is not None and len(networks) == 2
+    params = jax.tree.map(lambda p: p + 0.3 * jax.random.normal(jax.random.PRNGKey(2), p.shape, p.dtype),
+                          agent.init(jax.random.PRNGKey(0), jnp.float64))
+    E, keys = 2, jax.random.split(jax.random.PRNGKey(3), 2)
+
+    xs = jax.random.normal(jax.random.PRNGKey(1), (T, E, D), jnp.float64)
+
+    def run(apart):  # every step's outputs, each from the state the same way left it
+        target = agent.categorical if name == "gaussian" else agent
+        target.networks = networks if apart else None
+        step = jax.jit(lambda m, x: agent.step(params, m, x, keys, 1.0, True, True, per_env=True))
+        memory, outs = agent.torso.memory(params, E), []
+        for x in xs:
+            outs.append(step(memory, x))
+            memory = outs[-1][4]
+        return outs
+
+    for t, (want, got) in enumerate(zip(run(False), run(True), strict=True)):
+        assert jax.tree.structure(want) == jax.tree.structure(got)
+        for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
+            np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14, err_msg=f"step {t}")
+
+
+def test_the_networks_are_stepped_apart_only_where_the_state_is_theirs_side_by_side():
+    """``network_learners``: a trace method whose traces are each member's own (closed form) steps the networks
+    apart; dense RTRL's traces over the joint parameters and tbptt's window do not split, so those keep the joint
+    step."""
+    from rtrl.rl.algorithms.ac import network_learners
+
+    for method, apart in (("closed_form", True), ("rtrl", False), ("tbptt", False)):
+        agent = ActorCritic(MinGRU(D, 3), 2, method, critic_network=True)
+        assert (network_learners(agent.torso) is not None) == apart, method

@@ -1,8 +1,8 @@
 """The pieces every algorithm composes (``rtrl.rl.algorithms``): the torso (``Torso``: a cell under an online learner,
 ``learner_of``), the encoder blocks before it (``encoder_sizes``, ``encoder_params``, ``encoded``), the heads on it
-(``through_head``, ``head_params``, ``heads``) and the per-step objectives of a categorical policy (``objectives``,
-``split_drive``). Plain functions and one class that no algorithm subclasses: an
-algorithm holds a ``Torso`` (``algorithm.torso``) and calls the functions it needs.
+(``through_head``, ``head_params``, ``heads``: ``policy_head`` and ``value_head`` together) and the per-step
+objectives of a categorical policy (``objectives``, ``split_drive``). Plain functions and one class that no
+algorithm subclasses: an algorithm holds a ``Torso`` (``algorithm.torso``) and calls the functions it needs.
 
 The heads' parameters: ``{"policy": {"W": (N, A), "b": (A,)}, "value": {"W": (N, 1), "b": (1,)}}`` on the torso's
 ``N`` outputs, with ``head_hidden = M > 0`` also ``"head": {"W": (N, M), "b": (M,)}``, a tanh layer the heads read
@@ -121,16 +121,24 @@ def head_params(key: jax.Array, torso_size: int, head_hidden: int, dtype, split:
                    "b": jnp.zeros((head_hidden,), dtype)} for name, i in layers.items()}
 
 
+def policy_head(params, h: jax.Array) -> jax.Array:
+    """The policy's output on what it reads of the torso, ``h``: through the tanh layer ``"head"`` where there is
+    one, then ``"policy"``."""
+    return through_head(params, h) @ params["policy"]["W"] + params["policy"]["b"]
+
+
+def value_head(params, h: jax.Array, split: bool = False) -> jax.Array:
+    """The value on what it reads of the torso, ``h``: through the value's tanh layer (``"value_head"`` with
+    ``split``, else the shared ``"head"``) where there is one, then ``"value"``."""
+    return (through_head(params, h, "value_head" if split else "head") @ params["value"]["W"]
+            + params["value"]["b"])[0]
+
+
 def heads(params, h: jax.Array, split: bool = False) -> tuple[jax.Array, jax.Array]:
     """``(logits, value)`` of one hidden state ``h`` (N,), through the tanh layer where ``params`` has one; with
     ``split`` (``split_torso``) the policy reads ``h[:N/2]`` and the value ``h[N/2:]``, each through its own."""
-    if split:
-        half = h.shape[-1] // 2
-        h_policy, h_value = through_head(params, h[:half]), through_head(params, h[half:], "value_head")
-    else:
-        h_policy = h_value = through_head(params, h)
-    return (h_policy @ params["policy"]["W"] + params["policy"]["b"],
-            (h_value @ params["value"]["W"] + params["value"]["b"])[0])
+    half = h.shape[-1] // 2 if split else None
+    return policy_head(params, h[:half]), value_head(params, h[half:] if split else h, split)
 
 
 def split_drive(pullback, d_policy, dtype) -> dict:

@@ -7,7 +7,9 @@ reads the first half of the torso's units and the value the second half, each th
 the cell is element-wise (minGRU, LRU, RTU, ...; its units recur apart), the two halves are separate actor and critic
 networks, and neither's gradient reaches the other's units. With ``critic_network`` the critic is a network of its
 own whatever the cell: the cell twice side by side (``rtrl.cells.Parallel``; with encoder blocks, a stack of blocks
-each), the policy reading the first's outputs and the value the second's, as Farr et al. 2026 run their agents.
+each), the policy reading the first's outputs and the value the second's, as Farr et al. 2026 run their agents;
+with their gradients apart (``split_critic``) each network is stepped and differentiated on its own (``apart``), so
+neither's pullback passes through the other.
 
 One environment's step (``act_grads``) runs the torso's online step on the observation, samples an action and returns,
 besides it, the gradients w.r.t. all parameters of three per-step objectives of this step::
@@ -35,8 +37,9 @@ import jax.numpy as jnp
 
 from rtrl.cells.base import Cell, glorot
 from rtrl.cells.encoder import sparse_init
-from rtrl.cells.parallel import Parallel
+from rtrl.cells.parallel import Parallel, part_name
 from rtrl.methods import Method
+from rtrl.online import Learner, OnlineState
 from rtrl.rl.agent import (
     SPARSITY,
     Torso,
@@ -46,8 +49,11 @@ from rtrl.rl.agent import (
     encoder_sizes,
     head_params,
     heads,
+    learner_of,
     objectives,
+    policy_head,
     split_drive,
+    value_head,
 )
 from rtrl.rl.algorithm import Stepped, learn_on_policy, no_correction
 
@@ -62,6 +68,47 @@ def critic_networked(cell: Cell, critic_network: bool, split_torso: bool, encode
         raise ValueError("critic_network and split_torso both give the value a torso apart; choose one "
                          "(critic_network: a network each; split_torso: halves of one cell's units)")
     return Parallel((cell, cell), shared_input=not encoder_blocks)
+
+
+def network_learners(torso: Torso) -> tuple[Learner, ...] | None:
+    """The learners of a torso of networks side by side (``critic_networked``'s ``Parallel``), one per network, where
+    the torso's online state is theirs side by side (a trace method whose traces of the whole are each member's own,
+    as the closed-form ones are: the same carries and traces, leaf for leaf), so that each network can be stepped
+    and differentiated apart (``apart``); ``None`` where it is not (tbptt's window, traces over the joint
+    parameters)."""
+    cell, learner = torso.cell, torso.learner
+    params = jax.eval_shape(cell.init, jax.random.PRNGKey(0))
+    whole = jax.eval_shape(learner.init, params)
+    if not isinstance(whole, OnlineState):  # tbptt's window
+        return None
+    members = tuple(learner_of(member, learner.method, 1) for member in cell.cells)
+    parts = [jax.eval_shape(m.init, params[part_name(k)]) for k, m in enumerate(members)]
+    side_by_side = OnlineState(tuple(p.carry for p in parts), tuple(p.traces for p in parts))
+    same = jax.tree.structure(whole) == jax.tree.structure(side_by_side) and all(
+        (a.shape, a.dtype) == (b.shape, b.dtype) for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(side_by_side),
+                                                                 strict=True))
+    return members if same else None
+
+
+def apart(agent, params, memory: OnlineState, x: jax.Array, policy_of) -> tuple:
+    """One environment's step with the actor's and the critic's networks stepped apart (``network_learners``):
+    ``(policy output, its pullback, value, its pullback, memory')``, ``policy_of(params, h)`` the policy's output
+    from the actor's network's ``h``. Why: one pullback of both outputs passes a zero cotangent through the other
+    network's traces (XLA computes it); apart, the value's pullback never touches the actor's network, nor the
+    policy's the critic's. The same numbers as the joint step (tests/test_rl_anchor_agent.py)."""
+
+    def network(k, head):
+        def out(p):
+            e = encoded({"encoder": p["encoder"][part_name(k)]}, x) if "encoder" in p else x
+            h, state = agent.networks[k].step(p["torso"][part_name(k)],
+                                              OnlineState(memory.carry[k], memory.traces[k]), e)
+            return head(p, h), state
+        return jax.vjp(out, params, has_aux=True)
+
+    policy, pull_policy, actor = network(0, policy_of)
+    value, pull_value, critic = network(1, lambda p, h: value_head(p, h, agent.split))
+    memory = OnlineState((actor.carry, critic.carry), (actor.traces, critic.traces))
+    return policy, lambda ct: pull_policy(ct)[0], value, lambda ct: pull_value(ct)[0], memory
 
 
 def check_split(cell: Cell, split_torso: bool) -> bool:
@@ -179,6 +226,7 @@ class ActorCritic:
         self.entropy_sign = check_entropy_sign(entropy_sign)
         self.split = check_split(cell, split_torso) or critic_network
         self.encoder = encoder_sizes(observations, encoder_blocks, encoder_width, cell, self.parts)
+        self.networks = network_learners(self.torso) if critic_network else None
 
     stepped, learn, value, bootstrap, correction, reaches = (stepped, learn_on_policy, value, bootstrap,
                                                              no_correction, reaches)
@@ -244,17 +292,22 @@ class ActorCritic:
         transposed and copied by XLA's CPU backend), against 4.4 ms this way (``rtrl.benchmarks.agent``)."""
 
         def one(m, xe, key):
-            (logits, value), pullback, memory_next = jax.vjp(lambda p: self.forward(p, m, xe), params, has_aux=True)
+            if split and self.networks:  # each network's pullback apart
+                logits, pull_policy, value, pull_value, memory_next = apart(self, params, m, xe, policy_head)
+            else:
+                (logits, value), pullback, memory_next = jax.vjp(lambda p: self.forward(p, m, xe), params,
+                                                                 has_aux=True)
             action = jax.random.categorical(key, logits)
             d_logp = jax.grad(lambda l: objectives(l, action)[0])(logits)
+            d_h = jax.grad(lambda l: objectives(l, action)[1])(logits) if entropy and per_env else None
+            if split and self.networks:
+                drive = {"value": pull_value(jnp.ones((), value.dtype)), "policy": pull_policy(d_logp)}
+                return action, value, drive, memory_next, logits, None if d_h is None else pull_policy(d_h)
             if split:
                 drive = split_drive(pullback, d_logp, value.dtype)
             else:
                 drive = pullback((d_logp, jnp.asarray(value_coef, value.dtype)))[0]
-            d_entropy = None
-            if entropy and per_env:
-                d_h = jax.grad(lambda l: objectives(l, action)[1])(logits)
-                d_entropy = pullback((d_h, jnp.zeros((), value.dtype)))[0]
+            d_entropy = None if d_h is None else pullback((d_h, jnp.zeros((), value.dtype)))[0]
             return action, value, drive, memory_next, logits, d_entropy
 
         action, value, drives, memory_next, logits, entropy_grad = jax.vmap(one)(memory, x, keys)

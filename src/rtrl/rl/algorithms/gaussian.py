@@ -53,7 +53,7 @@ import jax.numpy as jnp
 from rtrl.cells.base import Cell
 from rtrl.cells.encoder import sparse_init
 from rtrl.methods import Method
-from rtrl.rl.agent import SPARSITY, encoded, heads, split_drive
+from rtrl.rl.agent import SPARSITY, encoded, heads, policy_head, split_drive
 from rtrl.rl.algorithm import learn_on_policy, no_correction
 from rtrl.rl.algorithms import ac
 
@@ -137,11 +137,16 @@ class GaussianActorCritic:
     def distribution(self, params, h: jax.Array):
         """``((mean, log_std), value)`` of one hidden state ``h``: the heads, and the policy's ``log_std``."""
         out, value = heads(params, h, self.split)
+        return self.gaussian(params, out), value
+
+    def gaussian(self, params, out: jax.Array):
+        """``(mean, log_std)`` from the policy head's output ``out``: with ``state_std`` its spread columns mapped
+        (``std_map``), else the learnt ``log_std``."""
         if self.state_std:
             spread = out[..., self.num_actions:]
             log_std = spread if self.std_map == "exp" else jnp.log(jax.nn.softplus(spread))
-            return (out[..., :self.num_actions], log_std), value
-        return (out, jnp.broadcast_to(params["log_std"], out.shape)), value
+            return out[..., :self.num_actions], log_std
+        return out, jnp.broadcast_to(params["log_std"], out.shape)
 
     def forward(self, params, memory, x: jax.Array):
         """One environment's ``(((mean, log_std), value), memory')``: the torso's online step on ``x``, the heads."""
@@ -180,17 +185,26 @@ class GaussianActorCritic:
         (``ac.ActorCritic.step``)."""
 
         def one(m, xe, key):
-            (dist, value), pullback, memory_next = jax.vjp(lambda p: self.forward(p, m, xe), params, has_aux=True)
+            networks = split and self.categorical.networks  # each network's pullback apart (ac.apart)
+            if networks:
+                dist, pull_policy, value, pull_value, memory_next = ac.apart(
+                    self.categorical, params, m, xe, lambda p, h: self.gaussian(p, policy_head(p, h)))
+            else:
+                (dist, value), pullback, memory_next = jax.vjp(lambda p: self.forward(p, m, xe), params,
+                                                               has_aux=True)
+                pull_policy = lambda ct: pullback((ct, jnp.zeros((), value.dtype)))[0]  # noqa: E731
             mean, log_std = dist
             action = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
             d_dist = jax.grad(lambda d: gaussian_objectives(*d, action)[0])(dist)
-            if split:
+            if networks:
+                drive = {"value": pull_value(jnp.ones((), value.dtype)), "policy": pull_policy(d_dist)}
+            elif split:
                 drive = split_drive(pullback, d_dist, value.dtype)
             else:
                 drive = pullback((d_dist, jnp.asarray(value_coef, value.dtype)))[0]
             d_entropy = None
             if entropy and self.state_std:  # through the head (else 1 for each log_std, below)
-                d_entropy = pullback(((jnp.zeros_like(mean), jnp.ones_like(log_std)), jnp.zeros((), value.dtype)))[0]
+                d_entropy = pull_policy((jnp.zeros_like(mean), jnp.ones_like(log_std)))
             return action, value, drive, memory_next, gaussian_objectives(mean, log_std, action)[1], d_entropy
 
         action, value, drives, memory_next, entropies, d_entropy = jax.vmap(one)(memory, x, keys)
