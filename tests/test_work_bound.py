@@ -33,10 +33,13 @@ def test_the_work_of_a_tiny_run_counted_by_hand():
     memory = floats_of(lambda: a.agent.torso.learner.init(a.agent.torso.cell.init(jax.random.PRNGKey(0))))
     assert floats_of(lambda: a.agent.init(jax.random.PRNGKey(0))) == torso + heads
     assert a.work_needed() == (10 * 2 * 3 * (torso + heads + memory), 3 * 3)
-    # the actor's and the critic's steps apart (--critic-lr): two sets of traces per environment, both updated
+    # the actor's and the critic's steps apart (--critic-lr): two sets of traces per environment, both updated, each
+    # on the leaves its gradient reaches: the critic's the torso and the value head, the actor's the torso and the
+    # policy head
     split = assemble(RLConfig(env="tmaze", cell="elman", hidden=2, envs=2, steps=10, record_every=4, seeds=3,
                               optimizer="intentional", lr=0.05, critic_lr=0.5))
-    assert split.work_needed() == (10 * 2 * 3 * (2 * (torso + heads) + memory), 3 * 3)
+    critic, actor = torso + (2 * 1 + 1), torso + (2 * 3 + 3)
+    assert split.work_needed() == (10 * 2 * 3 * (critic + actor + memory), 3 * 3)
 
 
 @pytest.mark.parametrize("argv, said", [
