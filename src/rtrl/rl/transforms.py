@@ -356,10 +356,14 @@ def summed(a, b, like):
     """The leaf-by-leaf sum of two ``restricted`` trees shaped as ``like``: a leaf one of them lacks is the
     other's, one both lack zeros."""
     masked = lambda node: isinstance(node, optax.MaskedNode)  # noqa: E731
+
+    def add(x, y, zero):
+        present = [t for t in (x, y) if not masked(t)]
+        return sum(present[1:], present[0]) if present else jnp.zeros_like(zero)
+
     leaves, treedef = jax.tree.flatten(like)
-    out = [jnp.zeros_like(z) if masked(x) and masked(y) else y if masked(x) else x if masked(y) else x + y
-           for x, y, z in zip(*(jax.tree.leaves(t, is_leaf=masked) for t in (a, b)), leaves, strict=True)]
-    return jax.tree.unflatten(treedef, out)
+    sides = (jax.tree.leaves(t, is_leaf=masked) for t in (a, b))
+    return jax.tree.unflatten(treedef, [add(x, y, z) for x, y, z in zip(*sides, leaves, strict=True)])
 
 
 def split_intentional(actor_eta: float, critic_eta: float, decay: float, envs: int, signed: float = 0.0,

@@ -185,12 +185,12 @@ def reaches(agent, params) -> tuple[Any, Any]:
     networks = {"part0": "policy", "part1": "value"} if agent.parts == 2 else {}
 
     def owner(path, _):
-        names = [getattr(k, "key", None) for k in path]
-        if names[0] in value_only or names[0] in policy_only:
-            return "value" if names[0] in value_only else "policy"
-        if names[0] in ("torso", "encoder") and len(names) > 1 and names[1] in networks:
-            return networks[names[1]]
-        return "both"
+        top, below = (getattr(k, "key", None) for k in (*path, None)[:2])
+        if top in value_only:
+            return "value"
+        if top in policy_only:
+            return "policy"
+        return networks.get(below, "both") if top in ("torso", "encoder") else "both"
 
     owners = jax.tree_util.tree_map_with_path(owner, params)
     return jax.tree.map(lambda o: o != "policy", owners), jax.tree.map(lambda o: o != "value", owners)
