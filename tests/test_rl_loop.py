@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from rtrl.rl import RLConfig, train
+from rtrl.rl.assemble import RLAssembly, assemble
 from rtrl.rl.loop import TIMINGS, RLState, record, runner, seeds_record
 from test_rl_rules import BASE, REWARDS, STEPS, Oracle, Scripted, scripted_run
 
@@ -89,6 +90,21 @@ def test_another_chunk_length_compiles_nothing_new(seeds):
     train(RLConfig(**options, record_every=4, seed=3), half)  # resumed at step 5
     again = runner(config)
     assert again is not run and again.program is run.program and run._compiled._cache_size() == 1
+
+
+def test_a_run_of_other_parts_under_one_configuration_runs_its_own_parts():
+    """``RLAssembly(config, env, agent)`` after a run of ``config`` runs that environment and that agent, not the
+    ones the configuration names (a program keyed by the configuration alone hands it the registry's); the
+    configuration's own runs still share one program, and so do two runs of the same other parts."""
+    config = RLConfig(env="tmaze", hidden=3, envs=2, steps=4, record_every=4, fidelity_every=0)
+    registry = assemble(config)
+    ours = RLAssembly(config, registry.env, assemble(config.replace(hidden=4)).agent)
+    assert runner(config).program is runner(config.replace(steps=8, seed=1)).program
+    theirs, mine = runner(config), runner(ours)
+    assert mine.program is not theirs.program and mine.agent is ours.agent and theirs.agent is registry.agent
+    assert runner(ours).program is mine.program
+    state, _ = train(ours)
+    assert jax.tree.leaves(state.params["torso"])[0].shape != jax.tree.leaves(train(config)[0].params["torso"])[0].shape
 
 
 HOST = {"env": "gymnasium:CartPole-v1", "envs": 2, "hidden": 3, "fidelity_every": 0}

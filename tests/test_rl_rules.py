@@ -37,7 +37,7 @@ import optax
 import pytest
 
 from rtrl.rl.algorithms import ActorCritic
-from rtrl.rl.assemble import algorithm_of
+from rtrl.rl.assemble import RLAssembly, algorithm_of, assemble
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs import Env, EpisodeStats
 from rtrl.rl.loop import OnlineActorCritic
@@ -91,10 +91,8 @@ class Scripted(Env):
 def compiled(config: RLConfig, env: Scripted, agent=ActorCritic) -> OnlineActorCritic:
     """``OnlineActorCritic`` on ``env`` (wrapped as ``make`` wraps) with an ``agent`` of the config's algorithm,
     compiled once per test module."""
-    run = OnlineActorCritic(config)
-    run.env = EpisodeStats(env)
-    run.agent = algorithm_of(agent, config, run.agent.torso.cell, env.num_actions)
-    return run
+    cell = assemble(config).agent.torso.cell
+    return OnlineActorCritic(RLAssembly(config, EpisodeStats(env), algorithm_of(agent, config, cell, env.num_actions)))
 
 
 def scripted_run(config: RLConfig, env: Scripted, seed: int = 0, first=FIRST_EPISODE, agent=ActorCritic):

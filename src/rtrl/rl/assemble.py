@@ -4,6 +4,7 @@ once; every error a ``ValueError`` (or ``OptionError``) naming the option, raise
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import NamedTuple
 
 import jax
@@ -68,9 +69,24 @@ class RLAssembly(NamedTuple):
 
 def assemble(config: RLConfig) -> RLAssembly:
     """The parts of ``config``; ``ValueError`` naming an option the environment or the cell does not have, a cell
-    that does not read the observation, or a method that does not apply."""
+    that does not read the observation, or a method that does not apply. Built once per ``compiled_part`` of a
+    configuration in a process (the parts are values no run changes): configurations that differ only in their
+    length, record_every or seed get the same environment and agent, so they share one compiled program
+    (``rtrl.rl.loop.program``)."""
     if not isinstance(config, RLConfig):
         raise TypeError(f"config must be an RLConfig, e.g. rl.assemble(rl.RLConfig(env='tmaze')), got {what(config)}")
+    parts = _assembled(compiled_part(config))
+    return RLAssembly(config.replace(cell_args=parts.config.cell_args), parts.env, parts.agent)
+
+
+def compiled_part(config: RLConfig) -> RLConfig:
+    """``config`` with what a run's compiled pieces do not depend on (its steps, record_every and seed) at fixed
+    values: the key under which configurations share their parts and their program."""
+    return dataclasses.replace(config, steps=1, record_every=1, seed=0)
+
+
+@functools.cache
+def _assembled(config: RLConfig) -> RLAssembly:
     env = make(config.env, **dict(config.env_args))
     if config.extra_inputs:
         host = getattr(env, "host", False)

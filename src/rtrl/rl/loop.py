@@ -56,7 +56,6 @@ environments on each device, nothing exchanged between devices. The mesh spans e
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import time
@@ -72,7 +71,7 @@ from jax import lax
 from rtrl.devices import batch_axes, gathered, mesh, shardings, tracing
 from rtrl.driver import Diverged, drive, finite_or_diverged
 from rtrl.rl.algorithm import Pending, Transition
-from rtrl.rl.assemble import RLAssembly, assemble, rule_of
+from rtrl.rl.assemble import RLAssembly, assemble, compiled_part, rule_of
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs.gymnasium_env import Outcome
 from rtrl.rl.envs.normalize import chain, normalize_observations, scale_rewards
@@ -402,11 +401,6 @@ class OnlineActorCritic:
             raise AttributeError(name)
         return getattr(self.program, name)
 
-    # a run with its own program (``OnlineActorCritic(assembly)``) may swap its environment or agent before its
-    # first step (the tests' scripted environments)
-    env = property(lambda self: self.program.env, lambda self, env: setattr(self.program, "env", env))
-    agent = property(lambda self: self.program.agent, lambda self, agent: setattr(self.program, "agent", agent))
-
     def advance(self, state: RLState | Seeds, n: int):
         """``n`` steps of every environment, compiled (see ``Program._advance``), or stepped on the host."""
         if self.host:
@@ -544,19 +538,32 @@ def cleared(state: RLState | Seeds) -> RLState | Seeds:
     return state._replace(tally=jax.tree.map(jnp.zeros_like, state.tally))
 
 
-# The compiled programs by configuration (its steps, record_every and seed aside): pure functions and the
-# environment's description, no live environment (those are each run's: ``OnlineActorCritic``).
-_PROGRAMS: dict[RLConfig, Program] = {}
+# The compiled programs by the parts they compile: a configuration's compiled part, its environment (a value) and
+# its agent (itself); pure functions and the environment's description, no live environment (those are each run's:
+# ``OnlineActorCritic``). ``assemble`` gives one configuration's runs the same parts, so they share one program; a
+# run of other parts under the same configuration (``RLAssembly(config, my_env, my_agent)``) gets its own.
+_PROGRAMS: dict[tuple, Program] = {}
 
 
 def program(assembly: RLAssembly | RLConfig) -> Program:
-    """The compiled pieces of ``assembly``'s configuration (or of a configuration, then assembled), one per
-    configuration in a process: runs that differ only in their length, record_every or seed, or resume anywhere,
-    compile nothing new."""
-    key = dataclasses.replace(getattr(assembly, "config", assembly), steps=1, record_every=1, seed=0)
+    """The compiled pieces of ``assembly`` (or of a configuration, then assembled), one per configuration and parts
+    in a process: runs that differ only in their length, record_every or seed, or resume anywhere, compile nothing
+    new."""
+    assembly = assembly if isinstance(assembly, RLAssembly) else assemble(assembly)
+    key = (compiled_part(assembly.config), by_value_or_identity(assembly.env), by_value_or_identity(assembly.agent))
     if key not in _PROGRAMS:
-        _PROGRAMS[key] = Program(assembly if isinstance(assembly, RLAssembly) else assemble(assembly))
+        _PROGRAMS[key] = Program(assembly)
     return _PROGRAMS[key]
+
+
+def by_value_or_identity(part) -> object:
+    """``part`` as a key: itself where it hashes (by value, or by identity where it defines no equality), else its
+    ``id`` (an unhashable value; the cached program holds the part, so that id names no other object meanwhile)."""
+    try:
+        hash(part)
+    except TypeError:
+        return ("id", id(part))
+    return part
 
 
 def runner(assembly: RLAssembly | RLConfig) -> OnlineActorCritic:
