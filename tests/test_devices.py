@@ -172,7 +172,7 @@ def test_the_agents_sharded_step_reduces_only_what_does_not_grow_with_the_enviro
     for envs in (8, 16):
         run = runner(RLConfig(**{**RL, "envs": envs, "fidelity_every": 0}, devices=4))
         with tracing(run.mesh):
-            texts.append(run._compiled.lower(run.init(0), 2).compile().as_text())
+            texts.append(run.compiled.lower(run.init(0), 2).compile().as_text())
     assert all(moves(text) == dict.fromkeys(MOVES, 0) for text in texts)
     assert reduced_shapes(texts[0]) and reduced_shapes(texts[0]) == reduced_shapes(texts[1])
 
@@ -288,7 +288,7 @@ def test_eight_seeds_on_four_devices_run_as_on_one_two_seeds_on_each():
     assert on_one_device(one)
     run = runner(RLConfig(**SEEDS, devices=4))
     with tracing(run.mesh):
-        text = run._compiled.lower(run.init(0), 2).compile().as_text()
+        text = run.compiled.lower(run.init(0), 2).compile().as_text()
     assert moves(text) == dict.fromkeys(MOVES, 0) and collectives(text, "all-reduce") == 0
 
 

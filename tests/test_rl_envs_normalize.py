@@ -170,13 +170,14 @@ def test_a_host_restart_counts_its_observations_with_the_rest_and_restarts_the_r
     discounted return restarted, the return statistics kept."""
     run = OnlineActorCritic(RLConfig(env="gymnasium:CartPole-v1", envs=2, dtype="float64", hidden=2))
     state = run.init(0)
-    first = np.asarray(run.vector.reset(run.seeds(jax.random.PRNGKey(0)), 0), np.float64)  # any batch will do
+    vector = run.environments.vector
+    first = np.asarray(vector.reset(run.seeds(jax.random.PRNGKey(0)), 0), np.float64)  # any batch will do
     state = state._replace(wrappers=run.wrappers.init(jnp.asarray(first, jnp.float64))[1])
     returns = state.wrappers[1].returns._replace(count=jnp.float64(6.0))
     state = state._replace(wrappers=(state.wrappers[0], state.wrappers[1]._replace(returns=returns,
                                                                                    ended=jnp.zeros(2, bool))))
-    restarted = run.restarted(state)
-    new = np.asarray(run.vector.reset(run.seeds(state.key), int(state.step)), np.float64)  # what restarted drew
+    restarted = run.environments.restarted(state)
+    new = np.asarray(vector.reset(run.seeds(state.key), int(state.step)), np.float64)  # what restarted drew
     seen = np.concatenate([first, new])
     close(restarted.wrappers[0].count, 4.0)
     close(restarted.obs, (new - seen.mean(0)) / np.sqrt(seen.var(0) + EPS))

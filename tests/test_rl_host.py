@@ -93,7 +93,7 @@ def stepped_beside(run, state, oracle):
     obs = np.stack([ScriptedVector.obs(e, 0, 0) for e in range(E)])
     for t in range(STEPS):
         state = run.advance(state, 1)
-        actions, out = run.vector.log[-1]
+        actions, out = run.environments.vector.log[-1]
         oracle.act(obs.astype(np.float64), actions)
         oracle.observe(out.reward.astype(np.float64), out.done, out.truncated, out.final_obs.astype(np.float64))
         obs = out.obs
@@ -121,7 +121,7 @@ def test_truncation_bootstraps_from_the_last_observation_and_termination_does_no
                      f"pending step {t}")
         assert np.array_equal(now.pending.transition.done, done)
     # the case is the one described: owed where truncated only, and there it is not the next episode's value
-    truncated = [(k, e) for k in range(STEPS) for e in range(E) if run.vector.log[k][1].truncated[e]]
+    truncated = [(k, e) for k in range(STEPS) for e in range(E) if run.environments.vector.log[k][1].truncated[e]]
     assert truncated == [(2, 1), (3, 0)]
     assert all(owed_log[k][e] == 0 for k in range(STEPS) for e in range(E) if (k, e) not in truncated)
     for k, e in truncated:  # what the target uses differs from the next episode's first value
@@ -129,7 +129,7 @@ def test_truncation_bootstraps_from_the_last_observation_and_termination_does_no
     # one call of six steps is six calls of one (the fused observe-and-act calls change nothing), both from the
     # first state again: a state not live, so each is re-seeded and restarted (its first observations counted again)
     together = run.advance(start, STEPS)
-    assert run.vector.seeds[-1] == run.seeds(start.key)
+    assert run.environments.vector.seeds[-1] == run.seeds(start.key)
     stepwise = run.advance(start, 1)
     for _ in range(STEPS - 1):
         stepwise = run.advance(stepwise, 1)
@@ -144,13 +144,14 @@ def test_a_restart_reseeds_and_begins_every_episode():
     config = RLConfig(**{**BASE, "steps": STEPS, "record_every": STEPS})
     run = host_run(config)
     run.init(4)
-    first = run.vector.seeds[-1]
+    vector = run.environments.vector
+    first = vector.seeds[-1]
     state = run.advance(run.init(3), 2)
-    at_init = run.vector.seeds[-1]
+    at_init = vector.seeds[-1]
     again = run.advance(state, 1)
-    assert run.vector.seeds[-1] == at_init != first  # live: not reset since init (whose seeds are the seed's)
-    restarted = run.restarted(state)
-    assert run.vector.seeds[-1] == run.seeds(state.key) != at_init
+    assert vector.seeds[-1] == at_init != first  # live: not reset since init (whose seeds are the seed's)
+    restarted = run.environments.restarted(state)
+    assert vector.seeds[-1] == run.seeds(state.key) != at_init
     assert not bool(restarted.pending.valid) and bool(restarted.pending.transition.done.all())
     assert not np.asarray(restarted.memory.carry).any() and np.asarray(state.memory.carry).any()
     first_obs = jnp.asarray(np.stack([ScriptedVector.obs(e, 0, 0) for e in range(E)]), jnp.float64)

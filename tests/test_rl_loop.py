@@ -89,7 +89,7 @@ def test_another_chunk_length_compiles_nothing_new(seeds):
     half, _ = train(RLConfig(**{**options, "steps": 5}, record_every=5, seed=3))
     train(RLConfig(**options, record_every=4, seed=3), half)  # resumed at step 5
     again = runner(config)
-    assert again is not run and again.program is run.program and run._compiled._cache_size() == 1
+    assert again is not run and again.program is run.program and run.compiled._cache_size() == 1
 
 
 def test_a_run_of_other_parts_under_one_configuration_runs_its_own_parts():
@@ -129,12 +129,12 @@ def test_interleaved_host_runs_of_one_configuration_step_their_own_environments(
         return state
 
     a, b = runner(config), runner(config)
-    assert a.vector is not b.vector and a.program is b.program
+    assert a.environments.vector is not b.environments.vector and a.program is b.program
     first, second = a.init(0), b.init(1)
     for _ in range(3):
         first, second = a.advance(first, 4), b.advance(second, 4)
     assert same(first, alone(0)) and same(second, alone(1))
-    assert a._observe_act._cache_size() == 1
+    assert a.host_calls.observe_act._cache_size() == 1
 
 
 def test_a_host_run_trained_inside_another_leaves_it_as_it_would_be_alone():

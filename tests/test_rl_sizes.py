@@ -48,7 +48,7 @@ def start_state(config: RLConfig):
     program = Program(config)
     if config.seeds > 1:
         return jax.eval_shape(lambda: program.stacked(np.arange(config.seeds, dtype=np.uint32)))
-    return jax.eval_shape(lambda: program.fresh(0, config.envs))
+    return jax.eval_shape(lambda: program.fresh(0, config.envs, program.reset(config.envs)))
 
 
 def test_the_memory_needed_grows_with_the_seeds_run_side_by_side():
@@ -82,6 +82,6 @@ def test_the_memory_needed_is_within_a_tenth_of_the_compiled_steps_argument():
     config = RLConfig(**TINY, **RULES["split"])
     run = runner(config)
     state = run.init(0)
-    argument = run._compiled.lower(state, 1).compile().memory_analysis().argument_size_in_bytes
+    argument = run.compiled.lower(state, 1).compile().memory_analysis().argument_size_in_bytes
     assert argument == held_bytes((state, jnp.asarray(1)))  # the state and the traced step count
     assert 0.9 * argument <= assemble(config).memory_needed() <= argument

@@ -64,6 +64,6 @@ def test_a_split_torso_trains_and_bootstraps_a_truncated_episode_from_the_values
         owed_log.append(oracle.pending[3].copy())
         value, _, _, owed = oracle.pending
         assert_close((now.pending.value, now.pending.transition.final_value), (value, owed), f"pending {t}")
-    truncated = [(k, e) for k in range(STEPS) for e in range(E) if run.vector.log[k][1].truncated[e]]
+    truncated = [(k, e) for k in range(STEPS) for e in range(E) if run.environments.vector.log[k][1].truncated[e]]
     assert truncated == [(2, 1), (3, 0)]
     assert all(owed_log[k][e] != 0 for k, e in truncated)  # the case bootstraps where it says

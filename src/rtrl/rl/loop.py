@@ -38,7 +38,7 @@ With a jitted environment the whole run is a pure function of ``RLState`` (a pyt
 for bit); ``train`` drives chunks of ``record_every`` steps, one jitted ``lax.scan`` each, and returns metrics
 records. A host environment (``gymnasium:ID``) is stepped in Python between the jitted calls: per step, one jitted
 call (the previous step's ``_observe`` and this step's ``_act``), the actions to the host, the environments' step,
-the outcome to the device. Its environments are not in ``RLState`` but the run's (``OnlineActorCritic``, one per run:
+the outcome to the device. Its environments are not in ``RLState`` but the run's (``HostEnvironments``, one per run:
 two runs of one configuration in a process never step each other's): a state that is not the one this run last
 returned (a checkpoint loaded, another run's) re-seeds them from the state's key (a function of the run's seed and
 the step), and every environment begins a new episode there (no TD error across the cut, the traces and the
@@ -46,6 +46,8 @@ torso's state zeroed). With ``seeds = S > 1`` on a host environment the S seeds'
 ``vmap`` and their environments are one host vector of S x E, each seed's E reset with its one-seed run's seeds.
 What is compiled (``Program``: pure functions of ``RLState``, no live environment) is shared
 by the runs of one configuration (``runner``): another length, record_every, seed or resume point compiles nothing.
+The two kinds of environment meet the loop at one seam, a run's ``environments`` (``CompiledEnvironments`` or
+``HostEnvironments``: ``init``, ``advance``, ``timing_record``), chosen once by the program (``Program.side``).
 
 ``devices = N`` splits the E environments over N devices (``rtrl.devices``): environment states, torso memory and
 the traces ``z`` along E, the parameters and statistics replicated; XLA reduces the means over E across the devices.
@@ -188,18 +190,27 @@ class Program:
         self.history = self.env.max_steps if config.fidelity_every else 0
         self.mesh = (mesh(config.devices, config.seeds, "seeds", "seeds") if config.seeds > 1
                      else mesh(config.devices, config.envs, "envs", "environments"))
-        self.host = getattr(self.env, "host", False)
-        if self.host:  # several seeds: each seed's step under one vmap, their environments one host vector
-            act, observe = (self._act_seeds, self._observe_seeds) if config.seeds > 1 else (self._act, self._observe)
-            self._act_jit, self._observe_jit = jax.jit(act), jax.jit(observe)
-            self._observe_act = jax.jit(lambda acted, outcome: act(observe(acted, outcome)))
-            self._restart = jax.jit(jax.vmap(self.restart) if config.seeds > 1 else self.restart)
-        elif config.seeds > 1:
-            self._compiled = jax.jit(self._advance_seeds)
-            # each device makes its own seeds' states
-            self._init_seeds = jax.jit(self.stacked, **({} if self.mesh is None else {"out_shardings": self.sharding}))
-        else:
-            self._compiled = jax.jit(self._advance)
+        # the environments' side of each run, chosen once: stepped inside the compiled loop, or on the host
+        self.side = HostEnvironments if getattr(self.env, "host", False) else CompiledEnvironments
+
+    # The jitted calls, each made on first use (a run uses those of its environments' side) and shared by every run
+    # of the program. With several seeds, each seed's step under one vmap.
+    @functools.cached_property
+    def compiled(self):
+        """``n`` steps of a jitted environment's run (``_advance`` / ``_advance_seeds``), one call."""
+        return jax.jit(self._advance_seeds if self.config.seeds > 1 else self._advance)
+
+    @functools.cached_property
+    def compiled_start(self):
+        """The ``Seeds`` at step 0 of ``seeds`` (``stacked``), each device making its own seeds' states."""
+        return jax.jit(self.stacked, **({} if self.mesh is None else {"out_shardings": self.sharding}))
+
+    @functools.cached_property
+    def host_calls(self) -> HostCalls:
+        """A host environment's jitted calls between the environments' steps (``HostCalls``)."""
+        act, observe = (self._act_seeds, self._observe_seeds) if self.config.seeds > 1 else (self._act, self._observe)
+        return HostCalls(jax.jit(act), jax.jit(observe), jax.jit(lambda acted, outcome: act(observe(acted, outcome))),
+                         jax.jit(jax.vmap(self.restart) if self.config.seeds > 1 else self.restart))
 
     def rule(self, envs: int):
         """The update rule for ``envs`` environments (``rtrl.rl.assemble.rule_of``, of this program's agent)."""
@@ -212,27 +223,30 @@ class Program:
         if self.config.seeds > 1:
             return shardings(self.mesh, batch_axes(lambda S: self.stacked(np.arange(S, dtype=np.uint32)),
                                                    self.config.seeds))
-        return shardings(self.mesh, batch_axes(lambda envs: self.fresh(0, envs), self.config.envs))
+        return shardings(self.mesh, batch_axes(lambda envs: self.fresh(0, envs, self.reset(envs)), self.config.envs))
 
     def stacked(self, seeds) -> Seeds:
         """The ``Seeds`` at step 0 of ``seeds`` (S of them, uint32): each the ``RLState`` its one-seed run starts
         from."""
-        return Seeds(jax.vmap(lambda s: self.fresh(s, self.config.envs))(seeds), jnp.zeros((), jnp.int32))
+        return Seeds(jax.vmap(lambda s: self.fresh(s, self.config.envs, self.reset(self.config.envs)))(seeds),
+                     jnp.zeros((), jnp.int32))
 
     def place(self, state: RLState | Seeds) -> RLState | Seeds:
         """``state`` on this run's devices (one from a checkpoint of any device count); unchanged on one."""
         return state if self.mesh is None else jax.device_put(state, self.sharding)
 
-    def fresh(self, seed: int, envs: int, host_obs=None) -> RLState:
-        """The state at step 0 of the run with ``seed``; a host environment's first observations are ``host_obs``
-        (``(E, obs_size)``: the run's environments reset with the seed's ``env_seeds``)."""
+    def reset(self, envs: int) -> Callable[[jax.Array], tuple[jax.Array, Any]]:
+        """The first observations and states of ``envs`` jitted environments from the environments' key."""
+        return lambda key: jax.vmap(self.env.reset)(jax.random.split(key, envs))
+
+    def fresh(self, seed: int, envs: int, reset: Callable[[jax.Array], tuple[jax.Array, Any]]) -> RLState:
+        """The state at step 0 of the run with ``seed``, its ``envs`` environments' first observations and states
+        ``reset(key)`` of the environments' key that ``seed`` gives (``reset``: a jitted environment's; a host
+        environment's run gives the observations it reset with the seed's ``env_seeds``, and no state)."""
         E, dtype = envs, self.dtype
         k_params, k_env, key = seed_keys(seed)
         params = self.agent.init(k_params, dtype)
-        if self.host:
-            obs, env_state = jnp.asarray(host_obs), ()
-        else:
-            obs, env_state = jax.vmap(self.env.reset)(jax.random.split(k_env, E))
+        obs, env_state = reset(k_env)
         zeros = jnp.zeros((E,), dtype)
         obs, wrappers = self._init_wrappers(obs.astype(dtype))
         return RLState(
@@ -384,47 +398,87 @@ class Program:
 
 class OnlineActorCritic:
     """A run's pieces: ``init(seed)``, ``advance(state, n)``; its configuration's compiled ``Program`` (shared by the
-    runs of one configuration: ``runner``) and, with a host environment, the run's own environments (``vector``),
-    which no other run steps or re-seeds. The program's attributes (the environment, the agent, the optimizer,
-    ...) read as the run's."""
+    runs of one configuration: ``runner``) and the run's own side of its environments (``environments``:
+    ``CompiledEnvironments`` or ``HostEnvironments``, the program's ``side``), which no other run steps or re-seeds.
+    The program's attributes (the environment, the agent, the optimizer, ...) read as the run's."""
 
     def __init__(self, assembly: RLAssembly | RLConfig, program: Program | None = None):
         self.program = Program(assembly) if program is None else program
         self.config = getattr(assembly, "config", assembly)  # this run's: its steps and seed, not the program's
-        if self.program.host:
-            self.vector = self.program.env.vector(self.config.seeds * self.config.envs)  # every seed's, in order
-            self._live = None  # the obs array of the state this run last returned: its environments are live
-        self.timings = dict.fromkeys(TIMINGS, 0.0)  # seconds, summed over host steps since the last record
+        self.environments = self.program.side(self.program, self.config)
 
     def __getattr__(self, name: str):
         if name == "program":  # not set yet (a failed __init__)
             raise AttributeError(name)
         return getattr(self.program, name)
 
-    def advance(self, state: RLState | Seeds, n: int):
-        """``n`` steps of every environment, compiled (see ``Program._advance``), or stepped on the host."""
-        if self.host:
-            return self._advance_host(state, n)
-        with tracing(self.mesh):
-            return self._compiled(self.place(state), n)
-
     def init(self, seed: int) -> RLState | Seeds:
         """The state at step 0 of the run with ``seed``: an ``RLState``, or with ``seeds = S > 1`` the ``Seeds`` of
         ``seed .. seed + S - 1`` (each the ``RLState`` that a one-seed run with that seed starts from)."""
-        seeds = seed + np.arange(self.config.seeds, dtype=np.uint32)
-        if not self.host:
-            if self.config.seeds > 1:  # host values: under a mesh of several processes, the same on each
-                return self._init_seeds(seeds)
-            return self.place(self.fresh(seed, self.config.envs))
+        return self.environments.init(seed)
+
+    def advance(self, state: RLState | Seeds, n: int) -> RLState | Seeds:
+        """``n`` steps of every environment (one compiled call, or stepped on the host)."""
+        return self.environments.advance(state, n)
+
+    def timing_record(self) -> dict:
+        """Where the time went since the last call (``TIMINGS``, a host run's), as a record's fields."""
+        return self.environments.timing_record()
+
+
+class HostCalls(NamedTuple):
+    """A host environment's jitted calls (every seed's under one vmap where there are several)."""
+
+    act: Callable  # state -> Acted
+    observe: Callable  # (Acted, Outcome) -> state
+    observe_act: Callable  # the last step's observe fused with this step's act: (Acted, Outcome) -> Acted
+    restart: Callable  # (state's runs, obs) -> runs
+
+
+class CompiledEnvironments:
+    """A jitted environment's side of a run: its environments' states in the run's state, ``n`` steps one compiled
+    call (``Program._advance``)."""
+
+    def __init__(self, program: Program, config: RLConfig):
+        self.program, self.config = program, config
+
+    def init(self, seed: int) -> RLState | Seeds:
+        program, config = self.program, self.config
+        if config.seeds > 1:  # host values: under a mesh of several processes, the same on each
+            return program.compiled_start(seed + np.arange(config.seeds, dtype=np.uint32))
+        return program.place(program.fresh(seed, config.envs, program.reset(config.envs)))
+
+    def advance(self, state: RLState | Seeds, n: int) -> RLState | Seeds:
+        with tracing(self.program.mesh):
+            return self.program.compiled(self.program.place(state), n)
+
+    def timing_record(self) -> dict:
+        return {}  # the environments' steps are inside the agent's compiled call, not timed apart
+
+
+class HostEnvironments:
+    """A host environment's side of a run (``gymnasium:ID``): the run's own vector of S x E environments (every
+    seed's, in order), stepped in Python between the program's jitted calls (``HostCalls``). A state that is not the
+    one this run last returned re-seeds them (``restarted``)."""
+
+    def __init__(self, program: Program, config: RLConfig):
+        self.program, self.config = program, config
+        self.vector = program.env.vector(config.seeds * config.envs)
+        self._live = None  # the obs array of the state this run last returned: its environments are live
+        self.timings = dict.fromkeys(TIMINGS, 0.0)  # seconds, summed over host steps since the last record
+
+    def init(self, seed: int) -> RLState | Seeds:
         # one vector of S x E environments, each seed's E reset with the seeds its one-seed run would give them
-        obs = self.split(self.vector.reset([s for one in seeds for s in self.env_seeds(int(one))]))
-        runs = [self.fresh(int(one), self.config.envs, o) for one, o in zip(seeds, obs, strict=True)]
-        state = runs[0] if self.config.seeds == 1 else Seeds(jax.tree.map(lambda *a: jnp.stack(a), *runs),
-                                                            jnp.zeros((), jnp.int32))
+        program, config = self.program, self.config
+        seeds = seed + np.arange(config.seeds, dtype=np.uint32)
+        obs = self.split(self.vector.reset([s for one in seeds for s in program.env_seeds(int(one))]))
+        runs = [program.fresh(int(one), config.envs, lambda _, o=o: (jnp.asarray(o), ()))
+                for one, o in zip(seeds, obs, strict=True)]
+        state = runs[0] if config.seeds == 1 else Seeds(jax.tree.map(lambda *a: jnp.stack(a), *runs),
+                                                        jnp.zeros((), jnp.int32))
         self._live = live(state)  # the environments were just reset for this state
         return state
 
-    # -- a host environment -------------------------------------------------------------------------------------
     def split(self, batch):
         """The host vector's ``(S x E, ...)`` arrays (a tree of them) as ``(S, E, ...)``, one row per seed."""
         S, E = self.config.seeds, self.config.envs
@@ -432,22 +486,21 @@ class OnlineActorCritic:
 
     def restarted(self, state: RLState | Seeds) -> RLState | Seeds:
         """``state`` with fresh environments, each seed's re-seeded from its own key (``Program.restart``)."""
-        several = isinstance(state, Seeds)
+        several, restart = isinstance(state, Seeds), self.program.host_calls.restart
         runs = state.runs if several else state
         keys = runs.key if several else [runs.key]
-        obs = self.split(self.vector.reset([s for key in keys for s in self.seeds(key)], int(state.step)))
-        return state._replace(runs=self._restart(runs, obs)) if several else self._restart(runs, obs[0])
+        obs = self.split(self.vector.reset([s for key in keys for s in self.program.seeds(key)], int(state.step)))
+        return state._replace(runs=restart(runs, obs)) if several else restart(runs, obs[0])
 
-    def _advance_host(self, state: RLState | Seeds, n: int) -> RLState | Seeds:
-        """``n`` steps with the environments on the host: one jitted call per step (the last step's ``_observe``
-        fused with this step's ``_act``), the actions to the host, the environments' step, the outcome back (host
-        arrays, the next call's arguments); with
+    def advance(self, state: RLState | Seeds, n: int) -> RLState | Seeds:
+        """``n`` steps: one jitted call per step (the last step's ``_observe`` fused with this step's ``_act``), the
+        actions to the host, the environments' step, the outcome back (host arrays, the next call's arguments); with
         several seeds, all their environments in one host vector."""
         if live(state) is not self._live:
             state = self.restarted(state)
-        clock, t = self.timings, time.perf_counter()
+        calls, clock, t = self.program.host_calls, self.timings, time.perf_counter()
         start, seeds = int(state.step), self.config.seeds > 1
-        acted = self._act_jit(state)
+        acted = calls.act(state)
         for i in range(n):
             jax.block_until_ready(acted)
             t1 = time.perf_counter()
@@ -462,19 +515,16 @@ class OnlineActorCritic:
             clock["env_s"] += t3 - t2
             t = t4
             if i < n - 1:
-                acted = self._observe_act(acted, outcome)
-        state = jax.block_until_ready(self._observe_jit(acted, outcome))
+                acted = calls.observe_act(acted, outcome)
+        state = jax.block_until_ready(calls.observe(acted, outcome))
         clock["agent_s"] += time.perf_counter() - t
         self._live = live(state)
         return state
 
     def timing_record(self) -> dict:
-        """A host run's seconds since the last call in the agent (its jitted calls, fidelity check included, the
-        outcome taken in as the call's host arguments: cheaper than a ``jax.device_put`` of it first), the actions'
-        transfer to the host and the environments' steps (``TIMINGS``); ``{}`` for a jitted environment, whose steps
-        are not timed apart from the agent's."""
-        if not self.host:
-            return {}
+        """The seconds since the last call in the agent (its jitted calls, fidelity check included, the outcome
+        taken in as the call's host arguments: cheaper than a ``jax.device_put`` of it first), the actions' transfer
+        to the host and the environments' steps (``TIMINGS``)."""
         spent, self.timings = self.timings, dict.fromkeys(TIMINGS, 0.0)
         return {k: round(v, 3) for k, v in spent.items()}
 
