@@ -75,7 +75,13 @@ def assemble(config: RLConfig) -> RLAssembly:
     (``rtrl.rl.loop.program``)."""
     if not isinstance(config, RLConfig):
         raise TypeError(f"config must be an RLConfig, e.g. rl.assemble(rl.RLConfig(env='tmaze')), got {what(config)}")
-    parts = _assembled(compiled_part(config))
+    key = compiled_part(config)
+    try:
+        hash(key)
+    except TypeError:  # an unhashable option value (a dict where a number belongs): built, so its check says which
+        parts = _assemble(key)
+    else:
+        parts = _assembled(key)
     return RLAssembly(config.replace(cell_args=parts.config.cell_args), parts.env, parts.agent)
 
 
@@ -85,8 +91,7 @@ def compiled_part(config: RLConfig) -> RLConfig:
     return dataclasses.replace(config, steps=1, record_every=1, seed=0)
 
 
-@functools.cache
-def _assembled(config: RLConfig) -> RLAssembly:
+def _assemble(config: RLConfig) -> RLAssembly:
     env = make(config.env, **dict(config.env_args))
     if config.extra_inputs:
         host = getattr(env, "host", False)
@@ -117,6 +122,9 @@ def _assembled(config: RLConfig) -> RLAssembly:
                              f"discrete (a categorical policy), got {name} {getattr(config, name)}")
     kind = ALGORITHMS[config.algorithm] if env.action_bounds is None else box_algorithm(config.algorithm, env.name)
     return RLAssembly(config, env, algorithm_of(kind, config, cell, env.num_actions, env.obs_size))
+
+
+_assembled = functools.cache(_assemble)  # the parts of each compiled part of a configuration, built once
 
 
 def rule_of(config: RLConfig, agent: Algorithm, envs: int) -> optax.GradientTransformationExtraArgs:
