@@ -93,15 +93,16 @@ def test_encoder_blocks_initialise_sparse_with_zero_biases_and_leave_the_rest_as
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("state_std, std_map", [(False, "exp"), (True, "exp"), (True, "softplus")])
-def test_entropy_sign_td_hands_each_environments_entropy_gradient_to_the_rule(state_std, std_map):
+@pytest.mark.parametrize("state_std, std_map, sign", [(False, "exp", "td"), (True, "exp", "td"),
+                                                     (True, "softplus", "td"), (True, "softplus", "td+statistics")])
+def test_entropy_sign_td_hands_each_environments_entropy_gradient_to_the_rule(state_std, std_map, sign):
     """With ``entropy_sign`` td the step has no bonus and gives, per environment, the gradient of that
     environment's policy entropy (the rule signs it by the step's TD error), equal to BPTT's (one step from a fresh
     state); with ``positive`` the bonus is ``entropy`` times their mean, as before. [guards: the mean given as each
     environment's; the bonus left on besides]"""
     E = 3
     cell = MinGRU(D, 4)
-    signed = GaussianActorCritic(cell, 2, state_std=state_std, entropy=0.2, entropy_sign="td", std_map=std_map)
+    signed = GaussianActorCritic(cell, 2, state_std=state_std, entropy=0.2, entropy_sign=sign, std_map=std_map)
     plain = GaussianActorCritic(cell, 2, state_std=state_std, entropy=0.2, std_map=std_map)
     params = signed.init(jax.random.PRNGKey(0), jnp.float64)
     x = jax.random.normal(jax.random.PRNGKey(1), (E, D), jnp.float64)
@@ -165,12 +166,35 @@ def test_head_init_sparse_draws_each_heads_columns_sparse():
     ({"entropy": 0.0, "entropy_sign": "td"}, "entropy_sign does nothing here: entropy is 0"),
     ({"algorithm": "q", "entropy": 0.01, "encoder_blocks": 2}, "encoder_blocks does nothing here: algorithm 'q'"),
     ({"entropy_sign": "sometimes"}, "entropy_sign"),
+    ({"entropy_sign": "td+statistics"}, "entropy_sign td\\+statistics signs the entropy term in the intentional step's "
+     "statistics, and optimizer is 'adam'"),
     ({"std_map": "softplus"}, "std_map does nothing here: without --state-std"),
     ({"encoder_blocks": -1}, "encoder_blocks"),
 ])
 def test_the_anchor_options_refuse_what_does_not_apply(options, message):
     with pytest.raises((OptionError, ValueError), match=message):
         RLConfig(**options)
+
+
+@pytest.mark.parametrize("critic_lr", [None, 0.5])
+def test_entropy_sign_td_statistics_builds_the_intentional_step_whose_statistics_read_the_signed_term(critic_lr):
+    """The run's rule (``rule_of``) under ``--entropy-sign td+statistics``: the (actor's) intentional step keeps the
+    pending gradients its statistics read signed (``SignedStatisticsState``), and under ``td`` the plain
+    ``IntentionalState``; the critic's is plain either way. [guards: the option read by the agent alone, the rule
+    left as td's]"""
+    from rtrl.rl.assemble import assemble, rule_of
+    from rtrl.rl.transforms import IntentionalState, SignedStatisticsState
+
+    def last(sign):
+        config = RLConfig(env="pendulum-p", hidden=4, optimizer="intentional", lr=0.05, critic_lr=critic_lr,
+                          entropy_sign=sign)
+        agent = assemble(config).agent
+        state = rule_of(config, agent, 1).init(agent.init(jax.random.PRNGKey(0)))
+        return (state.critic[-1], state.actor[-1]) if critic_lr else (None, state[-1])
+
+    (critic, signed), (_, plain) = last("td+statistics"), last("td")
+    assert isinstance(signed, SignedStatisticsState) and isinstance(plain, IntentionalState)
+    assert critic is None or isinstance(critic, IntentionalState)
 
 
 def test_a_torso_that_does_not_read_the_blocks_width_is_refused():

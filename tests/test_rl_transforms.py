@@ -484,6 +484,49 @@ def test_signed_entropy_after_the_traces_is_the_trace_of_the_gradient_plus_the_s
         assert_close(step, ascent, f"sgd's step at step {t}")
 
 
+def test_intentional_signed_reads_the_signed_entropy_term_in_its_statistics_as_the_anchors_actor():
+    """Farr et al.'s actor optimiser is handed ``g_k + coef sign(delta_k) grad H_k`` both as the trace's entry and
+    as the gradient its statistics read. ``intentional(signed=coef)`` after the traces and ``signed_entropy``: every
+    step's update is the oracle's intentional step whose traces and statistics both take that signed gradient
+    (``delta_k`` the error call k + 1 brings), and the plain rule's differs; ``update_rule`` and
+    ``split_intentional`` build it with ``signed_statistics``, and refuse it without ``signed`` or under another
+    optimizer. [guards: the statistics of the unsigned g (the plain rule); the sign of the call's own error given to
+    the pending gradient; the first call taking zeros into the statistics; another step's grad H]"""
+    coef, eta, beta2, beta_clip, eps = 0.3, 0.5, 0.9, 0.8, 1e-8
+    H = [{k: RNG.normal(size=(E, *s)) for k, s in SHAPES.items()} for _ in range(STEPS)]
+    signed = [{k: GRADS[t][k] + coef * np.sign(DELTAS[t + 1]).reshape((E,) + (1,) * len(s)) * H[t][k]
+               for k, s in SHAPES.items()} if t + 1 < STEPS else GRADS[t] for t in range(STEPS)]
+    want = oracle_intentional(DELTAS, 20.0, eta, GAMMA_LAMBDA, beta2, beta_clip, eps, bonus=None, grads=signed)
+
+    def rule(statistics):
+        return optax.chain(T.eligibility_traces(GAMMA_LAMBDA, E), T.signed_entropy(coef, GAMMA_LAMBDA, E),
+                           T.intentional(eta, GAMMA_LAMBDA, beta2, beta_clip, 20.0, eps,
+                                         signed=coef if statistics else 0.0, envs=E))
+
+    def updates(rule, **options):
+        state, outs = rule.init(PARAMS), []
+        for t in range(STEPS):
+            g, h = (jax.tree.map(jnp.asarray, a[t]) for a in (GRADS, H))
+            out, state = rule.update(g, state, PARAMS, delta=jnp.asarray(DELTAS[t]), cut=jnp.asarray(CUTS[t]),
+                                     entropy_grads=h, grads=g, **options)
+            outs.append(out)
+        return outs
+
+    ours, plain = updates(rule(True)), updates(rule(False))
+    for t in range(STEPS):
+        assert_close(ours[t], want[t][0], f"update at step {t}")
+    assert not np.allclose(leaves(plain[3])[0], leaves(ours[3])[0], rtol=1e-6)  # the statistics matter
+    built = T.update_rule("intentional", lr=eta, decay=GAMMA_LAMBDA, envs=E, signed=coef, signed_statistics=True)
+    assert jax.tree.structure(built.init(PARAMS)) == jax.tree.structure(rule(True).init(PARAMS))
+    split = T.split_intentional(eta, 0.5, GAMMA_LAMBDA, E, signed=coef, signed_statistics=True)
+    assert isinstance(split.init(PARAMS).actor[-1], T.SignedStatisticsState)
+    assert isinstance(T.split_intentional(eta, 0.5, GAMMA_LAMBDA, E, signed=coef).init(PARAMS).actor[-1],
+                      T.IntentionalState)
+    for name, args in (("intentional", {}), ("adam", {"signed": coef})):
+        with pytest.raises(ValueError, match="signed_statistics needs optimizer 'intentional' and signed > 0"):
+            T.update_rule(name, lr=0.5, decay=GAMMA_LAMBDA, envs=E, signed_statistics=True, **args)
+
+
 def test_split_intentional_on_the_leaves_each_gradient_reaches_steps_as_on_every_leaf():
     """``reaches``: the value's gradient reaches ``b`` only, the policy's both leaves (its ``W`` and ``b``); with
     the value's ``W`` zero, the rule that keeps the critic's traces, statistics and step on ``b`` alone gives the

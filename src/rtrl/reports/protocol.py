@@ -35,16 +35,14 @@ ANCHORS: dict[str, dict] = {
                "agent": {"cell": "rtu", "hidden": 384, "cell_args": {"output_map": "concat"}, "encoder_blocks": 2,
                          "encoder_width": 128, "head_hidden": 0, "head_init": "sparse", "state_std": True,
                          "std_map": "softplus",
-                         "entropy": 0.01, "entropy_sign": "td", "optimizer": "intentional", "lr": 0.05,
+                         "entropy": 0.01, "entropy_sign": "td+statistics", "optimizer": "intentional", "lr": 0.05,
                          "critic_lr": 0.5, "critic_network": True},
-               "actions": "clip",  # ClipActionWrapper: rtrl's --env-arg actions=clip
-               # what no option of rtrl's matches (rtrl.rl.control_presets' docstring, the -anchor-agent presets)
-               "unmatched": ("the actor's step statistics read the log-policy's gradient alone (anchor: with the "
-                             "signed entropy term)",)},
+               "actions": "clip"},  # ClipActionWrapper: rtrl's --env-arg actions=clip
     "popgym": {"name": "Farr et al. 2026, POPGym Easy", "inputs": ("action", "reward"), "frames": 10_000_000,
                "envs": 1, "seeds": 10, "gamma": 0.99, "level": "Easy"},
 }
 RAW_SCORE = "none: the undiscounted return of an episode"
+SIGNED = {"td": " signed by the TD error", "td+statistics": " signed by the TD error, in the step statistics too"}
 
 
 def inputs(config) -> tuple[str, ...]:
@@ -136,8 +134,7 @@ def agent(config) -> str:
     heads += f" ({option(config, 'head_init')} at the start)"
     spread = (f"the spread {option(config, 'std_map')} of a head" if option(config, "state_std")
               else "the spread one vector")
-    entropy = f"entropy {option(config, 'entropy'):g}" + (" signed by the TD error"
-                                                          if option(config, "entropy_sign") == "td" else "")
+    entropy = f"entropy {option(config, 'entropy'):g}" + SIGNED.get(option(config, "entropy_sign"), "")
     rule = f"{option(config, 'optimizer')} {option(config, 'lr'):g}"
     if option(config, "critic_lr") is not None:
         rule += f" (critic {option(config, 'critic_lr'):g})"

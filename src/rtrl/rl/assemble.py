@@ -134,8 +134,8 @@ def rule_of(config: RLConfig, agent: Algorithm, envs: int) -> optax.GradientTran
     c, decay = config, config.gamma * config.lam
     return update_rule(c.optimizer, lr=c.lr, decay=decay, envs=envs, clip=c.clip, kappa=c.kappa,
                        every_k=c.update_every, correction=agent.correction(c.gamma, decay, envs),
-                       critic_lr=c.critic_lr, signed=c.entropy if c.entropy_sign == "td" else 0.0,
-                       reaches=getattr(agent, "reaches", None))
+                       critic_lr=c.critic_lr, signed=c.entropy if c.entropy_sign != "positive" else 0.0,
+                       reaches=getattr(agent, "reaches", None), signed_statistics=c.entropy_sign == "td+statistics")
 
 
 def torso_args(config: RLConfig) -> tuple:

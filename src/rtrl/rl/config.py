@@ -259,6 +259,10 @@ class RLConfig(Config):
         if self.entropy_sign != "positive" and self.entropy == 0:
             raise OptionError(f"entropy_sign does nothing here: entropy is 0 (no entropy term to sign); give "
                               f"--entropy C > 0 or drop --entropy-sign {self.entropy_sign}", "entropy_sign")
+        if self.entropy_sign == "td+statistics" and self.optimizer != "intentional":
+            raise OptionError(f"entropy_sign td+statistics signs the entropy term in the intentional step's "
+                              f"statistics, and optimizer is {self.optimizer!r}; give --optimizer intentional or "
+                              f"--entropy-sign td", "entropy_sign")
         if self.algorithm == "qrc" and self.optimizer in PER_ENVIRONMENT:
             raise ValueError(f"optimizer must be adam, sgd or obgd under algorithm 'qrc' (its correction is added to "
                              f"the TD ascent), got {self.optimizer!r}")

@@ -36,16 +36,18 @@ of its own (one line), so their rows are presets, named and run as every other t
   current step's input alone (``--encoder-blocks 2 --encoder-width 128``, cut the same way); linear heads on the
   RTU's output, the Gaussian's spread a head (``state_dependent_std``: ``softplus`` of a linear map, here
   ``--state-std --std-map softplus``, started at their ``softplus(0) = log 2``); the actor's per-step gradient is
-  ``grad log pi + 0.01 sign(delta) grad H`` and enters the actor's trace (``--entropy 0.01 --entropy-sign td``);
+  ``grad log pi + 0.01 sign(delta) grad H`` and enters the actor's trace (``--entropy 0.01 --entropy-sign td``, below);
   ``ClipActionWrapper`` clips actions to the Box (``--env-arg actions=clip``; rtrl's default squashes them by
   ``tanh``: the map is the environment's, the log-probability the Gaussian's either way); observation and reward
   normalisation, the time input (limit 1000), one environment per seed (``--envs 1``; ``--seeds S`` runs S seeds'
   agents under one ``vmap``, their environments one host vector); their actor and critic two networks, each its own
   blocks and RTU (``--critic-network``: ``rtrl.cells.Parallel`` of two RTUs, one stack of blocks each; before
   12e9dc3 one torso under both heads, on which seeds 0 and 1 collapsed before 800k frames); heads started sparse as
-  theirs (``--head-init sparse``). Left as it differs: their actor's step statistics read the entropy term too (here
-  the log-policy's gradient alone). The step time (1.75 ms a frame on 2 quiet cores, about an hour a seed of 2M frames;
-  seeds under one ``vmap`` near twice the throughput): docs/rl-control.md, "The anchor's agent", with the commands.
+  theirs (``--head-init sparse``); the entropy term signed by the TD error in the actor's traces and its step
+  statistics, as theirs (``--entropy-sign td+statistics``; the runs in docs/rl-control.md ran before the preset took
+  it, their statistics reading the log-policy's gradient alone: ``td``). The step time (1.75 ms a frame on 2 quiet
+  cores, about an hour a seed of 2M frames; seeds under one ``vmap`` near twice the throughput):
+  docs/rl-control.md, "The anchor's agent", with the commands.
 * ``hopper-p-v5-action-reward-gamma995``, ``walker2d-p-v5-action-reward``, ``halfcheetah-p-v5-action-reward``,
   ``ant-p-v5-action-reward``: the presets these names had before they took the anchor's protocol, each figure of
   docs/rl-results.md measured so: Gymnasium's v5 tasks, the previous action and reward fed beside the time (Hopper's
@@ -80,8 +82,8 @@ MUJOCO_TASKS = {"hopper": ("Hopper", 1300.0, {}), "walker2d": ("Walker2d", 1011.
 # (the table's ``actions``), one environment, 2M frames
 ANCHOR_AGENT = {"cell": "rtu", "hidden": 384, "cell_args": {"output_map": "concat", "r_min": 0.0, "r_max": 0.999},
                 "head_hidden": 0, "head_init": "sparse", "encoder_blocks": 2, "encoder_width": 128, "state_std": True,
-                "std_map": "softplus", "init_std": math.log(2.0), "entropy": 0.01, "entropy_sign": "td", "envs": 1,
-                "critic_network": True,
+                "std_map": "softplus", "init_std": math.log(2.0), "entropy": 0.01, "entropy_sign": "td+statistics",
+                "envs": 1, "critic_network": True,
                 "steps": 2_000_000, "record_every": 100_000, "fidelity_every": 100_000}
 ANCHOR_VERSION = "v4"  # Farr et al.'s MuJoCo tasks (Gymnasium's v4: the mujoco bindings, deprecated but served)
 # The presets these names had before (every figure measured up to 3132a4e): v5, the previous action and reward beside

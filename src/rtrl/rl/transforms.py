@@ -276,9 +276,16 @@ class IntentionalState(NamedTuple):
     absolute_delta: jax.Array  # running mean of |clip(delta)|, for ``normalize_delta`` (0 without it)
 
 
+class SignedStatisticsState(NamedTuple):
+    inner: IntentionalState  # the statistics and the clip's, as ``intentional`` keeps them
+    pending: Any  # (g_{t-1}, grad H_{t-1}) per environment: the gradients whose TD error's sign this call brings
+    started: jax.Array  # bool: a call has passed, so something is pending
+
+
 def intentional(eta: float = 0.5, decay: float = 0.8, beta2: float = 0.999, beta_clip: float = 0.9998,
                 clip_multiplier: float = 20.0, eps: float = 1e-8, normalize_delta: bool = False,
-                beta_norm: float = 0.9998) -> optax.GradientTransformationExtraArgs:
+                beta_norm: float = 0.9998, signed: float = 0.0, envs: int | None = None
+                ) -> optax.GradientTransformationExtraArgs:
     """The intentional update (Farr et al. 2026; ``streamlet.optimizers.Intentional`` with its defaults): a step
     that moves each environment's output by the fraction ``eta`` of its (clipped) TD error, the change of the
     output estimated with the preconditioner ``M = sqrt(v / (1 - beta2^n)) + eps`` (``v`` the running second moment
@@ -296,6 +303,12 @@ def intentional(eta: float = 0.5, decay: float = 0.8, beta2: float = 0.999, beta
     errors included, their mean over E), so the actor's step does not grow and shrink with the critic's error::
 
         a <- beta_norm a + (1 - beta_norm) mean_e |clip(delta_e)|,   clip(delta_e) / max(a / (1 - beta_norm^n), 1e-12)
+
+    ``signed`` > 0 (with ``envs``, the environments): the statistics read the gradient with the entropy term signed
+    by its TD error, ``g_{t-1} + signed sign(delta_{t-1}) grad H_{t-1}`` (the extra argument ``entropy_grads`` of the
+    call that gave ``g_{t-1}``), as Farr et al.'s actor optimiser reads its ``actor_grads``: since ``delta_{t-1}``
+    arrives a call after ``g_{t-1}``, they take it at the start of this call, before the step, instead of at the end
+    of the last one; the step sees the same gradients either way, the signed term aside.
     """
     for name, value in (("eta", eta), ("clip_multiplier", clip_multiplier), ("eps", eps)):
         checked(name, positive_float, value)
@@ -317,7 +330,14 @@ def intentional(eta: float = 0.5, decay: float = 0.8, beta2: float = 0.999, beta
         return sum((jnp.square(a) / m).reshape(E, -1).sum(axis=1)
                    for a, m in zip(jax.tree.leaves(tree), jax.tree.leaves(M), strict=True))
 
-    def update(z, state, params=None, *, delta, grads, bonus=None, **extra):
+    def statistics(state: IntentionalState, g) -> IntentionalState:
+        """``state`` with its statistics taking ``g`` (per environment)."""
+        count = state.count + 1
+        moment = jax.tree.map(lambda v, x: beta2 * v + (1 - beta2) * jnp.square(x).mean(0), state.moment, g)
+        g_norm = norms(g, preconditioner(moment, count)).mean()
+        return state._replace(moment=moment, sigma=state.sigma + (1 - decay) * (g_norm - state.sigma), count=count)
+
+    def move(z, state: IntentionalState, delta, bonus):
         M = preconditioner(state.moment, state.count)
         sigma = state.sigma / bias_correction(decay, state.count, state.sigma)
         step = eta / jnp.maximum(jnp.sqrt(sigma * norms(z, M)), eps)
@@ -331,14 +351,30 @@ def intentional(eta: float = 0.5, decay: float = 0.8, beta2: float = 0.999, beta
             scale = absolute_delta / bias_correction(beta_norm, clips, absolute_delta)
             clipped = clipped / jnp.maximum(scale, 1e-12)
         updates = plus(jax.tree.map(lambda a, m: a / m, weighted_mean(clipped * step, z), M), bonus)
-        # the statistics take g_t
-        count = state.count + 1
-        moment = jax.tree.map(lambda v, g: beta2 * v + (1 - beta2) * jnp.square(g).mean(0), state.moment, grads)
-        g_norm = norms(grads, preconditioner(moment, count)).mean()
-        new_sigma = state.sigma + (1 - decay) * (g_norm - state.sigma)
-        return updates, IntentionalState(moment, new_sigma, count, squared_delta, clips, absolute_delta)
+        return updates, state._replace(squared_delta=squared_delta, clips=clips, absolute_delta=absolute_delta)
 
-    return optax.GradientTransformationExtraArgs(init, update)
+    def update(z, state, params=None, *, delta, grads, bonus=None, **extra):
+        updates, state = move(z, state, delta, bonus)
+        return updates, statistics(state, grads)  # the statistics take g_t
+
+    if not signed:
+        return optax.GradientTransformationExtraArgs(init, update)
+    checked("signed", positive_float, signed)
+    check_positive_int("envs", envs)
+
+    def init_signed(params):
+        zeros = jax.tree.map(lambda p: jnp.zeros((envs, *p.shape), p.dtype), params)
+        return SignedStatisticsState(init(params), (zeros, zeros), jnp.array(False))
+
+    def update_signed(z, state, params=None, *, delta, grads, entropy_grads, bonus=None, **extra):
+        g, h = state.pending  # g_{t-1}, grad H_{t-1}: their TD error's sign is this call's
+        full = jax.tree.map(lambda a, b: a + signed * per_env(jnp.sign(delta), b) * b, g, h)
+        inner = jax.tree.map(lambda new, old: jnp.where(state.started, new, old), statistics(state.inner, full),
+                             state.inner)
+        updates, inner = move(z, inner, delta, bonus)
+        return updates, SignedStatisticsState(inner, (grads, entropy_grads), jnp.array(True))
+
+    return optax.GradientTransformationExtraArgs(init_signed, update_signed)
 
 
 class SplitState(NamedTuple):
@@ -367,7 +403,7 @@ def summed(a, b, like):
 
 
 def split_intentional(actor_eta: float, critic_eta: float, decay: float, envs: int, signed: float = 0.0,
-                      reaches: Callable[[Any], tuple[Any, Any]] | None = None
+                      reaches: Callable[[Any], tuple[Any, Any]] | None = None, signed_statistics: bool = False
                       ) -> optax.GradientTransformationExtraArgs:
     """Farr et al.'s intentional actor-critic (``RecurrentACLambda`` with an actor and a critic ``Intentional``):
     the value's gradients ``g_v`` and the policy's ``g_pi`` (the extra arguments ``value_grads`` and
@@ -382,7 +418,8 @@ def split_intentional(actor_eta: float, critic_eta: float, decay: float, envs: i
     error is normalised by its running mean absolute value (``intentional``'s ``normalize_delta``), as theirs is.
     Its input (the gradient of the sum, ``drive``) is not read: a run under it keeps these two sets of traces, no
     third of the sum. ``signed`` > 0: the entropy term signed by the TD error in the actor's trace
-    (``signed_entropy(signed, ...)``), as theirs is.
+    (``signed_entropy(signed, ...)``), as theirs is; with ``signed_statistics`` in the actor's step statistics too
+    (``intentional``'s ``signed``), as theirs are.
 
     ``reaches``: ``params -> (value_keep, policy_keep)``, trees of bools like the parameters, the leaves each
     gradient can be non-zero on (the algorithm's ``reaches``); each side's traces and statistics are kept on its
@@ -393,7 +430,8 @@ def split_intentional(actor_eta: float, critic_eta: float, decay: float, envs: i
     critic = optax.chain(eligibility_traces(decay, envs), intentional(critic_eta, decay))
     entropy = (signed_entropy(signed, decay, envs),) if signed else ()
     actor = optax.chain(eligibility_traces(decay, envs), *entropy,
-                        intentional(actor_eta, decay, normalize_delta=True))
+                        intentional(actor_eta, decay, normalize_delta=True, envs=envs,
+                                    signed=signed if signed_statistics else 0.0))
 
     def sides(params):
         if reaches is None:
@@ -492,7 +530,8 @@ def qrc(gamma: float, decay: float, envs: int, features: int, actions: int, h_lr
 def update_rule(name: str, *, lr: float, decay: float, envs: int, clip: float | None = 1.0, kappa: float = 2.0,
                 every_k: int = 1, correction: optax.GradientTransformationExtraArgs | None = None,
                 critic_lr: float | None = None, signed: float = 0.0,
-                reaches: Callable[[Any], tuple[Any, Any]] | None = None) -> optax.GradientTransformationExtraArgs:
+                reaches: Callable[[Any], tuple[Any, Any]] | None = None, signed_statistics: bool = False
+                ) -> optax.GradientTransformationExtraArgs:
     """The chain of a run: ``eligibility_traces(decay, envs)``, then the step-size rule ``name`` (``STEP_RULES``;
     ``lr`` is intentional's ``eta``); ``adam``, ``sgd`` and ``obgd`` take ``td_ascent``, the algorithm's
     ``correction`` of the ascent if any (QRC's, ``qrc``) and ``every(every_k)``, the per-environment rules take the
@@ -500,11 +539,15 @@ def update_rule(name: str, *, lr: float, decay: float, envs: int, clip: float | 
     critic's constant, ``lr`` the actor's, in traces of their own (``split_intentional`` alone, no traces of the
     sum before it; ``reaches`` the leaves each side's gradient reaches, ``split_intentional``'s). ``signed`` > 0:
     the entropy term of that weight signed by the TD error inside the traces (``signed_entropy``; the actor's alone
-    under ``critic_lr``)."""
+    under ``critic_lr``), and with ``signed_statistics`` in intentional's step statistics too (the actor's under
+    ``critic_lr``; ``intentional``'s ``signed``)."""
     if name not in STEP_RULES:
         raise ValueError(f"optimizer must be one of {sorted(STEP_RULES)}, got {name!r}")
     if critic_lr is not None and name != "intentional":
         raise ValueError(f"critic_lr is read by optimizer 'intentional' only, got optimizer {name!r}")
+    if signed_statistics and (name != "intentional" or not signed):
+        raise ValueError(f"signed_statistics needs optimizer 'intentional' and signed > 0 (the signed entropy term "
+                         f"its statistics read), got optimizer {name!r}, signed {signed}")
     traces = eligibility_traces(decay, envs)  # the chain's first member: the loop reads its state (the traces)
     entropy = (signed_entropy(signed, decay, envs),) if signed and critic_lr is None else ()
     if name in PER_ENVIRONMENT:
@@ -515,8 +558,9 @@ def update_rule(name: str, *, lr: float, decay: float, envs: int, clip: float | 
             raise ValueError(f"update_every must be 1 under optimizer {name!r} (its step reads each step's traces), "
                              f"got {every_k}")
         if critic_lr is not None:  # its own two sets of traces: none of the sum before it
-            return split_intentional(lr, critic_lr, decay, envs, signed, reaches)
-        rule = adaptive_obgd(lr, kappa) if name == "adaptive_obgd" else intentional(lr, decay)
+            return split_intentional(lr, critic_lr, decay, envs, signed, reaches, signed_statistics)
+        rule = (adaptive_obgd(lr, kappa) if name == "adaptive_obgd" else
+                intentional(lr, decay, signed=signed if signed_statistics else 0.0, envs=envs))
         return optax.chain(traces, *entropy, rule)
     # Adam and its clip on one flat vector (the ascent has no environment axis, so raveling it is cheap): a few
     # kernels a step instead of a few per parameter leaf (docs/performance-history.md, the streaming agent's step)

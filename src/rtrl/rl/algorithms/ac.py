@@ -123,7 +123,9 @@ def check_split(cell: Cell, split_torso: bool) -> bool:
 ENTROPY_SIGNS = {
     "positive": "entropy * grad mean_e H_e added to every update (an ascent of the policy's entropy)",
     "td": "entropy * sign(delta_t) * grad H_t in the traces beside grad log pi(a_t), delta_t the TD error of the step "
-          "(Farr et al.'s; rtrl.rl.transforms.signed_entropy)",
+          "(rtrl.rl.transforms.signed_entropy)",
+    "td+statistics": "as td, and the intentional step's statistics read grad log pi(a_t) with that term too (Farr "
+                     "et al.'s; --optimizer intentional)",
 }
 
 
@@ -144,11 +146,12 @@ def stepped(agent, params, memory, x: jax.Array, key: jax.Array, step: jax.Array
     """The agent's ``step`` for the update: the traces take ``value_coef * g_v + g_logp``, every update the ascent
     ``entropy * grad mean_e H_e``; the TD target bootstraps from ``v_t``; no action is exploratory. With
     ``split_critic`` the value's and the policy's gradients apart too (``extra``: ``value_grads``, ``policy_grads``;
-    ``rtrl.rl.transforms.split_intentional``). With ``entropy_sign`` td no bonus: each environment's ``grad H_t``
-    instead (``extra``: ``entropy_grads``), which the update rule signs by the step's TD error inside the traces
-    (``rtrl.rl.transforms.signed_entropy``)."""
+    ``rtrl.rl.transforms.split_intentional``). With ``entropy_sign`` td or td+statistics no bonus: each
+    environment's ``grad H_t`` instead (``extra``: ``entropy_grads``), which the update rule signs by the step's TD
+    error inside the traces (``rtrl.rl.transforms.signed_entropy``), and with td+statistics in the intentional
+    step's statistics too."""
     E = x.shape[0]
-    signed = agent.entropy_sign == "td"
+    signed = agent.entropy_sign != "positive"
     action, value, drive, entropy_grad, memory, entropy = agent.step(
         params, memory, x, jax.random.split(key, E), agent.value_coef, agent.entropy > 0, agent.split_critic,
         per_env=signed)
