@@ -279,7 +279,6 @@ class IntentionalState(NamedTuple):
 class SignedStatisticsState(NamedTuple):
     inner: IntentionalState  # the statistics and the clip's, as ``intentional`` keeps them
     pending: Any  # (g_{t-1}, grad H_{t-1}) per environment: the gradients whose TD error's sign this call brings
-    started: jax.Array  # bool: a call has passed, so something is pending
 
 
 def intentional(eta: float = 0.5, decay: float = 0.8, beta2: float = 0.999, beta_clip: float = 0.9998,
@@ -364,15 +363,15 @@ def intentional(eta: float = 0.5, decay: float = 0.8, beta2: float = 0.999, beta
 
     def init_signed(params):
         zeros = jax.tree.map(lambda p: jnp.zeros((envs, *p.shape), p.dtype), params)
-        return SignedStatisticsState(init(params), (zeros, zeros), jnp.array(False))
+        return SignedStatisticsState(init(params), (zeros, zeros))
 
     def update_signed(z, state, params=None, *, delta, grads, entropy_grads, bonus=None, **extra):
         g, h = state.pending  # g_{t-1}, grad H_{t-1}: their TD error's sign is this call's
         full = jax.tree.map(lambda a, b: a + signed * per_env(jnp.sign(delta), b) * b, g, h)
-        inner = jax.tree.map(lambda new, old: jnp.where(state.started, new, old), statistics(state.inner, full),
-                             state.inner)
+        started = state.inner.clips > 0  # a call has passed (each counts its TD errors), so something is pending
+        inner = jax.tree.map(lambda new, old: jnp.where(started, new, old), statistics(state.inner, full), state.inner)
         updates, inner = move(z, inner, delta, bonus)
-        return updates, SignedStatisticsState(inner, (grads, entropy_grads), jnp.array(True))
+        return updates, SignedStatisticsState(inner, (grads, entropy_grads))
 
     return optax.GradientTransformationExtraArgs(init_signed, update_signed)
 
