@@ -1,10 +1,10 @@
 """``rtrl results popgym --out DIR [--tasks ...] [--rows ...] [--seeds 5] [--seed 0] [--steps S] [--jobs N]``: the
 POPGym Easy suite of Farr et al. (2026) on the jitted ports, run by the results runner (``rtrl.reports.results``:
 the ledger, resuming, Ctrl-C). Each task's rows (exact RTRL, TBPTT(K), the memoryless agent; the row ``q``: exact
-RTRL under intentional Q(lambda); ``small-lr``: exact RTRL at Adam's 3e-4, ``memoryless-small-lr`` the memoryless
-agent there) run their seeds in one call under ``jax.vmap`` (``rtrl rl --seeds``), scored as Farr et al. score
-them, beside the uniform random policy's score (the row ``uniform``: what no learning reaches,
-``rtrl.rl.uniform.uniform_returns``), each task's best learning row named.
+RTRL under intentional Q(lambda), ``q-rtu`` the same on Farr et al.'s Q-network torso; ``small-lr``: exact RTRL at
+Adam's 3e-4, ``memoryless-small-lr`` the memoryless agent there) run their seeds in one call under ``jax.vmap``
+(``rtrl rl --seeds``), scored as Farr et al. score them, beside the uniform random policy's score (the row
+``uniform``: what no learning reaches, ``rtrl.rl.uniform.uniform_returns``), each task's best learning row named.
 
 Scoring (``rtrl.reports.scoring``): a seed's final return is the mean of its last two records' returns; it is
 normalised so that 0 is the lowest episodic return the task allows and 1 the optimal one, on Farr et al.'s own
@@ -57,11 +57,16 @@ LEVEL = "Easy"  # the suite's level, the anchor's
 # (``q``: the memory-chain-L-q presets' algorithm, ``rtrl.rl.presets.learned_by``), and exact RTRL at Adam's step
 # of the POPGym tables (``small-lr``: 3e-4 where the suite's agent takes 1e-3; on Concentration at 10M frames the
 # agent at 1e-3 peaks near 0.54 and falls back, at 3e-4 it climbs to 0.67: docs/rl-results.md), and the memoryless
-# agent at that step (``memoryless-small-lr``: so that memory and step size are measured apart).
+# agent at that step (``memoryless-small-lr``: so that memory and step size are measured apart), and intentional
+# Q(lambda) on the torso of Farr et al.'s POPGym Q-network (``q-rtu``: an RTU of 192 complex units, 384 outputs,
+# under exact RTRL, the Q head linear on it; on Battleship the minGRU torso of ``q`` diverged, its values past 1e3
+# by step 2,000 at eta 0.5 with 16 environments or one, where this torso stayed bounded).
 ROWS = {"rtrl": {"method": "auto"}, "tbptt": {"method": "tbptt", "truncation": WINDOW},
         "memoryless": ROW_OPTIONS["memoryless"],
         "uniform": None, "q": {"method": "auto", "algorithm": "q"}, "small-lr": {"method": "auto", "lr": POPGYM["lr"]},
-        "memoryless-small-lr": {**ROW_OPTIONS["memoryless"], "lr": POPGYM["lr"]}}
+        "memoryless-small-lr": {**ROW_OPTIONS["memoryless"], "lr": POPGYM["lr"]},
+        "q-rtu": {"method": "auto", "algorithm": "q", "cell": "rtu", "hidden": 384, "head_hidden": 0,
+                  "cell_args": {"output_map": "concat", "r_min": 0.0, "r_max": 0.999}}}
 SCORE = "Farr et al.'s scale: (final return - lowest) / (optimal - lowest), per task"
 
 
