@@ -445,6 +445,47 @@ def test_a_gymnasium_runs_extra_inputs_are_given_in_the_rollout_as_in_training(t
     assert (result["value"], result["min"]) == (2.0, 2.0)
 
 
+def box_env():
+    """A Gymnasium environment of Box actions in [-1, 1] whose reward is the action taken, episodes of 3 steps."""
+    gymnasium = pytest.importorskip("gymnasium")
+    from gymnasium import spaces
+
+    class BoxEnv(gymnasium.Env):
+        metadata = {"render_modes": []}
+
+        def __init__(self, render_mode=None):
+            self.observation_space = spaces.Box(0.0, 1.0, (2,), np.float32)
+            self.action_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
+            self.t = 0
+
+        def reset(self, seed=None, options=None):
+            super().reset(seed=seed)
+            self.t = 0
+            return np.array([0.0, 1.0], np.float32), {}
+
+        def step(self, action):
+            self.t += 1
+            return np.array([self.t / 3, 1.0], np.float32), float(action[0]), self.t >= 3, False, {}
+
+    if "RtrlBox-v0" not in gymnasium.registry:
+        gymnasium.register(id="RtrlBox-v0", entry_point=BoxEnv)
+    return "RtrlBox-v0"
+
+
+@pytest.mark.parametrize("actions, value", [("clip", 1.5), ("squash", 3 * float(np.tanh(np.float32(0.5))))])
+def test_a_gymnasium_runs_box_actions_are_mapped_in_the_rollout_as_in_training(tmp_path, actions, value):
+    """``--env-arg actions=clip`` (the anchor agents' map): the greedy action 0.5 is taken as 0.5, three steps a
+    return of 1.5, as the training vector takes it; squashed it would be tanh(0.5) a step. [An evaluation that
+    squashes what training clipped returned 1.386 here]"""
+    run = tmp_path / actions
+    assert main(f"rl --env gymnasium:{box_env()} --env-arg actions={actions} --hidden 2 --envs 1 --record-every 6 "
+                f"--steps 6 --no-normalize-obs --quiet --out {run}".split()) == 0
+    trained = rtrl.load(run)
+    params = {**trained.state.params, "policy": {"W": jnp.zeros((2, 1)), "b": jnp.array([0.5])}}
+    trained = dataclasses.replace(trained, state=trained.state._replace(params=params))
+    assert trained.evaluate(episodes=2, seed=0, greedy=True)["value"] == pytest.approx(value, rel=1e-6)
+
+
 def test_videos_are_never_written_through_a_link_nor_over_a_video_without_overwrite(tmp_path, capsys):
     """A link named like one of the videos (out of the folder, or dangling) is refused before anything is filmed,
     even with ``overwrite``, and what it points to is untouched; a video already there is replaced only with

@@ -121,7 +121,7 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
     from gymnasium.vector.utils import concatenate, create_empty_array
 
     from rtrl.rl.envs.extra_inputs import extended
-    from rtrl.rl.envs.gymnasium_env import _probe, encoder, kept, made_options, previous_action, to_space
+    from rtrl.rl.envs.gymnasium_env import _probe, clips, encoder, kept, made_options, previous_action, to_space
 
     made = gymnasium.make(env.env_id, **made_options(env.options),
                           **({"render_mode": "rgb_array"} if video is not None else {}))
@@ -140,6 +140,7 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
         size, encode = encoder(space, env.name)
         keep = kept(env.name, env.env_id, env.options, size)
         bounds = _probe(env.env_id, env.options).bounds
+        clip = clips(env.name, env.options, bounds)  # the option actions=clip: a Box's actions clipped, as in training
 
         def observed(obs, action, reward, t) -> np.ndarray:  # one observation as the vector encodes a batch of them
             x = encode(concatenate(space, [obs], create_empty_array(space, 1)))[0]
@@ -157,7 +158,7 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
             while not done and t < limit:
                 key, k = jax.random.split(key)
                 action, memory = step(memory, observed(obs, *previous, t), k)
-                taken = to_space(actions, bounds, np.asarray(action)[None])[0]  # shifted, or squashed onto a Box
+                taken = to_space(actions, bounds, np.asarray(action)[None], clip)[0]  # shifted; onto a Box as trained
                 obs, reward, terminated, truncated, _ = made.step(taken)
                 total, done, t = total + float(reward), bool(terminated or truncated), t + 1
                 previous = previous_action(bounds, env.num_actions, np.asarray(action)[None], taken[None])[0], reward
