@@ -8,8 +8,9 @@ else sampled (the actor-critic's policy; Q's epsilon-greedy with the run's final
 
 * A jitted environment (``tmaze``, ``popgym:NAME``, the gymnax ones): ``episodes`` environments side by side under
   ``jax.vmap``, one ``lax.while_loop`` until each has ended its first episode (at most ``max_steps`` steps).
-* A Gymnasium environment (``gymnasium:ID``): one copy stepped on the host, one episode after another, its seeds drawn
-  from ``seed``; ``video``: each episode recorded by Gymnasium's ``RecordVideo`` into that folder as
+* A Gymnasium environment (``gymnasium:ID``): one copy stepped on the host by the training loop's vector of
+  environments (its encoding, mask, extra inputs and action map), one episode after another, its seeds drawn from
+  ``seed``; ``video``: each episode recorded by Gymnasium's ``RecordVideo`` into that folder as
   ``seedS-episode-I.mp4`` (the environment must render ``rgb_array``; ``moviepy`` writes the files: the ``video``
   extra).
 
@@ -103,13 +104,12 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
     """The returns of ``episodes`` episodes of the Gymnasium environment ``env`` (an ``rtrl.rl.envs.GymnasiumEnv``),
     one after another, and how many were cut at ``HOST_STEPS`` (an environment without a limit of its own);
     ``video``: each recorded into that folder (``check_video`` first; ``video_files``: where a video is there
-    already, replaced only with ``overwrite``; a link never written through). Observations are encoded and masked (and
-    extended by the extras the run had, ``extra_inputs``: the previous action, reward or time), and actions mapped onto
-    the action space, as the training loop's vector of environments does (``rtrl.rl.envs.gymnasium_env``:
-    ``encoder``, ``kept``, ``to_space``; ``rtrl.rl.envs.extra_inputs.extended``). Played one step at a time on the host,
-    so bounded: ``episodes`` times the step limit (``HOST_STEPS`` where the environment has none) at most
-    ``HOST_EVAL_STEPS``, else a ``ValueError`` naming ``episodes`` and the most this environment allows, before
-    anything is made."""
+    already, replaced only with ``overwrite``; a link never written through). Stepped by the training loop's own
+    vector of environments (``rtrl.rl.envs.gymnasium_env.Vector``, one copy, each episode reset with its own seed),
+    so observations are encoded, masked and extended (``extra_inputs``) and actions mapped onto the action space as
+    in training. Played one step at a time on the host, so bounded: ``episodes`` times the step limit
+    (``HOST_STEPS`` where the environment has none) at most ``HOST_EVAL_STEPS``, else a ``ValueError`` naming
+    ``episodes`` and the most this environment allows, before anything is made."""
     env.check()
     limit = env.max_steps or HOST_STEPS
     if episodes * limit > HOST_EVAL_STEPS:
@@ -117,61 +117,54 @@ def host_returns(env, policy: Policy, episodes: int, seed: int, greedy: bool,
                          f"played one after another on the host, each up to {limit:,} steps ({HOST_EVAL_STEPS:,} "
                          f"steps in all), got {episodes:,}")
     videos = video_files(video, seed, episodes, overwrite) if video is not None else []
-    import gymnasium
-    from gymnasium.vector.utils import concatenate, create_empty_array
+    from rtrl.rl.envs.gymnasium_env import Vector
 
-    from rtrl.rl.envs.extra_inputs import extended
-    from rtrl.rl.envs.gymnasium_env import _probe, clips, encoder, kept, made_options, previous_action, to_space
-
-    made = gymnasium.make(env.env_id, **made_options(env.options),
-                          **({"render_mode": "rgb_array"} if video is not None else {}))
     # recorded into a private folder of its own, then each video moved onto its name (os.replace: a file that
     # appeared there meanwhile is replaced, never written through), so no half-written video is ever under its name
     if video is not None:
         video.mkdir(parents=True, exist_ok=True)
     filming = Path(tempfile.mkdtemp(prefix=".rtrl-video-", dir=video)) if video is not None else None
+    vector = None
     try:
-        if video is not None:
-            with warnings.catch_warnings():  # "overwriting existing videos": its folder is new, and empty
-                warnings.simplefilter("ignore")
-                made = gymnasium.wrappers.RecordVideo(made, str(filming), episode_trigger=lambda _: True,
-                                                      name_prefix=f"seed{seed}", disable_logger=True)
-        space, actions = made.observation_space, made.action_space
-        size, encode = encoder(space, env.name)
-        keep = kept(env.name, env.env_id, env.options, size)
-        bounds = _probe(env.env_id, env.options).bounds
-        clip = clips(env.name, env.options, bounds)  # the option actions=clip: a Box's actions clipped, as in training
-
-        def observed(obs, action, reward, t) -> np.ndarray:  # one observation as the vector encodes a batch of them
-            x = encode(concatenate(space, [obs], create_empty_array(space, 1)))[0]
-            x = x if keep is None else x[list(keep)]
-            return extended(x, env.extra_inputs, action, reward, t, env.max_steps, xp=np) if env.extra_inputs else x
-
+        with warnings.catch_warnings():  # "overwriting existing videos": its folder is new, and empty
+            warnings.simplefilter("ignore")
+            vector = Vector(env, 1, autoreset=False, **filmed(filming, seed))
         step = jax.jit(lambda memory, obs, key: policy.act(memory, policy.observe(obs), key, greedy))
         seeds = np.random.SeedSequence(seed).generate_state(episodes)
         key = jax.random.PRNGKey(seed)
         returns, cut = [], 0
         for i in range(episodes):
-            obs, _ = made.reset(seed=int(seeds[i]))
-            memory, total, done, t = policy.memory(), 0.0, False, 0
-            previous = np.zeros(env.num_actions), 0.0  # the extra inputs' action and reward at an episode's start
+            obs, memory, done, t = vector.reset([int(seeds[i])])[0], policy.memory(), False, 0
             while not done and t < limit:
                 key, k = jax.random.split(key)
-                action, memory = step(memory, observed(obs, *previous, t), k)
-                taken = to_space(actions, bounds, np.asarray(action)[None], clip)[0]  # shifted; onto a Box as trained
-                obs, reward, terminated, truncated, _ = made.step(taken)
-                total, done, t = total + float(reward), bool(terminated or truncated), t + 1
-                previous = previous_action(bounds, env.num_actions, np.asarray(action)[None], taken[None])[0], reward
+                action, memory = step(memory, obs, k)
+                outcome = vector.step(np.asarray(action)[None])
+                obs, done, t = outcome.obs[0], bool(outcome.done[0]), t + 1
             cut += not done
-            returns.append(total)
-        made.close()
+            returns.append(float(outcome.episode_return[0]) if done else float(vector.returns[0]))
+        vector.close()
         for file in videos:
             os.replace(filming / file.name, file)
         return np.asarray(returns), cut
     finally:
-        made.close()
+        if vector is not None:
+            vector.close()
         if filming is not None:
             shutil.rmtree(filming, ignore_errors=True)
+
+
+def filmed(folder: Path | None, seed: int) -> dict:
+    """``Vector``'s arguments that record every episode into ``folder`` as ``seedS-episode-I.mp4`` (Gymnasium's
+    ``RecordVideo``; ``None``: none)."""
+    if folder is None:
+        return {}
+    import gymnasium
+
+    def record(env):
+        return gymnasium.wrappers.RecordVideo(env, str(folder), episode_trigger=lambda _: True,
+                                              name_prefix=f"seed{seed}", disable_logger=True)
+
+    return {"wrappers": (record,), "render_mode": "rgb_array"}
 
 
 def video_files(folder: Path, seed: int, episodes: int, overwrite: bool) -> list[Path]:

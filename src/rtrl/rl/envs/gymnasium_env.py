@@ -283,18 +283,23 @@ def failed(name: str, what: str, error: Exception, step: int) -> Stopped:
 class Vector:
     """E copies of a Gymnasium environment stepped together: ``reset(seeds, step) -> obs``, ``step(actions, step) ->
     Outcome``, all host arrays; it keeps each episode's running return (lost with the environments on a resume).
-    Each copy is ``Checked``: a fault is ``rtrl.driver.Stopped`` naming the environment and ``step``."""
+    Each copy is ``Checked``: a fault is ``rtrl.driver.Stopped`` naming the environment and ``step``.
 
-    def __init__(self, env: GymnasiumEnv, envs: int):
+    ``autoreset`` (training's): an ended episode's environment starts the next at the same step; without it (a
+    rollout's episodes, each reset with a seed of its own) it waits for ``reset``. ``wrappers``: more wrappers around
+    each copy, after the check (a rollout's video recorder); ``made``: more of ``gymnasium.make``'s arguments."""
+
+    def __init__(self, env: GymnasiumEnv, envs: int, autoreset: bool = True, wrappers: tuple = (), **made):
         import gymnasium
         from gymnasium.vector import AutoresetMode
         from gymnasium.vector.utils import concatenate, create_empty_array
 
         env.check()
-        self.name = env.name
+        self.name, self.autoreset = env.name, autoreset
+        mode = AutoresetMode.SAME_STEP if autoreset else AutoresetMode.DISABLED
         self.envs = gymnasium.make_vec(env.env_id, num_envs=envs, vectorization_mode="sync",
-                                       vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
-                                       wrappers=[checked_env], **made_options(env.options))
+                                       vector_kwargs={"autoreset_mode": mode}, wrappers=[checked_env, *wrappers],
+                                       **made_options(env.options), **made)
         self.space = self.envs.single_observation_space
         size, encode = encoder(self.space, env.name)
         keep = kept(env.name, env.env_id, env.options, size)
@@ -335,7 +340,7 @@ class Vector:
         obs, done = self.encode(obs), terminated | truncated
         final = obs.copy()
         ended = np.flatnonzero(done)
-        if ended.size:
+        if ended.size and self.autoreset:  # else the observation is the ended episode's last
             last = [info["final_obs"][i] for i in ended]
             final[ended] = self.encode(self.batched(last))
         if self.parts:
