@@ -28,10 +28,12 @@ def test_a_machine_path_an_issue_number_and_dead_links_are_found_by_line(tmp_pat
         "cat /tmp/x",  # 10: a path in a code block is still a path (it is copied)
         "```",
         "[here](#page)",
+        "the issue-22 rows, and issues #40 and 41",  # 13
+        "an issue of 40 tests; tissue 5",
     ]) + "\n")
     found = check_docs.findings(page)
-    assert [f.split(":", 2)[1] for f in found] == ["3", "4", "5", "7", "10"], found
-    assert "a path of one machine (/work/...)" in found[0] and "'issue 53'" in found[1]
+    assert [f.split(":", 2)[1] for f in found] == ["3", "4", "5", "7", "10", "13"], found
+    assert "a path of one machine (/work/...)" in found[0] and "'issue 53'" in found[1] and "'issue-22'" in found[5]
     assert "no file missing.md" in found[2] and "has no heading with the anchor #nowhere" in found[3]
 
 

@@ -6,7 +6,7 @@ Each finding is one line, ``page:line: what``:
 
 * a path of one machine (``/root/``, ``/home/``, ``/work/``, ``/tmp/``): a reader's machine has none of them (an
   example command writes under ``runs/``);
-* an issue number (``issue 53``) or "the issue's ...": the tracker is not part of the repository;
+* an issue number (``issue 53``, ``issue-22``, ``issues #40``) or "the issue's ...": the tracker is not part of the repository;
 * a relative link to a file that does not exist, or to a heading (``page.md#anchor``) the page does not have.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:root|home|work|tmp)/")
-ISSUE = re.compile(r"\bissue \d+|\bthe issue's\b", re.IGNORECASE)
+ISSUE = re.compile(r"\bissues?[ -]#?\d+|\bthe issue's\b", re.IGNORECASE)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^\s*(```|~~~)")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
