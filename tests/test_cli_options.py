@@ -55,6 +55,15 @@ ROWS = [
      "argument --method-arg: method 'eprop_window': chunk must be a positive integer, got 0"),
     (["train", *TINY, "--cell", "alif", "--cell-arg", "lif_neurons=50", "--out", "new"], nothing,
      "argument --cell-arg: cell 'alif': lif_neurons must be an integer in 0..hidden_size (3), got 50"),
+    # an option the run never reads, given at its default value (construction cannot tell it from one not given)
+    (["rl", "--steps", "2", "--algorithm", "q", "--head-init", "glorot", "--out", "new"], nothing,
+     "argument --head-init: head_init does nothing here: algorithm 'q' does not read it (only ac); drop it"),
+    (["rl", "--steps", "2", "--truncation", "8", "--out", "new"], nothing,
+     "argument --truncation: truncation does nothing here: only method tbptt"),
+    (["rl", "--steps", "2", "--optimizer", "adam", "--kappa", "2.0", "--out", "new"], nothing,
+     "argument --kappa: kappa does nothing here"),
+    (["train", *TINY, "--rate-target", "0.01", "--out", "new"], nothing,
+     "argument --rate-target: rate_target does nothing here: it shapes the firing-rate regulariser"),
 ]
 
 
@@ -87,6 +96,21 @@ def test_an_option_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch
     monkeypatch.chdir(tmp_path)  # relative --out (and the demo's default) land here
     setup(tmp_path)
     refused(tmp_path, capsys, argv, 2, word)
+
+
+def test_an_option_the_run_reads_given_at_its_default_and_no_clip_under_a_rule_without_one_are_accepted():
+    """Only an option the run never reads is refused when given: ``--kappa`` at its default under ObGD (which reads
+    it), ``--truncation 8`` under tbptt, and ``--no-clip`` under ObGD (no clip, as it says) are accepted. [the
+    refusal made for every option given at its default, or ``--no-clip`` not excepted: a case raises]"""
+    from rtrl.rl.config import RLConfig
+    from rtrl.run.options import config_from_args
+
+    cases = {("--optimizer", "obgd", "--kappa", "2.0"): ("kappa", 2.0),
+             ("--method", "tbptt", "--truncation", "8"): ("truncation", 8),
+             ("--optimizer", "obgd", "--no-clip"): ("clip", None)}
+    for argv, (name, value) in cases.items():
+        config = config_from_args(parser().parse_args(["rl", *argv, "--out", "o"]), RLConfig)
+        assert getattr(config, name) == value
 
 
 def test_a_negation_repeated_or_alone_is_still_accepted():

@@ -248,10 +248,11 @@ class Config(Frozen):
         return True
 
     @classmethod
-    def never_read_options(cls, values: dict) -> list[str]:
-        """The fields that the configuration ``values`` (every field's value) never reads, whatever their values (none
-        here; ``rtrl.rl.RLConfig``'s are): ``stored`` leaves them out, ``from_dict`` does not miss them."""
-        return []
+    def never_read_options(cls, values: dict) -> dict[str, str]:
+        """The fields that the configuration ``values`` (every field's value) never reads, whatever their values, each
+        with why (none here; ``rtrl.rl.RLConfig``'s and ``RunConfig``'s are): ``stored`` leaves them out, ``from_dict``
+        does not miss them, and the command line refuses one given, even at its default (``config_from_args``)."""
+        return {}
 
     def stored(self) -> dict[str, Any]:
         """What a run folder's ``config.json`` holds: ``to_dict`` less the options this configuration never reads

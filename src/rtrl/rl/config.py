@@ -279,12 +279,12 @@ class RLConfig(Config):
             return []
 
     @classmethod
-    def never_read_options(cls, values: dict) -> list[str]:
-        """The names of ``never_read(values)``; none where ``values`` are not valid."""
+    def never_read_options(cls, values: dict) -> dict[str, str]:
+        """``never_read(values)``; none where ``values`` are not valid."""
         try:
-            return list(never_read(values))
+            return never_read(values)
         except (KeyError, TypeError, ValueError):
-            return []
+            return {}
 
     @classmethod
     def from_dict(cls, data, where: str = "the configuration", complete: bool = False, trusted: bool = True

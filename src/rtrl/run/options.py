@@ -147,7 +147,13 @@ def config_from_args(args: argparse.Namespace, cls: type[Config] = RunConfig,
         if name in preset and getattr(args, name) is UNSET:
             values[name] = default[name]
     with usage_errors(cls):
-        return cls(**values)
+        config = cls(**values)
+        # one given that the run never reads, even at its default (construction cannot tell it from one not given);
+        # --no-clip says what a rule without a clip does anyway
+        for name, why in cls.never_read_options(values).items():
+            if getattr(args, name) is not UNSET and not (name == "clip" and values[name] is None):
+                raise OptionError(f"{name} does nothing here: {why}; drop it", name)
+    return config
 
 
 @contextlib.contextmanager

@@ -104,9 +104,10 @@ class RunConfig(Config):
                               f"{'it' if one else 'them'}, or leave {'it' if one else 'them'} out", inert[0])
 
     @classmethod
-    def never_read_options(cls, values: dict) -> list[str]:
+    def never_read_options(cls, values: dict) -> dict[str, str]:
         """The regulariser's shape (``REGULARISER``) where it is off (``rate_weight`` 0)."""
-        return list(REGULARISER) if values.get("rate_weight") == 0 else []
+        why = "it shapes the firing-rate regulariser, which rate_weight 0 turns off (give --rate-weight C > 0)"
+        return dict.fromkeys(REGULARISER, why) if values.get("rate_weight") == 0 else {}
 
     @classmethod
     def unread_options(cls, values: dict) -> list[str]:
