@@ -148,7 +148,7 @@ def test_the_q_row_is_intentional_q_on_the_suites_torso_and_runs(tmp_path, monke
 
 
 def test_the_uniform_row_is_written_and_resumed_like_the_agents_rows(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(popgym, "UNIFORM_STEPS", 60)  # HigherLower: 51 steps an episode
+    monkeypatch.setattr(popgym, "FIXED_STEPS", 60)  # HigherLower: 51 steps an episode
     run_inline(monkeypatch)
     args = ["--out", str(tmp_path), "--tasks", "HigherLower", "--rows", "uniform", "--seeds", "3"]
     main(args)
@@ -160,6 +160,18 @@ def test_the_uniform_row_is_written_and_resumed_like_the_agents_rows(tmp_path, c
     capsys.readouterr()
     main(args)  # resumed: nothing left to run
     assert capsys.readouterr().out == ""
+
+
+def test_the_sweep_row_plays_its_own_policy_beside_the_uniform_one(tmp_path, monkeypatch):
+    """``--rows uniform sweep`` on Battleship: each row its own policy in the ledger, the sweep (every cell once)
+    far above the uniform policy, and neither named best (no agent learned). [the row's policy read as uniform]"""
+    monkeypatch.setattr(popgym, "FIXED_STEPS", 130)  # two Battleship episodes of at most 64 steps
+    run_inline(monkeypatch)
+    main(["--out", str(tmp_path), "--tasks", "Battleship", "--rows", "uniform", "sweep", "--seeds", "1"])
+    runs = {r["row"]: r for r in ledger_lines(tmp_path / "runs.jsonl")}
+    assert {row: r["options"]["policy"] for row, r in runs.items()} == {"uniform": "uniform", "sweep": "sweep"}
+    assert runs["sweep"]["records"][0]["return"] > runs["uniform"]["records"][0]["return"] + 0.3
+    assert "| BattleshipEasy |" in (text := (tmp_path / "suite.md").read_text()) and "| - | - | - |" in text
 
 
 def test_the_tables_columns_follow_the_rows_order_whatever_ran_first():

@@ -4,7 +4,8 @@ the ledger, resuming, Ctrl-C). Each task's rows (exact RTRL, TBPTT(K), the memor
 RTRL under intentional Q(lambda), ``q-rtu`` the same on Farr et al.'s Q-network torso; ``small-lr``: exact RTRL at
 Adam's 3e-4, ``memoryless-small-lr`` the memoryless agent there) run their seeds in one call under ``jax.vmap``
 (``rtrl rl --seeds``), scored as Farr et al. score them, beside the uniform random policy's score (the row
-``uniform``: what no learning reaches, ``rtrl.rl.uniform.uniform_returns``), each task's best learning row named.
+``uniform``: what no learning reaches; ``sweep``: the previous action plus one, a rule without memory,
+``rtrl.rl.fixed``), each task's best learning row named.
 
 Scoring (``rtrl.reports.scoring``): a seed's final return is the mean of its last two records' returns; it is
 normalised so that 0 is the lowest episodic return the task allows and 1 the optimal one, on Farr et al.'s own
@@ -31,9 +32,9 @@ from rtrl.reports.kind import Job, Kind, consecutive
 from rtrl.rl.assemble import assemble
 from rtrl.rl.config import RLConfig
 from rtrl.rl.envs.popgym import LEVELS, NORMALISATION, normalise
+from rtrl.rl.fixed import FIXED_ENVS, FIXED_STEPS, POLICIES, fixed_returns
 from rtrl.rl.loop import train
 from rtrl.rl.presets import POPGYM, POPGYM_AGENT, POPGYM_STREAMING, ROW_OPTIONS, WINDOW, learned_by
-from rtrl.rl.uniform import UNIFORM_ENVS, UNIFORM_STEPS, uniform_returns
 
 
 class Task(NamedTuple):
@@ -53,17 +54,19 @@ _ANCHOR = {"RepeatPrevious": (0.99, 0.81), "RepeatFirst": (0.48, 0.31), "CountRe
 TASKS: dict[str, Task] = {name: Task(LEVELS, scale, _ANCHOR.get(name)) for name, scale in NORMALISATION.items()}
 LEVEL = "Easy"  # the suite's level, the anchor's
 # The rows: exact RTRL with the suite's agent, the rolling TBPTT window, no recurrence at all, no learning (the
-# uniform random policy, played by ``uniform_returns``, not by an agent), and exact RTRL under intentional Q(lambda)
-# (``q``: the memory-chain-L-q presets' algorithm, ``rtrl.rl.presets.learned_by``), and exact RTRL at Adam's step
-# of the POPGym tables (``small-lr``: 3e-4 where the suite's agent takes 1e-3; on Concentration at 10M frames the
-# agent at 1e-3 peaks near 0.54 and falls back, at 3e-4 it climbs to 0.67: docs/rl-results.md), and the memoryless
-# agent at that step (``memoryless-small-lr``: so that memory and step size are measured apart), and intentional
-# Q(lambda) on the torso of Farr et al.'s POPGym Q-network (``q-rtu``: an RTU of 192 complex units, 384 outputs,
-# under exact RTRL, the Q head linear on it; on Battleship the minGRU torso of ``q`` diverged, its values past 1e3
-# by step 2,000 at eta 0.5 with 16 environments or one, where this torso stayed bounded).
+# uniform random policy, played by ``fixed_returns``, not by an agent; ``sweep``, the previous action plus one, is
+# another fixed policy: on Battleship it fires at every cell once, with no memory), and exact RTRL under
+# intentional Q(lambda) (``q``: the memory-chain-L-q presets' algorithm, ``rtrl.rl.presets.learned_by``), and exact
+# RTRL at Adam's step of the POPGym tables (``small-lr``: 3e-4 where the suite's agent takes 1e-3; on Concentration
+# at 10M frames the agent at 1e-3 peaks near 0.54 and falls back, at 3e-4 it climbs to 0.67: docs/rl-results.md),
+# and the memoryless agent at that step (``memoryless-small-lr``: so that memory and step size are measured apart),
+# and intentional Q(lambda) on the torso of Farr et al.'s POPGym Q-network (``q-rtu``: an RTU of 192 complex
+# units, 384 outputs, under exact RTRL, the Q head linear on it; on Battleship the minGRU torso of ``q`` diverged,
+# its values past 1e3 by step 2,000 at eta 0.5 with 16 environments or one, where this torso stayed bounded).
 ROWS = {"rtrl": {"method": "auto"}, "tbptt": {"method": "tbptt", "truncation": WINDOW},
         "memoryless": ROW_OPTIONS["memoryless"],
-        "uniform": None, "q": {"method": "auto", "algorithm": "q"}, "small-lr": {"method": "auto", "lr": POPGYM["lr"]},
+        "uniform": None, "sweep": None, "q": {"method": "auto", "algorithm": "q"},
+        "small-lr": {"method": "auto", "lr": POPGYM["lr"]},
         "memoryless-small-lr": {**ROW_OPTIONS["memoryless"], "lr": POPGYM["lr"]},
         "q-rtu": {"method": "auto", "algorithm": "q", "cell": "rtu", "hidden": 384, "head_hidden": 0,
                   "cell_args": {"output_map": "concat", "r_min": 0.0, "r_max": 0.999}}}
@@ -76,10 +79,11 @@ def env_name(task: str) -> str:
 
 def options(task: str, row: str, steps: int, seed: int, seeds: int) -> dict:
     """The ``RLConfig`` options of one (task, row): the suite's agent (``rtrl.rl.presets.POPGYM_AGENT``) on
-    ``popgym:<task>Easy``, ten records; of the uniform row, what ``uniform_returns`` plays."""
+    ``popgym:<task>Easy``, ten records; of a fixed policy's row (``uniform``, ``sweep``), what ``fixed_returns``
+    plays."""
     if ROWS[row] is None:
-        return {"env": env_name(task), "policy": "uniform", "steps": UNIFORM_STEPS, "envs": UNIFORM_ENVS,
-                "seed": seed, "seeds": seeds}
+        return {"env": env_name(task), "policy": row, "steps": FIXED_STEPS, "envs": FIXED_ENVS, "seed": seed,
+                "seeds": seeds}
     agent = {**POPGYM_AGENT, **ROWS[row]}
     if agent.get("algorithm", "ac") != "ac":
         agent = learned_by(agent["algorithm"], agent, steps)
@@ -88,8 +92,8 @@ def options(task: str, row: str, steps: int, seed: int, seeds: int) -> dict:
 
 
 def stored(task: str, row: str, steps: int) -> dict:
-    """What a (task, row) runs, as its ledger lines keep it: an agent's complete options (``RLConfig``), the
-    uniform row's own; JSON's types, no seed."""
+    """What a (task, row) runs, as its ledger lines keep it: an agent's complete options (``RLConfig``), a fixed
+    policy's own; JSON's types, no seed."""
     opts = options(task, row, steps, 0, 1)
     if ROWS[row] is not None:
         opts = RLConfig(**opts).to_dict()
@@ -99,7 +103,7 @@ def stored(task: str, row: str, steps: int) -> dict:
 def same(stored_options: dict, wanted: dict) -> bool:
     """Whether a row's stored options are ``wanted``; an agent's read as ``config.json`` is (``RLConfig.from_dict``:
     options its run never read, written before they were refused, at their defaults)."""
-    if stored_options.get("policy") == "uniform" or wanted.get("policy") == "uniform":
+    if stored_options.get("policy") in POLICIES or wanted.get("policy") in POLICIES:
         return stored_options == wanted
     try:
         config = RLConfig.from_dict({**stored_options, "seed": 0, "seeds": 1}, complete=True).to_dict()
@@ -126,12 +130,12 @@ def progress(task: str, row: str, steps: int):
 
 
 def play(job: Job) -> list[list[dict]]:
-    """Each seed's records of one (task, row) over ``job.seeds`` in one call; the uniform row's, one record a seed
+    """Each seed's records of one (task, row) over ``job.seeds`` in one call; a fixed policy's, one record a seed
     (its mean return over the episodes it ended, at its last step)."""
     opts = {**job.options, "seed": job.seeds[0], "seeds": len(job.seeds)}
     if ROWS[job.row] is None:
         start = time.perf_counter()
-        returns = uniform_returns(opts["env"], list(job.seeds), opts["steps"], opts["envs"])
+        returns = fixed_returns(opts["env"], list(job.seeds), opts["policy"], opts["steps"], opts["envs"])
         wall = time.perf_counter() - start
         return [[{"step": opts["steps"], "return": value, "wall_s": wall}] for value in returns]
     records = train(RLConfig(**opts), on_record=progress(job.table, job.row, opts["steps"]), quiet=True)[1]
@@ -158,21 +162,22 @@ def finals(lines: list[dict]) -> dict[tuple[str, str], list[float | None]]:
 
 
 def card(lines: list[dict]) -> str:
-    """The protocol card of the agents' rows that ran (the uniform row plays no agent), with the seeds each ran."""
+    """The protocol card of the agents' rows that ran (a fixed policy's row plays no agent), with the seeds each
+    ran."""
     rows = {}
     for line in lines:
         if ROWS[line["row"]] is not None:
             rows.setdefault((line["table"], line["row"]), {**line["options"], "seeds": 0})["seeds"] += 1
     if not rows:
-        return "**Protocol**: only the uniform random policy ran (no agent).\n"
+        return "**Protocol**: only fixed policies ran (no agent).\n"
     return protocol.protocol_card(rows.values(), protocol.ANCHORS["popgym"], SCORE)
 
 
 def table(lines: list[dict], args, at: str | None = None) -> str:
     """The suite's table of the ledger's ``lines``, opened by its protocol card, then its provenance line (the
     command ``args`` gives; ``at``: the commit, read from the checkout when None). The column ``best`` names each
-    task's learning row of the highest IQM (the first in ``ROWS``'s order on a tie; the uniform row learns nothing
-    and is never named)."""
+    task's learning row of the highest IQM (the first in ``ROWS``'s order on a tie; a fixed policy's row learns
+    nothing and is never named)."""
     return grid(finals(lines), card(lines) if lines else "") + "\n\n" + provenance.line(command(args), at) + "\n"
 
 
@@ -233,7 +238,7 @@ def add_options(parser) -> None:
 
 def check(args, parser) -> None:
     """``parser.error`` on a count below one, seeds past the last, or an agent too big for memory with
-    ``--seeds`` seeds side by side (``RLAssembly.memory_needed``; the uniform row holds far less)."""
+    ``--seeds`` seeds side by side (``RLAssembly.memory_needed``; a fixed policy's row holds far less)."""
     for name in ("seeds", "steps"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be a positive integer, got {getattr(args, name)}")
