@@ -6,7 +6,8 @@ Each finding is one line, ``page:line: what``:
 
 * a path of one machine (``/root/``, ``/home/``, ``/work/``, ``/tmp/``): a reader's machine has none of them (an
   example command writes under ``runs/``);
-* an issue number (``issue 53``, ``issue-22``, ``issues #40``) or "the issue's ...": the tracker is not part of the repository;
+* an issue number (``issue 53``, ``issue-22``, ``issues #40``) or "the issue's ...": the tracker is not part of the
+  repository;
 * a relative link to a file that does not exist, or to a heading (``page.md#anchor``) the page does not have.
 """
 
