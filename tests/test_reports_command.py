@@ -14,7 +14,7 @@ def test_results_popgym_runs_the_suite_writes_its_table_and_resumes(tmp_path, ca
     assert [(r["kind"], r["table"], r["row"], r["seed"]) for r in runs] == [("popgym", "RepeatPrevious", "uniform", s)
                                                                           for s in (0, 1)]
     table = (out / "suite.md").read_text()
-    assert table.startswith("**Protocol**: only the uniform random policy ran (no agent).")  # no agent's card
+    assert table.startswith("**Protocol**: only fixed policies ran (no agent).")  # no agent's card
     assert "| RepeatPreviousEasy |" in table
     assert "`rtrl results popgym --out" in table  # the provenance names the command that was run
     before = (out / "runs.jsonl").stat().st_mtime_ns
