@@ -61,8 +61,8 @@ LEVEL = "Easy"  # the suite's level, the anchor's
 # at 10M frames the agent at 1e-3 peaks near 0.54 and falls back, at 3e-4 it climbs to 0.67: docs/rl-results.md),
 # and the memoryless agent at that step (``memoryless-small-lr``: so that memory and step size are measured apart),
 # and intentional Q(lambda) on the torso of Farr et al.'s POPGym Q-network (``q-rtu``: an RTU of 192 complex
-# units, 384 outputs, under exact RTRL, the Q head linear on it; on Battleship the minGRU torso of ``q`` diverged,
-# its values past 1e3 by step 2,000 at eta 0.5 with 16 environments or one, where this torso stayed bounded).
+# units, 384 outputs, under exact RTRL, the Q head linear on it; on Battleship the minGRU torso of ``q`` diverged to
+# NaN; this one's values also ran away, to thousands, but stayed finite: docs/rl-results.md).
 ROWS = {"rtrl": {"method": "auto"}, "tbptt": {"method": "tbptt", "truncation": WINDOW},
         "memoryless": ROW_OPTIONS["memoryless"],
         "uniform": None, "sweep": None, "q": {"method": "auto", "algorithm": "q"},
