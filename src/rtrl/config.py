@@ -213,6 +213,12 @@ def defaults(cls) -> dict[str, Any]:
             for f in dataclasses.fields(cls)}
 
 
+def says_what_unread_does(name: str, value) -> bool:
+    """Whether an option's value states what a run that never reads the option does anyway (``clip`` None, the
+    command line's ``--no-clip``: no clip), so that giving it is no mistake."""
+    return name == "clip" and value is None
+
+
 class Config(Frozen):
     """A configuration whose fields are ``option()``s: construction runs every field's check (a ``ValueError``
     naming the field and what was expected) and builds nothing; ``to_dict`` / ``from_dict`` are its

@@ -24,6 +24,7 @@ from rtrl.config import (
     positive_float,
     positive_int,
     random_seed,
+    says_what_unread_does,
     unit_interval,
 )
 from rtrl.methods import REGISTRY, Method
@@ -97,7 +98,7 @@ def unread(values: dict) -> list[tuple[str, str]]:
     ``--no-clip``, says what a rule without a clip does anyway, so it is not given), each with why."""
     default = defaults(RLConfig)
     return [(name, why) for name, why in never_read(values).items()
-            if values[name] != default[name] and not (name == "clip" and values[name] is None)]
+            if values[name] != default[name] and not says_what_unread_does(name, values[name])]
 
 
 # Registered cells whose output ends in an N x N matrix (``output_map="matrix"``, their own default) that the heads'

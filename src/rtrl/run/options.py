@@ -17,7 +17,7 @@ import contextlib
 import dataclasses
 import json
 
-from rtrl.config import Config, Invalid, OptionError, Preset, defaults, flag, key_values, pairs
+from rtrl.config import Config, Invalid, OptionError, Preset, defaults, flag, key_values, pairs, says_what_unread_does
 from rtrl.run.usage import Once, UsageError
 from rtrl.training.config import RunConfig
 from rtrl.training.presets import PRESETS
@@ -148,10 +148,9 @@ def config_from_args(args: argparse.Namespace, cls: type[Config] = RunConfig,
             values[name] = default[name]
     with usage_errors(cls):
         config = cls(**values)
-        # one given that the run never reads, even at its default (construction cannot tell it from one not given);
-        # --no-clip says what a rule without a clip does anyway
+        # one given that the run never reads, even at its default (construction cannot tell it from one not given)
         for name, why in cls.never_read_options(values).items():
-            if getattr(args, name) is not UNSET and not (name == "clip" and values[name] is None):
+            if getattr(args, name) is not UNSET and not says_what_unread_does(name, values[name]):
                 raise OptionError(f"{name} does nothing here: {why}; drop it", name)
     return config
 
