@@ -97,3 +97,38 @@ def test_a_cut_episode_is_owed_its_value():
     assert outcomes[-1].done[0] and outcomes[-1].truncated[0]
     assert outcomes[-1].final_obs[0, 0] == 2 and outcomes[-1].obs[0, 0] == 4  # last obs kept; a new episode began
     assert outcomes[-1].episode_return[0] == 6.0
+
+
+class Cell(gymnasium.Env):
+    """A MultiDiscrete action, a cell ``(row, column)`` of a 2 x 3 grid with rows starting at 1: the reward is
+    ``10 row + column``, the cell the environment took; endless, one observation."""
+
+    observation_space = spaces.Box(0, 1, (1,), np.float32)
+    action_space = spaces.MultiDiscrete([2, 3], start=[1, 0])
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        assert self.action_space.contains(action), action
+        return np.zeros(1, np.float32), float(10 * action[0] + action[1]), False, False, {}
+
+
+CELL = "RtrlTests/Cell-v0"
+if CELL not in gymnasium.registry:
+    gymnasium.register(id=CELL, entry_point=Cell, max_episode_steps=50)
+
+
+def test_a_multidiscrete_action_is_one_categorical_over_its_cells():
+    """Six actions, unravelled row-major and shifted by ``start``: 0 -> (1, 0), 5 -> (2, 2), 4 -> (2, 1), 2 -> (1, 2)
+    (hand-checked rewards 10, 22, 21, 12); the previous action fed back is the agent's integer's one-hot of 6.
+    [Mutations: ``start`` dropped; column-major unravel; one-hot over the grid's rows -> fail]"""
+    env = GymnasiumEnv(CELL, extra_inputs=("action",))
+    assert env.num_actions == 6 and env.action_bounds is None and env.obs_size == 1 + 6
+    vector = env.vector(4)
+    vector.reset([0, 1, 2, 3])
+    out = vector.step(np.array([0, 5, 4, 2]))
+    assert out.reward.tolist() == [10.0, 22.0, 21.0, 12.0]
+    np.testing.assert_array_equal(out.obs[:, 1:], np.eye(6)[[0, 5, 4, 2]])
+    vector.close()

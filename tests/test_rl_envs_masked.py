@@ -143,10 +143,9 @@ def test_box_actions_reach_a_gymnasium_environment_squashed_and_shaped(here):
     np.testing.assert_allclose(unbounded.step(u).obs, u)
 
 
-@pytest.mark.parametrize("kind, shown", [("multi", "MultiDiscrete"), ("dict", "Dict")])
-def test_other_action_spaces_are_refused_by_name(here, kind, shown):
-    with pytest.raises(ValueError, match=f"has the action space {shown}.*Discrete one .* or a Box"):
-        make(f"gymnasium:{MODULE}:Several-v0", kind=kind)
+def test_other_action_spaces_are_refused_by_name(here):
+    with pytest.raises(ValueError, match="has the action space Dict.*Discrete one .*, a MultiDiscrete .* or a Box"):
+        make(f"gymnasium:{MODULE}:Several-v0", kind="dict")
 
 
 def test_a_host_run_on_a_masked_box_environment(here):

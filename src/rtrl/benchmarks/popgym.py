@@ -6,10 +6,10 @@ the same task, as a ratio, measured in one run.
 
 The jitted side: E environments of ``popgym:<task>`` stepped ``T`` times with uniformly random actions under one
 ``jit(scan(vmap(step)))`` (automatic resets and episode statistics included, as ``rtrl rl`` steps them). The host
-side: as ``rtrl rl --env gymnasium:popgym-<task>-v0`` steps them, E copies of popgym's environment in Gymnasium's
-synchronous vector with its observations encoded as float vectors (``rtrl.rl.envs.gymnasium_env.encoder``), the
-random actions drawn by NumPy (Battleship's and MineSweeper's as grid cells, which only this benchmark steps on the
-host: ``rtrl rl`` takes Discrete action spaces). Neither side includes an agent: this is the environments' own
+side: as ``rtrl rl --env gymnasium:popgym-<task>-v0`` steps them, E copies of popgym's environment in rtrl's
+Gymnasium vector (``rtrl.rl.envs.gymnasium_env.Vector``: Gymnasium's synchronous vector, the observations encoded as
+float vectors, Battleship's and MineSweeper's grid cells one categorical over their combinations), the random
+actions drawn by NumPy. Neither side includes an agent: this is the environments' own
 cost. Each figure is the median over ``--repeats`` of steps (E x T) divided by the wall time, the two sides timed in
 turn.
 
@@ -33,7 +33,7 @@ import jax
 import numpy as np
 
 from rtrl.rl import RLConfig, train
-from rtrl.rl.envs.gymnasium_env import encoder
+from rtrl.rl.envs.gymnasium_env import GymnasiumEnv
 from rtrl.rl.envs.popgym import NORMALISATION
 from rtrl.rl.envs.registry import make
 from rtrl.rl.presets import POPGYM_AGENT
@@ -63,31 +63,19 @@ def jitted_runner(task: str, envs: int, steps: int):
 
 
 def host_runner(task: str, envs: int, steps: int):
-    """``run(seed) -> (episodes ended, checksum)``: the same on the host, popgym's environments in Gymnasium's
-    synchronous vector (resetting in the step that ends an episode, as ``rtrl rl`` steps them), observations
-    encoded."""
-    import gymnasium
-    import popgym  # noqa: F401  (registers its environments)
-    from gymnasium.vector import AutoresetMode
-
-    vector = gymnasium.make_vec(f"popgym-{task}-v0", num_envs=envs, vectorization_mode="sync",
-                                vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
-    encode = encoder(vector.single_observation_space, task)[1]
-    space = vector.single_action_space
-    grid = getattr(space, "nvec", None)  # Battleship, MineSweeper: a cell (row, column)
-    count = int(np.prod(grid)) if grid is not None else int(space.n)
+    """``run(seed) -> (episodes ended, checksum)``: the same on the host, as ``rtrl rl`` steps them: popgym's
+    environments in rtrl's Gymnasium vector (``rtrl.rl.envs.gymnasium_env.Vector``: resetting in the step that ends
+    an episode, observations encoded, a grid task's cell one action of its combinations), actions drawn by NumPy."""
+    vector = GymnasiumEnv(f"popgym-{task}-v0").vector(envs)
 
     def run(seed):
         rng = np.random.default_rng(seed)
-        vector.reset(seed=[seed * envs + i for i in range(envs)])
+        vector.reset([seed * envs + i for i in range(envs)])
         ended, checksum = 0, 0.0
         for _ in range(steps):
-            action = rng.integers(count, size=envs)
-            if grid is not None:
-                action = np.stack(np.unravel_index(action, grid), axis=1)
-            obs, reward, terminated, truncated, _ = vector.step(action)
-            ended += int((terminated | truncated).sum())
-            checksum += float(encode(obs).sum() + reward.sum())
+            out = vector.step(rng.integers(vector.width, size=envs))
+            ended += int(out.done.sum())
+            checksum += float(out.obs.sum() + out.reward.sum())
         return ended, checksum
 
     return run, vector
@@ -173,9 +161,6 @@ def main_agent(args) -> None:
           f"{platform.processor() or platform.machine()}; environment steps a second")
     print(f"{'task':<30} {'jitted':>10} {'host':>8} {'ratio':>7} {'s/seed/Mframes':>15}")
     for task in args.tasks:
-        if task in ("BattleshipEasy", "MineSweeperEasy"):  # a grid-cell action: rtrl rl's host route takes Discrete
-            print(f"{task:<30} {'(host route takes Discrete actions only)':>44}", flush=True)
-            continue
         rate = measure_agent(task, args.envs, args.steps, args.repeats)
         per_mframe = rate["seconds"] * 1e6 / (args.envs * args.steps)
         print(f"{task:<30} {rate['jitted']:>10,.0f} {rate['host']:>8,.0f} {rate['jitted'] / rate['host']:>6.0f}x "

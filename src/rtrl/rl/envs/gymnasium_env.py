@@ -13,17 +13,19 @@ such an environment is built, never by ``import rtrl`` or ``import rtrl.rl``.
 * Observations are encoded as one float vector: a ``Discrete`` one-hot, a ``MultiDiscrete`` its one-hots
   concatenated, a ``Box`` or ``MultiBinary`` flattened, a ``Tuple`` or ``Dict`` of these concatenated (the
   ``Dict`` in its keys' order), as ``gymnasium.spaces.flatten`` does. Actions: ``Discrete`` (the agent's integers,
-  shifted by the space's ``start``) or ``Box`` (the agent acts in ``R^A``, ``A`` the flattened size, and the vector
-  maps that onto the bounds: ``rtrl.rl.envs.continuous.squash``); any other space is refused by name.
+  shifted by the space's ``start``), ``MultiDiscrete`` (one categorical over every combination of its entries, the
+  agent's integer unravelled in C order and shifted by ``start``: popgym's Battleship and MineSweeper name a cell
+  so) or ``Box`` (the agent acts in ``R^A``, ``A`` the flattened size, and the vector maps that onto the bounds:
+  ``rtrl.rl.envs.continuous.squash``); any other space is refused by name.
 * Three options are rtrl's own, not ``gymnasium.make``'s: ``mask=P`` (velocities hidden) or ``mask=V`` (positions
   hidden) for the families of ``rtrl.rl.envs.masked.MASKS`` (Hopper, Walker2d, HalfCheetah, Ant, Pendulum,
   CartPole), ``keep=0,2`` (the encoded observation's entries to keep, comma-separated) for any other, and for a Box
   ``actions=clip``: the agent's actions clipped to the bounds instead of squashed into them (``ACTION_MAPS``; Farr
   et al.'s ``ClipActionWrapper``).
 * ``extra_inputs`` (``rtrl rl --extra-inputs [PARTS]``) appends the chosen extras (``PARTS``: the previous action, a
-  Discrete action's one-hot or a Box action as the environment took it; the previous reward; the time in the episode
-  over its limit) to each observation, as ``rtrl.rl.envs.extra_inputs`` does for a jitted environment (the same
-  ``extended``).
+  discrete action's one-hot (a MultiDiscrete's over its combinations) or a Box action as the environment took it;
+  the previous reward; the time in the episode over its limit) to each observation, as ``rtrl.rl.envs.extra_inputs``
+  does for a jitted environment (the same ``extended``).
 * ``terminated`` and ``truncated`` are told apart: ``truncated`` (and not ``terminated``) is the cut the loop
   bootstraps from ``final_obs``.
 * A Python environment's state is not a pytree, so a checkpoint cannot hold it: a resumed run re-seeds the
@@ -407,16 +409,19 @@ class GymnasiumEnv(Frozen):
 
 class Probe(NamedTuple):
     obs_size: int  # of the encoded observation, masked
-    num_actions: int  # a Discrete space's actions; a Box's flattened size
+    num_actions: int  # a Discrete space's actions, a MultiDiscrete's combinations; a Box's flattened size
     max_steps: int | None  # None: no limit the environment states
-    bounds: tuple | None  # a Box's (low, high), flattened; None for a Discrete space
+    bounds: tuple | None  # a Box's (low, high), flattened; None for a discrete space
 
 
 def to_space(space, bounds: tuple | None, actions: np.ndarray, clip: bool = False) -> np.ndarray:
     """The agent's actions ``(E,)`` or ``(E, A)`` as ``space`` takes them: a Discrete space's shifted by its
-    ``start``, a Box's squashed onto ``bounds`` (``clip``: clipped to them) and shaped as the space; a Box of integers
-    takes the nearest integer within its bounds (a cast alone would round toward zero: ``high`` never taken, 0 taken
-    twice as often)."""
+    ``start``, a MultiDiscrete's unravelled over its ``nvec`` (C order) and shifted by its ``start``, a Box's squashed
+    onto ``bounds`` (``clip``: clipped to them) and shaped as the space; a Box of integers takes the nearest integer
+    within its bounds (a cast alone would round toward zero: ``high`` never taken, 0 taken twice as often)."""
+    if bounds is None and hasattr(space, "nvec"):
+        entries = np.unravel_index(np.asarray(actions, np.int64), space.nvec.ravel())
+        return (np.stack(entries, axis=1).reshape(len(actions), *space.shape) + space.start).astype(space.dtype)
     if bounds is None:
         return actions + int(space.start)
     mapped = np.clip(actions, *bounds) if clip else squash(actions, *bounds, xp=np)
@@ -442,7 +447,8 @@ def clips(name: str, options: tuple, bounds: tuple | None) -> bool:
 
 def previous_action(bounds: tuple | None, width: int, actions: np.ndarray, taken: np.ndarray) -> np.ndarray:
     """The extra inputs' previous action of a batch of ``width``-action steps, ``(E, width)``: a Discrete action's
-    one-hot (``actions``, the agent's integers), a Box action as the environment took it (``taken``, flattened)."""
+    one-hot (``actions``, the agent's integers; a MultiDiscrete's over its combinations), a Box action as the
+    environment took it (``taken``, flattened)."""
     if bounds is None:
         return np.eye(width)[np.asarray(actions, np.int64)]
     return np.asarray(taken, np.float64).reshape(len(taken), -1)
@@ -490,13 +496,16 @@ def _made(env_id: str, options: tuple) -> Probe:
         actions = env.action_space
         if isinstance(actions, spaces.Discrete):
             bounds, count = None, int(actions.n)
+        elif isinstance(actions, spaces.MultiDiscrete):  # one categorical over the combinations (to_space)
+            bounds, count = None, int(np.prod(actions.nvec))
         elif isinstance(actions, spaces.Box):
             bounds = tuple(tuple(float(v) for v in np.asarray(b, np.float64).ravel()) for b in (actions.low,
                                                                                                 actions.high))
             count = len(bounds[0])
         else:
             raise ValueError(f"{name} has the action space {actions}; rtrl rl takes a Discrete one (a categorical "
-                             "policy) or a Box (a Gaussian policy, --algorithm ac)")
+                             "policy), a MultiDiscrete (one categorical over its combinations) or a Box (a Gaussian "
+                             "policy, --algorithm ac)")
         for what, space, n in (("observation", env.observation_space, size), ("action", actions, count)):
             if n == 0:
                 raise ValueError(f"{name} has the {what} space {space}, of no entries: nothing to "
