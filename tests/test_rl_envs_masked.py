@@ -42,10 +42,9 @@ class Echo(gym.Env):
 
 
 class Several(Echo):
-    def __init__(self, kind="multi"):
+    def __init__(self):
         super().__init__()
-        self.action_space = spaces.MultiDiscrete([2, 3]) if kind == "multi" else spaces.Dict(
-            {"a": spaces.Discrete(2)})
+        self.action_space = spaces.Dict({"a": spaces.Discrete(2)})
 
 
 gym.register("Echo-v0", entry_point=Echo)
@@ -145,7 +144,7 @@ def test_box_actions_reach_a_gymnasium_environment_squashed_and_shaped(here):
 
 def test_other_action_spaces_are_refused_by_name(here):
     with pytest.raises(ValueError, match="has the action space Dict.*Discrete one .*, a MultiDiscrete .* or a Box"):
-        make(f"gymnasium:{MODULE}:Several-v0", kind="dict")
+        make(f"gymnasium:{MODULE}:Several-v0")
 
 
 def test_a_host_run_on_a_masked_box_environment(here):
