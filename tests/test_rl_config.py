@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from rtrl.cli import main
-from rtrl.methods import TBPTT
 from rtrl.rl.config import RLConfig
 from rtrl.rl.presets import PRESETS
 
@@ -25,10 +24,8 @@ REFUSED = [
     ({"optimizer": "obgd", "clip": 0.5}, "clip", "optimizer 'obgd' does not read it (only adam or sgd, or algorithm "
                                                  "qrc)"),
     ({"optimizer": "intentional", "clip": 0.5}, "clip", "optimizer 'intentional'"),
-    ({"truncation": 4}, "truncation", "only method tbptt (by name) reads it, not 'auto'"),
+    ({"truncation": 4}, "truncation", "only method tbptt reads it, not 'auto'"),
     ({"method": "rtrl", "truncation": 4}, "truncation", "not 'rtrl'"),
-    # a TBPTT object carries its own window: truncation beside it is inert
-    ({"method": TBPTT(4), "truncation": 6}, "truncation", "only method tbptt (by name) reads it"),
 ]
 ACCEPTED = [
     {"algorithm": "q", "epsilon": 0.1},

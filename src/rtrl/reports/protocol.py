@@ -121,8 +121,7 @@ def actions(config) -> str:
 def agent(config) -> str:
     """The agent in a line: the torso (and the encoder blocks before it), the heads, the policy's spread, the entropy
     term and the step rule, from ``config``'s options (a config, or a dict of options such as an anchor's)."""
-    cell = option(config, "cell")
-    name = getattr(cell, "name", cell)
+    name = option(config, "cell")
     concat = dict(option(config, "cell_args")).get("output_map") == "concat"
     torso = f"{name} {option(config, 'hidden')}" + (" (concatenated output)" if concat else "")
     if option(config, "encoder_blocks"):
@@ -145,7 +144,7 @@ def agent_differs(config, spec: dict) -> bool:
     """Whether ``config``'s agent differs from the options ``spec`` (an anchor's ``agent``): each option equal, the
     ``cell_args`` that ``spec`` names held; a memoryless row (``MEMORYLESS``) is the anchor's agent's control, its
     torso not compared."""
-    memoryless = getattr(option(config, "cell"), "name", option(config, "cell")) == MEMORYLESS
+    memoryless = option(config, "cell") == MEMORYLESS
     for name, value in spec.items():
         if memoryless and name in TORSO:
             continue

@@ -11,14 +11,17 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from rtrl.cells import Cell
 from rtrl.cells.lookup import make_cell
-from rtrl.config import defaults
+from rtrl.config import OptionError, defaults
 from rtrl.devices import bytes_of, floats_of
+from rtrl.methods import Method
 from rtrl.rl.algorithm import Algorithm
 from rtrl.rl.algorithms import ALGORITHMS, BOX
 from rtrl.rl.config import OUTPUT_MATRIX_CELLS, RLConfig
 from rtrl.rl.envs import Env, EpisodeStats, make
 from rtrl.rl.envs.extra_inputs import ExtraInputs
+from rtrl.rl.rolling import RollingTBPTT
 from rtrl.rl.transforms import eligibility, update_rule
 from rtrl.validate import what
 
@@ -67,15 +70,24 @@ class RLAssembly(NamedTuple):
         return c.steps * c.envs * c.seeds * (traces + memory), c.seeds * records
 
 
-def assemble(config: RLConfig) -> RLAssembly:
+def assemble(config: RLConfig, cell: Cell | None = None, method: Method | RollingTBPTT | None = None) -> RLAssembly:
     """The parts of ``config``; ``ValueError`` naming an option the environment or the cell does not have, a cell
     that does not read the observation, or a method that does not apply. Built once per ``compiled_part`` of a
     configuration in a process (the parts are values no run changes): configurations that differ only in their
     length, record_every or seed get the same environment and agent, so they share one compiled program
-    (``rtrl.rl.loop.program``)."""
+    (``rtrl.rl.loop.program``).
+
+    ``cell`` and ``method``: objects of your own (an rtrl cell, e.g. from ``rtrl.cells.from_flax``; a method object,
+    e.g. ``rtrl.methods.SnAp(n=3)``) in place of what ``config`` names, which stays plain data: its ``cell`` and
+    ``cell_args`` (or ``method``) are then left at their defaults (an ``OptionError`` names one given beside the
+    object), and the parts are built for this call alone."""
     if not isinstance(config, RLConfig):
         raise TypeError(f"config must be an RLConfig, e.g. rl.assemble(rl.RLConfig(env='tmaze')), got {what(config)}")
     key = compiled_part(config)
+    if cell is not None or method is not None:
+        check_own(config, cell, method)
+        parts = _assemble(key, cell, method)
+        return RLAssembly(config, parts.env, parts.agent)
     try:
         hash(key)
     except TypeError:  # an unhashable option value (a dict where a number belongs): built, so its check says which
@@ -85,13 +97,30 @@ def assemble(config: RLConfig) -> RLAssembly:
     return RLAssembly(config.replace(cell_args=parts.config.cell_args), parts.env, parts.agent)
 
 
+def check_own(config: RLConfig, cell, method) -> None:
+    """``cell`` an rtrl cell and ``method`` a method object where given, each replacing options of ``config`` that
+    are then at their defaults; ``ValueError`` or ``OptionError`` naming what is not."""
+    if cell is not None and not isinstance(cell, Cell):
+        raise ValueError(f"cell must be an rtrl cell (rtrl.cells.*, or rtrl.cells.from_flax, from_equinox, ...), got "
+                         f"{what(cell)}; a cell by name goes in RLConfig(cell=...)")
+    if method is not None and not isinstance(method, (Method, RollingTBPTT)):
+        raise ValueError(f"method must be a method object (rtrl.methods.*, e.g. TBPTT(16)), got {what(method)}; a "
+                         "method by name goes in RLConfig(method=...)")
+    default = defaults(RLConfig)
+    replaced = (("cell", "cell_args") if cell is not None else ()) + (("method",) if method is not None else ())
+    for name in replaced:
+        if getattr(config, name) != default[name]:
+            raise OptionError(f"{name} does nothing here: the {name.split('_')[0]} object given to assemble replaces "
+                              f"what the configuration names; drop {name}", name)
+
+
 def compiled_part(config: RLConfig) -> RLConfig:
     """``config`` with what a run's compiled pieces do not depend on (its steps, record_every and seed) at fixed
     values: the key under which configurations share their parts and their program."""
     return dataclasses.replace(config, steps=1, record_every=1, seed=0)
 
 
-def _assemble(config: RLConfig) -> RLAssembly:
+def _assemble(config: RLConfig, cell: Cell | None = None, method: Method | RollingTBPTT | None = None) -> RLAssembly:
     env = make(config.env, **dict(config.env_args))
     if config.extra_inputs:
         host = getattr(env, "host", False)
@@ -104,14 +133,11 @@ def _assemble(config: RLConfig) -> RLAssembly:
         if config.fidelity_every and env.max_steps is None:
             raise ValueError(f"fidelity_every needs a bound on the episode's length, and {env.name} states none; "
                              "give one with --env-arg max_episode_steps=N")
-    config = config.replace(cell_args=torso_args(config))
-    cell = config.cell
     # what the cell reads: the observation, or the last encoder block's output
     reads = config.encoder_width if config.encoder_blocks else env.obs_size
-    if isinstance(cell, str):
-        cell = make_cell(cell, dict(config.cell_args), reads, config.hidden)
-    elif config.cell_args:
-        raise ValueError("cell_args apply to a cell given by name; this one is an object")
+    if cell is None:
+        config = config.replace(cell_args=torso_args(config))
+        cell = make_cell(config.cell, dict(config.cell_args), reads, config.hidden)
     # with encoder blocks the algorithm checks the width the cell reads (``rtrl.rl.agent.encoder_sizes``), once
     if not config.encoder_blocks and cell.input_size != reads:
         raise ValueError(f"cell input_size must be the observation size {reads} of {env.name}, got {cell.input_size}")
@@ -121,7 +147,7 @@ def _assemble(config: RLConfig) -> RLAssembly:
             raise ValueError(f"{name} is the Gaussian policy's, for a Box action space; {env.name}'s actions are "
                              f"discrete (a categorical policy), got {name} {getattr(config, name)}")
     kind = ALGORITHMS[config.algorithm] if env.action_bounds is None else box_algorithm(config.algorithm, env.name)
-    return RLAssembly(config, env, algorithm_of(kind, config, cell, env.num_actions, env.obs_size))
+    return RLAssembly(config, env, algorithm_of(kind, config, cell, env.num_actions, env.obs_size, method))
 
 
 _assembled = functools.cache(_assemble)  # the parts of each compiled part of a configuration, built once
@@ -152,17 +178,17 @@ def torso_args(config: RLConfig) -> tuple:
     return tuple(sorted({**args, "output_map": "concat" if fast else "matrix"}.items()))
 
 
-def algorithm_of(kind: type, config: RLConfig, cell, num_actions: int, observations: int | None = None
-                 ) -> Algorithm:
-    """The algorithm ``kind`` (a class of ``rtrl.rl.algorithms``) on ``cell`` with ``config``'s method and the
-    options it takes (``kind.options``, keyword arguments of the same names); ``observations``: the observation's
-    size, which encoder blocks (``encoder_blocks``) read."""
+def algorithm_of(kind: type, config: RLConfig, cell: Cell, num_actions: int, observations: int | None = None,
+                 method: Method | RollingTBPTT | None = None) -> Algorithm:
+    """The algorithm ``kind`` (a class of ``rtrl.rl.algorithms``) on ``cell`` with ``config``'s method (or
+    ``method``, an object) and the options it takes (``kind.options``, keyword arguments of the same names);
+    ``observations``: the observation's size, which encoder blocks (``encoder_blocks``) read."""
     options = {name: getattr(config, name) for name in kind.options}
     if config.encoder_blocks:
         options["observations"] = observations
     if config.critic_lr is not None:  # the intentional rule's critic apart (``ac`` only): its gradients apart
         options["split_critic"] = True
-    return kind(cell, num_actions, config.method, config.truncation, **options)
+    return kind(cell, num_actions, config.method if method is None else method, config.truncation, **options)
 
 
 def box_algorithm(algorithm: str, where: str) -> type:

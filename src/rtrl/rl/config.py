@@ -3,9 +3,6 @@ validated data (``rtrl.config``); ``rtrl.rl.assemble`` builds what it names."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from rtrl.cells import Cell
 from rtrl.cells.lookup import cell_import, cell_name
 from rtrl.checks import check_shares
 from rtrl.config import (
@@ -27,22 +24,12 @@ from rtrl.config import (
     says_what_unread_does,
     unit_interval,
 )
-from rtrl.methods import REGISTRY, Method
+from rtrl.methods import REGISTRY
 from rtrl.rl.algorithms import ALGORITHMS, options_of
 from rtrl.rl.algorithms.ac import ENTROPY_SIGNS, HEAD_INITS
 from rtrl.rl.envs import env_import, env_name
 from rtrl.rl.envs.extra_inputs import PARTS, parts_of
 from rtrl.rl.transforms import PER_ENVIRONMENT, STEP_RULES
-
-
-def cell_or_name(value):
-    """An rtrl cell object (from Python), or what ``rtrl train --cell`` takes: a registered name or an import path."""
-    return value if isinstance(value, Cell) else cell_name(value)
-
-
-def method_or_name(value):
-    """A method object, or a name from ``rtrl.METHODS`` (``tbptt``: the rolling window of ``truncation`` steps)."""
-    return value if isinstance(value, Method) else one_of(REGISTRY)(value)
 
 
 def extra_parts(value):
@@ -71,9 +58,9 @@ def readers(option_name: str) -> str:
 def never_read(values: dict) -> dict[str, str]:
     """Every option that the run ``values`` (an ``RLConfig``'s fields) configures never reads, whatever its value, each
     with why: another algorithm's (``options_of``), a step rule's (``STEP_OPTIONS``; an algorithm may read ``clip``
-    too, as QRC's secondary weights do), ``critic_lr`` outside ``ac``, or ``truncation`` without ``method`` tbptt (by
-    name: a ``TBPTT`` object carries its own). Only ``algorithm``, ``optimizer`` and ``method`` decide it; a run
-    folder's ``config.json`` leaves these out (``RLConfig.stored``)."""
+    too, as QRC's secondary weights do), ``critic_lr`` outside ``ac``, or ``truncation`` without ``method`` tbptt.
+    Only ``algorithm``, ``optimizer`` and ``method`` decide it; a run folder's ``config.json`` leaves these out
+    (``RLConfig.stored``)."""
     algorithm, optimizer, method = values["algorithm"], values["optimizer"], values["method"]
     reads = options_of(algorithm)
     found = {}
@@ -88,8 +75,7 @@ def never_read(values: dict) -> dict[str, str]:
     if algorithm != "ac":  # the critic's own constant: an algorithm with a critic
         found.setdefault("critic_lr", f"algorithm {algorithm!r} does not read it (only ac, an actor and a critic)")
     if method != "tbptt":
-        which = repr(method) if isinstance(method, str) else f"a {type(method).__name__} object (its own window)"
-        found["truncation"] = f"only method tbptt (by name) reads it, not {which}"
+        found["truncation"] = f"only method tbptt reads it, not {method!r}"
     return found
 
 
@@ -143,12 +129,14 @@ class RLConfig(Config):
                              "(repeatable)", pairs, "KEY=VALUE")
     algorithm: str = option("ac", f"{', '.join(ALGORITHMS)}: `rtrl list algorithms` says what each learns and its "
                             "options", one_of(ALGORITHMS), "NAME")
-    cell: Any = option("elman", "a cell from `rtrl list`, or the import path of any other, e.g. flax.linen:GRUCell "
-                       "(sized by the observation and --hidden)", cell_or_name, "NAME", imports=cell_import)
+    cell: str = option("elman", "a cell from `rtrl list`, or the import path of any other, e.g. flax.linen:GRUCell "
+                       "(sized by the observation and --hidden; a cell object goes to rtrl.rl.assemble)", cell_name,
+                       "NAME", imports=cell_import)
     cell_args: tuple = option((), "a cell option, e.g. activation=relu (repeatable)", pairs, "KEY=VALUE")
     hidden: int = option(32, "hidden size of the recurrent torso", positive_int, "N")
-    method: Any = option("auto", "a trace method from `rtrl list` (auto: the cheapest exact one for the torso), "
-                         "or tbptt (a rolling window of --truncation steps)", method_or_name, "NAME")
+    method: str = option("auto", "a trace method from `rtrl list` (auto: the cheapest exact one for the torso), "
+                         "or tbptt (a rolling window of --truncation steps; a method object goes to "
+                         "rtrl.rl.assemble)", one_of(REGISTRY), "NAME")
     truncation: int = option(8, "--method tbptt: its window", positive_int, "K")
     head_hidden: int = option(0, "width of a tanh layer between the torso and the heads (the policy and value heads, "
                               "or the action values; 0: linear heads on the torso)", non_negative_int, "M")
@@ -299,6 +287,5 @@ class RLConfig(Config):
 
     def label(self, method: str | None = None) -> str:
         """The legend's name of the run: its torso and method (``method``: what ``auto`` chose, where known)."""
-        method = method or getattr(self.method, "name", self.method)
-        return f"{getattr(self.cell, 'name', self.cell)} {method}" + (f" K={self.truncation}" if method == "tbptt"
-                                                                     else "")
+        method = method or self.method
+        return f"{self.cell} {method}" + (f" K={self.truncation}" if method == "tbptt" else "")

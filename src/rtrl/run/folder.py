@@ -97,11 +97,11 @@ def kind_of_data(data) -> type[Run]:
     return min(KINDS.values(), key=lambda kind: len(keys - {f.name for f in dataclasses.fields(kind.config_class)}))
 
 
-def chosen(name, method) -> str:
+def chosen(name: str, method) -> str:
     """What a run's header adds after the method it was given by ``name``: ``" (closed_form)"`` where ``auto``
     chose the bound ``method``, else nothing."""
     resolved = getattr(method, "name", None)
-    return f" ({resolved})" if resolved and resolved != getattr(name, "name", name) else ""
+    return f" ({resolved})" if resolved and resolved != name else ""
 
 
 def computed_on() -> str:
