@@ -79,17 +79,22 @@ def test_a_card_says_the_runs_options_and_an_option_given_overrides_the_preset()
 
 def test_the_anchor_agents_card_names_its_two_networks_and_the_runs_unsigned_statistics():
     """The -anchor-agent preset as it runs now: the agent an actor's and a critic's network with the entropy term
-    signed in its step statistics too (as the anchor's), nothing left that no option matches; with
-    ``entropy_sign=td`` (the runs before the preset took td+statistics) the agent is a difference, the anchor's
-    shown beside it, and with ``critic_network=false`` too (the runs before that) the same count."""
+    signed in its step statistics too and the TD error's values at the current parameters (as the anchor's),
+    nothing left that no option matches; with ``entropy_sign=td`` or ``td_refresh=false`` (the runs before the preset
+    took them) the agent is a difference, the anchor's shown beside it, and with ``critic_network=false`` too (the
+    runs before that) the same count."""
     card = cards.card("hopper-p-anchor-agent rows=rtrl seeds=2")
     assert ("- agent: an actor's and a critic's network, each rtu 384 (concatenated output) behind 2 blocks of 128, "
             "linear heads (sparse at the start), the spread softplus of a head, entropy 0.01 signed by the TD error, "
-            "in the step statistics too, intentional 0.05 (critic 0.5)\n") in card
+            "in the step statistics too, intentional 0.05 (critic 0.5), the TD error's two values at the current "
+            "parameters\n") in card
     assert "what no option matches" not in card and "- differences from the anchor: 1 (seeds)\n" in card
     unsigned = cards.card("hopper-p-anchor-agent rows=rtrl seeds=2 entropy_sign=td")
-    assert "entropy 0.01 signed by the TD error, intentional 0.05 (critic 0.5) (anchor: " in unsigned
+    assert "entropy 0.01 signed by the TD error, intentional 0.05 (critic 0.5), the TD error's" in unsigned
     assert "- differences from the anchor: 2 (seeds, agent)\n" in unsigned
+    stale = cards.card("hopper-p-anchor-agent rows=rtrl seeds=2 td_refresh=false")
+    assert "in the step statistics too, intentional 0.05 (critic 0.5) (anchor: " in stale
+    assert "- differences from the anchor: 2 (seeds, agent)\n" in stale
     before = cards.card("hopper-p-anchor-agent rows=rtrl seeds=2 critic_network=false entropy_sign=td")
     assert "- agent: rtu 384" in before and "what no option matches" not in before
     assert "- differences from the anchor: 2 (seeds, agent)\n" in before

@@ -143,8 +143,9 @@ def test_options_are_the_fields_of_rlconfig_and_a_preset_gives_the_rest():
     split = RLConfig(optimizer="intentional", lr=0.05, critic_lr=0.5, split_torso=True, init_std=0.5, state_std=True,
                      std_map="softplus", entropy_sign="td", encoder_blocks=2, encoder_width=16, head_init="sparse")
     assert config_from_args(parser().parse_args(argv), RLConfig, PRESETS) == split
-    networks = RLConfig(critic_network=True)  # split_torso's alternative (the agent refuses both)
-    assert config_from_args(parser().parse_args("rl --critic-network --out x".split()), RLConfig, PRESETS) == networks
+    networks = RLConfig(critic_network=True, td_refresh=True)  # split_torso's alternative (the agent refuses both)
+    argv = "rl --critic-network --td-refresh --out x".split()
+    assert config_from_args(parser().parse_args(argv), RLConfig, PRESETS) == networks
     # every option above is not a default
     assert {f.name: any(getattr(c, f.name) != getattr(RLConfig(), f.name) for c in (ac, qrc, split, networks))
             for f in dataclasses.fields(RLConfig)} == {f.name: f.name != "env" for f in dataclasses.fields(RLConfig)}

@@ -26,6 +26,7 @@ REFUSED = [
     ({"optimizer": "intentional", "clip": 0.5}, "clip", "optimizer 'intentional'"),
     ({"truncation": 4}, "truncation", "only method tbptt reads it, not 'auto'"),
     ({"method": "rtrl", "truncation": 4}, "truncation", "not 'rtrl'"),
+    ({"algorithm": "q", "td_refresh": True}, "td_refresh", "algorithm 'q' does not read it (only ac)"),
 ]
 ACCEPTED = [
     {"algorithm": "q", "epsilon": 0.1},
@@ -45,6 +46,7 @@ ACCEPTED = [
     {"method": "tbptt", "truncation": 4},
     {"method": "tbptt", "truncation": 4},
     {"method": "tbptt", "truncation": 6},
+    {"td_refresh": True},
 ]
 
 
@@ -152,7 +154,7 @@ def test_a_preset_s_option_left_unread_by_the_options_beside_it_is_dropped():
 # from ``never_read``): config.json leaves these out
 Q_NEVER_READS = {"entropy", "value_coef", "split_torso", "critic_network", "init_std", "state_std", "h_lr", "h_beta",
                  "kappa", "critic_lr", "truncation", "entropy_sign", "encoder_blocks", "encoder_width", "head_init",
-                 "std_map"}
+                 "std_map", "td_refresh"}
 NEVER_READS = {
     "ac": {"epsilon", "explore_steps", "h_lr", "h_beta", "kappa", "critic_lr", "truncation"},
     "q": Q_NEVER_READS, "sarsa": Q_NEVER_READS, "peng": Q_NEVER_READS,

@@ -36,7 +36,7 @@ ANCHORS: dict[str, dict] = {
                          "encoder_width": 128, "head_hidden": 0, "head_init": "sparse", "state_std": True,
                          "std_map": "softplus",
                          "entropy": 0.01, "entropy_sign": "td+statistics", "optimizer": "intentional", "lr": 0.05,
-                         "critic_lr": 0.5, "critic_network": True},
+                         "critic_lr": 0.5, "critic_network": True, "td_refresh": True},
                "actions": "clip"},  # ClipActionWrapper: rtrl's --env-arg actions=clip
     "popgym": {"name": "Farr et al. 2026, POPGym Easy", "inputs": ("action", "reward"), "frames": 10_000_000,
                "envs": 1, "seeds": 10, "gamma": 0.99, "level": "Easy"},
@@ -137,6 +137,8 @@ def agent(config) -> str:
     rule = f"{option(config, 'optimizer')} {option(config, 'lr'):g}"
     if option(config, "critic_lr") is not None:
         rule += f" (critic {option(config, 'critic_lr'):g})"
+    if option(config, "td_refresh"):
+        rule += ", the TD error's two values at the current parameters"
     return ", ".join((torso, heads, spread, entropy, rule))
 
 

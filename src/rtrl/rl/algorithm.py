@@ -99,7 +99,9 @@ class Algorithm(Protocol):
     these, one that hands the value's and the policy's gradients apart (``split_critic``, under ``--critic-lr``) may
     say which parameters each can reach, ``reaches(params) -> (value_keep, policy_keep)`` (trees of bools), so that
     the split rule keeps each side's traces on its own leaves (``rtrl.rl.transforms.split_intentional``); without
-    it each side keeps every leaf."""
+    it each side keeps every leaf. One whose ``td_refresh`` is true has its step's estimate evaluated again after the
+    step's update, ``value(params, memory, x)`` (one environment's, from the carry the step began with), so that
+    the next TD error reads both of its values at one set of parameters."""
 
     torso: Torso  # the cell under its online learner; ``params["torso"]`` its parameters
     num_actions: int  # a Discrete space's actions, or a Box's dimensions

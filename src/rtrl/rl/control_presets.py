@@ -47,7 +47,10 @@ of its own (one line), so their rows are presets, named and run as every other t
   12e9dc3 one torso under both heads, on which seeds 0 and 1 collapsed before 800k frames); heads started sparse as
   theirs (``--head-init sparse``); the entropy term signed by the TD error in the actor's traces and its step
   statistics, as theirs (``--entropy-sign td+statistics``; the runs in docs/rl-control.md ran before the preset took
-  it, their statistics reading the log-policy's gradient alone: ``td``). The step time (1.75 ms a frame on 2 quiet
+  it, their statistics reading the log-policy's gradient alone: ``td``); the TD error's two values at one set of
+  parameters (``--td-refresh``: ``V(s_t)`` evaluated again after the step's update, as their critic is evaluated
+  twice a step; the runs in docs/rl-control.md before 2026-11-30 read ``V(s_t)`` as acted on, one update behind
+  ``V(s_{t+1})``). The step time (1.75 ms a frame on 2 quiet
   cores, about an hour a seed of 2M frames; seeds under one ``vmap`` near twice the throughput):
   docs/rl-control.md, "The anchor's agent", with the commands.
 * ``hopper-p-v5-action-reward-gamma995``, ``walker2d-p-v5-action-reward``, ``halfcheetah-p-v5-action-reward``,
@@ -85,7 +88,7 @@ MUJOCO_TASKS = {"hopper": ("Hopper", 1300.0, {}), "walker2d": ("Walker2d", 1011.
 ANCHOR_AGENT = {"cell": "rtu", "hidden": 384, "cell_args": {"output_map": "concat", "r_min": 0.0, "r_max": 0.999},
                 "head_hidden": 0, "head_init": "sparse", "encoder_blocks": 2, "encoder_width": 128, "state_std": True,
                 "std_map": "softplus", "init_std": math.log(2.0), "entropy": 0.01, "entropy_sign": "td+statistics",
-                "envs": 1, "critic_network": True,
+                "envs": 1, "critic_network": True, "td_refresh": True,
                 "steps": 2_000_000, "record_every": 100_000, "fidelity_every": 100_000}
 ANCHOR_VERSION = "v4"  # Farr et al.'s MuJoCo tasks (Gymnasium's v4: the mujoco bindings, deprecated but served)
 # The presets these names had before (every figure measured up to 3132a4e): v5, the previous action and reward beside

@@ -318,6 +318,8 @@ class Program:
         tally = tally._replace(health=tally.health + figures, steps=tally.steps + sampled)
         params = optax.apply_updates(params, updates)
         memory = stepped.memory
+        if getattr(agent, "td_refresh", False):  # the estimate pending, evaluated again as this update leaves it
+            value = jax.vmap(agent.value, in_axes=(None, 0, 0))(params, state.memory, x)
 
         state = state._replace(params=params, opt_state=opt_state, memory=memory, history=history, age=age, key=key,
                                tally=tally)

@@ -204,20 +204,25 @@ class ActorCritic:
     ``head_hidden`` units), the traces of value and log-policy gradients, an entropy bonus."""
 
     options = ("entropy", "entropy_sign", "value_coef", "head_hidden", "head_init", "split_torso", "critic_network",
-               "encoder_blocks", "encoder_width")
+               "encoder_blocks", "encoder_width", "td_refresh")
     checked = 2  # the fidelity check's gradients: the first two of ``objective_grads`` (v_t's, log pi(a_t)'s)
 
     def __init__(self, cell: Cell, num_actions: int, method: str | Method = "rtrl", truncation: int = 8, *,
                  head_hidden: int = 0, entropy: float = 0.01, value_coef: float = 1.0, split_torso: bool = False,
                  split_critic: bool = False, entropy_sign: str = "positive", encoder_blocks: int = 0,
                  encoder_width: int = 128, observations: int | None = None, head_init: str = "glorot",
-                 critic_network: bool = False):
+                 critic_network: bool = False, td_refresh: bool = False):
         """``split_critic``: the value's and the policy's gradients apart (the intentional rule with a step of
         the critic's own, ``critic_lr``); ``entropy_sign``: how ``entropy`` enters (``ENTROPY_SIGNS``);
         ``encoder_blocks`` of ``encoder_width`` units before the torso on ``observations`` inputs
         (``rtrl.rl.agent.encoder_sizes``; the cell then reads ``encoder_width``); ``head_init``: the heads' weights
         at the start (``HEAD_INITS``); ``critic_network``: the value a network of its own (``critic_networked``),
-        the policy's ``cell`` and blocks again."""
+        the policy's ``cell`` and blocks again; ``td_refresh``: the step's estimate ``v_t`` evaluated again after
+        the step's update (``value`` at the new parameters from the same carry; the loop does it where an algorithm
+        says ``td_refresh``), so that the TD error reads ``v_t`` and ``v_{t+1}`` at one set of parameters, as Farr
+        et al.'s code does (two passes of the critic a step); off, ``v_t`` as acted on, one update behind
+        ``v_{t+1}``, so the part of the TD error that the last update already corrected (where successive
+        gradients align) is corrected again. One more forward pass of the value a step."""
         if head_init not in HEAD_INITS:
             raise ValueError(f"head_init must be one of {list(HEAD_INITS)}, got {head_init!r}")
         self.head_init = head_init
@@ -226,6 +231,9 @@ class ActorCritic:
         self.torso = Torso(cell, method, truncation)
         self.num_actions, self.head_hidden = check_heads(num_actions, head_hidden)
         self.entropy, self.value_coef, self.split_critic = entropy, value_coef, split_critic
+        if not isinstance(td_refresh, bool):
+            raise ValueError(f"td_refresh must be True or False, got {td_refresh!r}")
+        self.td_refresh = td_refresh
         self.entropy_sign = check_entropy_sign(entropy_sign)
         self.split = check_split(cell, split_torso) or critic_network
         self.encoder = encoder_sizes(observations, encoder_blocks, encoder_width, cell, self.parts)

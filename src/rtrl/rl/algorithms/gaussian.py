@@ -94,7 +94,7 @@ class GaussianActorCritic:
                  init_std: float = 1.0, state_std: bool = False, split_critic: bool = False,
                  entropy_sign: str = "positive", encoder_blocks: int = 0, encoder_width: int = 128,
                  observations: int | None = None, std_map: str = "exp", head_init: str = "glorot",
-                 critic_network: bool = False):
+                 critic_network: bool = False, td_refresh: bool = False):
         """``std_map`` (with ``state_std``): how the head's A columns become the standard deviation, ``exp`` (of a
         log) or ``softplus`` (Farr et al.'s ``Gaussian(state_dependent_std=True)``: ``softplus(head)``), the bias
         started where it gives ``init_std`` either way."""
@@ -110,10 +110,10 @@ class GaussianActorCritic:
                                           split_critic=split_critic, entropy_sign=entropy_sign,
                                           encoder_blocks=encoder_blocks, encoder_width=encoder_width,
                                           observations=observations, head_init=head_init,
-                                          critic_network=critic_network)
+                                          critic_network=critic_network, td_refresh=td_refresh)
         self.torso, self.num_actions, self.head_hidden = self.categorical.torso, num_actions, head_hidden
         self.entropy, self.value_coef, self.split_critic = entropy, value_coef, split_critic
-        self.entropy_sign = entropy_sign
+        self.entropy_sign, self.td_refresh = entropy_sign, self.categorical.td_refresh
         self.split, self.init_std, self.state_std = self.categorical.split, init_std, state_std
         self.parts = self.categorical.parts
 
