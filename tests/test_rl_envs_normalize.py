@@ -93,37 +93,6 @@ def test_observations_normalised_with_the_statistics_that_count_them_and_final_o
     close(x, (restart - after.mean(0)) / np.sqrt(after.var(0) + EPS))
 
 
-def test_a_clock_column_passes_as_it_is_and_is_counted_all_the_same():
-    """``normalize_observations(clock=1)``: the last column (the time) is given as it came, in ``obs`` and in
-    ``final_obs``, while the other columns are normalised as without it; the statistics count every column (their
-    shape the observation's, as a checkpoint holds them). By hand: [[1, -0.5], [3, 0.25]] -> [[-1, -0.5], [1, 0.25]]
-    (the first column's mean 2, variance 1). [guards: the clock normalised (-1 and 1 there), the wrong end kept]"""
-    wrapper = normalize_observations(clock=1)
-    x, stats = wrapper.init(jnp.asarray([[1.0, -0.5], [3.0, 0.25]]))
-    close(x, [[-1 / np.sqrt(1 + EPS), -0.5], [1 / np.sqrt(1 + EPS), 0.25]])
-    assert stats.mean.shape == (2,)
-    close(stats.mean, [2.0, -0.125])
-    wrapped, stats = wrapper.step(stats, outcome([[2.0, 0.5], [5.0, -0.4]], [0.0, 0.0], [False, True],
-                                                 [[2.0, 0.5], [9.0, 0.3]]))
-    close(wrapped.final_obs, [[0.0, 0.5], [7 / np.sqrt(1 + EPS), 0.3]])  # before the step: mean 2, variance 1
-    seen = np.array([1.0, 3.0, 2.0, 5.0])
-    close(wrapped.obs[:, 0], (np.array([2.0, 5.0]) - seen.mean()) / np.sqrt(seen.var() + EPS))
-    close(wrapped.obs[:, 1], [0.5, -0.4])
-
-
-def test_a_run_given_the_time_acts_on_it_unnormalised():
-    """A run with ``extra_inputs=time`` normalises the observation but not its last entry, the time over the
-    episode's limit less 1/2 (-1/2 at every first observation); without the time every entry is normalised.
-    [guards: the loop building the normaliser without the clock]"""
-    base = dict(env="tmaze", envs=3, dtype="float64", hidden=2, extra_inputs=("time",))
-    raw = OnlineActorCritic(RLConfig(**base, normalize_obs=False)).init(5)
-    state = OnlineActorCritic(RLConfig(**base)).init(5)
-    first = np.asarray(raw.obs)
-    close(first[:, -1], [-0.5] * 3)
-    close(state.obs[:, -1], first[:, -1])
-    close(state.obs[:, :-1], (first[:, :-1] - first[:, :-1].mean(0)) / np.sqrt(first[:, :-1].var(0) + EPS))
-
-
 def test_rewards_scaled_by_the_deviation_of_the_discounted_return_restarted_after_an_episode_end():
     """gamma 0.5, two environments. By hand: rewards [1, 3] -> R [1, 3], variance 1, scaled [1, 3] / sqrt(1 + EPS);
     environment 0's episode ends there. Rewards [2, 1] -> R [2 (restarted), 0.5 * 3 + 1 = 2.5]; the returns seen
