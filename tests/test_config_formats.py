@@ -14,6 +14,17 @@ from rtrl.rl.config import RLConfig
 from rtrl.training.config import RunConfig
 
 # an RL run's config.json as each release wrote it, newest first (the platform keys beside the options)
+# the anchor's agent on Hopper as a run folder held it before --td-refresh (the options it never read left out)
+RL_BEFORE_TD_REFRESH = {
+    "env": "gymnasium:Hopper-v4", "env_args": {"actions": "clip", "mask": "P"}, "algorithm": "ac", "cell": "rtu",
+    "cell_args": {"output_map": "concat", "r_max": 0.999, "r_min": 0.0}, "hidden": 384, "method": "auto",
+    "head_hidden": 0, "envs": 1, "steps": 2000000, "gamma": 0.99, "lam": 0.99, "head_init": "sparse",
+    "encoder_blocks": 2, "encoder_width": 128, "split_torso": False, "critic_network": True,
+    "init_std": 0.6931471805599453, "state_std": True, "std_map": "softplus", "entropy": 0.01, "entropy_sign": "td",
+    "value_coef": 1.0, "optimizer": "intentional", "lr": 0.05, "critic_lr": 0.5, "extra_inputs": ["time"],
+    "normalize_obs": True, "scale_rewards": True, "update_every": 1, "health_every": 16, "record_every": 100000,
+    "fidelity_every": 100000, "seed": 4, "seeds": 1, "dtype": "float32", "devices": 1, "backend": "cpu",
+    "device": "cpu"}
 RL_BEFORE_SPLIT_TORSO = {  # --critic-lr, before --split-torso, --init-std and --state-std
     "env": "tmaze", "env_args": {}, "algorithm": "ac", "cell": "elman", "cell_args": {}, "hidden": 3,
     "method": "auto", "truncation": 8, "head_hidden": 0, "envs": 2, "steps": 8, "gamma": 0.9, "lam": 0.8,
@@ -49,6 +60,16 @@ def test_an_rl_config_json_of_each_released_format_reads_with_the_old_behaviour(
     assert (config.algorithm, config.seeds, config.head_hidden, config.extra_inputs) == ("ac", 1, 0, ())
     assert (config.entropy_sign, config.encoder_blocks, config.head_init, config.std_map) == ("positive", 0, "glorot",
                                                                                              "exp")
+    assert config.td_refresh is False
+
+
+def test_an_rl_config_json_from_before_td_refresh_reads_as_the_value_acted_on():
+    """The anchor's agent as its run folder held it (seed 4 of docs/rl-control.md's table): it read ``V(s_t)`` as
+    acted on, so ``td_refresh`` reads back off, and the rest as the file says."""
+    data = {k: v for k, v in RL_BEFORE_TD_REFRESH.items() if k not in ("backend", "device")}
+    config = RLConfig.from_dict(data, complete=True)
+    assert config.td_refresh is False
+    assert (config.critic_network, config.entropy_sign, config.lr, config.seed) == (True, "td", 0.05, 4)
 
 
 def test_a_training_config_json_of_the_first_format_reads_with_the_old_behaviour():

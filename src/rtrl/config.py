@@ -36,7 +36,7 @@ RESUME_KEYS = ("steps", "devices")  # may change between a run and its resumptio
 ADDED_KEYS = ("devices", "trace_dtype", "readout_decay", "rate_weight", "rate_target", "rate_form",
               "algorithm", "epsilon", "explore_steps", "h_lr", "h_beta", "head_hidden", "extra_inputs", "health_every",
               "seeds", "critic_lr", "split_torso", "init_std", "state_std", "entropy_sign", "encoder_blocks",
-              "encoder_width", "head_init", "std_map", "critic_network", "stop_at")
+              "encoder_width", "head_init", "std_map", "critic_network", "stop_at", "td_refresh")
 # what a run folder's config.json says beside the options: where the run last computed (rtrl.provenance.platform);
 # no option, so ``from_dict`` leaves them out
 PLATFORM_KEYS = ("backend", "device")
