@@ -184,10 +184,10 @@ class RLConfig(Config):
                                "RULE")
     value_coef: float = option(1.0, f"{readers('value_coef')}: weight of the value's gradient in the traces",
                                non_negative_float, "C")
-    td_refresh: bool = option(False, f"{readers('td_refresh')}: the TD error reads the previous step's value as the "
-                              "update since has left it (to first order: v_t + grad v_t . the update), so both its "
-                              "values are at the current parameters, as Farr et al.'s code evaluates them; off: v_t as "
-                              "acted on, one update behind", flag)
+    td_refresh: bool = option(False, f"{readers('td_refresh')}: the step's value v_t evaluated again after its "
+                              "update (from the carry the step began with), so the TD error reads both of its values "
+                              "at the current parameters, as Farr et al.'s code does; off: v_t as acted on, one "
+                              "update behind", flag)
     # measured (docs/rl-history.md): obgd at lr 1, kappa 2 was slower on masked CartPole and did not learn
     # MemoryChain(20)
     optimizer: str = option("adam", "the step-size rule: adam, sgd, obgd (Elsayed et al.'s overshooting-bounded "
