@@ -111,6 +111,15 @@ def scripted_run(config: RLConfig, env: Scripted, seed: int = 0, first=FIRST_EPI
 
 # -- the oracle ----------------------------------------------------------------------------------------------------
 
+def standardized(seen, x, centred=True):
+    """``x`` standardised by the samples ``seen`` (leading axis) and the statistics' prior, one more sample at 0
+    that carries variance 1 of its own (the population variance over n + 1); ``centred=False``: divided only."""
+    everything = np.concatenate([np.zeros((1, *np.shape(seen)[1:])), seen])
+    mean = everything.mean(0)
+    var = (((everything - mean) ** 2).sum(0) + 1) / len(everything)
+    return ((x - mean) if centred else x) / np.sqrt(var + 1e-8)
+
+
 class Oracle:
     """The loop for an Elman torso (tanh) and linear heads, written from the formulas in NumPy float64."""
 
@@ -191,7 +200,7 @@ class Oracle:
         c = self.c
         self.seen_obs.append(obs)
         seen = np.concatenate(self.seen_obs)
-        x = (obs - seen.mean(0)) / np.sqrt(seen.var(0) + 1e-8)
+        x = standardized(seen, obs)
         values, g = np.zeros(E), []
         for e in range(E):
             values[e], ge = self.grads(e, self.torso(e, x[e]), actions[e])
@@ -234,10 +243,10 @@ class Oracle:
         owed = np.zeros(E)
         seen = np.concatenate(self.seen_obs)
         for e in np.flatnonzero(truncated):
-            owed[e] = self.value_after(e, (final_obs[e] - seen.mean(0)) / np.sqrt(seen.var(0) + 1e-8))
+            owed[e] = self.value_after(e, standardized(seen, final_obs[e]))
         self.discounted = c.gamma * np.where(done_before, 0.0, self.discounted) + rewards
         self.seen_returns.append(self.discounted.copy())
-        scaled = rewards / np.sqrt(np.concatenate(self.seen_returns).var() + 1e-8)
+        scaled = standardized(np.concatenate(self.seen_returns), rewards, centred=False)
         for e in np.flatnonzero(done):  # the torso starts the next episode from zero
             self.h[e] = 0.0
             self.S[e] = jax.tree.map(np.zeros_like, self.S[e])

@@ -22,6 +22,9 @@ of the batch); ``chain(*wrappers)`` composes them, its state the tuple of theirs
 
         stats_t = merge(stats_{t-1}, obs_t);   x_t = (obs_t - mean_t) / sqrt(var_t + 1e-8)
 
+    The statistics start from a prior (``stats_init``): one pseudo-sample at mean 0 that carries variance 1, as
+    streamlet's ``NormalizeObservationWrapper`` (Farr et al.'s) starts them.
+
 ``scale_rewards(gamma)``
     state: ``ScaleState``, the running ``Stats`` of the discounted returns and each environment's discounted return
     ``R`` with whether its episode has ended. ``step``::
@@ -30,7 +33,11 @@ of the batch); ``chain(*wrappers)`` composes them, its state the tuple of theirs
         stats_t = merge(stats_{t-1}, R_t);   the reward r_t / sqrt(var_t + 1e-8)
 
     (purejaxrl's ``NormalizeVecReward`` restarts ``R`` at the reward of the step that ends an episode; here that
-    reward is the episode's last.) ``init`` and ``reset`` mark every episode ended.
+    reward is the episode's last.) ``init`` and ``reset`` mark every episode ended. The returns' statistics start
+    from the same prior as the observations': without it the first step's variance is 0 (one return, or E equal
+    ones) and its reward arrives multiplied by 1e4, a TD error that one intentional step turns into parameters in the
+    hundreds (Hopper, the anchor's agent). Farr et al.'s reward wrapper takes variance 1 until it has two returns,
+    then their sample variance: the two differ in the first steps only, as the prior's weight 1 / (n + 1) fades.
 
 Why wrappers of the vector, with their state apart and not inside the environment (purejaxrl keeps it in the
 environment's state): a Gymnasium environment is stepped on the host, where its state is Python, while the agent
@@ -61,7 +68,10 @@ class Stats(NamedTuple):
 
 
 def stats_init(shape: tuple[int, ...], dtype) -> Stats:
-    return Stats(jnp.zeros((), dtype), jnp.zeros(shape, dtype), jnp.zeros(shape, dtype))
+    """The prior: one pseudo-sample at mean 0 carrying variance 1, so that no early step divides by a deviation
+    near 0 (the first observation would normalise to 0, the first reward be scaled by 1 / sqrt(1e-8)); its weight
+    in the statistics after n samples is 1 / (n + 1)."""
+    return Stats(jnp.ones((), dtype), jnp.zeros(shape, dtype), jnp.ones(shape, dtype))
 
 
 def merged(stats: Stats, batch: jax.Array) -> Stats:
@@ -77,8 +87,8 @@ def merged(stats: Stats, batch: jax.Array) -> Stats:
 
 
 def variance(stats: Stats) -> jax.Array:
-    """The population variance of the samples counted (0 before any)."""
-    return stats.m2 / jnp.maximum(stats.count, 1)
+    """The population variance of the samples counted, the prior's pseudo-sample among them."""
+    return stats.m2 / stats.count
 
 
 def standardized(stats: Stats, x: jax.Array) -> jax.Array:
