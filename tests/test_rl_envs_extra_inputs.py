@@ -22,19 +22,19 @@ def test_extra_inputs_against_a_numpy_oracle():
     k0, key = jax.random.split(key)
     obs, state = env.reset(k0)
     raw_obs, raw_state = inner.reset(k0)
-    np.testing.assert_array_equal(np.asarray(obs), np.concatenate([raw_obs, np.zeros(A), [0.0], [0.0]]))
+    np.testing.assert_array_equal(np.asarray(obs), np.concatenate([raw_obs, np.zeros(A), [0.0], [-0.5]]))
     t, ends = 0, 0
     for a in actions:
         k, key = jax.random.split(key)
         step = env.step(k, state, jnp.asarray(a))
         raw = inner.step(k, raw_state, jnp.asarray(a))
         t += 1
-        extras = np.concatenate([np.eye(A)[a], [float(raw.reward)], [t / H]])
+        extras = np.concatenate([np.eye(A)[a], [float(raw.reward)], [t / H - 0.5]])
         np.testing.assert_allclose(np.asarray(step.final_obs), np.concatenate([raw.final_obs, extras]), rtol=1e-6)
         if bool(raw.done):
             ends += 1
             t = 0
-            expected = np.concatenate([raw.obs, np.zeros(A), [0.0], [0.0]])
+            expected = np.concatenate([raw.obs, np.zeros(A), [0.0], [-0.5]])
         else:
             expected = np.concatenate([raw.obs, extras])
         np.testing.assert_allclose(np.asarray(step.obs), expected, rtol=1e-6)
@@ -64,14 +64,14 @@ def test_extra_inputs_parts_and_options():
 
 def test_extra_inputs_of_a_box_are_the_actions_the_environment_takes():
     """pendulum-p (a jitted Box, actions in R^1 tanh-squashed onto [-2, 2]): the previous action's entry is the
-    squashed action, computed here by hand, then the reward and t / 200."""
+    squashed action, computed here by hand, then the reward and t / 200 - 1/2."""
     env = assemble(RLConfig(env="pendulum-p", extra_inputs=True)).env
     assert env.obs_size == 2 + 1 + 2
     obs, state = env.reset(jax.random.PRNGKey(0))
-    np.testing.assert_array_equal(np.asarray(obs[2:]), [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(np.asarray(obs[2:]), [0.0, 0.0, -0.5])
     for t, u in enumerate([0.3, -5.0, 1.2], start=1):
         step = env.step(jax.random.PRNGKey(t), state, jnp.asarray([u]))
-        np.testing.assert_allclose(np.asarray(step.obs[2:]), [2 * np.tanh(u), float(step.reward), t / 200],
+        np.testing.assert_allclose(np.asarray(step.obs[2:]), [2 * np.tanh(u), float(step.reward), t / 200 - 0.5],
                                    rtol=1e-6)
         state = step.state
 
@@ -83,8 +83,8 @@ def test_extra_inputs_of_a_box_are_the_actions_the_environment_takes():
 def test_extra_inputs_on_the_host_against_a_numpy_oracle(env_id, actions):
     """The Gymnasium vector with ``extra_inputs``, two copies cut at 3 steps (two episode ends in 5 steps), against
     the same environments stepped by hand: each observation is the raw one, the previous action (CartPole's
-    one-hot; Pendulum's squashed onto [-2, 2], by hand), the reward and t / 3; zeros and time 0 at a reset, and the
-    ended episode's last observation with its own extras in ``final_obs``. [Mutations: time not reset where done,
+    one-hot; Pendulum's squashed onto [-2, 2], by hand), the reward and t / 3 - 1/2; zeros and time 0 at a reset, and
+    the ended episode's last observation with its own extras in ``final_obs``. [Mutations: time not reset where done,
     the final observation without its extras, the raw Box action in place of the squashed one -> fail]"""
     import gymnasium
     from gymnasium.vector import AutoresetMode
@@ -98,7 +98,8 @@ def test_extra_inputs_on_the_host_against_a_numpy_oracle(env_id, actions):
     A = 2 if env_id == "CartPole-v1" else 1
     obs = vector.reset([4, 5])
     raw, _ = by_hand.reset(seed=[4, 5])
-    np.testing.assert_allclose(obs, np.concatenate([raw, np.zeros((2, A + 2))], axis=1), rtol=1e-6)
+    np.testing.assert_allclose(obs, np.concatenate([raw, np.zeros((2, A + 1)), np.full((2, 1), -0.5)], axis=1),
+                               rtol=1e-6)
     time, ends = np.zeros(2), 0
     for a in actions:
         a = np.asarray(a)
@@ -109,10 +110,11 @@ def test_extra_inputs_on_the_host_against_a_numpy_oracle(env_id, actions):
         action = np.eye(2)[a] if A == 2 else taken
         done = terminated | truncated
         for e in range(2):
-            extras = np.concatenate([action[e], [reward[e], time[e] / 3]])
+            extras = np.concatenate([action[e], [reward[e], time[e] / 3 - 0.5]])
             last = info["final_obs"][e] if done[e] else raw[e]
             np.testing.assert_allclose(out.final_obs[e], np.concatenate([last, extras]), rtol=1e-5, atol=1e-6)
-            expected = np.concatenate([raw[e], np.zeros(A + 2)]) if done[e] else np.concatenate([raw[e], extras])
+            fresh = np.concatenate([raw[e], np.zeros(A + 1), [-0.5]])
+            expected = fresh if done[e] else np.concatenate([raw[e], extras])
             np.testing.assert_allclose(out.obs[e], expected, rtol=1e-5, atol=1e-6)
         ends += int(done.sum())
         time[done] = 0
@@ -137,8 +139,8 @@ def test_parts_of_reads_every_spelling_and_refuses_the_rest():
 
 
 def test_only_the_parts_chosen_are_appended_on_a_jitted_env():
-    """TMaze (4 actions) with the time alone: [obs, t / limit]; with action and reward: [obs, one-hot, r], at the
-    first observation zeros and at the next step the action taken and its reward."""
+    """TMaze (4 actions) with the time alone: [obs, t / limit - 1/2]; with action and reward: [obs, one-hot, r], at
+    the first observation zeros (and the time -1/2) and at the next step the action taken and its reward."""
     import jax
 
     inner = TMaze(length=2)
@@ -146,10 +148,11 @@ def test_only_the_parts_chosen_are_appended_on_a_jitted_env():
         env = ExtraInputs.of(inner, parts)
         obs, state = env.reset(jax.random.PRNGKey(0))
         raw_obs, raw_state = inner.reset(jax.random.PRNGKey(0))
-        np.testing.assert_array_equal(np.asarray(obs), np.concatenate([np.asarray(raw_obs), np.zeros(width)]))
+        first = [-0.5] if parts == ("time",) else np.zeros(width)
+        np.testing.assert_array_equal(np.asarray(obs), np.concatenate([np.asarray(raw_obs), first]))
         step = env.step(jax.random.PRNGKey(1), state, 2)
         raw = inner.step(jax.random.PRNGKey(1), raw_state, 2)
-        extras = ([1 / inner.max_steps] if parts == ("time",)
+        extras = ([1 / inner.max_steps - 0.5] if parts == ("time",)
                   else [*np.eye(inner.num_actions)[2], float(raw.reward)])
         assert not bool(raw.done)
         np.testing.assert_allclose(np.asarray(step.obs), np.concatenate([np.asarray(raw.obs), extras]), rtol=1e-6)

@@ -2,9 +2,10 @@
 on tiny hand-checked cases, against NumPy written here from the module docstring's formulas (nothing from rtrl).
 
 Mutants (tools/mutants.toml; `python tools/mutate.py --only ID ...`), each killed by this file:
-``normalize-no-prior`` (the statistics start empty), ``normalize-chan-term`` (Chan's merge without the old count in its between-batch term), ``normalize-sample-variance``
-(``count - 1``), ``normalize-no-eps``, ``normalize-final-obs-after-step`` (``final_obs`` normalised with the
-statistics after the step), ``normalize-final-obs-counted`` (``final_obs`` counted instead of ``obs``),
+``normalize-no-prior`` (the statistics start empty), ``normalize-chan-term`` (Chan's merge without the old count in
+its between-batch term), ``normalize-sample-variance`` (``count - 1``), ``normalize-no-eps``,
+``normalize-final-obs-after-step`` (``final_obs`` normalised with the statistics after the step),
+``normalize-final-obs-counted`` (``final_obs`` counted instead of ``obs``),
 ``rl-discounted-reset-early`` (the return restarted at the reward that ends the episode: purejaxrl's order),
 ``scale-reset-keeps-returns``, ``scale-pre-step-statistics`` (the reward scaled by the statistics before the step's
 return), ``chain-reversed``, and in rtrl/rl/loop.py ``loop-restart-reinitialises-wrappers`` (a host restart starts
@@ -118,6 +119,40 @@ def test_observations_normalised_with_the_statistics_that_count_them_and_final_o
     after = pooled(np.concatenate(seen))
     close(stats.count, 1 + len(np.concatenate(seen)))
     close(x, (restart - after[0]) / np.sqrt(after[1] + EPS))
+
+
+def test_a_clock_column_passes_as_it_is_and_is_counted_all_the_same():
+    """``normalize_observations(clock=1)``: the last column (the time) is given as it came, in ``obs`` and in
+    ``final_obs``, while the other columns are normalised as without it; the statistics count every column (their
+    shape the observation's, as a checkpoint holds them). By hand, with the prior: [[1, -0.5], [3, 0.25]] -> the
+    first column's mean 4/3 and variance 17/9 ({0, 1, 3} and the prior's 1), the second's mean -1/12; the clock as
+    it came. [guards: the clock normalised, the wrong end kept]"""
+    wrapper = normalize_observations(clock=1)
+    x, stats = wrapper.init(jnp.asarray([[1.0, -0.5], [3.0, 0.25]]))
+    close(x, [[(1 - 4 / 3) / np.sqrt(17 / 9 + EPS), -0.5], [(3 - 4 / 3) / np.sqrt(17 / 9 + EPS), 0.25]])
+    assert stats.mean.shape == (2,)
+    close(stats.mean, [4 / 3, -1 / 12])
+    wrapped, stats = wrapper.step(stats, outcome([[2.0, 0.5], [5.0, -0.4]], [0.0, 0.0], [False, True],
+                                                 [[2.0, 0.5], [9.0, 0.3]]))
+    before = np.sqrt(17 / 9 + EPS)  # the statistics before the step
+    close(wrapped.final_obs, [[(2 - 4 / 3) / before, 0.5], [(9 - 4 / 3) / before, 0.3]])
+    mean, var = pooled([1.0, 3.0, 2.0, 5.0])
+    close(wrapped.obs[:, 0], (np.array([2.0, 5.0]) - mean) / np.sqrt(var + EPS))
+    close(wrapped.obs[:, 1], [0.5, -0.4])
+
+
+def test_a_run_given_the_time_acts_on_it_unnormalised():
+    """A run with ``extra_inputs=time`` normalises the observation but not its last entry, the time over the
+    episode's limit less 1/2 (-1/2 at every first observation); without the time every entry is normalised.
+    [guards: the loop building the normaliser without the clock]"""
+    base = dict(env="tmaze", envs=3, dtype="float64", hidden=2, extra_inputs=("time",))
+    raw = OnlineActorCritic(RLConfig(**base, normalize_obs=False)).init(5)
+    state = OnlineActorCritic(RLConfig(**base)).init(5)
+    first = np.asarray(raw.obs)
+    close(first[:, -1], [-0.5] * 3)
+    close(state.obs[:, -1], first[:, -1])
+    mean, var = pooled(first[:, :-1])
+    close(state.obs[:, :-1], (first[:, :-1] - mean) / np.sqrt(var + EPS))
 
 
 def test_rewards_scaled_by_the_deviation_of_the_discounted_return_restarted_after_an_episode_end():

@@ -427,22 +427,38 @@ def test_a_figure_that_is_not_finite_is_null_in_the_json(runs, capsys, monkeypat
 
 def test_a_gymnasium_runs_extra_inputs_are_given_in_the_rollout_as_in_training(tmp_path):
     """``--extra-inputs`` on the host (episodes of 3 steps, limit 3): the torso reads only the time entry (index 5
-    of [t/3, 1, one-hot of the previous action, previous reward, time / 3]), and the greedy policy takes action 1
-    where it is positive: action 0 at an episode's first step (time 0), then 1 twice, a return of 2 in each
-    episode. [A rollout without the extras does not fit the torso; a time not restarted at a reset returns 3 in the
-    second episode; a time never given returns 0]"""
+    of [t/3, 1, one-hot of the previous action, previous reward, time / 3 - 1/2]) with a bias of 3, and the greedy
+    policy takes action 1 where that is positive (the time above -0.3): action 0 at an episode's first step (time
+    -1/2), then 1 twice (-1/6, 1/6), a return of 2 in each episode. [A rollout without the extras does not fit the
+    torso; a time not restarted at a reset returns 3 in the second episode; a time never given returns 0]"""
     name = film_env()
     run = tmp_path / "extras"
     assert main(f"rl --env gymnasium:{name} --env-arg max_episode_steps=3 --extra-inputs --hidden 2 --envs 1 "
                 f"--record-every 6 --steps 6 --no-normalize-obs --quiet --out {run}".split()) == 0
     trained = rtrl.load(run)
     assert trained.cell.input_size == 2 + 2 + 1 + 1
-    torso = {"W": jnp.zeros((6, 2)).at[5, 0].set(10.0), "B": jnp.zeros(2), "R": jnp.zeros((2, 2))}
+    torso = {"W": jnp.zeros((6, 2)).at[5, 0].set(10.0), "B": jnp.array([3.0, 0.0]), "R": jnp.zeros((2, 2))}
     policy = {"W": jnp.array([[-20.0, 20.0], [0.0, 0.0]]), "b": jnp.zeros(2)}
     params = {**trained.state.params, "torso": torso, "policy": policy}
     trained = dataclasses.replace(trained, state=trained.state._replace(params=params))
     result = trained.evaluate(episodes=2, seed=0, greedy=True)
     assert (result["value"], result["min"]) == (2.0, 2.0)
+
+
+def test_a_rollout_normalises_the_observation_but_not_the_time_as_training_did(tmp_path):
+    """A run with the time input and normalised observations: its policy (what ``rtrl eval`` acts with) standardises
+    every entry by the run's statistics but the time's, which it passes as it is, as the training loop did.
+    [guards: the rollout built without the clock, so the time it gives the torso differs from training's]"""
+    run = tmp_path / "clock"
+    assert main(f"rl --env tmaze --extra-inputs time --hidden 2 --envs 2 --record-every 4 --steps 4 --quiet "
+                f"--out {run}".split()) == 0
+    trained = rtrl.load(run)
+    policy, stats = trained._policy, trained.state.wrappers[0]
+    obs = jnp.linspace(-2.0, 0.3, stats.mean.shape[0])  # the T-maze's 3 entries and the time
+    x = np.asarray(policy.observe(obs))
+    expected = (np.asarray(obs) - np.asarray(stats.mean)) / np.sqrt(np.asarray(stats.m2 / stats.count) + 1e-8)
+    np.testing.assert_allclose(x[:-1], expected[:-1], rtol=1e-6)
+    assert x[-1] == np.float32(0.3)
 
 
 def box_env():

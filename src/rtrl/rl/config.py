@@ -206,7 +206,8 @@ class RLConfig(Config):
                                 optional(positive_float), "C")
     extra_inputs: tuple = option((), "extras appended to the observation, comma-separated: action (the previous "
                                  "action, a one-hot or a Box action as the environment took it), reward (the previous "
-                                 "reward), time (the time in the episode over its limit); the flag alone: all three",
+                                 "reward), time (the time in the episode over its limit, less 1/2, never "
+                                 "normalised); the flag alone: all three",
                                  extra_parts, "PARTS")
     normalize_obs: bool = option(True, "normalise observations by running mean and variance", flag)
     scale_rewards: bool = option(True, "scale rewards by the running deviation of the discounted return", flag)

@@ -39,7 +39,9 @@ of its own (one line), so their rows are presets, named and run as every other t
   ``grad log pi + 0.01 sign(delta) grad H`` and enters the actor's trace (``--entropy 0.01 --entropy-sign td``, below);
   ``ClipActionWrapper`` clips actions to the Box (``--env-arg actions=clip``; rtrl's default squashes them by
   ``tanh``: the map is the environment's, the log-probability the Gaussian's either way); observation and reward
-  normalisation, the time input (limit 1000), one environment per seed (``--envs 1``; ``--seeds S`` runs S seeds'
+  normalisation, the time input (limit 1000; ``t / 1000 - 1/2``, not normalised, as their
+  ``TimeAwareObservationWrapper`` after their normaliser gives it: before 2026-11-30 rtrl normalised it with the
+  observation), one environment per seed (``--envs 1``; ``--seeds S`` runs S seeds'
   agents under one ``vmap``, their environments one host vector); their actor and critic two networks, each its own
   blocks and RTU (``--critic-network``: ``rtrl.cells.Parallel`` of two RTUs, one stack of blocks each; before
   12e9dc3 one torso under both heads, on which seeds 0 and 1 collapsed before 800k frames); heads started sparse as

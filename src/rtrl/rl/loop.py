@@ -75,6 +75,7 @@ from rtrl.driver import Diverged, drive, finite_or_diverged
 from rtrl.rl.algorithm import Pending, Transition
 from rtrl.rl.assemble import RLAssembly, assemble, compiled_part, rule_of
 from rtrl.rl.config import RLConfig
+from rtrl.rl.envs.extra_inputs import clock_columns
 from rtrl.rl.envs.gymnasium_env import Outcome
 from rtrl.rl.envs.normalize import chain, normalize_observations, scale_rewards
 from rtrl.rl.progress import Progress
@@ -178,7 +179,8 @@ class Program:
         config = self.config = assembly.config
         self.env, self.agent = assembly.env, assembly.agent
         self.optimizer = self.rule(config.envs)
-        self.wrappers = chain(*(wrapper for on, wrapper in ((config.normalize_obs, normalize_observations()),
+        clock = clock_columns(config.extra_inputs)
+        self.wrappers = chain(*(wrapper for on, wrapper in ((config.normalize_obs, normalize_observations(clock)),
                                                             (config.scale_rewards, scale_rewards(config.gamma)))
                                 if on))
         # jitted like the steps that apply them (XLA's compiled arithmetic can differ from op-by-op in the last bit)

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from rtrl.devices import check_memory, floats_of
 from rtrl.rl.assemble import assemble
 from rtrl.rl.config import RLConfig
+from rtrl.rl.envs.extra_inputs import clock_columns
 from rtrl.rl.loop import TIMINGS, Seeds, runner, train
 from rtrl.rl.progress import status
 from rtrl.run.folder import (
@@ -72,7 +73,8 @@ class RLRun(Run):
         observation statistics as they stand (the first of the vector wrappers where ``normalize_obs``)."""
         config = self.config
         stats = state.wrappers[0] if config.normalize_obs else None
-        return Policy(self.assembly.agent, state.params, stats, jnp.dtype(config.dtype))
+        return Policy(self.assembly.agent, state.params, stats, jnp.dtype(config.dtype),
+                      clock_columns(config.extra_inputs))
 
     def evaluate(self, state, episodes: int | None, seed: int | None, greedy: bool = False, video=None,
                  overwrite: bool = False) -> dict:

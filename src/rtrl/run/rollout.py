@@ -44,17 +44,19 @@ HOST_EVAL_STEPS = 1_000_000  # episodes x their step limit at most this on the h
 class Policy(NamedTuple):
     """What acting needs of a trained RL run: its agent (configured by ``rtrl.rl.assemble``: a Q agent explores at
     the run's final ``epsilon``), the parameters, the observation statistics (``None``: the run did not normalise)
-    and the dtype it ran in."""
+    and the dtype it ran in, and ``clock``: the columns at the end that normalisation leaves as they are (the time,
+    ``rtrl.rl.envs.extra_inputs.clock_columns``)."""
 
     agent: Any
     params: Any
     stats: Any
     dtype: Any
+    clock: int = 0
 
     def observe(self, obs) -> jax.Array:
         """An observation (or a batch of them) as the agent saw them in training."""
         x = jnp.asarray(obs).astype(self.dtype)
-        return x if self.stats is None else standardized(self.stats, x)
+        return x if self.stats is None else standardized(self.stats, x, self.clock)
 
     def memory(self):
         """One environment's torso state at the start of an episode."""

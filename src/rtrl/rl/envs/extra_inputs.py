@@ -4,7 +4,7 @@ masked MuJoCo agents read the time alone, their POPGym agents the previous actio
 
 At step t of an episode (t = 0 at its first observation) the observation becomes::
 
-    [obs_t, action(a_{t-1}), r_{t-1}, t / max_steps]          (zeros and 0 for the first observation)
+    [obs_t, action(a_{t-1}), r_{t-1}, t / max_steps - 1/2]    (zeros, 0 and -1/2 for the first observation)
 
 each part present where it is chosen (``parts``: a subset of ``PARTS``, ``rtrl rl --extra-inputs action,reward``);
 ``action`` is the one-hot of a Discrete action (A entries) and, for a Box, the action as the environment takes it
@@ -13,6 +13,13 @@ step ends an episode, ``final_obs`` is the ended episode's last observation with
 of that step, its time), and ``obs`` the next episode's first, with zeros and time 0. ``extended`` builds the row
 for a jitted environment (``ExtraInputs``) and for the Gymnasium vector on the host (``rtrl.rl.envs.gymnasium_env``)
 alike.
+
+The time is a clock, centred on [-1/2, 1/2] as Farr et al.'s time-aware wrapper gives it, and observation
+normalisation leaves it as it is (``clock_columns``: the last column of the row; ``rtrl.rl.envs.normalize``): its
+running statistics drift as the episodes lengthen (short at the start of a run, so an early deviation is small), and
+a later, longer episode would read its time as many deviations out (a tenfold rise in the length: about 13 deviations
+at step 300 after 200k frames of a Hopper run), an input the agent has never seen, at the moment it first survives
+longer. Runs before this rule normalised it with the observation.
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ def named(name: str, parts: tuple[str, ...]) -> str:
 
 def extended(obs, parts=PARTS, action=None, reward=None, time=None, max_steps: int = 1, xp=jnp):
     """``obs`` (..., D) with the ``parts`` chosen (names from ``PARTS``) appended on its last axis, in that order:
-    ``action`` (..., A) as it is, ``reward`` (...) and ``time / max_steps`` (...) as one entry each, in the
+    ``action`` (..., A) as it is, ``reward`` (...) and ``time / max_steps - 1/2`` (...) as one entry each, in the
     observation's dtype; ``xp``: ``jax.numpy`` (a jitted environment) or ``numpy`` (the host)."""
     columns = [obs]
     if "action" in parts:
@@ -65,8 +72,14 @@ def extended(obs, parts=PARTS, action=None, reward=None, time=None, max_steps: i
     if "reward" in parts:
         columns.append(xp.asarray(reward).astype(obs.dtype)[..., None])
     if "time" in parts:
-        columns.append((xp.asarray(time) / max_steps).astype(obs.dtype)[..., None])
+        columns.append((xp.asarray(time) / max_steps - 0.5).astype(obs.dtype)[..., None])
     return xp.concatenate(columns, axis=-1)
+
+
+def clock_columns(parts) -> int:
+    """The columns at the end of an extended row that observation normalisation leaves as they are: 1 where the
+    ``parts`` (``parts_of``) hold the time (the clock, see the module docstring), else 0."""
+    return int("time" in parts_of(parts))
 
 
 class ExtraState(NamedTuple):

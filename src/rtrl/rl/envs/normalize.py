@@ -13,7 +13,7 @@ E environments' batch, its state apart::
 ``outcome`` is any NamedTuple with those fields (``rtrl.rl.envs.gymnasium_env.Outcome``, or ``rtrl.rl.envs.Step``
 of the batch); ``chain(*wrappers)`` composes them, its state the tuple of theirs. The members:
 
-``normalize_observations()``
+``normalize_observations(clock=0)``
     state: the running ``Stats`` of every observation the agent has acted on. ``init`` / ``reset`` count ``obs``
     and return it normalised; ``step`` normalises ``final_obs`` (meaningful where ``done``) with the statistics
     before the step, the ones the step's own observation was normalised with (the value a truncated episode is
@@ -21,6 +21,9 @@ of the batch); ``chain(*wrappers)`` composes them, its state the tuple of theirs
     observation is never counted) and returns it normalised with the statistics that include it::
 
         stats_t = merge(stats_{t-1}, obs_t);   x_t = (obs_t - mean_t) / sqrt(var_t + 1e-8)
+
+    except its last ``clock`` columns, passed as they are (the time input: ``rtrl.rl.envs.extra_inputs``; counted
+    in the statistics all the same, so their shape is the observation's).
 
     The statistics start from a prior (``stats_init``): one pseudo-sample at mean 0 that carries variance 1, as
     streamlet's ``NormalizeObservationWrapper`` (Farr et al.'s) starts them.
@@ -91,8 +94,10 @@ def variance(stats: Stats) -> jax.Array:
     return stats.m2 / stats.count
 
 
-def standardized(stats: Stats, x: jax.Array) -> jax.Array:
-    return (x - stats.mean) / jnp.sqrt(variance(stats) + EPS)
+def standardized(stats: Stats, x: jax.Array, clock: int = 0) -> jax.Array:
+    """``x`` standardised by ``stats``, its last ``clock`` columns as they are."""
+    z = (x - stats.mean) / jnp.sqrt(variance(stats) + EPS)
+    return jnp.concatenate([z[..., :-clock], x[..., -clock:]], axis=-1) if clock else z
 
 
 # -- the wrappers ------------------------------------------------------------------------------------------------
@@ -105,18 +110,19 @@ class VecWrapper(NamedTuple):
     step: Callable[[Any, Any], tuple[Any, Any]]
 
 
-def normalize_observations() -> VecWrapper:
-    """Observations normalised by the running mean and variance of those acted on (see the module docstring)."""
+def normalize_observations(clock: int = 0) -> VecWrapper:
+    """Observations normalised by the running mean and variance of those acted on, their last ``clock`` columns as
+    they are (see the module docstring)."""
 
     def reset(stats, obs):
         stats = merged(stats, obs)
-        return standardized(stats, obs), stats
+        return standardized(stats, obs, clock), stats
 
     def init(obs):
         return reset(stats_init(obs.shape[1:], obs.dtype), obs)
 
     def step(stats, outcome):
-        final_obs = standardized(stats, outcome.final_obs)
+        final_obs = standardized(stats, outcome.final_obs, clock)
         obs, stats = reset(stats, outcome.obs)
         return outcome._replace(obs=obs, final_obs=final_obs), stats
 
