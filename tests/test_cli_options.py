@@ -139,6 +139,26 @@ def test_a_presets_switch_is_turned_off_by_its_no_switch():
     assert config("--extra-inputs").extra_inputs == ("action", "reward", "time")
 
 
+def test_a_presets_optional_value_is_unset_by_its_no_option():
+    """``hopper-p`` sets ``critic_lr`` (0.5), whose default is None (one step size for both sides): ``--no-critic-lr``
+    beside the preset unsets it, alone it keeps the default, and beside ``--critic-lr`` it is refused as the pair
+    contradicts itself. [``negated`` back to "an optional field with a default other than None": argparse refuses
+    ``--no-critic-lr``, exit 2]"""
+    from rtrl.rl.config import RLConfig
+    from rtrl.rl.presets import PRESETS
+    from rtrl.run.options import config_from_args
+    from rtrl.run.usage import UsageError
+
+    def config(*argv):
+        return config_from_args(parser().parse_args(["rl", *argv, "--out", "o"]), RLConfig, PRESETS)
+
+    assert config("--preset", "hopper-p").critic_lr == 0.5
+    assert config("--preset", "hopper-p", "--no-critic-lr").critic_lr is None
+    assert config("--optimizer", "intentional", "--no-critic-lr").critic_lr is None
+    with pytest.raises(UsageError, match="not allowed with argument"):
+        parser().parse_args(["rl", "--critic-lr", "0.5", "--no-critic-lr", "--out", "o"])
+
+
 def test_extra_inputs_take_the_parts_named_in_their_order():
     """``--extra-inputs PARTS`` chooses the extras by name, kept in the order they are appended whatever the order
     given; the flag alone is all three; a name that is no part, or one given twice, is refused naming the flag.

@@ -56,11 +56,9 @@ def switch(field: dataclasses.Field) -> bool:
 
 
 def negated(field: dataclasses.Field, default) -> bool:
-    """Whether the field also gets ``--no-NAME``: an optional one with a default, or any switch (a preset may turn
-    on one that is off by default: ``--preset popgym-repeat-first --no-extra-inputs``)."""
-    if switch(field):
-        return True
-    return default is not None and field.type.endswith("| None")
+    """Whether the field also gets ``--no-NAME``: any optional one or switch, since a preset may set what is unset
+    or off by default (``--preset popgym-repeat-first --no-extra-inputs``, ``--preset hopper-p --no-critic-lr``)."""
+    return switch(field) or field.type.endswith("| None")
 
 
 def flag_of(field: dataclasses.Field) -> str:
@@ -124,6 +122,8 @@ def negated_help(field, value) -> str:
     name = flag_of(field)
     if switch(field):
         return f"turn {name} off (it is on by default)" if value else f"turn {name} off (where a preset turns it on)"
+    if value is None:
+        return f"unset {name} where a preset sets it (back to its default)"
     return f"no {name} at all (instead of the default {value})"
 
 
