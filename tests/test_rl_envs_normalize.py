@@ -23,8 +23,7 @@ import numpy as np
 import pytest
 
 from rtrl.rl import RLConfig
-from rtrl.rl.envs.normalize import (Stats, chain, merged, normalize_observations, scale_rewards, stats_init,
-                                    variance)
+from rtrl.rl.envs.normalize import Stats, chain, merged, normalize_observations, scale_rewards, stats_init, variance
 from rtrl.rl.loop import OnlineActorCritic
 
 EPS = 1e-8
