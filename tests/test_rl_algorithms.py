@@ -25,7 +25,7 @@ import pytest
 from rtrl.cli import main
 from rtrl.rl.algorithms import QAgent, epsilon
 from rtrl.rl.config import RLConfig
-from test_rl_rules import BASE, LENGTH, REWARDS, STEPS, E, Oracle, Scripted, assert_close, scripted_run
+from test_rl_rules import BASE, LENGTH, REWARDS, STEPS, E, Oracle, Scripted, assert_close, scripted_run, standardized
 
 
 class Truncating(Scripted):
@@ -97,7 +97,7 @@ class QOracle(Oracle):
         c = self.c
         self.seen_obs.append(obs)
         seen = np.concatenate(self.seen_obs)
-        x = (obs - seen.mean(0)) / np.sqrt(seen.var(0) + 1e-8)
+        x = standardized(seen, obs)
         values, targets, g, explored = np.zeros(E), np.zeros(E), [], np.zeros(E, bool)
         for e in range(E):
             h = self.torso(e, x[e])

@@ -32,7 +32,7 @@ from rtrl.rl.algorithms import QRCAgent
 from rtrl.rl.config import RLConfig
 from rtrl.rl.transforms import QRCState
 from test_rl_algorithms import Q_BASE, QOracle, Truncating, scripted_episodes
-from test_rl_rules import STEPS, E, Scripted, assert_close, scripted_run
+from test_rl_rules import STEPS, E, Scripted, assert_close, scripted_run, standardized
 
 N, A = 2, 3
 
@@ -64,7 +64,7 @@ class QRCOracle(QOracle):
         c = self.c
         self.seen_obs.append(obs)
         seen = np.concatenate(self.seen_obs)
-        x = (obs - seen.mean(0)) / np.sqrt(seen.var(0) + 1e-8)
+        x = standardized(seen, obs)
         values, targets, explored, phis, g, G = np.zeros(E), np.zeros(E), np.zeros(E, bool), [], [], []
         for e in range(E):
             h = self.torso(e, x[e])
