@@ -1,12 +1,14 @@
 """The same seeds give the same parameters as before the algorithms became values over a transition: a tiny float64
 run of each algorithm (and of the actor-critic's variants: the intentional rule with a critic step of its own, a
 rolling TBPTT window under ObGD, the Gaussian policy with its spread a head) ends with the parameters whose sum and
-absolute sum the code at commit 3132a4e gives, to 1e-12 relative.
+absolute sum the code at commit 3132a4e gives, to 1e-12 relative (with the running statistics' prior of f999930
+applied to it: the two lines of ``stats_init`` and ``variance`` in its rtrl/rl/envs/normalize.py).
 
 How the figures were produced: ``RUNS`` below run by ``rtrl.rl.train`` at 3132a4e (``git archive 3132a4e src``,
-its ``src`` first on ``PYTHONPATH``, ``jax_enable_x64`` on), the final ``state.params`` of each, ``sum(leaf.sum())``
-and ``sum(abs(leaf).sum())`` over the leaves. At the commit that made the transition the algorithm's the whole
-parameter trees were compared with that run's: equal to the last bit. The step by step checks against NumPy
+its ``src`` first on ``PYTHONPATH``, ``jax_enable_x64`` on; since f999930 that ``src`` with the prior's two
+lines patched in, which gives the same figures as the code since f999930), the final ``state.params`` of each,
+``sum(leaf.sum())`` and ``sum(abs(leaf).sum())`` over the leaves. At the commit that made the transition the
+algorithm's the whole parameter trees were compared with that run's: equal to the last bit. The step by step checks against NumPy
 oracles (tests/test_rl_rules.py, tests/test_rl_algorithms*.py) hold each rule's arithmetic; this one holds that the
 reorganisation changed no run, the Gaussian and truncated episodes included (pendulum-p at 7 steps truncates,
 memory-chain at 5 steps as well).
@@ -37,15 +39,15 @@ RUNS = {
     "qrc": {**CHAIN, "algorithm": "qrc", "h_lr": 0.01, "head_hidden": 3},
     "sarsa": {**CHAIN, "algorithm": "sarsa", "optimizer": "intentional", "lr": 0.5},
 }
-# (sum, absolute sum) of the final parameters at 3132a4e
+# (sum, absolute sum) of the final parameters at 3132a4e with the statistics' prior
 BEFORE = {
-    "ac": (-5.9878504130911425, 12.204819347620768),
-    "ac-split": (-6.40576848795155, 31.61217096159433),
-    "ac-tbptt": (-5.975999965377788, 12.239279042246714),
-    "gaussian": (-4.191372486247849, 12.956108715860633),
-    "q": (-7.956413169299937, 13.408078594944868),
-    "qrc": (-9.507977670036626, 17.72145442489606),
-    "sarsa": (-6.782093781308459, 13.507931129461616),
+    "ac": (-6.000949308079113, 12.215456744679724),
+    "ac-split": (-5.972929295931808, 29.12620963858571),
+    "ac-tbptt": (-5.978158656866003, 12.23752026420623),
+    "gaussian": (-4.2192510132643575, 12.927122908740918),
+    "q": (-8.003985457089932, 13.43771215375656),
+    "qrc": (-9.502891961165698, 17.748460860295456),
+    "sarsa": (-6.718343279486744, 13.345820427235154),
 }
 
 
