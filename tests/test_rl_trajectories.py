@@ -8,10 +8,10 @@ How the figures were produced: ``RUNS`` below run by ``rtrl.rl.train`` at 3132a4
 its ``src`` first on ``PYTHONPATH``, ``jax_enable_x64`` on; since f999930 that ``src`` with the prior's two
 lines patched in, which gives the same figures as the code since f999930), the final ``state.params`` of each,
 ``sum(leaf.sum())`` and ``sum(abs(leaf).sum())`` over the leaves. At the commit that made the transition the
-algorithm's the whole parameter trees were compared with that run's: equal to the last bit. The step by step checks against NumPy
-oracles (tests/test_rl_rules.py, tests/test_rl_algorithms*.py) hold each rule's arithmetic; this one holds that the
-reorganisation changed no run, the Gaussian and truncated episodes included (pendulum-p at 7 steps truncates,
-memory-chain at 5 steps as well).
+algorithm's the whole parameter trees were compared with that run's: equal to the last bit. The step by step checks
+against NumPy oracles (tests/test_rl_rules.py, tests/test_rl_algorithms*.py) hold each rule's arithmetic; this one
+holds that the reorganisation changed no run, the Gaussian and truncated episodes included (pendulum-p at 7 steps
+truncates, memory-chain at 5 steps as well).
 """
 
 from __future__ import annotations
