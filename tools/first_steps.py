@@ -19,6 +19,7 @@ import argparse
 import jax
 import jax.numpy as jnp
 import numpy as np
+from optax.tree_utils import tree_norm
 
 from rtrl.rl import RLConfig
 from rtrl.rl.envs import normalize
@@ -28,14 +29,6 @@ from rtrl.rl.presets import PRESETS
 
 def empty(shape, dtype):
     return normalize.Stats(jnp.zeros((), dtype), jnp.zeros(shape, dtype), jnp.zeros(shape, dtype))
-
-
-def l1(tree) -> float:
-    return float(sum(jnp.abs(a).sum() for a in jax.tree.leaves(tree)))
-
-
-def norm(tree) -> float:
-    return float(jnp.sqrt(sum(jnp.square(a).sum() for a in jax.tree.leaves(tree))))
 
 
 def main(argv=None) -> None:
@@ -55,9 +48,9 @@ def main(argv=None) -> None:
         state = run.advance(state, 1)
         reward = np.asarray(state.pending.transition.reward).ravel()
         traces = state.traces[0] if isinstance(state.traces, tuple) else state.traces
-        change = l1(jax.tree.map(lambda a, b: a - b, state.params, before))
-        print(f"step {t + 1}: scaled reward {reward[0]:.6g}, critic trace L1 {l1(traces):.6g}, "
-              f"parameters' norm {norm(state.params):.6g}, change L1 {change:.6g}")
+        change = float(tree_norm(jax.tree.map(lambda a, b: a - b, state.params, before), ord=1))
+        print(f"step {t + 1}: scaled reward {reward[0]:.6g}, critic trace L1 {float(tree_norm(traces, ord=1)):.6g}, "
+              f"parameters' norm {float(tree_norm(state.params)):.6g}, change L1 {change:.6g}")
 
 
 if __name__ == "__main__":

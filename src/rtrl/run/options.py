@@ -55,7 +55,7 @@ def switch(field: dataclasses.Field) -> bool:
     return field.metadata["check"] is flag or hasattr(field.metadata["check"], "bare")
 
 
-def negated(field: dataclasses.Field, default) -> bool:
+def negated(field: dataclasses.Field) -> bool:
     """Whether the field also gets ``--no-NAME``: any optional one or switch, since a preset may set what is unset
     or off by default (``--preset popgym-repeat-first --no-extra-inputs``, ``--preset hopper-p --no-critic-lr``)."""
     return switch(field) or field.type.endswith("| None")
@@ -95,7 +95,7 @@ def add_config_arguments(p: argparse.ArgumentParser, cls: type[Config] = RunConf
         value, help_text = default[field.name], field.metadata["help"]
         # A value and its --no-NAME contradict each other (`--clip 0.5 --no-clip` would drop the value given):
         # argparse refuses the pair. A switch and its negation keep the usual rule, the last one wins.
-        contradicts = negated(field, value) and not switch(field)
+        contradicts = negated(field) and not switch(field)
         p = parser.add_mutually_exclusive_group() if contradicts else parser
         if is_options(field):
             p.add_argument(flag_of(field), dest=field.name, action="append", metavar=field.metadata["metavar"],
@@ -111,7 +111,7 @@ def add_config_arguments(p: argparse.ArgumentParser, cls: type[Config] = RunConf
             shown = "" if value is None else f" (default {value})"
             p.add_argument(flag_of(field), dest=field.name, type=argument_type(field), default=UNSET,
                            metavar=field.metadata["metavar"], help=help_text + shown)
-        if negated(field, value):
+        if negated(field):
             p.add_argument(f"--no-{field.name.replace('_', '-')}", dest=field.name, action="store_const",
                            const=False if switch(field) else None,
                            help=negated_help(field, value))
@@ -183,7 +183,7 @@ def options_table(cls: type[Config] = RunConfig) -> str:
     for field in dataclasses.fields(cls):
         value, metavar = default[field.name], field.metadata["metavar"]
         name = f"`{flag_of(field)}" + (f" {metavar}`" if metavar else "`")
-        if negated(field, value):
+        if negated(field):
             name += f", `--no-{field.name.replace('_', '-')}`"
         shown = "automatic" if value is None else "none" if value in ({}, ()) else "off" if value is False \
             else "on" if value is True else f"`{value}`"
